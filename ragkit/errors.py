@@ -1,0 +1,28 @@
+"""ragkit's exceptions. Each message is one line that names the input and the problem,
+so the CLI can print it as it is and exit non-zero."""
+
+
+class RagkitError(Exception):
+    """Base class: a problem with the user's input or environment, not a bug."""
+
+    exit_code = 2
+
+
+class InputError(RagkitError):
+    """A file, parameter or question that cannot be used as given."""
+
+
+class IndexFormatError(RagkitError):
+    """An index folder that is missing, incomplete or from another format version."""
+
+
+class ModelError(RagkitError):
+    """A GGUF that cannot be loaded, or a generation that failed."""
+
+
+class ContextTooLongError(InputError):
+    """A question that does not fit in the model's context with its prompt."""
+
+
+class NotebookError(RagkitError):
+    """A notebook run that was refused or failed."""

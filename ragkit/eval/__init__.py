@@ -1,0 +1,1 @@
+"""Evaluation: retrieval metrics and the dataset converters benchmarks use."""

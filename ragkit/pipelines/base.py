@@ -1,0 +1,39 @@
+"""What every pipeline returns: the answer, the evidence it cites, how it got there
+(``trace``) and how long each stage took (``timings_ms``)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ..errors import InputError
+
+NOT_ENOUGH_VI = "Không đủ thông tin trong tài liệu để trả lời câu hỏi này."
+
+
+@dataclass
+class Citation:
+    id: int
+    doc_id: str
+    title: str = ""
+    source: str = ""
+    score: float = 0.0
+
+
+@dataclass
+class Answer:
+    question: str
+    pipeline: str
+    answer: str
+    citations: list[Citation] = field(default_factory=list)
+    trace: dict = field(default_factory=dict)
+    timings_ms: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def check_question(question: str | None) -> str:
+    """The question stripped; an empty one is refused."""
+    if question is None or not question.strip():
+        raise InputError("question: is empty")
+    return question.strip()

@@ -1,0 +1,213 @@
+"""Lexical RAG (seed 002): question → BM25 (+ structural boost) → MMR → step outline →
+token-budgeted context → GGUF answer → post-processing → grounding check.
+
+Each stage runs inside the shared profiler, so ``timings_ms`` is the seed's latency table
+(load index, retrieval, MMR, token counting, generation, post-processing).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from ..config import LexicalConfig, LLMConfig
+from ..errors import ContextTooLongError
+from ..lexical.bm25 import BM25Index, Hit
+from ..lexical.boosting import is_procedural_query
+from ..lexical.mmr import mmr_rerank
+from ..llm.base import LLM
+from ..llm.budget import fit_context
+from ..llm.gguf import GGUFModel
+from ..llm.grounding import check_grounding
+from ..llm.postprocess import filter_think_tags, looks_english
+from ..llm.prompts import REASK_VI, extract_outline, format_chunk, lexical_messages
+from ..profiler import Profiler
+from ..text import VIETNAMESE_FUNCTION_WORDS, tokenize
+from .base import NOT_ENOUGH_VI, Answer, Citation, check_question
+
+# Template tokens around each chat message (role markers, newlines) that a plain count of
+# the message text does not see.
+_TEMPLATE_OVERHEAD = 16
+_REPLACED_NOTE = ("(Câu trả lời của mô hình không bám sát tài liệu nên đã được thay bằng "
+                  "trích dẫn trực tiếp.)")
+
+
+@lru_cache(maxsize=4)
+def _load_index(path: str, mtime: float) -> BM25Index:
+    return BM25Index.load(path)
+
+
+def load_index(path: str | Path) -> BM25Index:
+    """Load an index, reusing the loaded copy while the folder is unchanged."""
+    path = Path(path)
+    meta = path / "meta.json"
+    return _load_index(str(path.resolve()), meta.stat().st_mtime if meta.exists() else 0.0)
+
+
+@lru_cache(maxsize=2)
+def default_llm(config: LLMConfig) -> GGUFModel:
+    """One model object per configuration, shared by every question in the process."""
+    return GGUFModel(config)
+
+
+def retrieve(index: BM25Index, question: str, config: LexicalConfig,
+             profiler: Profiler | None = None) -> tuple[list[Hit], list[Hit]]:
+    """BM25 candidates (timed as "retrieval") and the MMR selection (timed as "mmr")."""
+    profiler = profiler or Profiler()
+    with profiler.stage("retrieval"):
+        candidates = index.search(question, k=config.k, boost=config.boost,
+                                  candidates=config.candidates if config.mmr else config.k)
+    with profiler.stage("mmr"):
+        selected = (mmr_rerank(index, candidates, config.k, config.mmr_lambda)
+                    if config.mmr else candidates[: config.k])
+    return candidates, selected
+
+
+def ask_lexical(question: str, index: BM25Index | str | Path, *,
+                config: LexicalConfig | None = None, llm: LLM | None = None,
+                llm_config: LLMConfig | None = None, use_llm: bool = True) -> Answer:
+    """Answer ``question`` from the documents of a BM25 index, with citations.
+
+    use_llm=False answers extractively from the evidence (the deterministic mode tests and
+    benchmarks use); the model's tokenizer is still used to check the question's length.
+    """
+    question = check_question(question)
+    config = config or LexicalConfig()
+    llm_config = llm_config or LLMConfig.from_env()
+    profiler = Profiler()
+    with profiler.stage("load_index"):
+        if not isinstance(index, BM25Index):
+            index = load_index(index)
+    candidates, selected = retrieve(index, question, config, profiler)
+    procedural = is_procedural_query(question)
+    model = llm or default_llm(llm_config)
+
+    with profiler.stage("token_counting"):
+        outline = extract_outline([h.text for h in selected])
+        empty_prompt = lexical_messages(question, "", outline)
+        prompt_tokens = sum(model.count_tokens(m["content"]) for m in empty_prompt) \
+            + _TEMPLATE_OVERHEAD * len(empty_prompt)
+        room = llm_config.n_ctx - llm_config.max_tokens - prompt_tokens
+        if room <= 0:
+            raise ContextTooLongError(
+                f"question: too long for the model's context ({prompt_tokens} prompt tokens + "
+                f"{llm_config.max_tokens} for the answer > n_ctx {llm_config.n_ctx})")
+        # The seed reserves 150 tokens for the instructions; a longer question takes more.
+        budget = llm_config.n_ctx - llm_config.max_tokens - max(prompt_tokens, llm_config.prompt_tokens)
+        chunks = [format_chunk(i + 1, h.title, h.text) for i, h in enumerate(selected)]
+        context = fit_context(chunks, model.count_tokens, budget) if chunks else None
+    used = selected[: context.kept] if context else []
+    citations = [Citation(id=i + 1, doc_id=h.doc_id, title=h.title, source=h.source,
+                          score=round(h.score, 6)) for i, h in enumerate(used)]
+    evidence = [f"{h.title}\n{h.text}" for h in used]
+
+    trace = {
+        "query_tokens": index.tokenizer(question),
+        "procedural": procedural,
+        "boosted": bool(config.boost) if config.boost is not None else procedural,
+        "candidates": [_hit_summary(h) for h in candidates[:10]],
+        "n_candidates": len(candidates),
+        "selected": [h.doc_id for h in selected],
+        "outline": outline,
+        "prompt_tokens": prompt_tokens,
+        "context_tokens": context.tokens if context else 0,
+        "context_budget": budget,
+        "dropped_chunks": context.dropped if context else 0,
+        "model": getattr(model, "name", type(model).__name__),
+    }
+
+    extractive = extractive_answer(question, used, procedural)
+    if not used:
+        answer_text, trace["answer_source"] = NOT_ENOUGH_VI, "none"
+    elif not use_llm:
+        answer_text, trace["answer_source"] = extractive, "extractive"
+    else:
+        messages = lexical_messages(question, context.text, outline)
+        with profiler.stage("generation"):
+            gen = model.chat(messages, max_tokens=llm_config.max_tokens,
+                             temperature=llm_config.temperature, seed=llm_config.seed)
+        with profiler.stage("postprocessing"):
+            raw = gen.text
+            answer_text = filter_think_tags(raw)
+            reasked = False
+            if llm_config.reask_vietnamese and looks_english(answer_text):
+                reasked = True
+                follow_up = messages + [{"role": "assistant", "content": answer_text},
+                                        {"role": "user", "content": REASK_VI}]
+                again = model.chat(follow_up, max_tokens=llm_config.max_tokens,
+                                   temperature=llm_config.temperature, seed=llm_config.seed)
+                answer_text = filter_think_tags(again.text)
+            report = check_grounding(answer_text, evidence + outline, question)
+        trace.update({"raw_answer": raw, "reasked": reasked, "grounding": report.to_dict(),
+                      "completion_tokens": gen.completion_tokens,
+                      "finish_reason": gen.finish_reason,
+                      "chat_format": getattr(model, "chat_format", None)})
+        if report.grounded:
+            trace["answer_source"] = "llm"
+        else:
+            trace["llm_answer"] = answer_text
+            answer_text = f"{extractive}\n\n{_REPLACED_NOTE}"
+            trace["answer_source"] = "extractive_fallback"
+    if "grounding" not in trace:
+        trace["grounding"] = check_grounding(answer_text, evidence + [NOT_ENOUGH_VI], question).to_dict()
+    return Answer(question=question, pipeline="lexical", answer=answer_text,
+                  citations=citations, trace=trace, timings_ms=profiler.as_dict())
+
+
+def _hit_summary(hit: Hit) -> dict:
+    return {"doc_id": hit.doc_id, "score": round(hit.score, 6), "bm25": round(hit.bm25, 6),
+            "boost": hit.boost}
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_LIST_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)]|bước\s+\d+|buoc\s+\d+)", re.IGNORECASE)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a chunk: hard-wrapped lines are joined, list lines stand alone."""
+    sentences = []
+    for para in re.split(r"\n\s*\n", text):
+        lines = [ln.strip() for ln in para.splitlines() if ln.strip()]
+        if any(_LIST_LINE.match(ln) for ln in lines):
+            sentences.extend(lines)
+        else:
+            sentences.extend(s for s in _SENTENCE_END.split(" ".join(lines)) if s)
+    return sentences
+
+
+def extractive_answer(question: str, hits: list[Hit], procedural: bool,
+                      max_sentences: int = 3) -> str:
+    """An answer made only of the evidence's own sentences, each with its [n] citation.
+
+    Procedural questions get the numbered steps of the best chunk that has steps (and of the
+    chunks of the same section); other questions get the sentences that share the most
+    words with the question, in reading order.
+    """
+    if not hits:
+        return NOT_ENOUGH_VI
+    if procedural:
+        for rank, hit in enumerate(hits):
+            steps = extract_outline([hit.text])
+            if not steps:
+                continue
+            lines = [f"{i}) {s.split(':', 1)[1].strip()} [{rank + 1}]" for i, s in enumerate(steps, 1)]
+            for later, other in enumerate(hits[rank + 1:], rank + 2):
+                if other.title == hit.title and other.source == hit.source:
+                    for s in extract_outline([other.text]):
+                        lines.append(f"{len(lines) + 1}) {s.split(':', 1)[1].strip()} [{later}]")
+            head = hit.title.split(" > ")[-1] if hit.title else "Các bước"
+            return f"{head}:\n" + "\n".join(lines)
+    q = set(tokenize(question)) - VIETNAMESE_FUNCTION_WORDS
+    scored = []
+    for rank, hit in enumerate(hits):
+        for pos, sentence in enumerate(split_sentences(hit.text)):
+            words = set(tokenize(sentence))
+            overlap = len(q & words)
+            if overlap:
+                scored.append((-overlap, rank, pos, sentence.strip(), rank + 1))
+    if not scored:
+        return NOT_ENOUGH_VI
+    best = sorted(scored)[:max_sentences]
+    best.sort(key=lambda x: (x[1], x[2]))
+    return " ".join(f"{s.rstrip()} [{n}]" for *_, s, n in best)

@@ -1,0 +1,132 @@
+"""``ragkit run``: papermill runs into ``outputs/runs/<notebook>/<timestamp>/`` with a
+manifest that says what ran, on what, with which code, and how it ended.
+
+Parameters are checked against the notebook's tagged ``parameters`` cell before anything
+runs: a name the notebook does not declare, or a value of the wrong type, is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import InputError, NotebookError
+from .fsutil import atomic_write_json
+
+KERNEL = "python3"
+_PACKAGES = ("ragkit", "numpy", "scipy", "papermill", "llama-cpp-python", "rank-bm25", "bm25s",
+             "networkx", "chromadb", "sentence-transformers", "torch")
+_TYPES = {"int": int, "float": (int, float), "bool": bool, "str": str}
+
+
+def declared_parameters(notebook: str | Path) -> dict[str, dict]:
+    """The notebook's parameters cell, as papermill reads it: {name: {type, default, help}}."""
+    import papermill
+
+    path = Path(notebook)
+    if not path.is_file():
+        raise InputError(f"notebook {path}: no such file")
+    try:
+        found = papermill.inspect_notebook(str(path))
+    except Exception as exc:  # papermill raises several types for unreadable notebooks
+        raise InputError(f"notebook {path}: cannot be read ({exc})") from None
+    if not found:
+        raise NotebookError(f"notebook {path}: has no cell tagged 'parameters'")
+    return found
+
+
+def coerce(value: Any) -> Any:
+    """A CLI string as the value it spells: int, float, bool, None, else the string."""
+    if not isinstance(value, str):
+        return value
+    lowered = value.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
+def check_parameters(notebook: str | Path, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Coerce ``params`` and check every one against the notebook's declarations."""
+    declared = declared_parameters(notebook)
+    checked = {}
+    for name, raw in params.items():
+        if name not in declared:
+            raise InputError(f"parameter {name}: notebook {Path(notebook).name} does not declare it "
+                             f"(declared: {', '.join(declared)})")
+        kind = _TYPES.get(declared[name].get("inferred_type_name", ""))
+        value = str(raw) if kind is str and raw is not None else coerce(raw)
+        wrong_type = kind is not None and value is not None and not isinstance(value, kind)
+        if wrong_type or (kind is int and isinstance(value, bool)):
+            raise InputError(f"parameter {name}: expected {declared[name]['inferred_type_name']}, "
+                             f"got {raw!r}")
+        checked[name] = value
+    return checked
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _git_commit() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": sys.version.split()[0]}
+    for name in _PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, *,
+                 out_root: str | Path = "outputs/runs", progress: bool = True) -> dict:
+    """Execute ``notebook`` with papermill; return (and save) the run's manifest."""
+    import papermill
+
+    notebook = Path(notebook)
+    checked = check_parameters(notebook, params or {})
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    run_dir = Path(out_root) / notebook.stem / stamp
+    run_dir.mkdir(parents=True, exist_ok=True)
+    output = run_dir / notebook.name
+    manifest = {"notebook": str(notebook), "output_notebook": str(output),
+                "parameters": checked, "started": stamp, "git_commit": _git_commit(),
+                "versions": _versions(), "status": "running"}
+    atomic_write_json(run_dir / "manifest.json", manifest)
+    started = time.perf_counter()
+    try:
+        papermill.execute_notebook(str(notebook), str(output), parameters=checked,
+                                   kernel_name=KERNEL, progress_bar=progress,
+                                   cwd=str(notebook.parent))
+        manifest["status"] = "ok"
+    except papermill.PapermillExecutionError as exc:
+        manifest.update(status="failed", error=f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}")
+    manifest["duration_s"] = round(time.perf_counter() - started, 3)
+    atomic_write_json(run_dir / "manifest.json", manifest)
+    return manifest

@@ -1,0 +1,151 @@
+"""Text normalization and tokenization (seed 002, section 4).
+
+Vietnamese text is matched without its diacritics: NFKD splits "á" into "a" plus a
+combining accent, the combining marks are dropped, and "đ" (which NFKD leaves alone,
+it is a letter of its own) becomes "d". Tokens are the runs of ``[a-z0-9]+`` that remain.
+
+    >>> tokenize("Bước 1: Làm sạch bàn máy")
+    ['buoc', '1', 'lam', 'sach', 'ban', 'may']
+
+Vietnamese words are often two syllables ("máy phay", "bàn máy"); ``bigrams=True`` adds
+each pair of neighbouring syllables as one more token ("may_phay"), which lets BM25 prefer a
+chunk where the syllables stand together. English gets a stopword list and Snowball stems.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Iterable, Mapping
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+# Common English function words. Removing them changes BM25 very little (their IDF is
+# low) but makes indexes smaller and queries faster.
+ENGLISH_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers herself him himself his how
+    i if in into is it its itself just me more most my myself no nor not now of off on
+    once only or other our ours ourselves out over own same she should so some such than
+    that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with
+    would you your yours yourself yourselves""".split()
+)
+
+# Vietnamese function words, accent-stripped: they carry no claim of their own.
+VIETNAMESE_FUNCTION_WORDS = frozenset(
+    """a ai anh bang bi boi cac cai can cho chi chua co con cua da dang de den deu do duoc
+    gi hay hon khi khong la lai len luc ma moi mot neu nen nguoi nhung nhu nao nay no o ra
+    rang roi sau se tai the theo thi thuoc tren trong tu va vao van ve vi voi xong""".split()
+)
+
+# Synonyms are applied after normalization, token by token (seed 000: pm2.5 -> pm25,
+# RH -> relative_humidity). Keys and values are normalized forms.
+DEFAULT_SYNONYMS: dict[str, str] = {
+    "rh": "relative_humidity",
+    "do_am": "relative_humidity",
+}
+
+
+def strip_accents(text: str) -> str:
+    """Remove Vietnamese (and any other) diacritics; map đ/Đ to d/D.
+
+    >>> strip_accents("Các bước vận hành Đường")
+    'Cac buoc van hanh Duong'
+    """
+    text = text.replace("đ", "d").replace("Đ", "D")
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def normalize(text: str, *, accents: bool = False) -> str:
+    """Lowercase, and strip accents unless ``accents`` is true."""
+    text = text.lower()
+    return text if accents else strip_accents(text)
+
+
+@lru_cache(maxsize=1)
+def _english_stemmer():
+    import Stemmer  # PyStemmer: Snowball stemmers compiled in C
+
+    return Stemmer.Stemmer("english")
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """A configured tokenizer; the same settings are saved with every index.
+
+    lang:      "vi" (accent stripping, optional syllable bigrams) or "en" (stopwords, stems).
+    accents:   keep diacritics (only to measure what stripping them is worth).
+    bigrams:   add neighbouring-syllable pairs as extra tokens.
+    synonyms:  token -> canonical token, applied after normalization.
+    """
+
+    lang: str = "vi"
+    accents: bool = False
+    bigrams: bool = False
+    synonyms: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.lang not in ("vi", "en"):
+            raise ValueError(f"lang: expected 'vi' or 'en', got {self.lang!r}")
+
+    def __call__(self, text: str) -> list[str]:
+        return self.tokenize(text)
+
+    def tokenize(self, text: str) -> list[str]:
+        normalized = normalize(text, accents=self.accents)
+        if self.accents:
+            words = re.findall(r"\w+", normalized)
+        else:
+            words = _TOKEN.findall(normalized)
+        if self.synonyms:
+            words = [self.synonyms.get(w, w) for w in words]
+        if self.lang == "en":
+            words = [w for w in words if w not in ENGLISH_STOPWORDS]
+            return _english_stemmer().stemWords(words)
+        if self.bigrams and len(words) > 1:
+            return words + [f"{a}_{b}" for a, b in zip(words, words[1:])]
+        return words
+
+    def tokenize_many(self, texts: Iterable[str]) -> list[list[str]]:
+        return [self.tokenize(t) for t in texts]
+
+    def to_dict(self) -> dict:
+        return {"lang": self.lang, "accents": self.accents, "bigrams": self.bigrams,
+                "synonyms": dict(self.synonyms)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping) -> "Tokenizer":
+        return cls(lang=data.get("lang", "vi"), accents=bool(data.get("accents", False)),
+                   bigrams=bool(data.get("bigrams", False)),
+                   synonyms=dict(data.get("synonyms", {})))
+
+
+def tokenize(text: str) -> list[str]:
+    """The seed's ``tokenize_vi``: lowercase, strip accents, ``[a-z0-9]+``."""
+    return _TOKEN.findall(normalize(text))
+
+
+def apply_synonyms(tokens: Iterable[str], synonyms: Mapping[str, str]) -> list[str]:
+    """Map each token through ``synonyms`` (missing tokens pass unchanged)."""
+    return [synonyms.get(t, t) for t in tokens]
+
+
+_VI_LETTERS = re.compile(
+    "[àáảãạăằắẳẵặâầấẩẫậèéẻẽẹêềếểễệìíỉĩịòóỏõọôồốổỗộơờớởỡợùúủũụưừứửữựỳýỷỹỵđ]"
+)
+_ASCII_WORD = re.compile(r"\b[a-z]{3,}\b")
+
+
+def vietnamese_char_count(text: str) -> int:
+    """Number of letters that only Vietnamese spelling uses (diacritics and đ)."""
+    return len(_VI_LETTERS.findall(text.lower()))
+
+
+def english_word_count(text: str) -> int:
+    """Number of plain ASCII words of three letters or more."""
+    return len(_ASCII_WORD.findall(text.lower()))

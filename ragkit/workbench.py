@@ -1,0 +1,189 @@
+"""Notebook-facing helpers: validated parameters, tables (pandas) and figures (matplotlib).
+
+Notebooks stay thin: each cell calls one function here and shows what it returns. Nothing
+here holds logic a test cannot reach.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from .config import LexicalConfig, LLMConfig
+from .corpus import load_corpus
+from .errors import InputError
+from .eval.retrieval import tokenizer_for
+from .lexical.bm25 import BM25Index, BM25Params
+from .pipelines.base import Answer
+from .pipelines.lexical import ask_lexical, load_index, retrieve
+
+
+def _check_type(name: str, value, kind) -> None:
+    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
+        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise InputError(f"parameter {name}: expected {expected}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class IndexBuildParams:
+    """Parameters of ``03_index_build``."""
+
+    corpus: str = "../data/manuals"
+    index_dir: str = "../outputs/index/manuals"
+    lang: str = "vi"
+    bigrams: bool = True
+    idf: str = "seed"
+
+    def __post_init__(self) -> None:
+        for name, kind in (("corpus", str), ("index_dir", str), ("lang", str),
+                           ("bigrams", bool), ("idf", str)):
+            _check_type(name, getattr(self, name), kind)
+        if self.lang not in ("vi", "en"):
+            raise InputError(f"parameter lang: expected 'vi' or 'en', got {self.lang!r}")
+        BM25Params(idf=self.idf)
+
+
+@dataclass(frozen=True)
+class QueryParams:
+    """Parameters of the lexical part of ``04_query_and_explain``."""
+
+    index_dir: str = "../outputs/index/manuals"
+    corpus: str = "../data/manuals"
+    question: str = "Các bước vận hành máy phay như thế nào?"
+    k: int = 4
+    mmr_lambda: float = 0.65
+    use_llm: bool = False
+
+    def __post_init__(self) -> None:
+        for name, kind in (("index_dir", str), ("corpus", str), ("question", str), ("k", int),
+                           ("mmr_lambda", (int, float)), ("use_llm", bool)):
+            _check_type(name, getattr(self, name), kind)
+        LexicalConfig(k=self.k, mmr_lambda=float(self.mmr_lambda))
+
+
+# ----------------------------------------------------------------------- 03 index build
+def build_index(p: IndexBuildParams, progress: bool = False) -> BM25Index:
+    """Build the lexical index of ``p.corpus`` and save it (atomically) to ``p.index_dir``."""
+    docs = load_corpus(p.corpus)
+    index = BM25Index.build(docs, tokenizer_for(p.lang, bigrams=p.bigrams), BM25Params(idf=p.idf),
+                            progress=progress)
+    index.save(p.index_dir)
+    return index
+
+
+def open_index(index_dir: str, corpus: str | None = None) -> BM25Index:
+    """Load ``index_dir``; build it from ``corpus`` first if it does not exist yet."""
+    if not Path(index_dir, "meta.json").exists() and corpus:
+        build_index(IndexBuildParams(corpus=corpus, index_dir=index_dir))
+    return load_index(index_dir)
+
+
+def index_overview(index: BM25Index) -> pd.Series:
+    """Size of the index: chunks, vocabulary, postings, average chunk length in tokens."""
+    return pd.Series({"chunks": len(index), "sources": len({d.source for d in index.docs}),
+                      "vocabulary": len(index.vocab), "postings": int(index.weights.nnz),
+                      "avg_tokens_per_chunk": round(float(index.doc_len.mean()), 1),
+                      "tokenizer": index.tokenizer.lang + (" +bigrams" if index.tokenizer.bigrams else ""),
+                      "idf": index.params.idf}, name="index")
+
+
+def chunks_by_source(index: BM25Index) -> pd.DataFrame:
+    """Chunks, tokens and step-list chunks per source document."""
+    df = pd.DataFrame({"source": [d.source for d in index.docs], "tokens": index.doc_len.astype(int),
+                       "has_steps": index.boost >= 0.3})
+    return df.groupby("source").agg(chunks=("tokens", "size"), tokens=("tokens", "sum"),
+                                    step_chunks=("has_steps", "sum"))
+
+
+def top_terms(index: BM25Index, n: int = 10) -> pd.DataFrame:
+    """The ``n`` commonest terms (lowest IDF, ties by term): what BM25 weighs least."""
+    terms = pd.DataFrame({"term": list(index.vocab), "idf": index.idf[list(index.vocab.values())]})
+    terms["idf"] = terms["idf"].round(4)
+    return terms.sort_values(["idf", "term"]).head(n).reset_index(drop=True)
+
+
+def plot_chunk_lengths(index: BM25Index):
+    """Histogram of chunk lengths in tokens."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.hist(index.doc_len, bins=min(20, max(5, len(index) // 2)), color="#4C72B0")
+    ax.set_xlabel("tokens per chunk")
+    ax.set_ylabel("chunks")
+    ax.set_title("Chunk lengths")
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------- 04 query
+def ask(p: QueryParams, llm_config: LLMConfig | None = None) -> Answer:
+    index = open_index(p.index_dir, p.corpus)
+    return ask_lexical(p.question, index, config=LexicalConfig(k=p.k, mmr_lambda=float(p.mmr_lambda)),
+                       llm_config=llm_config, use_llm=p.use_llm)
+
+
+def answer_markdown(answer: Answer) -> str:
+    """The answer and its numbered sources, as Markdown."""
+    lines = [f"**Câu hỏi:** {answer.question}", "", answer.answer.replace("\n", "  \n"), "",
+             "**Nguồn:**"]
+    lines += [f"- [{c.id}] `{c.doc_id}` — {c.title}" for c in answer.citations] or ["- (không có)"]
+    g = answer.trace.get("grounding", {})
+    lines += ["", f"*Nguồn câu trả lời:* {answer.trace.get('answer_source')} · "
+                  f"*bám sát tài liệu:* {'có' if g.get('grounded') else 'không'}"
+                  + (f" ({g['reason']})" if g.get("reason") else "")]
+    return "\n".join(lines)
+
+
+def candidates_table(answer: Answer) -> pd.DataFrame:
+    """The top BM25 candidates with their boost, and which ones MMR selected."""
+    df = pd.DataFrame(answer.trace["candidates"])
+    if df.empty:
+        return df
+    df["selected"] = df["doc_id"].isin(answer.trace["selected"])
+    return df.round(4)
+
+
+def mmr_comparison(p: QueryParams) -> pd.DataFrame:
+    """The chunks BM25 alone would give next to the chunks MMR gives, rank by rank."""
+    index = open_index(p.index_dir, p.corpus)
+    _, plain = retrieve(index, p.question, LexicalConfig(k=p.k, mmr=False))
+    _, diverse = retrieve(index, p.question, LexicalConfig(k=p.k, mmr_lambda=float(p.mmr_lambda)))
+    n = max(len(plain), len(diverse))
+    pad = lambda hits: [h.doc_id for h in hits] + [""] * (n - len(hits))  # noqa: E731
+    return pd.DataFrame({"rank": range(1, n + 1), "bm25": pad(plain), "mmr": pad(diverse)}).set_index("rank")
+
+
+def timings_table(answer: Answer) -> pd.DataFrame:
+    """The seed's latency table: each stage's milliseconds and share of the total."""
+    t = dict(answer.timings_ms)
+    total = t.pop("total", sum(t.values())) or 1.0
+    df = pd.DataFrame({"ms": t}).rename_axis("stage")
+    df["share"] = (df["ms"] / total).map("{:.1%}".format)
+    return df
+
+
+def question_box(p: QueryParams, ask_fn: Callable[[QueryParams], Answer] | None = None):
+    """An ipywidgets question box for JupyterLab: type a question, press Hỏi, read the
+    answer. Under papermill it renders as an inert widget; the notebook prints its answers
+    as plain output elsewhere."""
+    import ipywidgets as widgets
+    from IPython.display import Markdown, display
+
+    ask_fn = ask_fn or ask
+    text = widgets.Text(value=p.question, description="Câu hỏi", layout={"width": "80%"})
+    button = widgets.Button(description="Hỏi")
+    out = widgets.Output()
+
+    def on_click(_):
+        out.clear_output()
+        with out:
+            try:
+                display(Markdown(answer_markdown(ask_fn(QueryParams(**{**p.__dict__, "question": text.value})))))
+            except InputError as exc:
+                print(f"error: {exc}")
+
+    button.on_click(on_click)
+    return widgets.VBox([widgets.HBox([text, button]), out])
