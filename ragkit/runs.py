@@ -7,6 +7,7 @@ runs: a name the notebook does not declare, or a value of the wrong type, is ref
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import subprocess
@@ -59,6 +60,16 @@ def coerce(value: Any) -> Any:
     return value
 
 
+def _declared_type(decl: dict) -> str:
+    """The annotated type, else the type of the default's literal."""
+    if decl.get("inferred_type_name") in _TYPES:
+        return decl["inferred_type_name"]
+    try:
+        return type(ast.literal_eval(decl.get("default", ""))).__name__
+    except (ValueError, SyntaxError):
+        return ""
+
+
 def check_parameters(notebook: str | Path, params: Mapping[str, Any]) -> dict[str, Any]:
     """Coerce ``params`` and check every one against the notebook's declarations."""
     declared = declared_parameters(notebook)
@@ -67,11 +78,11 @@ def check_parameters(notebook: str | Path, params: Mapping[str, Any]) -> dict[st
         if name not in declared:
             raise InputError(f"parameter {name}: notebook {Path(notebook).name} does not declare it "
                              f"(declared: {', '.join(declared)})")
-        kind = _TYPES.get(declared[name].get("inferred_type_name", ""))
+        kind = _TYPES.get(_declared_type(declared[name]))
         value = str(raw) if kind is str and raw is not None else coerce(raw)
         wrong_type = kind is not None and value is not None and not isinstance(value, kind)
         if wrong_type or (kind is int and isinstance(value, bool)):
-            raise InputError(f"parameter {name}: expected {declared[name]['inferred_type_name']}, "
+            raise InputError(f"parameter {name}: expected {_declared_type(declared[name])}, "
                              f"got {raw!r}")
         checked[name] = value
     return checked
@@ -83,6 +94,24 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def input_hashes(notebook: Path, params: Mapping[str, Any]) -> dict[str, str]:
+    """sha256 of every file (or folder, over its sorted files) a path parameter names."""
+    hashes = {}
+    for name, value in params.items():
+        if not isinstance(value, str):
+            continue
+        path = (notebook.parent / value) if not Path(value).is_absolute() else Path(value)
+        if path.is_file():
+            hashes[name] = sha256_file(path)
+        elif path.is_dir() and not name.endswith(("out", "dir")):
+            digest = hashlib.sha256()
+            for file in sorted(p for p in path.rglob("*") if p.is_file()):
+                digest.update(file.relative_to(path).as_posix().encode())
+                digest.update(sha256_file(file).encode())
+            hashes[name] = digest.hexdigest()
+    return hashes
 
 
 def _git_commit() -> str | None:
@@ -111,12 +140,15 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
 
     notebook = Path(notebook)
     checked = check_parameters(notebook, params or {})
+    declared = declared_parameters(notebook)
+    effective = {name: ast.literal_eval(d["default"]) for name, d in declared.items()
+                 if _declared_type(d)} | checked
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     run_dir = Path(out_root) / notebook.stem / stamp
     run_dir.mkdir(parents=True, exist_ok=True)
     output = run_dir / notebook.name
     manifest = {"notebook": str(notebook), "output_notebook": str(output),
-                "parameters": checked, "started": stamp, "git_commit": _git_commit(),
+                "parameters": checked, "inputs": input_hashes(notebook, effective), "started": stamp, "git_commit": _git_commit(),
                 "versions": _versions(), "status": "running"}
     atomic_write_json(run_dir / "manifest.json", manifest)
     started = time.perf_counter()

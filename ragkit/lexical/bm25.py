@@ -155,6 +155,18 @@ class BM25Index:
             w_parts.append(data[lo:hi] * times if times > 1 else data[lo:hi])
         return np.concatenate(idx_parts), np.concatenate(w_parts)
 
+    def _scores(self, query_tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Every document's score, and the indices of the documents sharing a query term.
+
+        The matched set comes from a boolean mask over the postings (O(postings + n)), not
+        from sorting them: this is most of a query's cost otherwise.
+        """
+        idx, w = self._postings(query_tokens)
+        scores = np.bincount(idx, weights=w, minlength=len(self.docs))
+        mask = np.zeros(len(self.docs), dtype=bool)
+        mask[idx] = True
+        return scores, np.flatnonzero(mask)
+
     def score_tokens(self, query_tokens: Sequence[str]) -> np.ndarray:
         """BM25 score of every document for a tokenized query (zeros where nothing matches)."""
         idx, w = self._postings(query_tokens)
@@ -169,11 +181,7 @@ class BM25Index:
 
         Ties go to the earlier document, so results are reproducible.
         """
-        idx, w = self._postings(query_tokens)
-        if idx.size == 0:
-            return np.empty(0, dtype=np.int64), np.empty(0)
-        scores = np.bincount(idx, weights=w, minlength=len(self.docs))
-        matched = np.unique(idx)
+        scores, matched = self._scores(query_tokens)
         return _top_k(matched, scores[matched], k)
 
     def search(self, query: str, k: int = 10, *, boost: bool | None = None,
@@ -186,12 +194,9 @@ class BM25Index:
         """
         if k < 1:
             raise InputError(f"k: must be at least 1, got {k}")
-        tokens = self.tokenizer(query)
-        idx, w = self._postings(tokens)
-        if idx.size == 0:
+        bm25, matched = self._scores(self.tokenizer(query))
+        if matched.size == 0:
             return []
-        bm25 = np.bincount(idx, weights=w, minlength=len(self.docs))
-        matched = np.unique(idx)
         if boost is None:
             boost = is_procedural_query(query)
         extra = self.boost[matched] if boost else np.zeros(matched.size)

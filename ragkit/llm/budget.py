@@ -1,5 +1,9 @@
 """Token-budgeted context (seed 002, section 5): join the chunks, and while the context is
-over budget drop the least relevant (last) one; a single chunk still over budget is cut."""
+over budget drop the least relevant (last) one; a single chunk still over budget is cut.
+
+Text that travels with the chunks (the step outline extracted from them) can be counted
+against the same budget through ``extra``, so dropping a chunk also drops its steps.
+"""
 
 from __future__ import annotations
 
@@ -12,36 +16,44 @@ from .prompts import CHUNK_SEPARATOR
 @dataclass(frozen=True)
 class BudgetedContext:
     text: str
+    extra: str         # what ``extra`` made of the kept chunks ("" without it)
     kept: int          # how many chunks made it in (a prefix of the input)
     dropped: int
-    tokens: int
-    truncated: bool    # the last kept chunk was cut to fit
+    tokens: int        # tokens of text + extra
+    truncated: bool    # the one kept chunk was cut to fit
 
 
 def fit_context(chunks: Sequence[str], count_tokens: Callable[[str], int], budget: int,
-                separator: str = CHUNK_SEPARATOR) -> BudgetedContext:
-    """Keep the longest prefix of ``chunks`` whose joined text fits ``budget`` tokens."""
+                separator: str = CHUNK_SEPARATOR,
+                extra: Callable[[list[str]], str] | None = None) -> BudgetedContext:
+    """Keep the longest prefix of ``chunks`` whose joined text (plus ``extra``) fits."""
     if budget <= 0:
         raise ValueError(f"budget: must be positive, got {budget}")
+
+    def measure(kept: list[str]) -> tuple[str, str, int]:
+        text = separator.join(kept)
+        more = extra(kept) if extra else ""
+        return text, more, count_tokens(text) + (count_tokens(more) if more else 0)
+
     kept = list(chunks)
-    text = separator.join(kept)
-    used = count_tokens(text)
+    text, more, used = measure(kept)
     while used > budget and len(kept) > 1:
         kept.pop()
-        text = separator.join(kept)
-        used = count_tokens(text)
+        text, more, used = measure(kept)
     truncated = False
     if used > budget and kept:
         # One chunk alone is too long: keep its longest prefix that fits (binary search on
         # characters, measured with the real tokenizer).
-        lo, hi = 0, len(text)
+        whole = kept[0]
+        lo, hi = 0, len(whole)
         while lo < hi:
             mid = (lo + hi + 1) // 2
-            if count_tokens(text[:mid]) <= budget:
+            if measure([whole[:mid]])[2] <= budget:
                 lo = mid
             else:
                 hi = mid - 1
-        text, truncated = text[:lo], True
-        used = count_tokens(text)
-    return BudgetedContext(text=text, kept=len(kept), dropped=len(chunks) - len(kept),
+        kept = [whole[:lo]]
+        text, more, used = measure(kept)
+        truncated = True
+    return BudgetedContext(text=text, extra=more, kept=len(kept), dropped=len(chunks) - len(kept),
                            tokens=used, truncated=truncated)

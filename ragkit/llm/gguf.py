@@ -7,6 +7,7 @@ generation. Decoding is deterministic: temperature 0 (greedy) and a fixed seed.
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import threading
@@ -66,6 +67,8 @@ class GGUFModel:
         self._vocab = None
         self._lock = threading.Lock()
         self.chat_format = self.config.chat_format
+        # Close llama.cpp handles before interpreter teardown (their __del__ fails late).
+        atexit.register(self.close)
 
     @property
     def loaded(self) -> bool:
@@ -141,6 +144,14 @@ class GGUFModel:
                           finish_reason=choice.get("finish_reason") or "",
                           prompt_tokens=int(usage.get("prompt_tokens", 0)),
                           completion_tokens=int(usage.get("completion_tokens", 0)))
+
+    def close(self) -> None:
+        """Free the model and vocabulary handles (safe to call twice)."""
+        for attr in ("_llama", "_vocab"):
+            handle = getattr(self, attr)
+            if handle is not None:
+                handle.close()
+                setattr(self, attr, None)
 
     def reset(self) -> None:
         """Clear the KV cache so a generation never depends on the previous one."""

@@ -84,8 +84,7 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
     model = llm or default_llm(llm_config)
 
     with profiler.stage("token_counting"):
-        outline = extract_outline([h.text for h in selected])
-        empty_prompt = lexical_messages(question, "", outline)
+        empty_prompt = lexical_messages(question, "", [])
         prompt_tokens = sum(model.count_tokens(m["content"]) for m in empty_prompt) \
             + _TEMPLATE_OVERHEAD * len(empty_prompt)
         room = llm_config.n_ctx - llm_config.max_tokens - prompt_tokens
@@ -96,7 +95,10 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
         # The seed reserves 150 tokens for the instructions; a longer question takes more.
         budget = llm_config.n_ctx - llm_config.max_tokens - max(prompt_tokens, llm_config.prompt_tokens)
         chunks = [format_chunk(i + 1, h.title, h.text) for i, h in enumerate(selected)]
-        context = fit_context(chunks, model.count_tokens, budget) if chunks else None
+        # The outline is cut from the same chunks, so it shares their budget.
+        context = fit_context(chunks, model.count_tokens, budget,
+                              extra=lambda kept: "\n".join(extract_outline(kept))) if chunks else None
+        outline = extract_outline(chunks[: context.kept]) if context else []
     used = selected[: context.kept] if context else []
     citations = [Citation(id=i + 1, doc_id=h.doc_id, title=h.title, source=h.source,
                           score=round(h.score, 6)) for i, h in enumerate(used)]

@@ -1,0 +1,40 @@
+"""Shared by the benchmark scripts: medians of repeated timings and JSON results."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("RAGKIT_SHARED", ROOT.parent / "shared")) / "datasets"
+OUT = ROOT / "outputs" / "bench"
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def median_time(fn, repeat: int = 5) -> tuple[float, list[float]]:
+    """Median wall seconds of ``repeat`` calls of ``fn`` (and every sample)."""
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples), samples
+
+
+def machine() -> dict:
+    return {"python": sys.version.split()[0], "platform": platform.platform(),
+            "cpus": os.cpu_count(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d")}
+
+
+def write(name: str, data: dict) -> Path:
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{name}.json"
+    path.write_text(json.dumps({"machine": machine(), **data}, indent=2, ensure_ascii=False) + "\n")
+    print(f"wrote {path.relative_to(ROOT)}")
+    return path

@@ -1,0 +1,149 @@
+import json
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from rank_bm25 import BM25Okapi
+
+from ragkit.corpus import Doc
+from ragkit.errors import IndexFormatError
+from ragkit.lexical import bm25 as bm25_module
+from ragkit.lexical.bm25 import BM25Index, BM25Params
+from ragkit.lexical.boosting import is_procedural_query, structural_boost
+from ragkit.lexical.scoring import idf_lucene, idf_okapi, idf_seed, select_idf
+from ragkit.text import Tokenizer
+
+from .conftest import shared
+
+SMALL = [["may", "phay", "buoc"], ["may", "tien"], ["may", "phay", "phay", "dao"], ["an", "toan"]]
+
+
+def reference_seed_scores(corpus, query, k1=1.5, b=0.75, eps=1e-12):
+    """The seed's formula written out term by term, as a check on the matrix version."""
+    n = len(corpus)
+    avgdl = sum(len(d) for d in corpus) / n
+    df = Counter(t for d in corpus for t in set(d))
+    scores = []
+    for d in corpus:
+        tf = Counter(d)
+        s = 0.0
+        for q in query:
+            if q not in df:
+                continue
+            idf = math.log((n - df[q] + 0.5) / (df[q] + 0.5) + eps)
+            f = tf[q]
+            s += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * len(d) / avgdl))
+        scores.append(s)
+    return np.array(scores)
+
+
+def test_seed_formula_matches_written_out_reference():
+    index = BM25Index.from_tokens(SMALL)
+    for query in (["phay"], ["may", "phay"], ["phay", "phay"], ["nothing"], ["an", "dao"]):
+        assert np.allclose(index.score_tokens(query), reference_seed_scores(SMALL, query), atol=1e-12)
+
+
+def test_idf_variants():
+    df = np.array([1, 2, 3])
+    assert idf_seed(df, 4)[0] == pytest.approx(math.log(3.5 / 1.5 + 1e-12))
+    assert idf_seed(df, 4)[2] < 0
+    assert (idf_okapi(df, 4) >= 0).all()
+    assert (idf_lucene(df, 4) > 0).all()
+    with pytest.raises(ValueError, match="unknown variant"):
+        select_idf("bm42")
+
+
+@pytest.mark.slow
+def test_exact_parity_with_rank_bm25_on_scifact(scifact_docs):
+    """Same tokens in, rank-bm25's BM25Okapi scores out: max |Δ| ≤ 1e-6 on all 300 test queries."""
+    tok = Tokenizer(lang="en")
+    corpus_tokens = [tok(d.full_text) for d in scifact_docs]
+    ours = BM25Index.from_tokens(corpus_tokens, BM25Params(idf="okapi"))
+    theirs = BM25Okapi(corpus_tokens)
+    queries = {json.loads(l)["_id"]: json.loads(l)["text"]
+               for l in shared("scifact", "queries.jsonl").read_text().splitlines()}
+    test_ids = {l.split("\t")[0] for l in shared("scifact", "qrels", "test.tsv").read_text().splitlines()[1:]}
+    worst = 0.0
+    for qid in sorted(test_ids):
+        q = tok(queries[qid])
+        worst = max(worst, float(np.abs(ours.score_tokens(q) - theirs.get_scores(q)).max()))
+    assert worst <= 1e-6
+
+
+def test_top_k_breaks_ties_by_document_order():
+    index = BM25Index.from_tokens([["a"], ["a"], ["a"], ["b"]])
+    order, scores = index.top_k_tokens(["a"], 2)
+    assert order.tolist() == [0, 1] and scores[0] == scores[1]
+
+
+def test_search_only_returns_documents_sharing_a_term(manual_index):
+    hits = manual_index.search("piston", k=10)
+    assert hits and all("piston" in (h.title + h.text).lower() for h in hits)
+    assert manual_index.search("xyzzy", k=10) == []
+
+
+def test_structural_boost_for_procedural_questions(manual_index):
+    assert is_procedural_query("Các bước vận hành máy phay?")
+    assert is_procedural_query("quy trinh bao duong")  # typed without accents
+    assert not is_procedural_query("Máy phay là gì?")
+    assert structural_boost("Bước 1: Làm sạch\nBước 2: Gá phôi") == pytest.approx(0.3)
+    assert structural_boost("Quy trình gồm:\nBước 1: x") == pytest.approx(0.45)
+    boosted = manual_index.search("Các bước vận hành máy phay", k=3)
+    assert boosted[0].boost > 0 and boosted[0].score == pytest.approx(boosted[0].bm25 + boosted[0].boost)
+    plain = manual_index.search("Các bước vận hành máy phay", k=3, boost=False)
+    assert all(h.boost == 0 and h.score == h.bm25 for h in plain)
+
+
+def test_save_and_load_round_trip(manual_index, manual_index_dir):
+    loaded = BM25Index.load(manual_index_dir)
+    assert loaded.meta["format_version"] == bm25_module.FORMAT_VERSION
+    assert len(loaded) == len(manual_index) and loaded.vocab == manual_index.vocab
+    assert loaded.tokenizer == manual_index.tokenizer
+    q = "an toàn khi tiện"
+    assert np.array_equal(loaded.get_scores(q), manual_index.get_scores(q))
+    assert np.array_equal(loaded.idf, manual_index.idf)
+
+
+def test_load_refuses_other_format_versions(manual_index, tmp_path):
+    out = manual_index.save(tmp_path / "ix")
+    meta = json.loads((out / "meta.json").read_text())
+    meta["format_version"] = 999
+    (out / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(IndexFormatError, match="format version 999"):
+        BM25Index.load(out)
+
+
+def test_load_refuses_a_folder_that_is_not_an_index(tmp_path):
+    with pytest.raises(IndexFormatError, match="missing"):
+        BM25Index.load(tmp_path)
+
+
+def test_failed_save_leaves_the_previous_index(manual_index, tmp_path, monkeypatch):
+    out = manual_index.save(tmp_path / "ix")
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(bm25_module.sp, "save_npz", broken)
+    with pytest.raises(OSError):
+        manual_index.save(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no temporary folder left
+    assert len(BM25Index.load(out)) == len(manual_index)
+
+
+def test_params_are_validated():
+    with pytest.raises(ValueError, match="b:"):
+        BM25Params(b=2)
+    with pytest.raises(ValueError, match="k1"):
+        BM25Params(k1=-1)
+
+
+def test_empty_corpus_is_refused():
+    from ragkit.errors import InputError
+
+    with pytest.raises(InputError):
+        BM25Index.build([], progress=False)
+    with pytest.raises(InputError, match="no document has a single token"):
+        BM25Index.build([Doc("1", "!!!")], progress=False)

@@ -1,0 +1,114 @@
+"""The command-line contract: names, JSON keys, exit codes and one-line errors."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import MANUALS, ROOT, shared
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1"}
+
+
+def ragkit(*args, check=True):
+    proc = subprocess.run([sys.executable, "-m", "ragkit.cli", *map(str, args)], capture_output=True,
+                          text=True, env=ENV, cwd=ROOT, timeout=900)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def refused(*args, match):
+    proc = ragkit(*args, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ragkit: error: "), proc.stderr
+    assert match in lines[0], lines[0]
+    assert proc.stdout == ""
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "ix"
+    data = json.loads(ragkit("index", "build", "--corpus", MANUALS, "--out", out, "--json").stdout)
+    assert data["docs"] > 20 and data["vocab"] > 500 and Path(out, "meta.json").exists()
+    return out
+
+
+def test_search_json(index_dir):
+    data = json.loads(ragkit("search", "--index", index_dir, "--query", "máy nén khí", "--k", "3",
+                             "--json").stdout)
+    assert len(data["results"]) == 3
+    assert set(data["results"][0]) >= {"doc_id", "score", "text"}
+    assert data["results"][0]["doc_id"].startswith("may_nen_khi.md")
+    scores = [r["score"] for r in data["results"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_search_with_mmr(index_dir):
+    data = json.loads(ragkit("search", "--index", index_dir, "--query", "các bước", "--k", "5",
+                             "--mmr", "--json").stdout)
+    assert len({r["doc_id"] for r in data["results"]}) == 5
+
+
+def test_ask_no_llm_json(index_dir):
+    data = json.loads(ragkit("ask", "Các bước khởi động máy nén khí?", "--pipeline", "lexical",
+                             "--index", index_dir, "--no-llm", "--json").stdout)
+    assert set(data) == {"question", "pipeline", "answer", "citations", "trace", "timings_ms"}
+    assert data["pipeline"] == "lexical" and "Xả nước ngưng tụ" in data["answer"]
+    assert data["citations"][0]["source"] == "may_nen_khi.md"
+
+
+@pytest.mark.slow
+def test_ask_with_the_default_gguf(index_dir):
+    data = json.loads(ragkit("ask", "Các bước khoan lỗ?", "--index", index_dir, "--max-tokens", "48",
+                             "--json").stdout)
+    assert data["timings_ms"]["generation"] > 0 and data["citations"]
+    assert data["trace"]["answer_source"] in ("llm", "extractive_fallback")
+
+
+@pytest.mark.slow
+def test_eval_retrieval_on_a_beir_collection():
+    data = json.loads(ragkit("eval", "retrieval", "--corpus", shared("scifact", "corpus.jsonl"),
+                             "--queries", shared("scifact", "queries.jsonl"),
+                             "--qrels", shared("scifact", "qrels", "test.tsv"),
+                             "--lang", "en", "--json").stdout)
+    for key in ("method", "queries", "ndcg@10", "recall@10", "recall@100", "mrr@10", "qps", "index_s"):
+        assert key in data
+    assert data["queries"] == 300 and data["method"] == "bm25"
+    committed = json.loads((ROOT / "outputs" / "bench" / "retrieval_quality.json").read_text())
+    figure = committed["scifact"]["bm25"]["ndcg@10"]
+    assert abs(data["ndcg@10"] - figure) <= 0.02
+
+
+def test_bad_inputs(tmp_path, index_dir):
+    refused("index", "build", "--corpus", tmp_path / "missing", "--out", tmp_path / "o",
+            match="no such file")
+    bad = tmp_path / "corpus.jsonl"
+    bad.write_text('{"_id": "1", "text": "ok"}\nthis is not json\n')
+    refused("index", "build", "--corpus", bad, "--out", tmp_path / "o", match=":2: not JSON")
+    assert not (tmp_path / "o").exists()  # nothing half-written
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".o.tmp")]
+    refused("search", "--index", tmp_path, "--query", "x", match="not a ragkit BM25 index")
+    refused("ask", "", "--index", index_dir, "--no-llm", match="question: is empty")
+    refused("ask", "máy " * 4000, "--index", index_dir, "--no-llm", match="too long")
+    fake = tmp_path / "fake.gguf"
+    fake.write_text("not a model")
+    refused("ask", "Các bước?", "--index", index_dir, "--model", fake, match="not a GGUF")
+    refused("ask", "x", "--pipeline", "graph", match="not built yet")
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\tone\n")
+    refused("eval", "retrieval", "--corpus", bad, "--queries", bad, "--qrels", qrels, match="not an integer")
+
+
+def test_rebuild_replaces_index_atomically(tmp_path):
+    out = tmp_path / "ix"
+    ragkit("index", "build", "--corpus", MANUALS, "--out", out)
+    first = (out / "meta.json").read_text()
+    ragkit("index", "build", "--corpus", MANUALS, "--out", out, "--idf", "okapi")
+    assert (out / "meta.json").read_text() != first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ix"]
