@@ -106,7 +106,11 @@ def top_terms(index: BM25Index, n: int = 10) -> pd.DataFrame:
 
 
 def plot_chunk_lengths(index: BM25Index):
-    """Histogram of chunk lengths in tokens."""
+    """Histogram of chunk lengths in tokens.
+
+    The figure is closed before it is returned, so a notebook shows it once (as the cell's
+    value) whether or not the inline backend would also flush open figures.
+    """
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3))
@@ -115,6 +119,7 @@ def plot_chunk_lengths(index: BM25Index):
     ax.set_ylabel("chunks")
     ax.set_title("Chunk lengths")
     fig.tight_layout()
+    plt.close(fig)
     return fig
 
 

@@ -86,11 +86,15 @@ class GGUFModel:
     def _load(self):
         from llama_cpp import Llama
 
+        from llama_cpp._utils import suppress_stdout_stderr
+
         cfg = self.config
         try:
-            llama = Llama(model_path=str(self.path), n_ctx=cfg.n_ctx, n_threads=cfg.n_threads,
-                          seed=cfg.seed, use_mmap=cfg.use_mmap, use_mlock=cfg.use_mlock,
-                          chat_format=cfg.chat_format, verbose=False)
+            # llama.cpp logs context warnings on stderr even with verbose=False.
+            with suppress_stdout_stderr(disable=False):
+                llama = Llama(model_path=str(self.path), n_ctx=cfg.n_ctx, n_threads=cfg.n_threads,
+                              seed=cfg.seed, use_mmap=cfg.use_mmap, use_mlock=cfg.use_mlock,
+                              chat_format=cfg.chat_format, verbose=False)
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"model {self.path}: llama.cpp could not load it ({exc})") from None
         if cfg.chat_format is None and not llama.metadata.get("tokenizer.chat_template"):
@@ -144,6 +148,19 @@ class GGUFModel:
                           finish_reason=choice.get("finish_reason") or "",
                           prompt_tokens=int(usage.get("prompt_tokens", 0)),
                           completion_tokens=int(usage.get("completion_tokens", 0)))
+
+    def native_timings(self, reset: bool = False) -> dict:
+        """llama.cpp's own counters since the last reset: prompt and generation time and
+        tokens. Benchmarks compare them with our wall time to measure our overhead."""
+        import llama_cpp
+
+        ctx = self.llama._ctx.ctx
+        data = llama_cpp.llama_perf_context(ctx)
+        out = {"prompt_ms": data.t_p_eval_ms, "prompt_tokens": data.n_p_eval,
+               "eval_ms": data.t_eval_ms, "eval_tokens": data.n_eval}
+        if reset:
+            llama_cpp.llama_perf_context_reset(ctx)
+        return out
 
     def close(self) -> None:
         """Free the model and vocabulary handles (safe to call twice)."""
