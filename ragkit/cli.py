@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
@@ -29,7 +30,7 @@ def _emit(data: dict, as_json: bool, human: str) -> None:
 # --------------------------------------------------------------------------- index / search
 def cmd_index_build(args: argparse.Namespace) -> int:
     from .corpus import load_corpus
-    from .eval.retrieval import tokenizer_for
+    from .text import tokenizer_for
     from .lexical.bm25 import BM25Index, BM25Params
 
     docs = load_corpus(args.corpus)
@@ -40,8 +41,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     index.save(args.out)
     info = {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
             "postings": int(index.weights.nnz), "build_s": index.meta.get("build_s"),
-            "tokenizer": tokenizer.to_dict(), "params":
-            {"k1": params.k1, "b": params.b, "idf": params.idf}}
+            "tokenizer": tokenizer.to_dict(), "params": asdict(params)}
     _emit(info, args.json, f"indexed {info['docs']} chunks ({info['vocab']} terms) into {args.out} "
                            f"in {info['build_s']} s")
     return 0
@@ -88,7 +88,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- eval
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
-    from .eval.retrieval import evaluate_retrieval, tokenizer_for
+    from .eval.retrieval import evaluate_retrieval
+    from .text import tokenizer_for
     from .lexical.bm25 import BM25Params
 
     result = evaluate_retrieval(args.corpus, args.queries, args.qrels, method=args.method,

@@ -15,7 +15,7 @@ import pandas as pd
 from .config import LexicalConfig, LLMConfig
 from .corpus import load_corpus
 from .errors import InputError
-from .eval.retrieval import tokenizer_for
+from .text import tokenizer_for
 from .lexical.bm25 import BM25Index, BM25Params
 from .pipelines.base import Answer
 from .pipelines.lexical import ask_lexical, load_index, retrieve

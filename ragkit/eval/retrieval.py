@@ -13,19 +13,10 @@ from ..corpus import load_beir_queries, load_corpus, load_qrels
 from ..errors import InputError
 from ..lexical.bm25 import BM25Index, BM25Params
 from ..lexical.mmr import mmr_rerank
-from ..text import Tokenizer
+from ..text import Tokenizer, tokenizer_for
 from .metrics import evaluate_run
 
 METHODS = ("bm25",)
-
-
-def tokenizer_for(lang: str, *, accents: bool = False, bigrams: bool | None = None) -> Tokenizer:
-    """The tokenizer ``--lang`` selects: Vietnamese gets syllable bigrams by default."""
-    if lang not in ("vi", "en"):
-        raise InputError(f"--lang: expected 'vi' or 'en', got {lang!r}")
-    if bigrams is None:
-        bigrams = lang == "vi"
-    return Tokenizer(lang=lang, accents=accents, bigrams=bigrams and lang == "vi")
 
 
 def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Path, *,
