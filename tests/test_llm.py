@@ -115,3 +115,32 @@ def test_config_budget_and_validation():
     assert LLMConfig.from_env({"RAGKIT_N_CTX": "4096"}).n_ctx == 4096
     with pytest.raises(InputError, match="RAGKIT_THREADS"):
         LLMConfig.from_env({"RAGKIT_THREADS": "two"})
+
+
+@pytest.mark.slow
+def test_gguf_without_a_chat_template_falls_back_to_chatml(tmp_path):
+    """A real GGUF whose template key is renamed (same length, so every offset holds):
+    llama.cpp sees no template, and ragkit must apply ChatML, the seed's format."""
+    data = default_model_path().read_bytes()
+    key = b"tokenizer.chat_template"
+    assert data.count(key) == 1
+    plain = tmp_path / "no_template.gguf"
+    plain.write_bytes(data.replace(key, b"tokenizer.chat_xemplate"))
+    model = GGUFModel(LLMConfig(model_path=str(plain), n_threads=2))
+    try:
+        assert not model.llama.metadata.get("tokenizer.chat_template")
+        assert model.chat_format == "chatml"
+        out = model.chat([{"role": "user", "content": "Say hello."}], max_tokens=8)
+        assert out.completion_tokens > 0 and "<|im_start|>" not in out.text
+    finally:
+        model.close()
+
+
+def test_explicit_chat_format_is_used(gguf):
+    model = GGUFModel(LLMConfig(chat_format="chatml", n_threads=2))
+    try:
+        model.count_tokens("x")
+        model.llama  # noqa: B018  (load)
+        assert model.chat_format == "chatml"
+    finally:
+        model.close()
