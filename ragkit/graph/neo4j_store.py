@@ -1,0 +1,207 @@
+"""The Neo4j graph store, through the official driver over Bolt.
+
+Writes are batched ``UNWIND $rows`` statements with idempotent ``MERGE`` (seed 001 wrote one
+MERGE per row; ``bench/kg_build.py`` measures both). Uniqueness constraints are created once
+per store object. Every query takes its values as parameters: user text is data, never
+Cypher, so a term such as ``SCP' OR 1=1 //`` is simply looked up and not found.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Sequence
+
+from ..errors import InputError
+from ..specs.model import Chunk, SpecDocument, Term
+from .base import GraphStore, WriteStats, chunk_rows, lowered, merge_existing
+
+BATCH = 1000
+DEFAULT_USER = "neo4j"
+DEFAULT_PASSWORD = "ragkit-neo4j"   # what tools/neo4j's launcher sets on a new data folder
+
+_SCHEMA = (
+    "CREATE CONSTRAINT ragkit_document IF NOT EXISTS FOR (d:Document) REQUIRE d.spec_id IS UNIQUE",
+    "CREATE CONSTRAINT ragkit_chunk IF NOT EXISTS FOR (c:Chunk) REQUIRE c.chunk_id IS UNIQUE",
+    "CREATE CONSTRAINT ragkit_term IF NOT EXISTS FOR (t:Term) REQUIRE t.term_id IS UNIQUE",
+    "CREATE INDEX ragkit_term_abbreviation IF NOT EXISTS FOR (t:Term) ON (t.abbreviation)",
+)
+
+_WRITE_DOCUMENTS = """
+UNWIND $rows AS row
+MERGE (d:Document {spec_id: row.spec_id})
+SET d += row
+"""
+_WRITE_CHUNKS = """
+UNWIND $rows AS row
+MERGE (c:Chunk {chunk_id: row.chunk_id})
+SET c += row
+WITH c, row
+MATCH (d:Document {spec_id: row.spec_id})
+MERGE (c)-[:PART_OF]->(d)
+"""
+_WRITE_TERMS = """
+UNWIND $rows AS row
+MERGE (t:Term {term_id: row.term_id})
+SET t += row
+WITH t, row
+UNWIND row.source_specs AS spec
+MATCH (d:Document {spec_id: spec})
+MERGE (t)-[:DEFINED_IN]->(d)
+"""
+_TERM_FIELDS = ("term_id", "term_type", "abbreviation", "full_name", "definition", "source_specs",
+                "primary_spec", "sections")
+_CHUNK_FIELDS = ("chunk_id", "spec_id", "section_id", "section_title", "content", "chunk_type",
+                 "complexity_score", "key_terms")
+
+
+def _term(props) -> Term:
+    return Term(**{k: (list(props[k]) if isinstance(props.get(k), (list, tuple)) else props.get(k, ""))
+                   for k in _TERM_FIELDS})
+
+
+def _chunk(props) -> Chunk:
+    return Chunk(**{k: (list(props[k]) if k == "key_terms" else props[k]) for k in _CHUNK_FIELDS})
+
+
+class Neo4jStore(GraphStore):
+    """A Neo4j database behind the ``GraphStore`` interface."""
+
+    def __init__(self, uri: str, user: str | None = None, password: str | None = None,
+                 database: str | None = None):
+        import neo4j
+        from neo4j.exceptions import AuthError, ServiceUnavailable
+
+        self.uri = uri
+        self.database = database or os.environ.get("NEO4J_DATABASE") or None
+        user = user or os.environ.get("NEO4J_USER", DEFAULT_USER)
+        password = password or os.environ.get("NEO4J_PASSWORD", DEFAULT_PASSWORD)
+        self.driver = neo4j.GraphDatabase.driver(uri, auth=(user, password))
+        try:
+            self.driver.verify_connectivity()
+        except AuthError:
+            self.driver.close()
+            raise InputError(f"store {uri}: Neo4j refused user {user!r} and its password "
+                             f"(set NEO4J_USER / NEO4J_PASSWORD)") from None
+        except (ServiceUnavailable, OSError) as exc:
+            self.driver.close()
+            raise InputError(f"store {uri}: Neo4j is not reachable ({type(exc).__name__}); "
+                             f"start one with 'make neo4j' or set NEO4J_URI") from None
+        self._schema_ready = False
+
+    def _run(self, query: str, **params):
+        records, _, _ = self.driver.execute_query(query, params, database_=self.database)
+        return records
+
+    def ensure_schema(self) -> None:
+        """Create the constraints and index once per store object (IF NOT EXISTS)."""
+        if not self._schema_ready:
+            for statement in _SCHEMA:
+                self._run(statement)
+            self._schema_ready = True
+
+    def _batched(self, query: str, rows: list[dict]) -> None:
+        for start in range(0, len(rows), BATCH):
+            self._run(query, rows=rows[start:start + BATCH])
+
+    # ----------------------------------------------------------------- writes
+    def write(self, docs: Sequence[SpecDocument], chunks: Sequence[Chunk],
+              terms: Sequence[Term]) -> WriteStats:
+        started = time.perf_counter()
+        self.ensure_schema()
+        self._batched(_WRITE_DOCUMENTS, [d.to_dict() for d in docs])
+        self._batched(_WRITE_CHUNKS, chunk_rows(chunks))
+        terms = merge_existing(terms, self.terms_by_ids([t.term_id for t in terms]))
+        self._batched(_WRITE_TERMS, [t.to_dict() for t in terms])
+        return WriteStats(len(docs), len(chunks), len(terms), time.perf_counter() - started)
+
+    def write_terms_one_by_one(self, terms: Sequence[Term]) -> float:
+        """The seed's way, one MERGE statement per term (kept for the benchmark only)."""
+        self.ensure_schema()
+        started = time.perf_counter()
+        with self.driver.session(database=self.database) as session:
+            for term in terms:
+                session.run("MERGE (t:Term {term_id: $term_id}) SET t += $row",
+                            term_id=term.term_id, row=term.to_dict()).consume()
+        return time.perf_counter() - started
+
+    def clear(self) -> None:
+        self._run("MATCH (n) WHERE n:Chunk OR n:Term OR n:Document DETACH DELETE n")
+
+    def terms_by_ids(self, term_ids: Sequence[str]) -> dict[str, Term]:
+        records = self._run("MATCH (t:Term) WHERE t.term_id IN $ids RETURN properties(t) AS t",
+                            ids=list(term_ids))
+        return {r["t"]["term_id"]: _term(r["t"]) for r in records}
+
+    # ----------------------------------------------------------------- reads
+    def counts(self) -> dict[str, int]:
+        out = {}
+        for r in self._run("MATCH (n) WHERE n:Document OR n:Chunk OR n:Term "
+                           "RETURN labels(n)[0] AS label, count(*) AS n"):
+            out[r["label"]] = r["n"]
+        for r in self._run("MATCH ()-[r:PART_OF|DEFINED_IN]->() RETURN type(r) AS type, count(*) AS n"):
+            out[r["type"]] = r["n"]
+        return dict(sorted(out.items()))
+
+    def documents(self) -> list[dict]:
+        records = self._run("MATCH (d:Document) RETURN properties(d) AS d ORDER BY d.spec_id")
+        return [dict(r["d"]) for r in records]
+
+    def terms_by_abbreviation(self, abbreviation: str) -> list[Term]:
+        records = self._run(
+            "MATCH (t:Term {term_type: 'abbreviation'}) WHERE toLower(t.abbreviation) = $abbr "
+            "RETURN properties(t) AS t ORDER BY t.term_id", abbr=abbreviation.lower())
+        return [_term(r["t"]) for r in records]
+
+    def terms_by_name(self, name: str, term_type: str | None = None) -> list[Term]:
+        records = self._run(
+            "MATCH (t:Term) WHERE toLower(t.full_name) = $name "
+            "AND ($type IS NULL OR t.term_type = $type) "
+            "RETURN properties(t) AS t ORDER BY t.term_id", name=name.lower(), type=term_type)
+        return [_term(r["t"]) for r in records]
+
+    def terms_containing(self, text: str, term_type: str | None = None, limit: int = 50) -> list[Term]:
+        records = self._run(
+            "MATCH (t:Term) WHERE (toLower(t.full_name) CONTAINS $text "
+            "OR toLower(t.abbreviation) CONTAINS $text) AND ($type IS NULL OR t.term_type = $type) "
+            "RETURN properties(t) AS t ORDER BY t.term_id LIMIT $limit",
+            text=text.lower(), type=term_type, limit=limit)
+        return [_term(r["t"]) for r in records]
+
+    def find_chunks(self, *, spec_ids=None, title_any=None, content_any=None, content_all=None,
+                    chunk_types=None, limit=None) -> list[Chunk]:
+        records = self._run(
+            """
+            MATCH (c:Chunk)
+            WHERE ($specs IS NULL OR c.spec_id IN $specs)
+              AND ($types IS NULL OR c.chunk_type IN $types)
+              AND ($title_any IS NULL OR any(x IN $title_any WHERE toLower(c.section_title) CONTAINS x))
+              AND ($content_any IS NULL OR any(x IN $content_any WHERE toLower(c.content) CONTAINS x))
+              AND ($content_all IS NULL OR all(x IN $content_all WHERE toLower(c.content) CONTAINS x))
+            RETURN properties(c) AS c
+            ORDER BY c.spec_id, c.ordinal
+            LIMIT $limit
+            """,
+            specs=list(spec_ids) if spec_ids else None, types=list(chunk_types) if chunk_types else None,
+            title_any=lowered(title_any), content_any=lowered(content_any),
+            content_all=lowered(content_all), limit=limit if limit else 1_000_000)
+        return [_chunk(r["c"]) for r in records]
+
+    def term_neighbourhood(self, term_id: str) -> dict:
+        records = self._run(
+            """
+            MATCH (t:Term {term_id: $id})
+            OPTIONAL MATCH (t)-[:DEFINED_IN]->(d:Document)
+            OPTIONAL MATCH (c:Chunk)-[:PART_OF]->(d)
+            WITH t, d, count(c) AS chunks
+            RETURN properties(t) AS t, d.spec_id AS spec_id, d.title AS title, chunks
+            ORDER BY spec_id
+            """, id=term_id)
+        if not records:
+            return {}
+        docs = [{"spec_id": r["spec_id"], "title": r["title"], "chunks": r["chunks"]}
+                for r in records if r["spec_id"] is not None]
+        return {"term": _term(records[0]["t"]).to_dict(), "defined_in": docs}
+
+    def close(self) -> None:
+        self.driver.close()

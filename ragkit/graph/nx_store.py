@@ -1,0 +1,173 @@
+"""The embedded graph store: a networkx MultiDiGraph persisted to one gzip'd JSON file,
+saved atomically (temporary file, then rename) after every write."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Sequence
+
+import networkx as nx
+
+from ..errors import InputError
+from ..specs.model import Chunk, SpecDocument, Term
+from .base import GraphStore, WriteStats, chunk_rows, lowered, merge_existing
+
+FORMAT_VERSION = 1
+
+
+def _node(kind: str, key: str) -> str:
+    return f"{kind}:{key}"
+
+
+class NetworkXStore(GraphStore):
+    """Documents, chunks and terms as nodes of one MultiDiGraph (``label`` attribute)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.uri = str(self.path)
+        self.graph = nx.MultiDiGraph()
+        if self.path.exists():
+            self._load()
+
+    # ----------------------------------------------------------------- persistence
+    def _load(self) -> None:
+        try:
+            with gzip.open(self.path, "rt", encoding="utf-8") as handle:
+                data = json.load(handle)
+        except (OSError, EOFError, json.JSONDecodeError) as exc:
+            raise InputError(f"store {self.path}: not a ragkit graph file ({exc})") from None
+        if data.get("format_version") != FORMAT_VERSION:
+            raise InputError(f"store {self.path}: format version {data.get('format_version')!r}, "
+                             f"this ragkit reads {FORMAT_VERSION}")
+        self.graph = nx.node_link_graph(data["graph"], directed=True, multigraph=True, edges="edges")
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"format_version": FORMAT_VERSION,
+                "graph": nx.node_link_data(self.graph, edges="edges")}
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.tmp-", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8") as handle:
+                json.dump(data, handle, ensure_ascii=False)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    # ----------------------------------------------------------------- writes
+    def write(self, docs: Sequence[SpecDocument], chunks: Sequence[Chunk],
+              terms: Sequence[Term]) -> WriteStats:
+        started = time.perf_counter()
+        g = self.graph
+        for doc in docs:
+            g.add_node(_node("doc", doc.spec_id), label="Document", **doc.to_dict())
+        for row in chunk_rows(chunks):
+            node = _node("chunk", row["chunk_id"])
+            g.add_node(node, label="Chunk", **row)
+            self._link(node, _node("doc", row["spec_id"]), "PART_OF")
+        terms = merge_existing(terms, self.terms_by_ids([t.term_id for t in terms]))
+        for term in terms:
+            node = _node("term", term.term_id)
+            g.add_node(node, label="Term", **term.to_dict())
+            for spec in term.source_specs:
+                if g.has_node(_node("doc", spec)):
+                    self._link(node, _node("doc", spec), "DEFINED_IN")
+        self.save()
+        return WriteStats(len(docs), len(chunks), len(terms), time.perf_counter() - started)
+
+    def _link(self, source: str, target: str, rel: str) -> None:
+        if not self.graph.has_edge(source, target, key=rel):
+            self.graph.add_edge(source, target, key=rel, type=rel)
+
+    def clear(self) -> None:
+        self.graph = nx.MultiDiGraph()
+        self.save()
+
+    # ----------------------------------------------------------------- reads
+    def _nodes(self, label: str) -> list[dict]:
+        return [data for _, data in self.graph.nodes(data=True) if data.get("label") == label]
+
+    @staticmethod
+    def _term(data: dict) -> Term:
+        return Term(**{k: v for k, v in data.items() if k != "label"})
+
+    @staticmethod
+    def _chunk(data: dict) -> Chunk:
+        return Chunk(**{k: v for k, v in data.items() if k not in ("label", "ordinal")})
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for _, data in self.graph.nodes(data=True):
+            out[data["label"]] = out.get(data["label"], 0) + 1
+        for _, _, rel in self.graph.edges(keys=True):
+            out[rel] = out.get(rel, 0) + 1
+        return dict(sorted(out.items()))
+
+    def documents(self) -> list[dict]:
+        docs = [{k: v for k, v in d.items() if k != "label"} for d in self._nodes("Document")]
+        return sorted(docs, key=lambda d: d["spec_id"])
+
+    def terms_by_ids(self, term_ids: Sequence[str]) -> dict[str, Term]:
+        out = {}
+        for tid in term_ids:
+            data = self.graph.nodes.get(_node("term", tid))
+            if data:
+                out[tid] = self._term(data)
+        return out
+
+    def terms_by_abbreviation(self, abbreviation: str) -> list[Term]:
+        wanted = abbreviation.lower()
+        found = [self._term(d) for d in self._nodes("Term")
+                 if d["term_type"] == "abbreviation" and d["abbreviation"].lower() == wanted]
+        return sorted(found, key=lambda t: t.term_id)
+
+    def terms_by_name(self, name: str, term_type: str | None = None) -> list[Term]:
+        wanted = name.lower()
+        found = [self._term(d) for d in self._nodes("Term")
+                 if d["full_name"].lower() == wanted and (term_type is None or d["term_type"] == term_type)]
+        return sorted(found, key=lambda t: t.term_id)
+
+    def terms_containing(self, text: str, term_type: str | None = None, limit: int = 50) -> list[Term]:
+        wanted = text.lower()
+        found = [self._term(d) for d in self._nodes("Term")
+                 if (wanted in d["full_name"].lower() or wanted in d["abbreviation"].lower())
+                 and (term_type is None or d["term_type"] == term_type)]
+        return sorted(found, key=lambda t: t.term_id)[:limit]
+
+    def find_chunks(self, *, spec_ids=None, title_any=None, content_any=None, content_all=None,
+                    chunk_types=None, limit=None) -> list[Chunk]:
+        title_any, content_any, content_all = lowered(title_any), lowered(content_any), lowered(content_all)
+        out = []
+        for d in self._nodes("Chunk"):
+            if spec_ids and d["spec_id"] not in spec_ids:
+                continue
+            if chunk_types and d["chunk_type"] not in chunk_types:
+                continue
+            title, content = d["section_title"].lower(), d["content"].lower()
+            if title_any and not any(x in title for x in title_any):
+                continue
+            if content_any and not any(x in content for x in content_any):
+                continue
+            if content_all and not all(x in content for x in content_all):
+                continue
+            out.append(d)
+        out.sort(key=lambda d: (d["spec_id"], d["ordinal"]))
+        return [self._chunk(d) for d in (out[:limit] if limit else out)]
+
+    def term_neighbourhood(self, term_id: str) -> dict:
+        node = _node("term", term_id)
+        if node not in self.graph:
+            return {}
+        docs = []
+        for _, target, rel in self.graph.out_edges(node, keys=True):
+            if rel == "DEFINED_IN":
+                data = self.graph.nodes[target]
+                chunks = sum(1 for _, _, r in self.graph.in_edges(target, keys=True) if r == "PART_OF")
+                docs.append({"spec_id": data["spec_id"], "title": data["title"], "chunks": chunks})
+        return {"term": self._term(self.graph.nodes[node]).to_dict(),
+                "defined_in": sorted(docs, key=lambda d: d["spec_id"])}

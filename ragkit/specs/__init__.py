@@ -1,0 +1,1 @@
+"""3GPP specifications: ingestion, chunking and the term dictionary (seed 001)."""

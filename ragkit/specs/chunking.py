@@ -1,0 +1,80 @@
+"""Sections into Chunk records (seed 001's schema): chunking follows the clauses, and a
+long clause is split on paragraph boundaries under a size limit."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from .model import Chunk, Section, SpecDocument
+from .terms import COMMON_WORDS
+
+MAX_CHARS = 1500
+_FUNCTION_CUES = ("is responsible for", "provides", "functionality", "functionalities",
+                  "includes the following", "supports the following", "is used for", "is used to")
+_PROCEDURE_CUES = ("procedure", "call flow", "step")
+_OVERVIEW_CUES = ("overview", "general", "introduction", "scope", "architecture")
+_ACRONYM = re.compile(r"(?<![\w-])[A-Z][A-Z0-9\-]*[A-Z0-9](?![\w-])")
+
+
+def chunk_type(section: Section, content: str) -> str:
+    """abbreviation, definition, overview, function, procedure or other: by the clause title
+    first, then by cues in the text."""
+    title = section.title.lower()
+    text = content.lower()
+    if "abbreviation" in title:
+        return "abbreviation"
+    if "definition" in title:
+        return "definition"
+    if any(cue in title for cue in _PROCEDURE_CUES) or re.search(r"^\s*\d+[.)]\s", content, re.M):
+        return "procedure"
+    if any(cue in text for cue in _FUNCTION_CUES):
+        return "function"
+    if any(cue in title for cue in _OVERVIEW_CUES):
+        return "overview"
+    return "other"
+
+
+def key_terms(content: str, limit: int = 8) -> list[str]:
+    """The acronyms a chunk uses most (ties in order of appearance)."""
+    counts = Counter(w for w in _ACRONYM.findall(content) if w not in COMMON_WORDS and len(w) <= 12)
+    return [w for w, _ in counts.most_common(limit)]
+
+
+def complexity_score(content: str) -> float:
+    """0..1: longer sentences and denser acronyms read harder. Half from the mean sentence
+    length (40 words = 1), half from the share of acronym words (25 % = 1)."""
+    words = content.split()
+    if not words:
+        return 0.0
+    sentences = max(1, len(re.findall(r"[.;:](\s|$)", content)))
+    length = min(1.0, len(words) / sentences / 40.0)
+    density = min(1.0, len(_ACRONYM.findall(content)) / len(words) / 0.25)
+    return round(0.5 * length + 0.5 * density, 4)
+
+
+def _parts(lines: list[str], max_chars: int) -> list[str]:
+    parts, current = [], ""
+    for line in lines:
+        if current and len(current) + len(line) + 1 > max_chars:
+            parts.append(current)
+            current = line
+        else:
+            current = f"{current}\n{line}" if current else line
+    if current:
+        parts.append(current)
+    return parts
+
+
+def chunk_document(doc: SpecDocument, max_chars: int = MAX_CHARS) -> list[Chunk]:
+    """Every non-empty clause as one or more chunks, ids ``<spec>:<clause>:<n>``."""
+    chunks = []
+    for section in doc.sections:
+        for n, content in enumerate(_parts(section.lines, max_chars), 1):
+            chunks.append(Chunk(chunk_id=f"{doc.spec_id}:{section.section_id}:{n}",
+                                spec_id=doc.spec_id, section_id=section.section_id,
+                                section_title=section.title, content=content,
+                                chunk_type=chunk_type(section, content),
+                                complexity_score=complexity_score(content),
+                                key_terms=key_terms(content)))
+    return chunks
