@@ -13,8 +13,11 @@ export ANONYMIZED_TELEMETRY := False
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+NEO4J_LAUNCHER := tools/neo4j/target/.built
+NEO4J_PORT ?= 7687
+NEO4J_DATA ?= outputs/neo4j-data
 
-.PHONY: install demo test test-fast bench notebooks lab clean
+.PHONY: install demo test test-fast bench notebooks lab neo4j clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,10 +29,23 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ragkit)"
 	touch $@
 
-install: $(STAMP)
+# A real Neo4j 5.26 (embedded, Bolt on 127.0.0.1) from Maven Central: tools/neo4j.
+$(NEO4J_LAUNCHER): tools/neo4j/pom.xml tools/neo4j/src/main/java/ragkit/neo4j/Launcher.java
+	mvn -q -B -f tools/neo4j/pom.xml package -DskipTests
+	touch $@
+
+install: $(STAMP) $(NEO4J_LAUNCHER)
+
+## Neo4j for users: bolt://127.0.0.1:$(NEO4J_PORT), user neo4j, password $$NEO4J_PASSWORD
+## (default ragkit-neo4j), data in $(NEO4J_DATA). Ctrl-C stops it cleanly.
+neo4j: $(NEO4J_LAUNCHER)
+	java -cp "tools/neo4j/target/classes:tools/neo4j/target/lib/*" ragkit.neo4j.Launcher \
+		$(NEO4J_DATA) $(NEO4J_PORT) $${NEO4J_PASSWORD:-ragkit-neo4j}
 
 ## The main job: the notebooks, headless with papermill, on the bundled demo data.
 demo: install
+	$(BIN)/ragkit run notebooks/01_kg_builder.ipynb
+	$(BIN)/ragkit run notebooks/02_term_extraction.ipynb
 	$(BIN)/ragkit run notebooks/03_index_build.ipynb
 	$(BIN)/ragkit run notebooks/04_query_and_explain.ipynb -p use_llm True
 	@echo "executed notebooks and manifests: outputs/runs/"
@@ -46,6 +62,8 @@ bench: install
 	$(BIN)/python bench/bm25.py
 	$(BIN)/python bench/retrieval_quality.py
 	$(BIN)/python bench/llm_latency.py
+	$(BIN)/python bench/kg_build.py
+	$(BIN)/python bench/term_extraction.py
 
 ## Re-execute the notebooks in place, refreshing the outputs nbval compares against.
 notebooks: install

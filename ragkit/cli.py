@@ -20,6 +20,12 @@ from .errors import InputError, RagkitError
 PIPELINES = ("lexical", "spec", "causal", "graph", "kg")
 
 
+def _progress(args: argparse.Namespace) -> bool:
+    """Progress bars for people at a terminal; never in --json mode or when stderr is
+    captured, so an error stays the one line on stderr."""
+    return not args.json and sys.stderr.isatty()
+
+
 def _emit(data: dict, as_json: bool, human: str) -> None:
     if as_json:
         sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
@@ -36,7 +42,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     docs = load_corpus(args.corpus)
     tokenizer = tokenizer_for(args.lang, accents=args.keep_accents, bigrams=args.bigrams)
     params = BM25Params(k1=args.k1, b=args.b, idf=args.idf)
-    index = BM25Index.build(docs, tokenizer, params, progress=not args.json)
+    index = BM25Index.build(docs, tokenizer, params, progress=_progress(args))
     index.meta["corpus"] = str(Path(args.corpus).resolve())
     index.save(args.out)
     info = {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
@@ -65,21 +71,90 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- kg / terms
+def cmd_kg_build(args: argparse.Namespace) -> int:
+    from .graph import open_store
+    from .specs.build import build_kg
+
+    with open_store(args.store) as store:  # every spec is read before anything is written
+        info = build_kg(args.specs, store, progress=_progress(args))
+    _emit(info, args.json, f"built {', '.join(info['specs'])} into {info['store']}: "
+                           f"{info['chunks']} chunks, {info['terms']} terms; graph {info['counts']}")
+    return 0
+
+
+def cmd_terms_resolve(args: argparse.Namespace) -> int:
+    from .graph import open_store
+    from .pipelines.spec import resolve_term
+
+    term = _check_term(args.term)
+    with open_store(args.store) as store:
+        matches = [t for t in resolve_term(store, term) if t.term_type == "abbreviation"]
+    rows = [{"abbreviation": t.abbreviation, "full_name": t.full_name, "term_type": t.term_type,
+             "source_specs": t.source_specs, "primary_spec": t.primary_spec} for t in matches]
+    human = "\n".join(f"{r['abbreviation']}: {r['full_name']}  ({', '.join(r['source_specs'])}; "
+                      f"primary {r['primary_spec']})" for r in rows) or f"{term}: not in the term dictionary"
+    _emit({"query": term, "matches": rows}, args.json, human)
+    return 0
+
+
+def cmd_terms_define(args: argparse.Namespace) -> int:
+    from .graph import open_store
+    from .graph.base import rank_terms
+
+    term = _check_term(args.term)
+    with open_store(args.store) as store:
+        matches = store.terms_by_name(term, "definition") or \
+            store.terms_containing(term, "definition", limit=10)
+    rows = [{"term": t.full_name, "definition": t.definition, "source_specs": t.source_specs}
+            for t in rank_terms(matches)]
+    human = "\n\n".join(f"{r['term']} ({', '.join(r['source_specs'])}):\n  {r['definition']}"
+                         for r in rows) or f"{term}: no definition in the term dictionary"
+    _emit({"query": term, "matches": rows}, args.json, human)
+    return 0
+
+
+def _check_term(term: str) -> str:
+    if not term or not term.strip():
+        raise InputError("term: is empty")
+    return term.strip()
+
+
+def cmd_eval_mcq(args: argparse.Namespace) -> int:
+    from .eval.mcq import evaluate_mcq
+    from .graph import open_store
+
+    with open_store(args.store) as store:
+        result = evaluate_mcq(args.questions, store, progress=_progress(args))
+    if not args.details:
+        result.pop("details")
+    _emit(result, args.json, f"{result['n']} questions, {result['answered']} answered, "
+                             f"accuracy {result['accuracy']}")
+    return 0
+
+
 # --------------------------------------------------------------------------- ask
 def cmd_ask(args: argparse.Namespace) -> int:
     from .config import LexicalConfig, LLMConfig
 
-    if args.pipeline != "lexical":
-        raise InputError(f"--pipeline: {args.pipeline!r} is not built yet in this version "
-                         f"(available: lexical)")
-    if not args.index:
-        raise InputError("--index: the lexical pipeline needs an index folder (ragkit index build)")
-    from .pipelines.lexical import ask_lexical
-
     llm_config = LLMConfig.from_env(model_path=args.model, n_ctx=args.n_ctx,
                                     max_tokens=args.max_tokens)
-    answer = ask_lexical(args.question, args.index, config=LexicalConfig(k=args.k),
-                         llm_config=llm_config, use_llm=not args.no_llm)
+    if args.pipeline == "lexical":
+        if not args.index:
+            raise InputError("--index: the lexical pipeline needs an index folder (ragkit index build)")
+        from .pipelines.lexical import ask_lexical
+
+        answer = ask_lexical(args.question, args.index, config=LexicalConfig(k=args.k),
+                             llm_config=llm_config, use_llm=not args.no_llm)
+    elif args.pipeline == "spec":
+        if not args.store:
+            raise InputError("--store: the spec pipeline needs a graph store (ragkit kg build)")
+        from .pipelines.spec import ask_spec
+
+        answer = ask_spec(args.question, args.store, llm_config=llm_config, use_llm=not args.no_llm)
+    else:
+        raise InputError(f"--pipeline: {args.pipeline!r} is not built yet in this version "
+                         f"(available: lexical, spec)")
     data = answer.to_dict()
     cites = "\n".join(f"[{c['id']}] {c['source']} · {c['title']}" for c in data["citations"])
     _emit(data, args.json, f"{data['answer']}\n\n{cites}\n\ntimings (ms): {data['timings_ms']}")
@@ -97,7 +172,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                                 tokenizer=tokenizer_for(args.lang, accents=args.keep_accents,
                                                         bigrams=args.bigrams),
                                 params=BM25Params(k1=args.k1, b=args.b, idf=args.idf),
-                                mmr=args.mmr, progress=not args.json)
+                                mmr=args.mmr, progress=_progress(args))
     human = "\n".join(f"{k:>12}: {v}" for k, v in result.items() if not isinstance(v, dict))
     _emit(result, args.json, human)
     return 0
@@ -108,7 +183,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runs import run_notebook
 
     params = {name: value for name, value in (args.param or [])}
-    manifest = run_notebook(args.notebook, params, out_root=args.out, progress=not args.json)
+    manifest = run_notebook(args.notebook, params, out_root=args.out, progress=_progress(args))
     _emit(manifest, args.json, f"{manifest['status']}: {manifest['output_notebook']}")
     return 0 if manifest["status"] == "ok" else 1
 
@@ -146,6 +221,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
+    kg = sub.add_parser("kg", help="spec knowledge graph").add_subparsers(dest="action", required=True)
+    p = kg.add_parser("build", help="ingest 3GPP specs (.docx, .pdf, .md) into a graph store")
+    p.add_argument("--specs", nargs="+", required=True)
+    p.add_argument("--store", required=True, help="a file (embedded networkx) or bolt://host:port")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_kg_build)
+
+    terms = sub.add_parser("terms", help="the term dictionary").add_subparsers(dest="action", required=True)
+    for name, func, text in (("resolve", cmd_terms_resolve, "expansions of an abbreviation"),
+                             ("define", cmd_terms_define, "definitions of a term")):
+        p = terms.add_parser(name, help=text)
+        p.add_argument("term")
+        p.add_argument("--store", required=True)
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(func=func)
+
     p = sub.add_parser("ask", help="answer a question with citations")
     p.add_argument("question")
     p.add_argument("--pipeline", choices=PIPELINES, default="lexical")
@@ -171,6 +262,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bm25_options(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_retrieval)
+
+    p = ev.add_parser("mcq", help="multiple-choice accuracy from the spec knowledge graph")
+    p.add_argument("--questions", required=True)
+    p.add_argument("--store", required=True)
+    p.add_argument("--details", action="store_true", help="include every question's scores")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_eval_mcq)
 
     p = sub.add_parser("run", help="run a notebook with papermill into outputs/runs/")
     p.add_argument("notebook")

@@ -60,3 +60,88 @@ def gguf():
     from ragkit.llm.gguf import GGUFModel
 
     return GGUFModel(LLMConfig(n_threads=2))
+
+
+# --------------------------------------------------------------------------- Neo4j and specs
+SPECS = ["21905-h20.docx", "29500-ia0.docx", "23501-g40.pdf"]
+DEMO_SPEC = ROOT / "data" / "specs" / "demo_5gc.md"
+NEO4J_PASSWORD = "ragkit-neo4j"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def neo4j_uri(tmp_path_factory):
+    """A real Neo4j over Bolt: NEO4J_URI when set, else the tools/neo4j launcher on a free
+    loopback port (stopped at the end of the session)."""
+    import subprocess
+    import time
+
+    if os.environ.get("NEO4J_URI"):
+        yield os.environ["NEO4J_URI"]
+        return
+    lib = ROOT / "tools" / "neo4j" / "target"
+    assert (lib / "lib").is_dir(), "build the launcher first: make install (mvn package in tools/neo4j)"
+    port = _free_port()
+    data = tmp_path_factory.mktemp("neo4j")
+    proc = subprocess.Popen(
+        ["java", "-cp", f"{lib / 'classes'}:{lib / 'lib'}/*", "ragkit.neo4j.Launcher", str(data),
+         str(port), NEO4J_PASSWORD],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "RAGKIT_NEO4J_WATCH_STDIN": "1"})
+    deadline = time.time() + 180
+    line = ""
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if line.startswith("READY") or (not line and proc.poll() is not None):
+            break
+    assert line.startswith("READY"), f"Neo4j launcher did not start: {line!r}"
+    os.environ["NEO4J_PASSWORD"] = NEO4J_PASSWORD
+    try:
+        yield f"bolt://127.0.0.1:{port}"
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture(scope="session")
+def parsed_specs():
+    """The three real 3GPP documents from ../shared, parsed once (the PDF takes ~30 s)."""
+    from ragkit.specs.build import parse_specs
+
+    return parse_specs([shared("3gpp", name) for name in SPECS], progress=False)
+
+
+@pytest.fixture(scope="session")
+def nx_spec_store(parsed_specs, tmp_path_factory):
+    from ragkit.graph.nx_store import NetworkXStore
+
+    store = NetworkXStore(tmp_path_factory.mktemp("kg") / "specs.json.gz")
+    store.write(parsed_specs.docs, parsed_specs.chunks, parsed_specs.terms)
+    return store
+
+
+@pytest.fixture(scope="session")
+def neo4j_spec_store(parsed_specs, neo4j_uri):
+    from ragkit.graph.neo4j_store import Neo4jStore
+
+    store = Neo4jStore(neo4j_uri, password=NEO4J_PASSWORD)
+    store.clear()
+    store.write(parsed_specs.docs, parsed_specs.chunks, parsed_specs.terms)
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=["networkx", "neo4j"])
+def spec_store(request):
+    """Each conformance test runs once per store implementation."""
+    return request.getfixturevalue("nx_spec_store" if request.param == "networkx" else "neo4j_spec_store")

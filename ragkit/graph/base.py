@@ -50,13 +50,10 @@ def merge_existing(new: Sequence[Term], existing: dict[str, Term]) -> list[Term]
     for term in new:
         old = existing.get(term.term_id)
         if old is not None:
-            for spec in old.source_specs:
-                if spec not in term.source_specs:
-                    term.source_specs.append(spec)
-            for where in old.sections:
-                if where not in term.sections:
-                    term.sections.append(where)
-            if is_five_g_spec(old.primary_spec) and old.definition and not is_five_g_spec(term.primary_spec):
+            # The store saw these specs first: they keep their place in the order.
+            term.source_specs = old.source_specs + [x for x in term.source_specs if x not in old.source_specs]
+            term.sections = old.sections + [x for x in term.sections if x not in old.sections]
+            if old.definition and not (is_five_g_spec(term.primary_spec) and not is_five_g_spec(old.primary_spec)):
                 term.definition = old.definition
             term.primary_spec = _primary(term.source_specs)
         merged.append(term)

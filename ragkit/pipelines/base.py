@@ -17,6 +17,11 @@ class Citation:
     title: str = ""
     source: str = ""
     score: float = 0.0
+    # Spec answers also say where in the spec, for which entity, and from which stage.
+    spec_id: str = ""
+    section_id: str = ""
+    entity: str = ""
+    stage: str = ""
 
 
 @dataclass

@@ -53,9 +53,27 @@ def complexity_score(content: str) -> float:
     return round(0.5 * length + 0.5 * density, 4)
 
 
+# Clauses that are about the document, not the system: left out of the graph.
+SKIPPED_TITLES = ("change history", "foreword")
+
+
+def _pieces(line: str, max_chars: int) -> list[str]:
+    """A line longer than the limit, cut at sentence ends (or spaces) under the limit."""
+    pieces = []
+    while len(line) > max_chars:
+        cut = max(line.rfind(". ", 0, max_chars), line.rfind("; ", 0, max_chars))
+        if cut < max_chars // 2:
+            cut = line.rfind(" ", 0, max_chars)
+        if cut <= 0:
+            cut = max_chars
+        pieces.append(line[: cut + 1].strip())
+        line = line[cut + 1:].strip()
+    return pieces + ([line] if line else [])
+
+
 def _parts(lines: list[str], max_chars: int) -> list[str]:
     parts, current = [], ""
-    for line in lines:
+    for line in (piece for raw in lines for piece in _pieces(raw, max_chars)):
         if current and len(current) + len(line) + 1 > max_chars:
             parts.append(current)
             current = line
@@ -70,6 +88,9 @@ def chunk_document(doc: SpecDocument, max_chars: int = MAX_CHARS) -> list[Chunk]
     """Every non-empty clause as one or more chunks, ids ``<spec>:<clause>:<n>``."""
     chunks = []
     for section in doc.sections:
+        head = f"{section.title} {section.lines[0] if section.lines else ''}".lower()
+        if any(skip in head for skip in SKIPPED_TITLES):
+            continue
         for n, content in enumerate(_parts(section.lines, max_chars), 1):
             chunks.append(Chunk(chunk_id=f"{doc.spec_id}:{section.section_id}:{n}",
                                 spec_id=doc.spec_id, section_id=section.section_id,

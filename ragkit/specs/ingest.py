@@ -142,6 +142,8 @@ def _read_docx(path: Path) -> tuple[str, list[Section]]:
 
 # --------------------------------------------------------------------------- .pdf
 _TOC_LINE = re.compile(r"\.{5,}\s*\d*\s*$")
+# 3GPP's running page header: "3GPP TS 23.501 V16.4.0 (2020-03)", in any column order.
+_RUNNING_HEADER = re.compile(r"3GPP\s+T[SR]\s+\d{2}\.\d{3}\s+V\d+\.\d+\.\d+")
 _LIST_START = re.compile(r"^(?:[-•]\s|NOTE\b|EXAMPLE\b|\d+[.)]\s|[a-z][.)]\s|\[\d+\])")
 
 
@@ -208,7 +210,8 @@ def _layout_lines(reader, section: Section, furniture: set[str]) -> list[str]:
         text = reader.pages[page_no].extract_text(extraction_mode="layout") or ""
         for raw in text.splitlines():
             line = raw.strip()
-            if not line or re.sub(r"\d+", "#", " ".join(line.split())) in furniture:
+            if not line or _RUNNING_HEADER.search(line) or \
+                    re.sub(r"\d+", "#", " ".join(line.split())) in furniture:
                 continue
             section_id, heading = split_heading(line)
             if section_id == section.section_id:

@@ -41,12 +41,22 @@ def _looks_like_abbreviation(token: str) -> bool:
     return bool(_ABBR_TOKEN.match(token)) and (not letters or sum(c.isupper() for c in letters) >= max(1, len(letters) // 2))
 
 
+def _initials(expansion: str) -> list[str]:
+    """Word initials; a word in capitals or with digits ("5G", "QoS") gives all its letters."""
+    out = []
+    for word in re.findall(r"[A-Za-z0-9]+", expansion):
+        if any(c.isdigit() for c in word) or sum(c.isupper() for c in word) >= 2:
+            out.extend(c.upper() for c in word)
+        else:
+            out.append(word[0].upper())
+    return out
+
+
 def _initials_match(abbreviation: str, expansion: str) -> float:
-    """Share of the abbreviation's letters met, in order, among the expansion's word initials."""
+    """Share of the abbreviation's letters met, in order, among the expansion's initials."""
     wanted = [c for c in abbreviation.upper() if c.isalnum()]
-    initials = [w[0].upper() for w in re.findall(r"[A-Za-z0-9]+", expansion)]
     i = 0
-    for c in initials:
+    for c in _initials(expansion):
         if i < len(wanted) and c == wanted[i]:
             i += 1
     return i / len(wanted) if wanted else 0.0
@@ -72,6 +82,8 @@ def split_abbreviation_line(line: str) -> tuple[str, str] | None:
         if not all(_looks_like_abbreviation(t) for t in tokens[:k]):
             break
         score = _initials_match("".join(tokens[:k]), " ".join(tokens[k:]))
+        if _looks_like_abbreviation(tokens[k]) and not any(c.isdigit() for c in tokens[k]):
+            score -= 0.1  # an expansion rarely starts with another acronym ("CN | PDB Core ...")
         if score > best_score + 1e-9:
             best, best_score = k, score
     return " ".join(tokens[:best]), " ".join(tokens[best:])

@@ -20,7 +20,8 @@ import org.neo4j.graphdb.GraphDatabaseService;
  * <p>Arguments: DATA_DIR [PORT (7687)] [PASSWORD (ragkit-neo4j)]. Authentication is on: the
  * user "neo4j" gets PASSWORD the first time the data folder is used. The process prints
  * "READY bolt://127.0.0.1:PORT" once Bolt accepts connections, and shuts the database down
- * cleanly on SIGTERM/SIGINT or when standard input closes (so a parent that dies takes it along).
+ * cleanly on SIGTERM/SIGINT. With RAGKIT_NEO4J_WATCH_STDIN=1 (as the test fixture sets) it also
+ * stops when standard input closes, so a test run that dies takes its database along.
  */
 public final class Launcher {
     private Launcher() {}
@@ -59,6 +60,13 @@ public final class Launcher {
         System.out.println("READY bolt://127.0.0.1:" + port);
         System.out.flush();
 
+        if ("1".equals(System.getenv("RAGKIT_NEO4J_WATCH_STDIN"))) {
+            watchStdin();
+        }
+        stop.await();
+    }
+
+    private static void watchStdin() {
         Thread stdinWatcher = new Thread(() -> {
             try {
                 while (System.in.read() != -1) {
@@ -71,7 +79,6 @@ public final class Launcher {
         }, "stdin-watcher");
         stdinWatcher.setDaemon(true);
         stdinWatcher.start();
-        stop.await();
     }
 
     /** The first start of a data folder replaces the default "neo4j" password. */

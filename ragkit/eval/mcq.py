@@ -1,0 +1,124 @@
+"""``ragkit eval mcq``: multiple-choice questions answered from the spec knowledge graph.
+
+Input: a JSON object ``{"question": ..., "option 1": ..., ..., "answer": "option k: ..."}``,
+a list of them, an object of them keyed by id (TeleQnA's layout), or JSON lines.
+
+Deterministic scorer: retrieve evidence for the question (term resolution, dedicated
+sections, function chunks) and for each option (BM25 over the question with that option),
+cut it into sentences, and score each option by its best sentence: the IDF-weighted share of
+the option's words in that sentence, times (0.5 + the share of the question's words in it).
+An option is supported when the evidence says it *together with* what the question asks.
+A bonus goes to an option naming the expansion of an abbreviation the question asks about.
+The best option wins; ties go to the lower option number. A question counts as answered when
+its best option has some support.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from ..errors import InputError
+from ..graph import GraphStore
+from ..pipelines.spec import bm25_evidence, retrieve_spec_evidence
+from ..text import Tokenizer
+
+_OPTION = re.compile(r"^option\s*(\d+)$", re.IGNORECASE)
+_TOKENIZER = Tokenizer(lang="en")
+_SENTENCES = re.compile(r"(?<=[.;:!?])\s+|\n+")
+
+
+def load_mcq(path: str | Path) -> list[dict]:
+    """Questions with their options in order and the correct option number (or None)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"questions {path}: no such file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise InputError(f"questions {path}: neither JSON nor JSON lines ({exc.msg})") from None
+    if isinstance(data, dict):
+        data = [data] if "question" in data else list(data.values())
+    items = []
+    for i, item in enumerate(data, 1):
+        if not isinstance(item, dict) or not str(item.get("question", "")).strip():
+            raise InputError(f"questions {path}: item {i} has no 'question'")
+        options = sorted(((int(m.group(1)), str(v)) for k, v in item.items()
+                          if (m := _OPTION.match(k.strip()))), key=lambda x: x[0])
+        if len(options) < 2:
+            raise InputError(f"questions {path}: item {i} has fewer than two 'option N' fields")
+        answer = None
+        match = re.match(r"^\s*option\s*(\d+)", str(item.get("answer", "")), re.IGNORECASE)
+        if match:
+            answer = int(match.group(1))
+        items.append({"question": str(item["question"]), "options": options, "answer": answer})
+    return items
+
+
+def _weights(tokens: list[str], index) -> dict[str, float]:
+    n = len(index.docs)
+    out = {}
+    for t in set(tokens):
+        j = index.vocab.get(t)
+        df = int(index.weights.indptr[j + 1] - index.weights.indptr[j]) if j is not None else 0
+        out[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+    return out
+
+
+def _share(tokens: set[str], weights: dict[str, float], sentence: set[str]) -> float:
+    total = sum(weights[t] for t in tokens)
+    return sum(weights[t] for t in tokens if t in sentence) / total if total else 0.0
+
+
+def score_options(store: GraphStore, question: str, options: list[tuple[int, str]]) -> tuple[int | None, list[float], int]:
+    """The chosen option number (None when nothing supports any), every option's score,
+    and how many evidence items were used."""
+    from ..pipelines.spec import _store_index
+
+    analysis, resolved, evidence = retrieve_spec_evidence(store, question)
+    seen = {e.chunk.chunk_id for e in evidence if e.chunk}
+    for _, text in options:
+        for e in bm25_evidence(store, f"{question} {text}", 3):
+            if e.chunk.chunk_id not in seen:
+                seen.add(e.chunk.chunk_id)
+                evidence.append(e)
+    sentences = [set(_TOKENIZER(s)) for e in evidence for s in _SENTENCES.split(e.text) if s.strip()]
+    index, _ = _store_index(store.uri, tuple(sorted(store.counts().items())))
+    q_tokens = set(_TOKENIZER(question))
+    option_tokens = [set(_TOKENIZER(text)) for _, text in options]
+    weights = _weights(list(q_tokens.union(*option_tokens)), index)
+    expansions = [t.full_name.lower() for terms in resolved.values() for t in terms[:2]]
+    scores = []
+    for (_, text), tokens in zip(options, option_tokens):
+        asked = q_tokens - tokens  # words the option repeats from the question prove nothing
+        best = max((_share(tokens, weights, s) * (0.5 + _share(asked, weights, s)) for s in sentences),
+                   default=0.0)
+        if any(x and x in text.lower() for x in expansions):
+            best += 1.0
+        scores.append(round(best, 6))
+    best_i = max(range(len(options)), key=lambda i: (scores[i], -i))
+    return (options[best_i][0] if scores[best_i] > 0 else None), scores, len(evidence)
+
+
+def evaluate_mcq(path: str | Path, store: GraphStore, progress: bool = True) -> dict:
+    items = load_mcq(path)
+    answered = correct = judged = 0
+    details = []
+    for item in tqdm(items, desc="questions", unit="q", disable=not progress):
+        choice, scores, n_evidence = score_options(store, item["question"], item["options"])
+        answered += choice is not None
+        if item["answer"] is not None:
+            judged += 1
+            correct += choice == item["answer"]
+        details.append({"question": item["question"], "choice": choice, "answer": item["answer"],
+                        "scores": scores, "evidence": n_evidence})
+    return {"n": len(items), "answered": answered,
+            "accuracy": round(correct / judged, 4) if judged else None, "details": details}

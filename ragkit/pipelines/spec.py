@@ -1,0 +1,401 @@
+"""3GPP spec question answering (seed 001): question analysis → term resolution →
+multi-stage retrieval → evidence → answer → grounding check.
+
+Definition questions ("What is SCP in 5G Core?") run the seed's stages in order:
+1. term resolution: the Term nodes for the abbreviation (5G specs first);
+2. the dedicated section: chunks whose clause title holds the full name or the abbreviation
+   (e.g. TS 23.501 6.2.19 "SCP"), in the term's own specs first;
+3. function/role chunks: the entity with "is responsible for", "provides", "functionality" ...
+Comparison questions ("Compare UPF and SMF") run stages 1–3 for each entity, label every
+chunk with its entity, keep the same number per entity, and add chunks relating the two.
+Other questions use BM25 over every chunk of the store.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+
+from ..config import LLMConfig
+from ..corpus import Doc
+from ..graph import GraphStore, open_store
+from ..graph.base import rank_terms
+from ..lexical.bm25 import BM25Index
+from ..llm.base import LLM
+from ..llm.budget import fit_context
+from ..llm.grounding import check_grounding
+from ..llm.postprocess import filter_think_tags
+from ..profiler import Profiler
+from ..specs.model import Chunk, Term
+from ..specs.terms import acronyms_in, is_five_g_spec
+from ..text import Tokenizer
+from .base import Answer, Citation, check_question
+
+_COMPARISON = re.compile(r"\b(compare|comparison|differen\w*|differ|versus|vs\.?|contrast)\b|so sánh|khác nhau",
+                         re.IGNORECASE)
+_DEFINITION = re.compile(r"\b(what\s+is|what\s+are|what's|define|definition\s+of|meaning\s+of|"
+                         r"stands?\s+for|explain)\b|là gì", re.IGNORECASE)
+_PHRASE = re.compile(r"(?:what\s+is|what\s+are|what's|define|definition\s+of|meaning\s+of|explain)\s+"
+                     r"(?:an?\s+|the\s+)?(.+?)(?:\s+in\s+(?:the\s+)?(?:5G|5GC|5GS|3GPP)\b.*)?\s*\??$",
+                     re.IGNORECASE)
+FUNCTION_CUES = ("is responsible for", "provides", "functionality", "functionalities",
+                 "includes the following", "supports the following", "is used for", "is used to")
+NOT_ENOUGH_EN = "The loaded specifications do not contain enough information to answer this question."
+
+SYSTEM_EN = ("You answer questions about 3GPP specifications. Use ONLY the numbered evidence. "
+             "Cite evidence as [n]. Do not add outside knowledge. If the evidence is not enough, "
+             "say: 'The evidence is not enough to answer.'")
+
+
+@dataclass(frozen=True)
+class QuestionAnalysis:
+    qtype: str                 # definition, comparison, other
+    entities: list[str]        # acronyms, or the defined phrase
+    phrase: str = ""           # definition questions: the words after "what is"
+
+
+@dataclass
+class Evidence:
+    chunk: Chunk | None        # None for a term-dictionary entry
+    text: str
+    stage: str                 # term, section, function, relation, bm25
+    entity: str = ""
+    score: float = 0.0
+    term: Term | None = None
+
+    def cite(self, number: int) -> Citation:
+        if self.chunk is None:
+            where = self.term.sections[0] if self.term and self.term.sections else ":"
+            spec, _, section = where.partition(":")
+            return Citation(id=number, doc_id=self.term.term_id if self.term else "", title="term dictionary",
+                            source=f"{spec} §{section}", score=round(self.score, 4), spec_id=spec,
+                            section_id=section, entity=self.entity, stage=self.stage)
+        c = self.chunk
+        return Citation(id=number, doc_id=c.chunk_id, title=c.section_title,
+                        source=f"{c.spec_id} §{c.section_id}", score=round(self.score, 4),
+                        spec_id=c.spec_id, section_id=c.section_id, entity=self.entity, stage=self.stage)
+
+
+@dataclass
+class SpecConfig:
+    section_chunks: int = 2       # dedicated-section chunks per entity
+    function_chunks: int = 2      # function/role chunks per entity
+    relation_chunks: int = 2      # comparison: chunks that name both entities
+    bm25_chunks: int = 5          # other questions
+    extra: dict = field(default_factory=dict)
+
+
+def analyze_question(question: str) -> QuestionAnalysis:
+    """Question type and entities. Entities are acronyms written in capitals (common words
+    such as "IN" and generation names such as "5G" excluded); a definition question with no
+    acronym takes the phrase after "what is"."""
+    entities = acronyms_in(question)
+    if _COMPARISON.search(question) and len(entities) >= 2:
+        return QuestionAnalysis("comparison", entities[:2])
+    if _DEFINITION.search(question):
+        match = _PHRASE.search(question.strip())
+        phrase = match.group(1).strip(" ?.") if match else ""
+        return QuestionAnalysis("definition", entities[:1] or ([phrase] if phrase else []), phrase)
+    return QuestionAnalysis("other", entities)
+
+
+def related_terms(store: GraphStore, entity: str, limit: int = 3) -> list[Term]:
+    """Abbreviations that start the unresolved one ("TSC" for "TSCTSF"): hints, not answers."""
+    out: list[Term] = []
+    for k in range(len(entity) - 1, 2, -1):
+        out.extend(rank_terms(store.terms_by_abbreviation(entity[:k])))
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def resolve_term(store: GraphStore, entity: str) -> list[Term]:
+    """Term resolution (stage 1): abbreviation matches, else name matches, best first."""
+    found = store.terms_by_abbreviation(entity) if entity.upper() == entity else []
+    if not found:
+        found = store.terms_by_name(entity)
+    return rank_terms(found)
+
+
+def _word_in(word: str, text: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(word.lower())}(?![\w-])", text.lower()) is not None
+
+
+def _relevance(chunks: list[Chunk], query: str) -> list[float]:
+    """BM25 of each candidate chunk for the query, over the candidates themselves."""
+    if not chunks:
+        return []
+    docs = [Doc(c.chunk_id, c.content, c.section_title) for c in chunks]
+    index = BM25Index.build(docs, Tokenizer(lang="en"), progress=False)
+    return index.get_scores(query).tolist()
+
+
+def _prefer(spec_id: str, term_specs: list[str]) -> tuple[int, int]:
+    return (0 if spec_id in term_specs else 1, 0 if is_five_g_spec(spec_id) else 1)
+
+
+def section_evidence(store: GraphStore, entity: str, term: Term | None, limit: int) -> list[Evidence]:
+    """Stage 2: clauses whose title holds the full name or the abbreviation as a word."""
+    names = [entity] + ([term.full_name] if term and term.full_name.lower() != entity.lower() else [])
+    candidates = [c for c in store.find_chunks(title_any=names)
+                  if c.chunk_type not in ("abbreviation", "definition")
+                  and any(_word_in(n, c.section_title) for n in names)]
+    specs = term.source_specs if term else []
+    scores = _relevance(candidates, " ".join(names))
+    ranked = []
+    for c, s in zip(candidates, scores):
+        title = c.section_title.lower().strip()
+        exact = 0 if title in {n.lower() for n in names} or title.startswith(f"{names[-1].lower()} (") else 1
+        ranked.append(((exact, *_prefer(c.spec_id, specs), int(c.section_id != c.chunk_id.split(":")[1]),
+                        c.chunk_id.rsplit(":", 1)[-1] != "1", -s), c, s))
+    ranked.sort(key=lambda x: x[0])
+    return [Evidence(c, c.content, "section", entity, s) for _, c, s in ranked[:limit]]
+
+
+def _role_mentions(names: list[str], text: str) -> int:
+    """How often the text says what one of the names does: "the AMF is responsible for",
+    "SMF provides", "functionality of the UPF", "The User plane function (UPF) includes"."""
+    count = 0
+    for name in names:
+        n = re.escape(name)
+        count += len(re.findall(rf"(?<![\w-]){n}(?![\w-])(?:\s*\([^)]*\))?[^.]{{0,40}}?\b"
+                                rf"(?:is responsible for|provides|supports|includes the following|is used)",
+                                text, re.IGNORECASE))
+        count += len(re.findall(rf"functionalit\w*\s+(?:of|in)\s+(?:the\s+|an?\s+)?{n}(?![\w-])",
+                                text, re.IGNORECASE))
+    return count
+
+
+def function_evidence(store: GraphStore, entity: str, term: Term | None, limit: int,
+                      exclude: set[str]) -> list[Evidence]:
+    """Stage 3: chunks that say what the entity does ("is responsible for", "provides" ...),
+    the entity being the subject; ranked by how often they do, then BM25."""
+    names = [entity] + ([term.full_name] if term else [])
+    candidates = [c for c in store.find_chunks(content_any=FUNCTION_CUES)
+                  if c.chunk_id not in exclude and c.chunk_type not in ("abbreviation", "definition")]
+    mentions = [_role_mentions(names, c.content) for c in candidates]
+    candidates = [c for c, m in zip(candidates, mentions) if m > 0]
+    mentions = [m for m in mentions if m > 0]
+    scores = _relevance(candidates, " ".join(names + ["function", "responsible", "provides"]))
+    specs = term.source_specs if term else []
+    ranked = sorted(zip(candidates, mentions, scores),
+                    key=lambda x: (-min(x[1], 3), *_prefer(x[0].spec_id, specs), -x[2]))
+    return [Evidence(c, c.content, "function", entity, s) for c, _, s in ranked[:limit]]
+
+
+def term_evidence(entity: str, terms: list[Term]) -> list[Evidence]:
+    """Stage 1 as evidence: every expansion of the abbreviation, with its specs."""
+    out = []
+    for rank, t in enumerate(terms):
+        if t.term_type == "abbreviation":
+            text = f"{t.abbreviation}: {t.full_name} (defined in {', '.join(t.source_specs)})"
+        else:
+            text = f"{t.full_name}: {t.definition}"
+        out.append(Evidence(None, text, "term", entity, float(len(terms) - rank), t))
+    return out
+
+
+def entity_evidence(store: GraphStore, entity: str, config: SpecConfig) -> tuple[list[Term], list[Evidence]]:
+    """Stages 1-3 for one entity. An unresolved entity still gets its sections and function
+    chunks by name, plus near dictionary entries marked as hints ("related")."""
+    terms = resolve_term(store, entity)
+    best = terms[0] if terms else None
+    hints = [] if terms else [Evidence(None, f"{t.abbreviation}: {t.full_name}", "related", entity, 0.0, t)
+                              for t in related_terms(store, entity)]
+    sections = section_evidence(store, entity, best, config.section_chunks)
+    functions = function_evidence(store, entity, best, config.function_chunks,
+                                  {e.chunk.chunk_id for e in sections})
+    return terms, term_evidence(entity, terms[:3]) + hints + sections + functions
+
+
+@lru_cache(maxsize=4)
+def _store_index(uri: str, signature: tuple) -> tuple[BM25Index, dict]:
+    store = open_store(uri)
+    try:
+        chunks = store.find_chunks()
+    finally:
+        store.close()
+    docs = [Doc(c.chunk_id, c.content, c.section_title, c.spec_id) for c in chunks]
+    return BM25Index.build(docs, Tokenizer(lang="en"), progress=False), {c.chunk_id: c for c in chunks}
+
+
+def bm25_evidence(store: GraphStore, query: str, limit: int) -> list[Evidence]:
+    """Every chunk of the store, ranked by BM25 (for questions with no entity to resolve)."""
+    index, by_id = _store_index(store.uri, tuple(sorted(store.counts().items())))
+    return [Evidence(by_id[h.doc_id], h.text, "bm25", "", h.score) for h in index.search(query, k=limit)]
+
+
+def retrieve_spec_evidence(store: GraphStore, question: str, config: SpecConfig | None = None,
+                           profiler: Profiler | None = None) -> tuple[QuestionAnalysis, dict, list[Evidence]]:
+    """Analysis, resolved terms per entity, and the evidence in stage-then-relevance order."""
+    config = config or SpecConfig()
+    profiler = profiler or Profiler()
+    with profiler.stage("analysis"):
+        analysis = analyze_question(question)
+    resolved: dict[str, list[Term]] = {}
+    evidence: list[Evidence] = []
+    with profiler.stage("retrieval"):
+        if analysis.qtype == "comparison":
+            per_entity = {}
+            for entity in analysis.entities:
+                resolved[entity], per_entity[entity] = entity_evidence(store, entity, config)
+            # A chunk found for both entities is about their relation, not about either one.
+            seen: dict[str, set] = {e: {x.chunk.chunk_id for x in ev if x.chunk} for e, ev in per_entity.items()}
+            shared = set.intersection(*seen.values()) if seen else set()
+            both = {x.chunk.chunk_id: x for ev in per_entity.values() for x in ev
+                    if x.chunk and x.chunk.chunk_id in shared}
+            per_entity = {e: [x for x in ev if not (x.chunk and x.chunk.chunk_id in shared)]
+                          for e, ev in per_entity.items()}
+            evidence = balance(per_entity)
+            relation = [Evidence(x.chunk, x.text, "relation", " & ".join(analysis.entities), x.score)
+                        for x in both.values()]
+            evidence += relation + relation_evidence(
+                store, analysis.entities, resolved, max(0, config.relation_chunks - len(relation)),
+                {e.chunk.chunk_id for e in evidence if e.chunk} | shared)
+        elif analysis.qtype == "definition" and analysis.entities:
+            entity = analysis.entities[0]
+            # "What is NF Set?": the whole phrase is a defined term, not just its acronym.
+            if analysis.phrase and analysis.phrase != entity and store.terms_by_name(analysis.phrase):
+                entity = analysis.phrase
+                analysis = QuestionAnalysis("definition", [entity], analysis.phrase)
+            resolved[entity], evidence = entity_evidence(store, entity, config)
+        if not evidence or analysis.qtype == "other":
+            evidence += bm25_evidence(store, question, config.bm25_chunks)
+    return analysis, resolved, evidence
+
+
+def balance(per_entity: dict[str, list[Evidence]]) -> list[Evidence]:
+    """The same number of chunk evidence items for every entity, interleaved by stage; term
+    entries (one line each) are all kept."""
+    chunk_lists = {e: [x for x in ev if x.chunk is not None] for e, ev in per_entity.items()}
+    n = min((len(v) for v in chunk_lists.values()), default=0)
+    out = [x for ev in per_entity.values() for x in ev if x.chunk is None]
+    for i in range(n):
+        for entity in per_entity:
+            out.append(chunk_lists[entity][i])
+    return out
+
+
+def relation_evidence(store: GraphStore, entities: list[str], resolved: dict, limit: int,
+                      exclude: set[str]) -> list[Evidence]:
+    """Chunks that name both entities, by BM25 for both names."""
+    if limit <= 0:
+        return []
+    candidates = [c for c in store.find_chunks(content_all=entities)
+                  if c.chunk_id not in exclude and c.chunk_type not in ("abbreviation", "definition")
+                  and all(_word_in(e, c.content) for e in entities)]
+    scores = _relevance(candidates, " ".join(entities))
+    ranked = sorted(zip(candidates, scores), key=lambda x: (0 if is_five_g_spec(x[0].spec_id) else 1, -x[1]))
+    return [Evidence(c, c.content, "relation", " & ".join(entities), s) for c, s in ranked[:limit]]
+
+
+# --------------------------------------------------------------------------- answers
+def _sentences(text: str, n: int) -> str:
+    parts = re.split(r"(?<=[.:;])\s+(?=[A-Z(])", " ".join(text.split()))
+    return " ".join(parts[:n])
+
+
+def extractive_spec_answer(analysis: QuestionAnalysis, resolved: dict, evidence: list[Evidence]) -> str:
+    """An answer assembled from the evidence only, each statement with its [n]."""
+    numbered = {id(e): i + 1 for i, e in enumerate(evidence)}
+    lines = []
+    for entity in analysis.entities:
+        terms = resolved.get(entity) or []
+        term_ev = [e for e in evidence if e.stage == "term" and e.entity == entity]
+        if terms and term_ev:
+            t = terms[0]
+            if t.term_type == "abbreviation":
+                others = [x.full_name for x in terms[1:3] if x.term_type == "abbreviation"]
+                extra = f" (other expansions: {'; '.join(others)})" if others else ""
+                lines.append(f"{entity} stands for {t.full_name}, as defined in {t.primary_spec} "
+                             f"[{numbered[id(term_ev[0])]}]{extra}.")
+            else:
+                lines.append(f"{t.full_name}: {_sentences(t.definition, 2)} [{numbered[id(term_ev[0])]}]")
+        elif analysis.qtype in ("definition", "comparison"):
+            lines.append(f"{entity} is not defined in the term dictionary of the loaded specifications.")
+            hints = [e.term for e in evidence if e.stage == "related" and e.entity == entity]
+            if hints:
+                lines.append("Related entries (not an answer): " + "; ".join(
+                    f"{t.abbreviation} = {t.full_name} ({t.primary_spec})" for t in hints) + ".")
+        for stage in ("section", "function"):
+            chunk_ev = [e for e in evidence if e.stage == stage and e.entity == entity]
+            if chunk_ev:
+                e = chunk_ev[0]
+                lines.append(f"{e.chunk.spec_id} clause {e.chunk.section_id} ({e.chunk.section_title}): "
+                             f"{_sentences(e.text, 2)} [{numbered[id(e)]}]")
+    for e in evidence:
+        if e.stage == "relation":
+            lines.append(f"Both: {_sentences(e.text, 1)} [{numbered[id(e)]}]")
+            break
+    if not lines:
+        bm25 = [e for e in evidence if e.stage == "bm25"]
+        if not bm25:
+            return NOT_ENOUGH_EN
+        e = bm25[0]
+        lines.append(f"{e.chunk.spec_id} clause {e.chunk.section_id} ({e.chunk.section_title}): "
+                     f"{_sentences(e.text, 2)} [{numbered[id(e)]}]")
+    return "\n".join(lines)
+
+
+def _evidence_block(number: int, e: Evidence) -> str:
+    label = f"({e.entity}) " if e.entity else ""
+    where = f"{e.chunk.spec_id} §{e.chunk.section_id} {e.chunk.section_title}" if e.chunk else "term dictionary"
+    return f"[{number}] {label}{where}\n{e.text}"
+
+
+def ask_spec(question: str, store: GraphStore | str, *, config: SpecConfig | None = None,
+             llm: LLM | None = None, llm_config: LLMConfig | None = None, use_llm: bool = True) -> Answer:
+    """Answer a question about the specs in ``store`` with cited evidence."""
+    question = check_question(question)
+    profiler = Profiler()
+    own_store = isinstance(store, str)
+    with profiler.stage("load_store"):
+        store = open_store(store) if own_store else store
+    try:
+        analysis, resolved, evidence = retrieve_spec_evidence(store, question, config, profiler)
+    finally:
+        if own_store:
+            store.close()
+    extractive = extractive_spec_answer(analysis, resolved, evidence)
+    trace = {"analysis": asdict(analysis),
+             "resolved": {e: [t.to_dict() for t in ts] for e, ts in resolved.items()},
+             "evidence": [{"stage": e.stage, "entity": e.entity, "score": round(e.score, 4),
+                           "chunk_id": e.chunk.chunk_id if e.chunk else None} for e in evidence]}
+    answer_text, used = extractive, evidence
+    if not use_llm or not evidence:
+        trace["answer_source"] = "extractive" if evidence else "none"
+    else:
+        from .lexical import default_llm
+
+        llm_config = llm_config or LLMConfig.from_env()
+        model = llm or default_llm(llm_config)
+        with profiler.stage("token_counting"):
+            blocks = [_evidence_block(i + 1, e) for i, e in enumerate(evidence)]
+            user_head = f"QUESTION: {question}\n\nEVIDENCE:\n"
+            prompt_tokens = model.count_tokens(SYSTEM_EN) + model.count_tokens(user_head) + 32
+            budget = llm_config.n_ctx - llm_config.max_tokens - max(prompt_tokens, llm_config.prompt_tokens)
+            context = fit_context(blocks, model.count_tokens, max(budget, 64))
+            used = evidence[: context.kept]
+        messages = [{"role": "system", "content": SYSTEM_EN},
+                    {"role": "user", "content": user_head + context.text}]
+        with profiler.stage("generation"):
+            gen = model.chat(messages, max_tokens=llm_config.max_tokens,
+                             temperature=llm_config.temperature, seed=llm_config.seed)
+        with profiler.stage("postprocessing"):
+            text = filter_think_tags(gen.text)
+            report = check_grounding(text, [e.text for e in used], question)
+        trace.update({"raw_answer": gen.text, "grounding": report.to_dict(),
+                      "completion_tokens": gen.completion_tokens})
+        if report.grounded:
+            answer_text, trace["answer_source"] = text, "llm"
+        else:
+            trace["llm_answer"] = text
+            answer_text = f"{extractive}\n\n(The model's answer was not supported by the evidence, so the evidence is quoted instead.)"
+            trace["answer_source"] = "extractive_fallback"
+    if "grounding" not in trace:
+        trace["grounding"] = check_grounding(answer_text, [e.text for e in evidence] + [NOT_ENOUGH_EN],
+                                             question).to_dict()
+    citations = [e.cite(i + 1) for i, e in enumerate(used)]
+    return Answer(question=question, pipeline="spec", answer=answer_text, citations=citations,
+                  trace=trace, timings_ms=profiler.as_dict())
