@@ -69,48 +69,23 @@ NEO4J_PASSWORD = "ragkit-neo4j"
 
 
 def _free_port() -> int:
-    import socket
+    from ragkit.graph.neo4j_launcher import free_port
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_port()
 
 
 @pytest.fixture(scope="session")
 def neo4j_uri(tmp_path_factory):
     """A real Neo4j over Bolt: NEO4J_URI when set, else the tools/neo4j launcher on a free
     loopback port (stopped at the end of the session)."""
-    import subprocess
-    import time
-
     if os.environ.get("NEO4J_URI"):
         yield os.environ["NEO4J_URI"]
         return
-    lib = ROOT / "tools" / "neo4j" / "target"
-    assert (lib / "lib").is_dir(), "build the launcher first: make install (mvn package in tools/neo4j)"
-    port = _free_port()
-    data = tmp_path_factory.mktemp("neo4j")
-    proc = subprocess.Popen(
-        ["java", "-cp", f"{lib / 'classes'}:{lib / 'lib'}/*", "ragkit.neo4j.Launcher", str(data),
-         str(port), NEO4J_PASSWORD],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "RAGKIT_NEO4J_WATCH_STDIN": "1"})
-    deadline = time.time() + 180
-    line = ""
-    while time.time() < deadline:
-        line = proc.stdout.readline()
-        if line.startswith("READY") or (not line and proc.poll() is not None):
-            break
-    assert line.startswith("READY"), f"Neo4j launcher did not start: {line!r}"
-    os.environ["NEO4J_PASSWORD"] = NEO4J_PASSWORD
-    try:
-        yield f"bolt://127.0.0.1:{port}"
-    finally:
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    from ragkit.graph.neo4j_launcher import running_neo4j
+
+    with running_neo4j(tmp_path_factory.mktemp("neo4j"), password=NEO4J_PASSWORD) as uri:
+        os.environ["NEO4J_PASSWORD"] = NEO4J_PASSWORD
+        yield uri
 
 
 @pytest.fixture(scope="session")

@@ -255,3 +255,23 @@ def test_cli_commands(tmp_path, neo4j_uri):
     assert bad.returncode == 2 and bad.stderr.startswith("ragkit: error: spec ")
     down = env_run("terms", "resolve", "SCP", "--store", f"bolt://127.0.0.1:{_closed_port()}")
     assert down.returncode == 2 and "not reachable" in down.stderr
+
+
+def test_extraction_quality_on_tr_21905():
+    """Against the entries the .docx marks itself (see bench/term_extraction.py)."""
+    from ragkit.eval.terms import extraction_scores
+
+    scores = extraction_scores(shared("3gpp", "21905-h20.docx"))
+    abbr, defs = scores["abbreviations"], scores["definitions"]
+    assert abbr["in_document"] > 1000 and abbr["recall"] == 1.0 and abbr["precision"] >= 0.97
+    assert defs["in_document"] > 500 and defs["recall"] >= 0.99 and defs["precision"] >= 0.98
+
+
+def test_kg_notebook_runs_under_papermill(tmp_path):
+    from ragkit.runs import run_notebook
+
+    manifest = run_notebook(ROOT / "notebooks" / "01_kg_builder.ipynb",
+                            {"store": str(tmp_path / "kg.json.gz"), "term": "SCP"},
+                            out_root=tmp_path / "runs", progress=False)
+    assert manifest["status"] == "ok", manifest.get("error")
+    assert NetworkXStore(tmp_path / "kg.json.gz").counts()["Document"] == 2

@@ -37,8 +37,9 @@ def is_five_g_spec(spec_id: str) -> bool:
 
 
 def _looks_like_abbreviation(token: str) -> bool:
-    letters = [c for c in token if c.isalpha()]
-    return bool(_ABBR_TOKEN.match(token)) and (not letters or sum(c.isupper() for c in letters) >= max(1, len(letters) // 2))
+    """"SCP", "5G-AN", "IoT", "eMBB", "N3IWF": two capitals, or a capital and a digit."""
+    upper = sum(c.isupper() for c in token)
+    return bool(_ABBR_TOKEN.match(token)) and (upper >= 2 or (upper >= 1 and any(c.isdigit() for c in token)))
 
 
 def _initials(expansion: str) -> list[str]:
@@ -62,11 +63,14 @@ def _initials_match(abbreviation: str, expansion: str) -> float:
     return i / len(wanted) if wanted else 0.0
 
 
-def split_abbreviation_line(line: str) -> tuple[str, str] | None:
+def split_abbreviation_line(line: str, tabs_only: bool = False) -> tuple[str, str] | None:
     """("SCP", "Service Communication Proxy") from "SCP<TAB>Service Communication Proxy",
-    or from the space-separated form; None for a line that is not an entry."""
+    or from the space-separated form (unless ``tabs_only``); None for a line that is not
+    an entry."""
     line = line.strip()
     if not line or _BOILERPLATE.match(line):
+        return None
+    if tabs_only and "\t" not in line:
         return None
     if "\t" in line:
         abbr, _, expansion = line.partition("\t")
@@ -113,8 +117,11 @@ def extract_terms(doc: SpecDocument) -> tuple[list[Abbreviation], list[Definitio
     for section in definition_clauses(doc):
         title = section.title.lower()
         if "abbreviation" in title:
+            # Where the clause uses tabs (the .docx, the PDF's layout text), a line without
+            # one is a wrapped remainder or a note, not an entry.
+            tabs_only = sum("\t" in line for line in section.lines) * 2 > len(section.lines)
             for line in section.lines:
-                pair = split_abbreviation_line(line)
+                pair = split_abbreviation_line(line, tabs_only)
                 if pair:
                     abbreviations.append(Abbreviation(pair[0], pair[1], doc.spec_id, section.section_id))
         elif "definition" in title:

@@ -1,0 +1,60 @@
+"""Start and stop the embedded Neo4j of ``tools/neo4j`` (a real Neo4j 5.26 with Bolt on
+127.0.0.1), for the test fixture and the benchmarks. Users run it with ``make neo4j``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterator
+
+from ..errors import RagkitError
+from .neo4j_store import DEFAULT_PASSWORD
+
+LAUNCHER = Path(__file__).resolve().parents[2] / "tools" / "neo4j" / "target"
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def running_neo4j(data_dir: str | os.PathLike, port: int | None = None,
+                  password: str = DEFAULT_PASSWORD, timeout: float = 180.0) -> Iterator[str]:
+    """Run the launcher on ``data_dir``; yield its bolt:// URI; stop it on exit.
+
+    The launcher watches its standard input: closing it shuts the database down cleanly,
+    and a parent that dies takes the database with it.
+    """
+    if not (LAUNCHER / "lib").is_dir():
+        raise RagkitError(f"neo4j launcher: {LAUNCHER} is not built (make install builds it with Maven)")
+    port = port or free_port()
+    proc = subprocess.Popen(
+        ["java", "-cp", f"{LAUNCHER / 'classes'}:{LAUNCHER / 'lib'}/*", "ragkit.neo4j.Launcher",
+         str(data_dir), str(port), password],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "RAGKIT_NEO4J_WATCH_STDIN": "1"})
+    try:
+        deadline = time.time() + timeout
+        line = ""
+        while time.time() < deadline:
+            line = proc.stdout.readline()
+            if line.startswith("READY") or (not line and proc.poll() is not None):
+                break
+        if not line.startswith("READY"):
+            raise RagkitError(f"neo4j launcher: did not start on port {port} ({line.strip() or 'no output'})")
+        yield f"bolt://127.0.0.1:{port}"
+    finally:
+        if proc.stdin:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
