@@ -124,8 +124,14 @@ def cmd_eval_mcq(args: argparse.Namespace) -> int:
     from .eval.mcq import evaluate_mcq
     from .graph import open_store
 
+    llm = None
+    if args.llm:
+        from .config import LLMConfig
+        from .pipelines.lexical import default_llm
+
+        llm = default_llm(LLMConfig.from_env(model_path=args.model))
     with open_store(args.store) as store:
-        result = evaluate_mcq(args.questions, store, progress=_progress(args))
+        result = evaluate_mcq(args.questions, store, progress=_progress(args), llm=llm)
     if not args.details:
         result.pop("details")
     _emit(result, args.json, f"{result['n']} questions, {result['answered']} answered, "
@@ -267,6 +273,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--questions", required=True)
     p.add_argument("--store", required=True)
     p.add_argument("--details", action="store_true", help="include every question's scores")
+    p.add_argument("--llm", action="store_true", help="let the GGUF model pick from the evidence")
+    p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_mcq)
 

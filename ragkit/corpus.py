@@ -141,19 +141,23 @@ def chunk_markdown(text: str, *, source: str, max_chars: int = 1200) -> list[Doc
     return chunks
 
 
-def _split_paragraphs(body: str, max_chars: int) -> list[str]:
-    if len(body) <= max_chars:
-        return [body]
+def pack(pieces: Iterable[str], max_chars: int, joiner: str = "\n\n") -> list[str]:
+    """Join consecutive pieces while the result stays within ``max_chars`` (a piece that is
+    longer on its own stands alone)."""
     parts, current = [], ""
-    for para in re.split(r"\n\s*\n", body):
-        if current and len(current) + len(para) + 2 > max_chars:
+    for piece in pieces:
+        if current and len(current) + len(joiner) + len(piece) > max_chars:
             parts.append(current)
-            current = para
+            current = piece
         else:
-            current = f"{current}\n\n{para}" if current else para
+            current = f"{current}{joiner}{piece}" if current else piece
     if current:
         parts.append(current)
     return parts
+
+
+def _split_paragraphs(body: str, max_chars: int) -> list[str]:
+    return [body] if len(body) <= max_chars else pack(re.split(r"\n\s*\n", body), max_chars)
 
 
 def load_document_folder(path: str | Path, *, max_chars: int = 1200) -> list[Doc]:

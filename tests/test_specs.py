@@ -275,3 +275,20 @@ def test_kg_notebook_runs_under_papermill(tmp_path):
                             out_root=tmp_path / "runs", progress=False)
     assert manifest["status"] == "ok", manifest.get("error")
     assert NetworkXStore(tmp_path / "kg.json.gz").counts()["Document"] == 2
+
+
+def test_spec_answer_and_mcq_with_the_real_gguf(tmp_path, gguf):
+    from ragkit.config import LLMConfig
+    from ragkit.eval.mcq import evaluate_mcq
+
+    store = NetworkXStore(tmp_path / "demo.json.gz")
+    p = parse_specs([DEMO_SPEC], progress=False)
+    store.write(p.docs, p.chunks, p.terms)
+    answer = ask_spec("What is SCP?", store, llm=gguf, llm_config=LLMConfig(max_tokens=48))
+    assert answer.trace["answer_source"] in ("llm", "extractive_fallback")
+    assert answer.timings_ms["generation"] > 0 and answer.trace["completion_tokens"] > 0
+    assert "Service Communication Proxy" in answer.answer or answer.trace["answer_source"] == "llm"
+    result = evaluate_mcq(ROOT / "data" / "mcq_demo.json", store, progress=False, llm=gguf)
+    assert result["n"] == 5 and all(d["scorer"] == "llm" for d in result["details"])
+    assert all(d["choice"] in (1, 2, 3, 4) for d in result["details"])
+    assert result["accuracy"] is not None

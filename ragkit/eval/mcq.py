@@ -108,17 +108,48 @@ def score_options(store: GraphStore, question: str, options: list[tuple[int, str
     return (options[best_i][0] if scores[best_i] > 0 else None), scores, len(evidence)
 
 
-def evaluate_mcq(path: str | Path, store: GraphStore, progress: bool = True) -> dict:
+MCQ_SYSTEM = ("You answer multiple-choice questions about 3GPP specifications using only the "
+              "evidence. Reply with the number of the correct option and nothing else.")
+
+
+def llm_choice(llm, question: str, options: list[tuple[int, str]], evidence_text: str,
+               max_tokens: int = 8) -> int | None:
+    """The option number the model names first, or None when its reply names none."""
+    listing = "\n".join(f"{n}. {text}" for n, text in options)
+    messages = [{"role": "system", "content": MCQ_SYSTEM},
+                {"role": "user", "content": f"EVIDENCE:\n{evidence_text}\n\nQUESTION: {question}\n"
+                                            f"OPTIONS:\n{listing}\n\nANSWER (option number):"}]
+    reply = llm.chat(messages, max_tokens=max_tokens, temperature=0.0).text
+    numbers = {n for n, _ in options}
+    for match in re.finditer(r"\d+", reply):
+        if int(match.group()) in numbers:
+            return int(match.group())
+    return None
+
+
+def evaluate_mcq(path: str | Path, store: GraphStore, progress: bool = True, llm=None,
+                 evidence_tokens: int = 1200) -> dict:
+    """Accuracy over the questions. With ``llm``, the model picks from the options given the
+    same evidence (cut to ``evidence_tokens`` of its tokenizer); when its reply names no
+    option, the deterministic scorer's choice stands."""
+    from ..llm.budget import fit_context
+
     items = load_mcq(path)
     answered = correct = judged = 0
     details = []
     for item in tqdm(items, desc="questions", unit="q", disable=not progress):
         choice, scores, n_evidence = score_options(store, item["question"], item["options"])
+        if llm is not None:
+            _, _, evidence = retrieve_spec_evidence(store, item["question"])
+            context = fit_context([e.text for e in evidence] or ["(none)"], llm.count_tokens, evidence_tokens)
+            picked = llm_choice(llm, item["question"], item["options"], context.text)
+            choice = picked if picked is not None else choice
         answered += choice is not None
         if item["answer"] is not None:
             judged += 1
             correct += choice == item["answer"]
         details.append({"question": item["question"], "choice": choice, "answer": item["answer"],
-                        "scores": scores, "evidence": n_evidence})
+                        "scores": scores, "evidence": n_evidence,
+                        "scorer": "llm" if llm is not None else "evidence"})
     return {"n": len(items), "answered": answered,
             "accuracy": round(correct / judged, 4) if judged else None, "details": details}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ..corpus import pack
 from .model import Chunk, Section, SpecDocument
 from .terms import COMMON_WORDS
 
@@ -72,16 +73,7 @@ def _pieces(line: str, max_chars: int) -> list[str]:
 
 
 def _parts(lines: list[str], max_chars: int) -> list[str]:
-    parts, current = [], ""
-    for line in (piece for raw in lines for piece in _pieces(raw, max_chars)):
-        if current and len(current) + len(line) + 1 > max_chars:
-            parts.append(current)
-            current = line
-        else:
-            current = f"{current}\n{line}" if current else line
-    if current:
-        parts.append(current)
-    return parts
+    return pack((piece for raw in lines for piece in _pieces(raw, max_chars)), max_chars, "\n")
 
 
 def chunk_document(doc: SpecDocument, max_chars: int = MAX_CHARS) -> list[Chunk]:
