@@ -152,6 +152,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
         answer = ask_lexical(args.question, args.index, config=LexicalConfig(k=args.k),
                              llm_config=llm_config, use_llm=not args.no_llm)
+    elif args.pipeline == "causal":
+        if not args.kg:
+            raise InputError("--kg: the causal pipeline needs an evidence KG file (data/merged_knowledge_graph.json)")
+        from .pipelines.causal import explain
+
+        answer = explain(args.question, args.kg, weather=args.weather, at=args.at,
+                         use_llm=not args.no_llm, llm_config=llm_config)
     elif args.pipeline == "spec":
         if not args.store:
             raise InputError("--store: the spec pipeline needs a graph store (ragkit kg build)")
@@ -160,10 +167,21 @@ def cmd_ask(args: argparse.Namespace) -> int:
         answer = ask_spec(args.question, args.store, llm_config=llm_config, use_llm=not args.no_llm)
     else:
         raise InputError(f"--pipeline: {args.pipeline!r} is not built yet in this version "
-                         f"(available: lexical, spec)")
+                         f"(available: lexical, spec, causal)")
     data = answer.to_dict()
     cites = "\n".join(f"[{c['id']}] {c['source']} · {c['title']}" for c in data["citations"])
     _emit(data, args.json, f"{data['answer']}\n\n{cites}\n\ntimings (ms): {data['timings_ms']}")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from .config import LLMConfig
+    from .pipelines.causal import explain, explain_json
+
+    answer = explain(args.question, args.kg, weather=args.weather, at=args.at,
+                     use_llm=args.llm, llm_config=LLMConfig.from_env(model_path=args.model))
+    data = explain_json(answer)
+    _emit(data, args.json, f"{data['answer']}\n\ntimings (ms): {data['timings_ms']}")
     return 0
 
 
@@ -254,9 +272,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
     p.add_argument("--n-ctx", type=int)
     p.add_argument("--max-tokens", type=int)
+    p.add_argument("--weather", help="causal: a weather CSV for condition checks")
+    p.add_argument("--at", help="causal: the time to check conditions for (default: the last row)")
     p.add_argument("--no-llm", action="store_true", help="answer extractively, no model")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("explain", help="causal chains behind PM2.5, with evidence and condition checks")
+    p.add_argument("question")
+    p.add_argument("--kg", required=True, help="evidence KG JSON (data/merged_knowledge_graph.json)")
+    p.add_argument("--weather", help="weather CSV (UCI Beijing layout or time + variables)")
+    p.add_argument("--at", help="time to check conditions for (default: the table's last row)")
+    p.add_argument("--llm", action="store_true", help="write the answer with the GGUF model (checked)")
+    p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_explain)
 
     ev = sub.add_parser("eval", help="evaluate").add_subparsers(dest="action", required=True)
     p = ev.add_parser("retrieval", help="nDCG@10, Recall@100, MRR@10, queries/s on BEIR files")
