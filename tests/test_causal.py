@@ -1,0 +1,241 @@
+"""Causal chains (seed 000): scoring rules on small hand-built KGs, schema errors, the
+synonym merge, condition checks, the empirical check on the real Beijing series, and the
+anti-hallucination check."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from ragkit.causal.chains import ChainConfig, edge_score, extract_entities, select_chains
+from ragkit.causal.conditions import check_condition, empirical_support, load_weather, relative_humidity
+from ragkit.causal.explain import hallucinations, template_answer
+from ragkit.causal.kg import build_kg, load_kg, validate_kg
+from ragkit.errors import InputError
+from ragkit.pipelines.causal import explain
+
+from .conftest import ROOT, shared
+
+DEMO_KG = ROOT / "data" / "merged_knowledge_graph.json"
+URL = "https://doi.org/10.1000/example"
+
+
+def node(i, **kw):
+    return {"id": i, "label": kw.pop("label", i), "aliases": kw.pop("aliases", []), "category": "meteorological", **kw}
+
+
+def edge(s, t, conf="HIGH", strength="STRONG", rel="increases", lag="", conds=(), quote="Summary: a clear statement of the mechanism at work here.", tier="tier_1", cat="meteorological"):
+    return {"source": s, "target": t, "relation": rel, "mechanism": "", "confidence": conf, "strength": strength,
+            "temporal_lag": lag, "conditions": list(conds), "category": cat,
+            "evidence": [{"source_url": URL, "source_doi": "", "source_quote": quote, "tier": tier}]}
+
+
+def kg_of(nodes, edges):
+    data = {"nodes": [node(n) for n in nodes], "edges": edges}
+    validate_kg(data)
+    return build_kg([("test", data)])
+
+
+# --------------------------------------------------------------------------- scoring
+def test_edge_points_and_each_bonus():
+    base = edge("a", "b", conf="MEDIUM", strength="WEAK", quote="short")
+    assert edge_score(base)[0] == 1.0
+    assert edge_score({**base, "temporal_lag": "hours"})[0] == 1.5
+    assert edge_score({**base, "conditions": [{"variable": "rh", "op": ">", "value": 75, "unit": "%"}]})[0] == 1.5
+    assert edge_score({**base, "conditions": [{"variable": "season", "op": "==", "value": "winter"}]})[0] == 1.0
+    clear = {**base, "evidence": [{"source_url": URL, "source_quote": "Summary: a long and unhedged statement of the effect."}]}
+    assert edge_score(clear)[0] == 1.5
+    hedged = {**base, "evidence": [{"source_url": URL, "source_quote": "Summary: this effect may exist under some conditions."}]}
+    assert edge_score(hedged)[0] == 1.0
+    assert edge_score(edge("a", "b"))[0] == 2 + 2 + 0.5
+
+
+def test_chains_end_at_pm25_and_rank_by_mean_score():
+    kg = kg_of(["h", "alw", "sulfate", "pm25", "w"],
+               [edge("h", "alw"), edge("alw", "sulfate"), edge("sulfate", "pm25"),
+                edge("w", "sulfate", conf="MEDIUM", strength="MODERATE")])
+    chains, _, _ = select_chains(kg, ["h", "w"])
+    assert [c.nodes for c in chains] == [["h", "alw", "sulfate", "pm25"], ["w", "sulfate", "pm25"]]
+    assert chains[0].score > chains[1].score
+    assert all(c.nodes[-1] == "pm25" and 2 <= len(c.edges) <= 4 for c in chains)
+
+
+def test_at_most_three_chains_of_at_most_four_steps():
+    nodes = ["pm25"] + [f"x{i}" for i in range(8)] + ["a", "b", "c", "d", "e"]
+    edges = [edge(f"x{i}", "a") for i in range(8)] + [edge("a", "pm25"),
+             edge("e", "d"), edge("d", "c"), edge("c", "b"), edge("b", "a")]
+    kg = kg_of(nodes, edges)
+    chains, _, _ = select_chains(kg, [f"x{i}" for i in range(8)] + ["e"], ChainConfig(k_hops=4))
+    assert len(chains) == 3 and all(len(c.edges) <= 4 for c in chains)
+    assert not any(c.nodes[0] == "e" for c in chains)  # e → ... → pm25 needs 5 steps
+
+
+def test_ties_break_by_length_then_node_ids():
+    kg = kg_of(["b2", "b1", "m", "pm25"], [edge("b2", "m"), edge("b1", "m"), edge("m", "pm25")])
+    chains, _, _ = select_chains(kg, ["b2", "b1"])
+    assert [c.nodes[0] for c in chains] == ["b1", "b2"]
+    again, _, _ = select_chains(kg, ["b1", "b2"])
+    assert [c.nodes for c in again] == [c.nodes for c in chains]
+
+
+def test_filters_confidence_tier_category():
+    kg = kg_of(["a", "m", "pm25"], [edge("a", "m", conf="LOW"), edge("m", "pm25")])
+    assert select_chains(kg, ["a"])[0] == []
+    assert select_chains(kg, ["a"], ChainConfig(min_confidence="LOW"))[0]
+    kg = kg_of(["a", "m", "pm25"], [edge("a", "m", tier="tier_3"), edge("m", "pm25")])
+    assert select_chains(kg, ["a"])[0] == [] and select_chains(kg, ["a"], ChainConfig(max_tier=3))[0]
+    kg = kg_of(["a", "m", "pm25"], [edge("a", "m", cat="chemical"), edge("m", "pm25")])
+    assert select_chains(kg, ["a"], ChainConfig(categories=("meteorological",)))[0] == []
+
+
+def test_core_meteorology_set_when_no_variable_is_named():
+    kg = load_kg(DEMO_KG)
+    chains, focus, _ = select_chains(kg, [])
+    assert focus[0] == "temperature" and "relative_humidity" in focus
+    assert chains and all(any(n in focus for n in c.nodes) for c in chains)
+
+
+def test_search_stays_bounded_on_a_hub():
+    nodes = ["pm25", "hub"] + [f"n{i}" for i in range(3000)]
+    edges = [edge(f"n{i}", "hub") for i in range(3000)] + [edge(f"n{i}", f"n{i + 1}") for i in range(2999)] + [edge("hub", "pm25")]
+    kg = kg_of(nodes, edges)
+    chains, _, sub = select_chains(kg, ["n5"], ChainConfig(max_candidates=500))
+    assert sub.number_of_edges() > 1000 and len(chains) <= 3
+
+
+# --------------------------------------------------------------------------- schema and merge
+def test_schema_errors_name_the_edge_and_field():
+    data = json.loads(DEMO_KG.read_text())
+    data["edges"][2]["confidence"] = "SURE"
+    with pytest.raises(InputError, match=r"edge 2 \(heterogeneous_chemistry → sulfate\), field confidence: 'SURE'"):
+        validate_kg(data)
+    data = json.loads(DEMO_KG.read_text())
+    del data["edges"][0]["target"]
+    with pytest.raises(InputError, match=r"edge 0 \(relative_humidity → \?\), field target: is missing"):
+        validate_kg(data)
+    data = json.loads(DEMO_KG.read_text())
+    data["edges"][1]["evidence"][0].pop("source_url")
+    data["edges"][1]["evidence"][0].pop("source_doi")
+    with pytest.raises(InputError, match=r"edge 1 .*evidence"):
+        validate_kg(data)
+
+
+def test_bad_kg_files(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        load_kg(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InputError, match="not JSON"):
+        load_kg(bad)
+
+
+def test_synonym_merge_keeps_all_evidence(tmp_path):
+    one = {"nodes": [node("pm2.5", label="PM2.5"), node("RH", label="Relative humidity")],
+           "edges": [edge("RH", "pm2.5")]}
+    two = {"nodes": [node("pm25"), node("relative_humidity", aliases=["độ ẩm"])],
+           "edges": [{**edge("relative_humidity", "pm25"),
+                      "evidence": [{"source_url": "https://example.org/b", "source_quote": "Summary: another source."}]}]}
+    paths = []
+    for i, data in enumerate((one, two)):
+        path = tmp_path / f"kg{i}.json"
+        path.write_text(json.dumps(data, ensure_ascii=False))
+        paths.append(path)
+    kg = load_kg(paths)
+    assert set(kg.graph.nodes) == {"pm25", "relative_humidity"}
+    merged = kg.graph.edges["relative_humidity", "pm25"]
+    assert len(merged["evidence"]) == 2
+    assert extract_entities(kg, "Độ ẩm ảnh hưởng thế nào tới PM2.5?") == ["relative_humidity"]
+
+
+def test_entities_keep_rain_and_season_apart():
+    kg = load_kg(DEMO_KG)
+    assert extract_entities(kg, "Mưa có làm giảm bụi mịn không?") == ["precipitation"]
+    assert extract_entities(kg, "Tại sao mùa đông PM2.5 cao?") == ["seasonal_patterns"]
+    assert extract_entities(kg, "Vì sao RH cao và gió yếu làm tăng PM2.5?") == ["relative_humidity", "wind_speed"]
+
+
+# --------------------------------------------------------------------------- conditions
+def test_relative_humidity_from_dew_point():
+    assert relative_humidity(20.0, 20.0) == pytest.approx(100.0)
+    assert relative_humidity(30.0, 10.0) == pytest.approx(28.5, abs=0.5)
+
+
+def test_condition_checks_on_a_daily_table(tmp_path):
+    table = tmp_path / "daily.csv"
+    table.write_text("date,temperature,dew_point,wind_speed,precipitation\n"
+                     "2024-01-10,10,9,1.0,0\n2024-07-02,30,25,5.0,12\n")
+    weather = load_weather(table)
+    rh = {"variable": "relative_humidity", "op": ">", "value": 75, "unit": "%"}
+    assert check_condition(rh, weather, "2024-01-10").status == "holds"
+    assert check_condition(rh, weather).status == "fails"          # the last row: July, RH ~74 %
+    assert check_condition({"variable": "season", "op": "==", "value": "winter"}, weather, "2024-01-10").status == "holds"
+    assert check_condition({"variable": "pblh", "op": "<", "value": 500}, weather).status == "not_checkable"
+    assert check_condition(rh, None).status == "no_data"
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(InputError, match="needs year/month/day"):
+        load_weather(bad)
+
+
+@pytest.mark.slow
+def test_empirical_check_on_the_beijing_series():
+    weather = load_weather(shared("pm25", "PRSA_data_2010.1.1-2014.12.31.csv"))
+    assert len(weather) == 43824 and weather["relative_humidity"].between(0, 100).all()
+    humid = empirical_support([{"variable": "relative_humidity", "op": ">", "value": 75, "unit": "%"}], 1, weather)
+    assert humid["verdict"] == "supports" and humid["median_pm25_when_holding"] > humid["median_pm25_otherwise"]
+    windy = empirical_support([{"variable": "wind_speed", "op": ">", "value": 3, "unit": "m/s"}], -1, weather)
+    assert windy["verdict"] == "supports" and windy["ratio"] < 1
+    wrong_way = empirical_support([{"variable": "wind_speed", "op": ">", "value": 3, "unit": "m/s"}], 1, weather)
+    assert wrong_way["verdict"] == "contradicts"
+
+
+# --------------------------------------------------------------------------- answers
+def test_template_answer_has_the_seed_sections_and_passes_its_own_check():
+    answer = explain("Tại sao độ ẩm cao làm PM2.5 tăng?", DEMO_KG)
+    for section in ("Nguyên nhân chính", "Yếu tố bổ trợ", "Điều kiện/ngoại lệ", "Nguồn trích dẫn"):
+        assert section in answer.answer
+    assert answer.trace["entities"] == ["relative_humidity"]
+    chains = answer.trace["selected_chains"]
+    assert 1 <= len(chains) <= 3 and all(s["evidence"][0]["source_url"] for c in chains for s in c["steps"])
+    assert answer.trace["hallucinations"] == []
+    assert any("chưa" in u for u in answer.trace["uncertainties"])  # no weather: says what it cannot check
+
+
+def test_anti_hallucination_flags_new_causes_numbers_and_sources():
+    kg = load_kg(DEMO_KG)
+    chains, focus, sub = select_chains(kg, ["relative_humidity"])
+    ok = template_answer(kg, chains, [], [])
+    assert hallucinations(ok, kg, chains, [], []) == []
+    assert any("Carbon đen" in p for p in hallucinations(ok + " Carbon đen cũng là nguyên nhân.", kg, chains, [], []))
+    assert "number not in the evidence: 300" in hallucinations(ok + " PM2.5 tăng 300 %.", kg, chains, [], [])
+    assert any("source not in the evidence" in p
+               for p in hallucinations(ok + " Xem doi:10.9999/invented.", kg, chains, [], []))
+
+
+def test_llm_answer_that_adds_a_cause_falls_back_to_the_template(gguf):
+    from .test_pipeline_lexical import ScriptedLLM
+
+    llm = ScriptedLLM(["**Nguyên nhân chính** Carbon đen và 300 nhà máy làm PM2.5 tăng."], gguf)
+    answer = explain("Tại sao độ ẩm cao làm PM2.5 tăng?", DEMO_KG, use_llm=True, llm=llm)
+    assert answer.trace["answer_source"] == "template_fallback"
+    assert "Carbon đen" not in answer.answer and answer.trace["hallucinations"]
+
+
+@pytest.mark.slow
+def test_explain_cli_contract_with_weather(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "ragkit.cli", "explain", "Vì sao gió yếu làm PM2.5 tăng?",
+                          "--kg", str(DEMO_KG), "--weather", str(shared("pm25", "PRSA_data_2010.1.1-2014.12.31.csv")),
+                          "--at", "2013-01-12 08:00", "--json"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert {"selected_chains", "supporting_factors", "uncertainties"} <= set(data)
+    step = data["selected_chains"][0]["steps"][0]
+    assert {"source", "target", "relation", "confidence", "strength", "evidence"} <= set(step)
+    assert {"source_url", "source_doi", "source_quote"} == set(step["evidence"][0])
+    assert data["empirical"] and data["empirical"][0]["checks"][0]["verdict"] in ("supports", "contradicts", "no_clear_difference")
+    bad = subprocess.run([sys.executable, "-m", "ragkit.cli", "explain", "", "--kg", str(DEMO_KG)],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert bad.returncode == 2 and bad.stderr.strip() == "ragkit: error: question: is empty"
