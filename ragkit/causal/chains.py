@@ -3,8 +3,9 @@
 1. Entities: rule-based, from node ids, labels and aliases and the synonym dictionary,
    matched on accent-stripped text (VI and EN). A question that names no variable gets the
    core meteorology set.
-2. Candidate subgraph: nodes within k hops (undirected) of pm25 and of the main entity,
-   keeping edges that pass the confidence / tier / category filters.
+2. Candidate subgraph: k hops backwards from pm25 and forwards from the main entity,
+   keeping edges that pass the confidence / tier / category filters, at most
+   ``max_neighbours`` (best-scored) per node.
 3. Candidate chains: simple directed paths of 2–4 edges that end at pm25, enumerated
    backwards from pm25 with a cap on predecessors per node and on the total, so a hub in a
    large graph cannot blow the search up.
@@ -50,7 +51,8 @@ class ChainConfig:
     min_confidence: str = "MEDIUM"   # HIGH first, then MEDIUM; LOW only when asked for
     max_tier: int = 2                # tier_1 / tier_2 sources
     categories: tuple[str, ...] = ()  # empty: every category
-    max_predecessors: int = 8        # per node, in the backward search
+    max_neighbours: int = 16         # per node, when growing the k-hop subgraph
+    max_predecessors: int = 8        # per node, in the backward chain search
     max_candidates: int = 2000
     max_supporting: int = 3
 
@@ -87,6 +89,14 @@ def step_dict(edge: dict) -> dict:
 
 
 # --------------------------------------------------------------------------- entities
+_WORD = re.compile(r"\w[\w.+\-']*")
+MAX_NAME_WORDS = 6
+
+
+def _words(text: str) -> list[tuple[int, str]]:
+    return [(m.start(), m.group().rstrip(".'-")) for m in _WORD.finditer(text)]
+
+
 def node_names(kg: EvidenceKG) -> list[tuple[str, str]]:
     """(lowercase name with its diacritics, node id) for every id, label and alias."""
     out = []
@@ -97,30 +107,49 @@ def node_names(kg: EvidenceKG) -> list[tuple[str, str]]:
     return out
 
 
+def name_index(kg: EvidenceKG) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """Names → nodes, as word sequences: with diacritics, and accent-stripped (plus the
+    synonym dictionary). Built once per KG, so matching a question costs O(its words)."""
+    cached = kg.__dict__.get("_name_index")
+    if cached is not None:
+        return cached
+    raw: dict[str, set[str]] = {}
+    plain: dict[str, set[str]] = {}
+    for name, node in node_names(kg):
+        raw.setdefault(" ".join(w for _, w in _words(name)), set()).add(node)
+        plain.setdefault(" ".join(w for _, w in _words(normalize(name))), set()).add(node)
+    for name, node in SYNONYMS.items():
+        if node in kg.graph:
+            plain.setdefault(" ".join(w for _, w in _words(name)), set()).add(node)
+    kg.__dict__["_name_index"] = (raw, plain)
+    return raw, plain
+
+
+def find_names(text: str, index: dict[str, set[str]]) -> list[tuple[int, int, str]]:
+    """(position, words, node) for every name of the index in the text, longest first."""
+    words = _words(text)
+    found = []
+    for i in range(len(words)):
+        for n in range(min(MAX_NAME_WORDS, len(words) - i), 0, -1):
+            key = " ".join(w for _, w in words[i:i + n])
+            for node in sorted(index.get(key, ())):
+                found.append((words[i][0], n, node, key))
+    return [(pos, n, node) for pos, n, node, key in found if len(key) >= 2]
+
+
 def extract_entities(kg: EvidenceKG, question: str) -> list[str]:
     """Node ids named in the question, in order of first mention (pm25 excluded).
 
     Names are matched with their diacritics first ("mưa" is rain, "mùa" is season); a
     question typed without diacritics falls back to accent-stripped names, skipping any
     stripped name that two nodes share."""
-    raw = f" {unicodedata.normalize('NFC', question.lower())} "
-    stripped = f" {normalize(question)} "
-    names = node_names(kg)
-    plain: dict[str, set[str]] = {}
-    for name, node in names:
-        plain.setdefault(normalize(name), set()).add(node)
-    for name, node in SYNONYMS.items():
-        if node in kg.graph:
-            plain.setdefault(name, set()).add(node)
+    raw, plain = name_index(kg)
     found: dict[str, int] = {}
-    candidates = [(name, node, raw) for name, node in names] + \
-        [(name, next(iter(nodes)), stripped) for name, nodes in plain.items() if len(nodes) == 1]
-    for name, node, text in sorted(candidates, key=lambda x: -len(x[0])):
-        if len(name) < 2 or node == TARGET or node in found:
-            continue
-        match = re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text)
-        if match:
-            found[node] = match.start()
+    hits = find_names(unicodedata.normalize("NFC", question.lower()), raw)
+    hits += [h for h in find_names(normalize(question), {k: v for k, v in plain.items() if len(v) == 1})]
+    for pos, _, node in sorted(hits, key=lambda h: (h[0], -h[1], h[2])):
+        if node != TARGET and node not in found:
+            found[node] = pos
     return sorted(found, key=lambda n: (found[n], n))
 
 
@@ -167,16 +196,37 @@ def edge_passes(edge: dict, config: ChainConfig) -> bool:
 
 # --------------------------------------------------------------------------- search
 def candidate_subgraph(kg: EvidenceKG, centres: Iterable[str], config: ChainConfig) -> nx.DiGraph:
-    """Filtered edges among nodes within k hops (undirected) of pm25 and the centres."""
-    undirected = kg.graph.to_undirected(as_view=True)
-    keep: set[str] = set()
-    for centre in [TARGET, *centres]:
-        if centre in kg.graph:
-            keep |= set(nx.single_source_shortest_path_length(undirected, centre, cutoff=config.k_hops))
+    """The k-hop neighbourhood that chains can use: k hops backwards from pm25 (its causes,
+    their causes ...) and k hops forwards from each centre (what it affects), keeping edges
+    that pass the filters. Each node contributes at most ``max_neighbours`` edges, the
+    best-scored first, so the subgraph stays small on a graph with hubs: at most
+    1 + n + n² + ... + nᵏ nodes per direction."""
+    g = kg.graph
     sub = nx.DiGraph()
-    for s, t, data in kg.graph.subgraph(keep).edges(data=True):
-        if edge_passes(data, config):
-            sub.add_edge(s, t, **data)
+
+    def grow(start: str, step) -> None:
+        frontier, seen = [start], {start}
+        for _ in range(config.k_hops):
+            nxt = []
+            for node in frontier:
+                for edge in step(node):
+                    sub.add_edge(edge["source"], edge["target"], **edge)
+                    other = edge["source"] if edge["target"] == node else edge["target"]
+                    if other not in seen:
+                        seen.add(other)
+                        nxt.append(other)
+            frontier = nxt
+
+    def best(edges) -> list[dict]:
+        kept = [e for e in edges if edge_passes(e, config)]
+        kept.sort(key=lambda e: (-edge_score(e)[0], e["source"], e["target"]))
+        return kept[: config.max_neighbours]
+
+    if TARGET in g:
+        grow(TARGET, lambda n: best(g.edges[p, n] for p in g.predecessors(n)))
+    for centre in centres:
+        if centre in g and centre != TARGET:
+            grow(centre, lambda n: best(g.edges[n, t] for t in g.successors(n)))
     return sub
 
 
@@ -223,7 +273,7 @@ def select_chains(kg: EvidenceKG, entities: list[str], config: ChainConfig | Non
     actually used, the candidate subgraph)."""
     config = config or ChainConfig()
     focus = [e for e in entities if e in kg.graph] or [c for c in CORE_METEOROLOGY if c in kg.graph]
-    sub = candidate_subgraph(kg, focus[:1] if entities else [], config)
+    sub = candidate_subgraph(kg, focus if not entities else focus[:1], config)
     chains = [score_chain(sub, path) for path in candidate_chains(sub, config)]
     relevant = [c for c in chains if any(n in focus for n in c.nodes[:-1])]
     relevant.sort(key=lambda c: (-round(c.score, 9), len(c.edges), c.nodes))

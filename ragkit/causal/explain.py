@@ -107,19 +107,17 @@ def hallucinations(answer: str, kg: EvidenceKG, chains: list[Chain], factors: li
 
     Names are compared with their diacritics ("mưa" is not "mùa"); the uncertainty lines,
     which the answer may repeat, and the question's own words are not counted."""
-    from .chains import node_names
+    from .chains import find_names, name_index
 
     problems = []
     allowed_nodes = {n for c in chains for n in c.nodes} | {f["factor"] for f in factors} | {"pm25"}
     text = unicodedata.normalize("NFC", answer.lower())
     for line in uncertainties:
         text = text.replace(unicodedata.normalize("NFC", line.lower()), " ")
-    asked = unicodedata.normalize("NFC", question.lower())
-    for name, node in node_names(kg):
-        if node in allowed_nodes or len(name) < 3:
-            continue
-        pattern = rf"(?<![\w]){re.escape(name)}(?![\w])"
-        if re.search(pattern, text) and not re.search(pattern, asked):
+    raw, _ = name_index(kg)
+    asked = {node for _, _, node in find_names(unicodedata.normalize("NFC", question.lower()), raw)}
+    for _, _, node in find_names(text, raw):
+        if node not in allowed_nodes and node not in asked:
             problems.append(f"cause not in the selected chains: {kg.label(node)}")
     numbers = set(re.findall(r"\d+(?:[.,]\d+)?", answer)) - _allowed_numbers(chains, factors, uncertainties)
     numbers -= {str(i) for i in range(0, 10)} | set(re.findall(r"\d+", question))  # list numbering
