@@ -230,16 +230,17 @@ def candidate_subgraph(kg: EvidenceKG, centres: Iterable[str], config: ChainConf
     return sub
 
 
-def candidate_chains(sub: nx.DiGraph, config: ChainConfig) -> list[list[str]]:
+def candidate_chains(sub: nx.DiGraph, config: ChainConfig, prefer: set[str] = frozenset()) -> list[list[str]]:
     """Simple paths of min..max edges ending at pm25, found backwards from it. Each node
     expands at most ``max_predecessors`` predecessors (the best-scored edges first) and the
-    search stops at ``max_candidates`` paths: bounded on any graph."""
+    search stops at ``max_candidates`` paths: bounded on any graph. Nodes in ``prefer``
+    (the question's entities and what they lead to) are expanded first."""
     if TARGET not in sub:
         return []
     best_first = {}
     for node in sub.nodes:
         preds = sorted(sub.predecessors(node),
-                       key=lambda p: (-edge_score(sub.edges[p, node])[0], p))
+                       key=lambda p: (p not in prefer, -edge_score(sub.edges[p, node])[0], p))
         best_first[node] = preds[: config.max_predecessors]
     paths: list[list[str]] = []
     stack: list[list[str]] = [[TARGET]]
@@ -274,7 +275,11 @@ def select_chains(kg: EvidenceKG, entities: list[str], config: ChainConfig | Non
     config = config or ChainConfig()
     focus = [e for e in entities if e in kg.graph] or [c for c in CORE_METEOROLOGY if c in kg.graph]
     sub = candidate_subgraph(kg, focus if not entities else focus[:1], config)
-    chains = [score_chain(sub, path) for path in candidate_chains(sub, config)]
+    prefer = set(focus)
+    for centre in focus:
+        if centre in sub:
+            prefer |= nx.descendants(sub, centre)
+    chains = [score_chain(sub, path) for path in candidate_chains(sub, config, prefer)]
     relevant = [c for c in chains if any(n in focus for n in c.nodes[:-1])]
     relevant.sort(key=lambda c: (-round(c.score, 9), len(c.edges), c.nodes))
     picked: list[Chain] = []
