@@ -299,3 +299,82 @@ def spec_conflicts(abbreviations: pd.DataFrame) -> pd.DataFrame:
     per_spec = abbreviations.groupby("abbreviation")["spec_id"].nunique()
     several = multiple_expansions(abbreviations)
     return several[several["abbreviation"].isin(per_spec[per_spec > 1].index)].reset_index(drop=True)
+
+
+# ----------------------------------------------------------------------- 04 causal section
+@dataclass(frozen=True)
+class CausalParams:
+    """Parameters of the causal part of ``04_query_and_explain``."""
+
+    kg: str = "../data/merged_knowledge_graph.json"
+    question: str = "Tại sao độ ẩm cao làm PM2.5 tăng?"
+    weather: str = "../../shared/datasets/pm25/PRSA_data_2010.1.1-2014.12.31.csv"
+    at: str = "2013-01-12 08:00"
+
+    def __post_init__(self) -> None:
+        for name in ("kg", "question", "weather", "at"):
+            _check_type(name, getattr(self, name), str)
+
+
+def explain_causal(p: CausalParams):
+    """The explanation, with the weather checks when the weather table exists."""
+    from .pipelines.causal import explain
+
+    weather = p.weather if p.weather and Path(p.weather).is_file() else None
+    return explain(p.question, p.kg, weather=weather, at=p.at or None)
+
+
+def weather_status(p: CausalParams) -> str:
+    if not p.weather:
+        return "No weather table given: conditions are listed as not checked."
+    if not Path(p.weather).is_file():
+        return f"Weather table not found ({Path(p.weather).name}): conditions are listed as not checked."
+    return f"Weather table: {Path(p.weather).name}, conditions checked for {p.at or 'its last row'}."
+
+
+def chains_table(answer: Answer) -> pd.DataFrame:
+    """One row per step of each selected chain: relation, confidence, strength, source."""
+    rows = []
+    for i, chain in enumerate(answer.trace["selected_chains"], 1):
+        for j, step in enumerate(chain["steps"], 1):
+            ev = step["evidence"][0]
+            rows.append({"chain": i, "score": chain["score"], "step": j, "source": step["source"],
+                         "relation": step["relation"], "target": step["target"],
+                         "confidence": step["confidence"], "strength": step["strength"],
+                         "reference": ev["source_doi"] or ev["source_url"]})
+    return pd.DataFrame(rows)
+
+
+def empirical_table(answer: Answer) -> pd.DataFrame:
+    """The empirical check per chain and condition: medians of PM2.5 when it holds or not."""
+    rows = []
+    for item in answer.trace["empirical"]:
+        for check in item["checks"]:
+            rows.append({"chain": item["chain"], "condition": ", ".join(check.get("conditions", [])),
+                         "hours_holding": check.get("hours_holding"),
+                         "median_pm25_holding": check.get("median_pm25_when_holding"),
+                         "median_pm25_otherwise": check.get("median_pm25_otherwise"),
+                         "verdict": check["verdict"]})
+    return pd.DataFrame(rows)
+
+
+def plot_chains(answer: Answer):
+    """The selected chains as a graph, edges labelled with confidence/strength."""
+    import matplotlib.pyplot as plt
+    import networkx as nx
+
+    g = nx.DiGraph()
+    for chain in answer.trace["selected_chains"]:
+        for step in chain["steps"]:
+            g.add_edge(step["source"], step["target"],
+                       label=f"{step['confidence'][0]}/{step['strength'][0]}")
+    fig, ax = plt.subplots(figsize=(8, 4))
+    if g.number_of_nodes():
+        pos = nx.spring_layout(g, seed=3)
+        nx.draw_networkx(g, pos, ax=ax, node_color="#55A868", node_size=700, font_size=7)
+        nx.draw_networkx_edge_labels(g, pos, nx.get_edge_attributes(g, "label"), ax=ax, font_size=7)
+    ax.set_title("Selected chains (confidence/strength: H M L / S M W)")
+    ax.axis("off")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
