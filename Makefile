@@ -64,6 +64,7 @@ bench: install
 	$(BIN)/python bench/llm_latency.py
 	$(BIN)/python bench/kg_build.py
 	$(BIN)/python bench/term_extraction.py
+	$(BIN)/python bench/explain.py
 
 ## Re-execute the notebooks in place, refreshing the outputs nbval compares against.
 notebooks: install
