@@ -243,3 +243,15 @@ def test_explain_cli_contract_with_weather(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "ragkit.cli", "explain", "", "--kg", str(DEMO_KG)],
                          capture_output=True, text=True, cwd=ROOT)
     assert bad.returncode == 2 and bad.stderr.strip() == "ragkit: error: question: is empty"
+
+
+@pytest.mark.slow
+def test_real_gguf_answer_is_checked(gguf):
+    from ragkit.config import LLMConfig
+
+    answer = explain("Tại sao độ ẩm cao làm PM2.5 tăng?", DEMO_KG, use_llm=True, llm=gguf,
+                     llm_config=LLMConfig(max_tokens=64))
+    assert answer.timings_ms["generation"] > 0 and "llm_answer" in answer.trace
+    assert answer.trace["answer_source"] in ("llm", "template_fallback")
+    if answer.trace["answer_source"] == "template_fallback":
+        assert "Nguyên nhân chính" in answer.answer
