@@ -65,6 +65,7 @@ bench: install
 	$(BIN)/python bench/kg_build.py
 	$(BIN)/python bench/term_extraction.py
 	$(BIN)/python bench/explain.py
+	$(BIN)/python bench/pathquestion.py
 
 ## Re-execute the notebooks in place, refreshing the outputs nbval compares against.
 notebooks: install

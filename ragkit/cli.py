@@ -159,6 +159,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
         answer = explain(args.question, args.kg, weather=args.weather, at=args.at,
                          use_llm=not args.no_llm, llm_config=llm_config)
+    elif args.pipeline == "graph":
+        if not args.graph:
+            raise InputError("--graph: the graph pipeline needs a built graph folder (ragkit graph build)")
+        from .pipelines.graph_rag import ask_graph
+
+        answer = ask_graph(args.question, args.graph, use_llm=not args.no_llm, llm_config=llm_config)
     elif args.pipeline == "spec":
         if not args.store:
             raise InputError("--store: the spec pipeline needs a graph store (ragkit kg build)")
@@ -167,10 +173,30 @@ def cmd_ask(args: argparse.Namespace) -> int:
         answer = ask_spec(args.question, args.store, llm_config=llm_config, use_llm=not args.no_llm)
     else:
         raise InputError(f"--pipeline: {args.pipeline!r} is not built yet in this version "
-                         f"(available: lexical, spec, causal)")
+                         f"(available: lexical, spec, causal, graph)")
     data = answer.to_dict()
     cites = "\n".join(f"[{c['id']}] {c['source']} · {c['title']}" for c in data["citations"])
     _emit(data, args.json, f"{data['answer']}\n\n{cites}\n\ntimings (ms): {data['timings_ms']}")
+    return 0
+
+
+def cmd_graph_build(args: argparse.Namespace) -> int:
+    from dataclasses import asdict as _asdict
+
+    from .graph.multihop import GraphRAG
+
+    report = GraphRAG.build(args.edges, args.out, progress=_progress(args))
+    info = {"graph": str(args.out), **_asdict(report)}
+    _emit(info, args.json, f"built {report.nodes} nodes, {report.edges} edges into {args.out} "
+                           f"({report.embedded} embedded, {report.reused} reused) in {report.seconds} s")
+    return 0
+
+
+def cmd_eval_graphqa(args: argparse.Namespace) -> int:
+    from .eval.graphqa import evaluate_graphqa
+
+    result = evaluate_graphqa(args.graph, args.questions, progress=_progress(args), limit=args.limit)
+    _emit(result, args.json, "\n".join(f"{k:>16}: {v}" for k, v in result.items()))
     return 0
 
 
@@ -278,6 +304,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_ask)
 
+    gr = sub.add_parser("graph", help="multi-hop graph RAG").add_subparsers(dest="action", required=True)
+    p = gr.add_parser("build", help="edges.csv → networkx graph + node vectors in Chroma")
+    p.add_argument("--edges", required=True, help="CSV with source, relation, target (extra columns kept)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_graph_build)
+
     p = sub.add_parser("explain", help="causal chains behind PM2.5, with evidence and condition checks")
     p.add_argument("question")
     p.add_argument("--kg", required=True, help="evidence KG JSON (data/merged_knowledge_graph.json)")
@@ -298,6 +331,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bm25_options(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_retrieval)
+
+    p = ev.add_parser("graphqa", help="Hits@1 of the graph pipeline on JSONL questions")
+    p.add_argument("--graph", required=True)
+    p.add_argument("--questions", required=True)
+    p.add_argument("--limit", type=int)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_eval_graphqa)
 
     p = ev.add_parser("mcq", help="multiple-choice accuracy from the spec knowledge graph")
     p.add_argument("--questions", required=True)

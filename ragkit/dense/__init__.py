@@ -1,0 +1,1 @@
+"""Dense retrieval parts: sentence embeddings and vector stores (Chroma embedded/server)."""

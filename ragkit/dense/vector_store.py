@@ -1,0 +1,82 @@
+"""Vectors in Chroma, embedded (``PersistentClient`` in a folder) or a server
+(``HttpClient``, when a ``http://host:port`` URL or ``CHROMA_URL`` is given), behind one
+small interface. Vectors are always ours: Chroma's default embedding function (which would
+download a model) is never used."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+from urllib.parse import urlparse
+
+import numpy as np
+
+from ..errors import InputError
+
+
+@dataclass
+class VectorHits:
+    ids: list[str]
+    scores: list[float]          # cosine similarity (1 − cosine distance)
+
+
+class ChromaVectors:
+    """One Chroma collection of (id, vector, metadata) with cosine distance."""
+
+    def __init__(self, location: str, collection: str = "nodes"):
+        import chromadb
+
+        settings = chromadb.Settings(anonymized_telemetry=False)
+        self.location = location
+        if location.startswith(("http://", "https://")):
+            url = urlparse(location)
+            try:
+                self.client = chromadb.HttpClient(host=url.hostname, port=url.port or 8000,
+                                                  ssl=url.scheme == "https", settings=settings)
+                self.client.heartbeat()
+            except Exception as exc:  # chromadb raises several connection error types
+                raise InputError(f"chroma {location}: server not reachable ({type(exc).__name__}); "
+                                 f"start one with 'chroma run --host 127.0.0.1' or unset CHROMA_URL") from None
+        else:
+            Path(location).mkdir(parents=True, exist_ok=True)
+            self.client = chromadb.PersistentClient(path=location, settings=settings)
+        self.collection = self.client.get_or_create_collection(
+            collection, embedding_function=None, metadata={"hnsw:space": "cosine"})
+
+    @classmethod
+    def for_dir(cls, directory: str | Path, collection: str) -> "ChromaVectors":
+        """The server in CHROMA_URL when set, else an embedded store in ``directory``."""
+        url = os.environ.get("CHROMA_URL")
+        return cls(url if url else str(Path(directory)), collection)
+
+    def count(self) -> int:
+        return self.collection.count()
+
+    def fingerprints(self) -> dict[str, str]:
+        """id → the ``fingerprint`` metadata of every stored vector (for incremental builds)."""
+        out: dict[str, str] = {}
+        total = self.count()
+        for offset in range(0, total, 5000):
+            got = self.collection.get(include=["metadatas"], limit=5000, offset=offset)
+            out.update({i: (m or {}).get("fingerprint", "") for i, m in zip(got["ids"], got["metadatas"])})
+        return out
+
+    def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict],
+               documents: Sequence[str], batch: int = 4000) -> None:
+        for start in range(0, len(ids), batch):
+            end = start + batch
+            self.collection.upsert(ids=list(ids[start:end]), embeddings=vectors[start:end].tolist(),
+                                   metadatas=list(metadatas[start:end]), documents=list(documents[start:end]))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            self.collection.delete(ids=list(ids))
+
+    def query(self, vector: np.ndarray, k: int) -> VectorHits:
+        k = min(k, self.count())
+        if k <= 0:
+            return VectorHits([], [])
+        got = self.collection.query(query_embeddings=[vector.tolist()], n_results=k)
+        return VectorHits(got["ids"][0], [1.0 - d for d in got["distances"][0]])

@@ -1,0 +1,52 @@
+"""``ragkit eval graphqa``: Hits@1 of the graph pipeline's answer (``--no-llm``: the end of
+the best path), how often an anchor was found, and milliseconds per question.
+
+Questions: JSON lines ``{"question": ..., "answers": [...]}``."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from ..errors import InputError
+from ..graph.multihop import GraphQueryParams, GraphRAG
+
+
+def load_questions(path: str | Path) -> list[dict]:
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"questions {path}: no such file")
+    items = []
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"questions {path}:{lineno}: not JSON ({exc.msg})") from None
+            if not isinstance(obj, dict) or "question" not in obj or not isinstance(obj.get("answers"), list):
+                raise InputError(f"questions {path}:{lineno}: needs 'question' and a list 'answers'")
+            items.append(obj)
+    if not items:
+        raise InputError(f"questions {path}: holds no questions")
+    return items
+
+
+def evaluate_graphqa(graph_dir: str | Path, questions: str | Path, params: GraphQueryParams | None = None,
+                     progress: bool = True, limit: int | None = None) -> dict:
+    rag = GraphRAG.load(graph_dir)
+    items = load_questions(questions)[:limit]
+    hits = anchored = 0
+    started = time.perf_counter()
+    for item in tqdm(items, desc="questions", unit="q", disable=not progress):
+        result = rag.query(item["question"], params)
+        anchored += bool(result["anchors"])
+        hits += result["answer"] is not None and result["answer"] in item["answers"]
+    seconds = time.perf_counter() - started
+    n = len(items)
+    return {"n": n, "hits@1": round(hits / n, 4), "found_anchor": round(anchored / n, 4),
+            "ms_per_question": round(seconds * 1000 / n, 3)}
