@@ -55,8 +55,8 @@ def main() -> None:
     write("pathquestion", {"dataset": name, **result, "eval_s": round(total, 1),
                            "build": {"nodes": report.nodes, "edges": report.edges, "seconds": report.seconds,
                                      "chroma_mb": round(chroma_mb, 2)},
-                           "command": f"ragkit eval graphqa --graph outputs/pathquestion/graph "
-                                      f"--questions outputs/pathquestion/questions.jsonl --json"})
+                           "command": "ragkit eval graphqa --graph outputs/pathquestion/graph "
+                                      "--questions outputs/pathquestion/questions.jsonl --json"})
     print(result)
 
 

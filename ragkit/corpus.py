@@ -45,7 +45,9 @@ def _require_file(path: Path, what: str) -> Path:
     return path
 
 
-def _read_jsonl(path: Path, what: str) -> Iterable[tuple[int, dict]]:
+def read_jsonl(path: Path, what: str) -> Iterable[tuple[int, dict]]:
+    """(line number, object) for every non-blank line; a line that is not a JSON object
+    is a one-line InputError naming the file and line."""
     with path.open(encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, 1):
             if not line.strip():
@@ -63,7 +65,7 @@ def load_beir_corpus(path: str | Path) -> list[Doc]:
     """Read a BEIR ``corpus.jsonl``: one ``{"_id", "title", "text"}`` object per line."""
     path = _require_file(Path(path), "corpus")
     docs = []
-    for lineno, obj in _read_jsonl(path, "corpus"):
+    for lineno, obj in read_jsonl(path, "corpus"):
         if "_id" not in obj or "text" not in obj:
             raise InputError(f"corpus {path}:{lineno}: needs the fields '_id' and 'text'")
         docs.append(Doc(doc_id=str(obj["_id"]), text=str(obj["text"]),
@@ -77,7 +79,7 @@ def load_beir_queries(path: str | Path) -> dict[str, str]:
     """Read a BEIR ``queries.jsonl`` into ``{query_id: text}``."""
     path = _require_file(Path(path), "queries")
     queries = {}
-    for lineno, obj in _read_jsonl(path, "queries"):
+    for lineno, obj in read_jsonl(path, "queries"):
         if "_id" not in obj or "text" not in obj:
             raise InputError(f"queries {path}:{lineno}: needs the fields '_id' and 'text'")
         queries[str(obj["_id"])] = str(obj["text"])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
 import subprocess
 import sys
 import time

@@ -4,7 +4,6 @@ anti-hallucination check."""
 
 import json
 
-import pandas as pd
 import pytest
 
 from ragkit.causal.chains import ChainConfig, edge_score, extract_entities, select_chains

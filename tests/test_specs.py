@@ -131,9 +131,7 @@ def test_writing_twice_changes_nothing(spec_store, parsed_specs):
     assert spec_store.counts() == before
 
 
-def test_one_spec_at_a_time_equals_all_at_once(tmp_path, neo4j_uri):
-    from ragkit.graph.neo4j_store import Neo4jStore
-
+def test_one_spec_at_a_time_equals_all_at_once(tmp_path):
     a, b = DEMO_SPEC, tmp_path / "second.md"
     b.write_text("spec_id: demo_two\n# Demo two\n# 3 Definitions and abbreviations\n## 3.2 Abbreviations\n"
                  "SCP\tService Communication Proxy\nXYZ\tExample Function\n")

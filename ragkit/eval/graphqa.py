@@ -5,12 +5,12 @@ Questions: JSON lines ``{"question": ..., "answers": [...]}``."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from ..corpus import read_jsonl
 from ..errors import InputError
 from ..graph.multihop import GraphQueryParams, GraphRAG
 
@@ -20,17 +20,10 @@ def load_questions(path: str | Path) -> list[dict]:
     if not path.is_file():
         raise InputError(f"questions {path}: no such file")
     items = []
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"questions {path}:{lineno}: not JSON ({exc.msg})") from None
-            if not isinstance(obj, dict) or "question" not in obj or not isinstance(obj.get("answers"), list):
-                raise InputError(f"questions {path}:{lineno}: needs 'question' and a list 'answers'")
-            items.append(obj)
+    for lineno, obj in read_jsonl(path, "questions"):
+        if "question" not in obj or not isinstance(obj.get("answers"), list):
+            raise InputError(f"questions {path}:{lineno}: needs 'question' and a list 'answers'")
+        items.append(obj)
     if not items:
         raise InputError(f"questions {path}: holds no questions")
     return items

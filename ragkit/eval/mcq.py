@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -78,12 +79,20 @@ def _share(tokens: set[str], weights: dict[str, float], sentence: set[str]) -> f
     return sum(weights[t] for t in tokens if t in sentence) / total if total else 0.0
 
 
-def score_options(store: GraphStore, question: str, options: list[tuple[int, str]]) -> tuple[int | None, list[float], int]:
-    """The chosen option number (None when nothing supports any), every option's score,
-    and how many evidence items were used."""
-    from ..pipelines.spec import _store_index
+@dataclass
+class OptionScores:
+    choice: int | None              # None when nothing supports any option
+    scores: list[float]
+    evidence: int                   # evidence items used, question and options together
+    question_evidence: list         # what the question alone retrieved (the LLM scorer reads it)
 
-    analysis, resolved, evidence = retrieve_spec_evidence(store, question)
+
+def score_options(store: GraphStore, question: str, options: list[tuple[int, str]]) -> OptionScores:
+    """Score every option against the evidence; the best one is the choice."""
+    from ..pipelines.spec import store_index
+
+    analysis, resolved, question_evidence = retrieve_spec_evidence(store, question)
+    evidence = list(question_evidence)
     seen = {e.chunk.chunk_id for e in evidence if e.chunk}
     for _, text in options:
         for e in bm25_evidence(store, f"{question} {text}", 3):
@@ -91,7 +100,7 @@ def score_options(store: GraphStore, question: str, options: list[tuple[int, str
                 seen.add(e.chunk.chunk_id)
                 evidence.append(e)
     sentences = [set(_TOKENIZER(s)) for e in evidence for s in _SENTENCES.split(e.text) if s.strip()]
-    index, _ = _store_index(store.uri, tuple(sorted(store.counts().items())))
+    index, _ = store_index(store.uri, tuple(sorted(store.counts().items())))
     q_tokens = set(_TOKENIZER(question))
     option_tokens = [set(_TOKENIZER(text)) for _, text in options]
     weights = _weights(list(q_tokens.union(*option_tokens)), index)
@@ -105,7 +114,8 @@ def score_options(store: GraphStore, question: str, options: list[tuple[int, str
             best += 1.0
         scores.append(round(best, 6))
     best_i = max(range(len(options)), key=lambda i: (scores[i], -i))
-    return (options[best_i][0] if scores[best_i] > 0 else None), scores, len(evidence)
+    return OptionScores(options[best_i][0] if scores[best_i] > 0 else None, scores, len(evidence),
+                        question_evidence)
 
 
 MCQ_SYSTEM = ("You answer multiple-choice questions about 3GPP specifications using only the "
@@ -138,10 +148,11 @@ def evaluate_mcq(path: str | Path, store: GraphStore, progress: bool = True, llm
     answered = correct = judged = 0
     details = []
     for item in tqdm(items, desc="questions", unit="q", disable=not progress):
-        choice, scores, n_evidence = score_options(store, item["question"], item["options"])
+        scored = score_options(store, item["question"], item["options"])
+        choice = scored.choice
         if llm is not None:
-            _, _, evidence = retrieve_spec_evidence(store, item["question"])
-            context = fit_context([e.text for e in evidence] or ["(none)"], llm.count_tokens, evidence_tokens)
+            context = fit_context([e.text for e in scored.question_evidence] or ["(none)"],
+                                  llm.count_tokens, evidence_tokens)
             picked = llm_choice(llm, item["question"], item["options"], context.text)
             choice = picked if picked is not None else choice
         answered += choice is not None
@@ -149,7 +160,7 @@ def evaluate_mcq(path: str | Path, store: GraphStore, progress: bool = True, llm
             judged += 1
             correct += choice == item["answer"]
         details.append({"question": item["question"], "choice": choice, "answer": item["answer"],
-                        "scores": scores, "evidence": n_evidence,
+                        "scores": scored.scores, "evidence": scored.evidence,
                         "scorer": "llm" if llm is not None else "evidence"})
     return {"n": len(items), "answered": answered,
             "accuracy": round(correct / judged, 4) if judged else None, "details": details}

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ..specs.model import Chunk, SpecDocument, Term
-from ..specs.terms import is_five_g_spec
+from ..specs.terms import is_five_g_spec, primary_spec
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,6 @@ def rank_terms(terms: Iterable[Term]) -> list[Term]:
 def merge_existing(new: Sequence[Term], existing: dict[str, Term]) -> list[Term]:
     """Fold terms already in the store into the new ones: source specs and sections are
     united, so building one spec at a time gives the same graph as building all at once."""
-    from ..specs.terms import _primary
-
     merged = []
     for term in new:
         old = existing.get(term.term_id)
@@ -55,7 +53,7 @@ def merge_existing(new: Sequence[Term], existing: dict[str, Term]) -> list[Term]
             term.sections = old.sections + [x for x in term.sections if x not in old.sections]
             if old.definition and not (is_five_g_spec(term.primary_spec) and not is_five_g_spec(old.primary_spec)):
                 term.definition = old.definition
-            term.primary_spec = _primary(term.source_specs)
+            term.primary_spec = primary_spec(term.source_specs)
         merged.append(term)
     return merged
 

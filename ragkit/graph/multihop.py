@@ -126,6 +126,7 @@ class GraphRAG:
         for node in graph.nodes:
             self._names.setdefault(_key(node), []).append(node)
         self._max_words = max((len(k.split()) for k in self._names), default=1)
+        self._simple_undirected: nx.Graph | None = None
 
     # ----------------------------------------------------------------- building
     @classmethod
@@ -219,17 +220,12 @@ class GraphRAG:
                     break
             if len(edges) >= cap:
                 break
-        if not edges:
-            return []
-        scores = self.embedder.encode([e["text"] for e in edges]) @ question_vec
-        for e, s in zip(edges, scores):
-            e["score"] = round(float(s), 4)
-        return sorted(edges, key=lambda e: (-e["score"], e["text"]))[: params.neighbor_top_k]
+        return self._rerank(edges, question_vec, params.neighbor_top_k)
 
     def paths_between(self, question_vec: np.ndarray, anchors: list[str], params: GraphQueryParams) -> list[dict]:
         """Simple paths between anchor pairs in the undirected view (the seed's stage)."""
         cap = params.path_candidate_multiplier * params.top_k_paths
-        undirected = nx.Graph(self.graph.to_undirected(as_view=True))
+        undirected = self.simple_undirected
         found = []
         for i, a in enumerate(anchors):
             for b in anchors[i + 1:]:
@@ -239,12 +235,23 @@ class GraphRAG:
                         break
                 if len(found) >= cap:
                     break
-        if not found:
+        return self._rerank(found, question_vec, params.top_k_paths)
+
+    def _rerank(self, items: list[dict], question_vec: np.ndarray, keep: int) -> list[dict]:
+        """The ``keep`` items whose ``text`` is closest to the question (cosine; ties by text)."""
+        if not items:
             return []
-        scores = self.embedder.encode([p["text"] for p in found]) @ question_vec
-        for p, s in zip(found, scores):
-            p["score"] = round(float(s), 4)
-        return sorted(found, key=lambda p: (-p["score"], p["text"]))[: params.top_k_paths]
+        scores = self.embedder.encode([x["text"] for x in items]) @ question_vec
+        for x, score in zip(items, scores):
+            x["score"] = round(float(score), 4)
+        return sorted(items, key=lambda x: (-x["score"], x["text"]))[:keep]
+
+    @property
+    def simple_undirected(self) -> nx.Graph:
+        """The undirected simple view used for paths between anchors, built once."""
+        if self._simple_undirected is None:
+            self._simple_undirected = nx.Graph(self.graph.to_undirected(as_view=True))
+        return self._simple_undirected
 
     def _describe(self, nodes: list[str]) -> dict:
         steps = []

@@ -36,8 +36,6 @@ def explain(question: str, kg: EvidenceKG | str | Path, *, weather=None, at=None
     with profiler.stage("entities"):
         entities = extract_entities(kg, question)
         config = config or ChainConfig()
-        if not config.categories:
-            config = replace(config, categories=())  # categories narrow only when asked for
         categories = question_categories(question)
     with profiler.stage("chains"):
         chains, focus, sub = select_chains(kg, entities, replace(config, categories=categories)

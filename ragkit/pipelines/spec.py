@@ -210,7 +210,7 @@ def entity_evidence(store: GraphStore, entity: str, config: SpecConfig) -> tuple
 
 
 @lru_cache(maxsize=4)
-def _store_index(uri: str, signature: tuple) -> tuple[BM25Index, dict]:
+def store_index(uri: str, signature: tuple) -> tuple[BM25Index, dict]:
     store = open_store(uri)
     try:
         chunks = store.find_chunks()
@@ -222,7 +222,7 @@ def _store_index(uri: str, signature: tuple) -> tuple[BM25Index, dict]:
 
 def bm25_evidence(store: GraphStore, query: str, limit: int) -> list[Evidence]:
     """Every chunk of the store, ranked by BM25 (for questions with no entity to resolve)."""
-    index, by_id = _store_index(store.uri, tuple(sorted(store.counts().items())))
+    index, by_id = store_index(store.uri, tuple(sorted(store.counts().items())))
     return [Evidence(by_id[h.doc_id], h.text, "bm25", "", h.score) for h in index.search(query, k=limit)]
 
 

@@ -140,7 +140,7 @@ def term_id(kind: str, name: str, expansion: str = "") -> str:
     return f"{kind}:{name}|{_key(expansion)}" if expansion else f"{kind}:{_key(name)}"
 
 
-def _primary(specs: list[str]) -> str:
+def primary_spec(specs: list[str]) -> str:
     five_g = [s for s in specs if is_five_g_spec(s)]
     return (five_g or specs)[0] if specs else ""
 
@@ -164,7 +164,7 @@ def merge_terms(abbreviations: Iterable[Abbreviation], definitions: Iterable[Def
             term.definition = d.definition  # the 5G spec's wording wins
         _add_source(term, d.spec_id, d.section_id)
     for term in terms.values():
-        term.primary_spec = _primary(term.source_specs)
+        term.primary_spec = primary_spec(term.source_specs)
     return list(terms.values())
 
 
@@ -174,7 +174,7 @@ def _add_source(term: Term, spec_id: str, section_id: str) -> None:
     where = f"{spec_id}:{section_id}"
     if where not in term.sections:
         term.sections.append(where)
-    term.primary_spec = _primary(term.source_specs)
+    term.primary_spec = primary_spec(term.source_specs)
 
 
 def acronyms_in(text: str) -> list[str]:
