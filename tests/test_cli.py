@@ -99,7 +99,7 @@ def test_bad_inputs(tmp_path, index_dir):
     fake = tmp_path / "fake.gguf"
     fake.write_text("not a model")
     refused("ask", "Các bước?", "--index", index_dir, "--model", fake, match="not a GGUF")
-    refused("ask", "x", "--pipeline", "kg", match="not built yet")
+    refused("ask", "x", "--pipeline", "kg", match="--store: the kg pipeline needs")
     refused("ask", "x", "--pipeline", "graph", match="--graph: the graph pipeline needs")
     qrels = tmp_path / "qrels.tsv"
     qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\tone\n")

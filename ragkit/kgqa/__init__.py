@@ -1,0 +1,1 @@
+"""KG question answering (seed 004) over typed graphs in our own stores."""

@@ -1,0 +1,201 @@
+"""The AnswerGenerator (seed 004): the answer from the context store, with the seed's prompt,
+its two messages for an empty store and an empty final result, and its message for a model
+error (the context store is kept either way).
+
+Without a model the answer is written from the plan: each step's list in turn, so the
+reasoning path reads as prose and never names a key. A model's answer is checked: every
+graph entity it names must be in the context store, and it must name at least one item of
+the final result; otherwise the written answer is returned, with the reason in the trace.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from ..llm.base import LLM
+from ..llm.postprocess import filter_think_tags
+from .execute import FINAL_LIMIT
+from .plan import Plan, plural
+from .resolve import words
+
+EMPTY_STORE = "Based on the available data, I cannot find an answer to your question in the knowledge base."
+EMPTY_FINAL = "Based on the data, I followed the steps but could not find a final answer for your question."
+LLM_FAILED = "An error occurred while trying to generate the final answer."
+SHOWN = 8     # names listed per intermediate step in the written answer
+
+PROMPT = """You are an expert biomedical reasoning agent. Your task is to answer the user's
+question in clear, natural language, providing a step-by-step rationale.
+You MUST base your answer ONLY on the structured JSON context provided below.
+Do not use any external knowledge.
+
+The JSON context is a dictionary. Each key (e.g., "diseases_list", "final_result")
+represents the data found at a specific step of the query.
+- The "final_result" key holds the primary list of items that answer the question.
+- The *other keys* (e.g., "diseases_list") provide the intermediate *reasoning path*
+  or *evidence* that connects the query to the final answer.
+
+User's Question:
+"{nlq}"
+
+Data Context from Knowledge Graph (all steps):
+```json
+{context_str}
+```
+
+Instructions:
+1. Analyze the user's question: "{nlq}"
+2. Look at the "final_result" key. This is the primary list of items to answer the question.
+3. Look at the *other keys* in the JSON (e.g., "diseases_list", "side_effects_list")
+   to understand the *connection* or *reasoning* path.
+4. Formulate a direct answer.
+5. **Crucially, explain *how* you found the answer by referencing the intermediate steps.**
+
+If the "final_result" list is empty, state that no results were found after
+following the steps.
+Do not mention the JSON file, keys (like "final_result"), or AI. Weave the
+reasoning into a natural language answer."""
+
+
+def _names(items: list[dict], limit: int) -> str:
+    shown = [i["name"] for i in items[:limit]]
+    more = len(items) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def _phrase(relation: str) -> str:
+    return relation.lower().replace("_", " ")
+
+
+def _count(n: int, type_name: str) -> str:
+    """"1 disease", "7 diseases"."""
+    word = plural(type_name) if n != 1 else re.sub(r"(?<!^)(?=[A-Z])", "_", type_name).lower()
+    return f"{n} {word.replace('_', ' ')}"
+
+
+def _type_of(plan: Plan, key: str, items: list[dict]) -> str:
+    step = next(s for s in plan.steps if s["key"] == key)
+    if step.get("target_type"):
+        return step["target_type"]
+    if step.get("inputs"):
+        return _type_of(plan, step["inputs"][0], items)
+    return items[0]["type"] if items else "Item"
+
+
+def written_answer(question: str, plan: Plan, context_store: dict, nodes: dict[str, dict]) -> str:
+    """The reasoning path as prose, step by step, then the answer."""
+    if not context_store:
+        return EMPTY_STORE
+    lines = []
+    for step in plan.steps:
+        key, items = step["key"], context_store.get(step["key"], [])
+        if key == plan.final:
+            continue
+        found = _count(len(items), _type_of(plan, key, items))
+        listed = f" ({_names(items, SHOWN)})." if items else "."
+        if step["op"] == "expand":
+            lines.append(f"{_arrow(plan, step, nodes)} {found}{listed}")
+        elif step["op"] in ("intersection", "union"):
+            lines.append(f"{'In common' if step['op'] == 'intersection' else 'Together'}: {found}{listed}")
+        elif step["op"] == "given":
+            lines.append(f"From the previous answer: {found}{listed}")
+    final = context_store.get("final_result", [])
+    total = context_store.get("final_result_total", len(final))
+    if not final:
+        return " ".join([EMPTY_FINAL] + lines)
+    last = next(s for s in plan.steps if s["key"] == plan.final)
+    shown = f" ({len(final)} of {total} shown)" if total > len(final) else ""
+    found = _count(total, _type_of(plan, plan.final, final))
+    head = f"{_arrow(plan, last, nodes)} " if last["op"] == "expand" else \
+        ("In common: " if last["op"] == "intersection" else "Together: ")
+    answer = f"Answer: {head}{found}{shown}: {_names(final, FINAL_LIMIT)}."
+    return "Based on the data: " + " ".join(lines + [answer])
+
+
+def _arrow(plan: Plan, step: dict, nodes: dict[str, dict]) -> str:
+    """"Aspirin —treats→", "those diseases —has symptom→", "Liver ←affects—"."""
+    src = step["from"]
+    origin = nodes[src["entity"]]["name"] if "entity" in src else f"those {label_of(plan, src['step'])}"
+    origin = origin[0].upper() + origin[1:]
+    rel = _phrase(step["relation"])
+    return f"{origin} —{rel}→" if step["direction"] == "out" else f"{origin} ←{rel}—"
+
+
+def label_of(plan: Plan, key: str) -> str:
+    step = next(s for s in plan.steps if s["key"] == key)
+    if step.get("target_type"):
+        return plural(step["target_type"]).replace("_", " ")
+    return label_of(plan, step["inputs"][0]) if step.get("inputs") else "items"
+
+
+@dataclass(frozen=True)
+class EntityCheck:
+    grounded: bool
+    reason: str
+    named: list[str]
+    outside_context: list[str]
+
+    def to_dict(self) -> dict:
+        return self.__dict__.copy()
+
+
+def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
+                   question_entities: set[str] = frozenset()) -> EntityCheck:
+    """Every graph name the answer uses must be in the context store (or be one of the
+    question's own entities); one must be a final item."""
+    text = " " + " ".join(words(answer)) + " "
+    in_context = {i["id"] for v in context_store.values() if isinstance(v, list) for i in v}
+    in_context |= set(question_entities)
+    named, outside = [], []
+    for node in all_nodes:
+        key = " ".join(words(node["name"]))
+        if len(key) >= 3 and f" {key} " in text:
+            named.append(node["name"])
+            if node["id"] not in in_context:
+                outside.append(node["name"])
+    finals = {" ".join(words(i["name"])) for i in context_store.get("final_result", [])}
+    if outside:
+        return EntityCheck(False, f"names entities that are not in the evidence: {', '.join(outside[:5])}",
+                           named, outside)
+    if finals and not any(f" {f} " in text for f in finals):
+        return EntityCheck(False, "names none of the final results", named, outside)
+    return EntityCheck(True, "", named, outside)
+
+
+def prompt_context(context_store: dict) -> dict:
+    """The context store as the model sees it: names only, at most 15 per list (the count
+    is kept), so a small model's context window holds it."""
+    out: dict = {}
+    for key, value in context_store.items():
+        if isinstance(value, list):
+            out[key] = [i["name"] for i in value[:FINAL_LIMIT]]
+            if len(value) > FINAL_LIMIT:
+                out[f"{key}_total"] = len(value)
+        else:
+            out[key] = value
+    return out
+
+
+def generate_answer(question: str, plan: Plan, context_store: dict, nodes: dict[str, dict],
+                    model: LLM | None = None, max_tokens: int = 320, seed: int = 42) -> tuple[str, dict]:
+    """The answer and a trace of how it was made (source, the model's text, the check)."""
+    if not context_store:
+        return EMPTY_STORE, {"answer_source": "empty_store"}
+    written = written_answer(question, plan, context_store, nodes)
+    if not context_store.get("final_result"):
+        return written, {"answer_source": "empty_final"}
+    if model is None:
+        return written, {"answer_source": "written"}
+    prompt = PROMPT.format(nlq=question, context_str=json.dumps(prompt_context(context_store), indent=1,
+                                                                ensure_ascii=False))
+    try:
+        gen = model.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0.0, seed=seed)
+    except Exception as exc:   # the seed's behaviour: say so, keep the context store
+        return LLM_FAILED, {"answer_source": "llm_error", "error": f"{type(exc).__name__}: {exc}"}
+    text = re.sub(r"\s+\n", "\n", filter_think_tags(gen.text)).strip()
+    asked = {s["from"]["entity"] for s in plan.steps if "entity" in s.get("from", {})}
+    check = check_entities(text, context_store, list(nodes.values()), asked)
+    if check.grounded:
+        return text, {"answer_source": "llm", "llm_answer": gen.text, "check": check.to_dict()}
+    return written, {"answer_source": "written_fallback", "llm_answer": gen.text, "check": check.to_dict()}

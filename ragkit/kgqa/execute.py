@@ -1,0 +1,54 @@
+"""The executor (seed 004's SpokeExecutor, on our stores): runs a validated plan and fills the
+context store, each step's result under its own key. ``final_result`` holds at most 15 items
+(``FINAL_LIMIT``) and ``final_result_total`` the full count. The edges each step followed are
+kept apart, as the evidence that answers cite."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .plan import Plan
+from .store import Edge, TypedStore, node_key
+
+FINAL_LIMIT = 15
+
+
+def item(node: dict) -> dict:
+    """A node as the context store keeps it."""
+    return {"id": node["id"], "name": node["name"], "type": node["type"]}
+
+
+@dataclass
+class Execution:
+    context_store: dict = field(default_factory=dict)
+    edges: dict[str, list[Edge]] = field(default_factory=dict)     # step key → edges followed
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def execute(plan: Plan, store: TypedStore, nodes: dict[str, dict], history: dict | None = None) -> Execution:
+    """Run ``plan`` on ``store``; ``nodes`` maps ids to nodes (for entity names)."""
+    run = Execution()
+    results: dict[str, list[dict]] = {}
+    for step in plan.steps:
+        key, op = step["key"], step["op"]
+        if op == "expand":
+            src = step["from"]
+            ids = [src["entity"]] if "entity" in src else [n["id"] for n in results[src["step"]]]
+            found, edges = store.expand(ids, step["relation"], step["direction"], step["target_type"])
+            results[key] = [item(n) for n in found]
+            run.edges[key] = edges
+        elif op == "intersection":
+            keep = set.intersection(*({n["id"] for n in results[k]} for k in step["inputs"]))
+            results[key] = [n for n in results[step["inputs"][0]] if n["id"] in keep]
+        elif op == "union":
+            merged = {n["id"]: n for k in step["inputs"] for n in results[k]}
+            results[key] = sorted(merged.values(), key=node_key)
+        elif op == "given":
+            results[key] = list(history[step["history"]]["items"])
+        run.counts[key] = len(results[key])
+    for key, value in results.items():
+        run.context_store[key] = value
+    final = results[plan.final]
+    run.context_store["final_result"] = final[:FINAL_LIMIT]
+    run.context_store["final_result_total"] = len(final)
+    return run

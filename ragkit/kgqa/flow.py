@@ -1,0 +1,141 @@
+"""The KG question-answering flow (seed 004) on our own stores:
+``QueryWriting → SmartSearch → Planner → Executor → AnswerGenerator``.
+
+- QueryWriting: a follow-up ("and which of them affect the liver?") becomes a standalone
+  question that says what "them" refers to, from the previous turn;
+- SmartSearch: the named entities, resolved to nodes (exact, alias, fuzzy);
+- Planner: an explicit plan from the graph's own schema (rules), or from the model, whose
+  JSON must pass the same validation before it runs (else the rules plan, with the reason);
+- Executor: the plan on the store, filling the context store;
+- AnswerGenerator: the seed's prompt and messages, with the entity check.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..llm.base import LLM
+from .answer import generate_answer
+from .execute import execute
+from .plan import ANAPHORS, Plan, PlanError, RulePlanner, history_lists, parse_plan_json, plural, validate
+from .resolve import NameIndex, words
+from .store import TypedStore
+
+PLANNER_PROMPT = """You plan queries over a knowledge graph. Reply with one JSON object only.
+Graph schema (source type -[RELATION]-> target type):
+{schema}
+Entities in the question (id, name, type):
+{entities}
+Question: {question}
+Plan format: {{"steps": [{{"key": "diseases_of_x", "op": "expand", "from": {{"entity": "ID"}},
+"relation": "RELATION", "direction": "out", "target_type": "Type"}}, {{"key": "next", "op": "expand",
+"from": {{"step": "diseases_of_x"}}, "relation": "...", "direction": "out" or "in", "target_type": "..."}},
+{{"key": "common", "op": "intersection", "inputs": ["a", "b"]}}], "final": "KEY"}}"""
+
+
+@dataclass
+class Turn:
+    """One answered question, as the next turn needs it."""
+
+    question: str
+    standalone: str
+    plan: dict
+    context_store: dict
+    lists: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"question": self.question, "standalone": self.standalone, "plan": self.plan,
+                "context_store": self.context_store, "lists": self.lists}
+
+
+class KGQA:
+    """The flow over one typed store; the schema and name index are read once."""
+
+    def __init__(self, store: TypedStore):
+        self.store = store
+        self.schema = store.schema()
+        self.nodes = {n["id"]: n for n in store.all_nodes()}
+        self.names = NameIndex(list(self.nodes.values()))
+        self.rules = RulePlanner(self.schema)
+
+    # ----------------------------------------------------------------- stages
+    def standalone(self, question: str, history: list[Turn], plan: Plan | None) -> str:
+        """QueryWriting: say what an anaphor refers to (the previous turn's list the plan
+        took), so the question stands on its own."""
+        toks = set(words(question))
+        given = [s for s in (plan.steps if plan else []) if s["op"] == "given"]
+        if not history or not ANAPHORS & toks or not given:
+            return question
+        previous = history[-1]
+        bound = previous.lists[given[0]["history"]]
+        names = ", ".join(i["name"] for i in bound["items"][:5]) + (", ..." if len(bound["items"]) > 5 else "")
+        return (f"{question.strip()} (\"{sorted(ANAPHORS & toks)[0]}\": the {len(bound['items'])} "
+                f"{plural(bound['type']).replace('_', ' ')} found for \"{previous.standalone}\": {names})")
+
+    def plan(self, question: str, entities, history_map: dict | None, model: LLM | None,
+             use_llm_planner: bool) -> tuple[Plan, dict]:
+        node_ids = set(self.nodes)
+        info: dict = {"planner": "rules"}
+        if use_llm_planner and model is not None:
+            prompt = PLANNER_PROMPT.format(
+                schema="\n".join(f"{s.source_type} -[{s.relation}]-> {s.target_type}" for s in self.schema),
+                entities="\n".join(f"{e.id}, {e.name}, {e.type}" for e in entities) or "(none)",
+                question=question)
+            try:
+                gen = model.chat([{"role": "user", "content": prompt}], max_tokens=300, temperature=0.0)
+                plan = validate(parse_plan_json(gen.text), self.schema, node_ids, history_map)
+                return plan, {"planner": "llm", "llm_plan": gen.text}
+            except PlanError as exc:
+                info = {"planner": "rules", "llm_plan_rejected": str(exc)}
+            except Exception as exc:  # a model failure falls back to the rules, and says so
+                info = {"planner": "rules", "llm_plan_rejected": f"{type(exc).__name__}: {exc}"}
+        plan = self.rules.plan(question, entities, history_map)
+        return validate(plan, self.schema, node_ids, history_map), info
+
+    # ----------------------------------------------------------------- the flow
+    def ask(self, question: str, history: list[Turn] | None = None, model: LLM | None = None,
+            use_llm_planner: bool = False) -> dict:
+        history = history or []
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        entities = self.names.resolve(question)
+        timings["smart_search"] = (time.perf_counter() - t) * 1000
+        history_map = history[-1].lists if history else None
+        t = time.perf_counter()
+        try:
+            plan, planner_info = self.plan(question, entities, history_map, model, use_llm_planner)
+        except PlanError as exc:
+            timings["plan"] = (time.perf_counter() - t) * 1000
+            return {"standalone": question, "entities": [e.__dict__ for e in entities], "plan": None,
+                    "plan_error": str(exc), "context_store": {}, "answer": generate_answer(question, Plan(), {}, self.nodes)[0],
+                    "answer_source": "empty_store", "edges": [], "timings_ms": _round(timings)}
+        timings["plan"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        standalone = self.standalone(question, history, plan)
+        timings["query_writing"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        run = execute(plan, self.store, self.nodes, history_map)
+        timings["execute"] = (time.perf_counter() - t) * 1000
+        t = time.perf_counter()
+        answer, answer_info = generate_answer(standalone, plan, run.context_store, self.nodes, model)
+        timings["answer"] = (time.perf_counter() - t) * 1000
+        turn = Turn(question, standalone, plan.to_dict(), run.context_store,
+                    history_lists(run.context_store, plan.to_dict()))
+        edges = [{"step": key, "source": e.source, "relation": e.relation, "target": e.target, **e.properties}
+                 for key, es in run.edges.items() for e in es]
+        return {"standalone": standalone, "entities": [e.__dict__ for e in entities], "plan": plan.to_dict(),
+                **planner_info, "context_store": run.context_store, "counts": run.counts,
+                "answer": answer, **answer_info, "edges": edges, "turn": turn.to_dict(),
+                "timings_ms": _round(timings)}
+
+
+def _round(timings: dict) -> dict:
+    return {k: round(v, 3) for k, v in timings.items()}
+
+
+def turn_from_dict(data: dict) -> Turn:
+    return Turn(data["question"], data["standalone"], data["plan"], data["context_store"], data.get("lists", {}))
+
+
+__all__ = ["KGQA", "Turn", "turn_from_dict"]

@@ -1,0 +1,221 @@
+"""KG question answering (seed 004) on the demo biomedical KG, in the embedded store and in
+a real Neo4j over Bolt: import, plans, execution, the context store, answers, follow-ups."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ragkit.errors import InputError
+from ragkit.kgqa.answer import EMPTY_FINAL, EMPTY_STORE, LLM_FAILED
+from ragkit.kgqa.execute import FINAL_LIMIT
+from ragkit.kgqa.flow import KGQA, turn_from_dict
+from ragkit.kgqa.importer import import_kg
+from ragkit.kgqa.plan import PlanError
+from ragkit.kgqa.store import Neo4jTypedStore, NxTypedStore
+from ragkit.llm.base import Generation
+from ragkit.pipelines.kg import ask_kg
+
+from .conftest import NEO4J_PASSWORD, ROOT
+
+NODES = ROOT / "data" / "biomed" / "nodes.csv"
+EDGES = ROOT / "data" / "biomed" / "edges.csv"
+Q1 = "What symptoms do diseases treated by Aspirin have?"
+Q2 = "What are the common symptoms of diseases treated by both Aspirin and Ibuprofen?"
+FOLLOW_UP = "and which of them affect the liver?"
+SHARED_DISEASES = ["Dysmenorrhea", "Fever (Pyrexia)", "Juvenile Idiopathic Arthritis", "Low Back Pain",
+                   "Osteoarthritis", "Rheumatoid Arthritis", "Tension-Type Headache"]
+
+
+@pytest.fixture(scope="module")
+def nx_kg(tmp_path_factory):
+    store = NxTypedStore(tmp_path_factory.mktemp("kgqa") / "biomed.json.gz")
+    import_kg(NODES, EDGES, store)
+    return KGQA(store)
+
+
+@pytest.fixture(scope="module")
+def neo4j_kg(neo4j_uri):
+    store = Neo4jTypedStore(neo4j_uri, password=NEO4J_PASSWORD)
+    store.clear()
+    import_kg(NODES, EDGES, store)
+    yield KGQA(store)
+    store.close()
+
+
+@pytest.fixture(params=["networkx", pytest.param("neo4j", marks=pytest.mark.slow)])
+def kg(request):
+    return request.getfixturevalue("nx_kg" if request.param == "networkx" else "neo4j_kg")
+
+
+def names(items):
+    return [i["name"] for i in items]
+
+
+def test_both_stores_hold_the_same_graph(nx_kg, neo4j_kg):
+    assert nx_kg.schema == neo4j_kg.schema
+    assert nx_kg.store.counts() == neo4j_kg.store.counts()
+    assert {s.relation for s in nx_kg.schema} == {"TREATS", "HAS_SYMPTOM", "INHIBITS", "ASSOCIATED_WITH",
+                                                  "AFFECTS", "CAUSES_SIDE_EFFECT"}
+    for q in (Q1, Q2, "What treats gout?", "Which genes are associated with diseases treated by Methotrexate?"):
+        a, b = nx_kg.ask(q), neo4j_kg.ask(q)
+        assert a["plan"] == b["plan"] and a["context_store"] == b["context_store"] and a["answer"] == b["answer"]
+
+
+def test_symptoms_of_diseases_treated_by_aspirin(kg):
+    result = kg.ask(Q1)
+    steps = result["plan"]["steps"]
+    assert [(s["op"], s.get("relation"), s.get("target_type")) for s in steps] == [
+        ("expand", "TREATS", "Disease"), ("expand", "HAS_SYMPTOM", "Symptom")]
+    assert steps[0]["from"] == {"entity": "compound:aspirin"} and steps[1]["from"] == {"step": steps[0]["key"]}
+    store = result["context_store"]
+    assert "Myocardial Infarction" in names(store[steps[0]["key"]])
+    # The final result holds 15 items and keeps the total.
+    assert len(store["final_result"]) == FINAL_LIMIT < store["final_result_total"] == len(store[steps[1]["key"]])
+    assert "Joint Pain" in names(store[steps[1]["key"]])
+    assert f"(15 of {store['final_result_total']} shown)" in result["answer"]
+    assert "final_result" not in result["answer"] and "Aspirin —treats→" in result["answer"]
+
+
+def test_common_symptoms_intersect_the_diseases_first(kg):
+    result = kg.ask(Q2)
+    steps = result["plan"]["steps"]
+    assert [s["op"] for s in steps] == ["expand", "expand", "intersection", "expand"]
+    store = result["context_store"]
+    assert names(store["common_diseases"]) == SHARED_DISEASES
+    assert {"Joint Pain", "Joint Stiffness", "Fever"} <= set(names(store[steps[-1]["key"]]))
+    assert "In common: 7 diseases" in result["answer"]
+
+
+def test_follow_up_filters_the_previous_answer(kg):
+    first = kg.ask(Q2)
+    result = kg.ask(FOLLOW_UP, [turn_from_dict(first["turn"])])
+    assert [s["op"] for s in result["plan"]["steps"]] == ["given", "expand", "intersection"]
+    assert result["plan"]["steps"][0]["history"] == "common_diseases"
+    assert names(result["context_store"]["final_result"]) == ["Juvenile Idiopathic Arthritis"]
+    assert '"them": the 7 diseases' in result["standalone"]
+    with pytest.raises(PlanError, match="refers to nothing"):
+        kg.rules.plan(FOLLOW_UP, kg.names.resolve(FOLLOW_UP), {})
+
+
+def test_entities_resolve_exact_alias_and_fuzzy(nx_kg):
+    found = {r.mention: (r.id, r.how) for r in nx_kg.names.resolve("Do Asprin and Tylenol help rheumatoid arthritis?")}
+    assert found == {"asprin": ("compound:aspirin", "fuzzy"), "tylenol": ("compound:paracetamol", "alias"),
+                     "rheumatoid arthritis": ("disease:rheumatoid_arthritis", "exact")}
+
+
+def test_empty_store_and_empty_final_messages(tmp_path, nx_kg):
+    assert nx_kg.ask("Who is Zorro?")["answer"] == EMPTY_STORE
+    nodes = tmp_path / "n.csv"
+    nodes.write_text("id,name,type\nc1,Testamol,Compound\nd1,Rare Disease,Disease\nd2,Other Disease,Disease\n"
+                     "g1,GENE1,Gene\n")
+    edges = tmp_path / "e.csv"
+    edges.write_text("source,relation,target\nc1,TREATS,d1\nd2,ASSOCIATED_WITH,g1\n")
+    store = NxTypedStore(tmp_path / "small.json.gz")
+    import_kg(nodes, edges, store)
+    result = KGQA(store).ask("Which genes are associated with diseases treated by Testamol?")
+    assert result["context_store"]["final_result"] == [] and result["context_store"]["final_result_total"] == 0
+    assert result["answer"].startswith(EMPTY_FINAL) and "Testamol —treats→ 1 disease (Rare Disease)" in result["answer"]
+
+
+class Scripted:
+    name, n_ctx = "scripted", 2048
+
+    def __init__(self, *replies):
+        self.replies, self.prompts = list(replies), []
+
+    def chat(self, messages, **kwargs):
+        self.prompts.append(messages[-1]["content"])
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return Generation(text=reply, finish_reason="stop", completion_tokens=10)
+
+
+def test_llm_failure_keeps_the_context_store(nx_kg):
+    answer = ask_kg(Q1, nx_kg, use_llm=True, llm=Scripted(RuntimeError("server went away")))
+    assert answer.answer == LLM_FAILED and answer.trace["answer_source"] == "llm_error"
+    assert answer.trace["context_store"]["final_result_total"] > FINAL_LIMIT
+
+
+def test_llm_answer_may_only_name_what_the_evidence_holds(nx_kg):
+    good = ("Aspirin treats Rheumatoid Arthritis and Osteoarthritis; these diseases have symptoms such as "
+            "Joint Pain and Fatigue.")
+    model = Scripted(good)
+    answer = ask_kg(Q1, nx_kg, use_llm=True, llm=model)
+    assert answer.answer == good and answer.trace["answer_source"] == "llm" and answer.trace["check"]["grounded"]
+    assert "You MUST base your answer ONLY on the structured JSON context" in model.prompts[0]
+    assert '"final_result_total": 28' in model.prompts[0]    # names only, 15 per list, counts kept
+    made_up = "Aspirin treats Gout, whose symptoms include Joint Pain."     # Gout is not in this evidence
+    answer = ask_kg(Q1, nx_kg, use_llm=True, llm=Scripted(made_up))
+    assert answer.trace["answer_source"] == "written_fallback" and "Gout" in answer.trace["check"]["reason"]
+    assert answer.answer.startswith("Based on the data: Aspirin —treats→")
+
+
+def test_llm_plans_are_validated_before_they_run(nx_kg):
+    plan = {"steps": [{"key": "genes", "op": "expand", "from": {"entity": "compound:aspirin"},
+                       "relation": "INHIBITS", "direction": "out", "target_type": "Gene"}], "final": "genes"}
+    answer = ask_kg("What does Aspirin inhibit?", nx_kg, use_llm=True, llm_planner=True,
+                    llm=Scripted(json.dumps(plan), "Aspirin inhibits PTGS1 and PTGS2."))
+    assert answer.trace["planner"] == "llm" and names(answer.trace["context_store"]["final_result"]) == ["PTGS1", "PTGS2"]
+    bad = dict(plan, steps=[dict(plan["steps"][0], relation="CURES")])
+    answer = ask_kg("What does Aspirin inhibit?", nx_kg, use_llm=True, llm_planner=True,
+                    llm=Scripted(json.dumps(bad), "Aspirin inhibits PTGS1 and PTGS2."))
+    assert answer.trace["planner"] == "rules" and "CURES" in answer.trace["llm_plan_rejected"]
+    assert names(answer.trace["context_store"]["final_result"]) == ["PTGS1", "PTGS2"]
+
+
+@pytest.mark.slow
+def test_kg_answer_with_the_real_gguf(nx_kg, gguf):
+    answer = ask_kg(Q2, nx_kg, use_llm=True, llm=gguf)
+    assert answer.trace["answer_source"] in ("llm", "written_fallback")
+    assert answer.trace["check"]["grounded"] == (answer.trace["answer_source"] == "llm")
+    assert answer.citations and all(c.source for c in answer.citations)
+    assert {"plan", "execute", "answer", "total"} <= set(answer.timings_ms)
+
+
+def test_cypher_takes_user_text_as_data(neo4j_kg):
+    before = neo4j_kg.store.counts()
+    result = neo4j_kg.ask("What does Aspirin' }) DETACH DELETE n // treat?")
+    assert "Rheumatoid Arthritis" in names(result["context_store"][result["plan"]["final"]])
+    found, _ = neo4j_kg.store.expand(["x' OR 1=1 //"], "TREATS", "out", "Disease")
+    assert found == [] and neo4j_kg.store.counts() == before
+
+
+def test_bad_import_files_write_nothing(tmp_path):
+    store = NxTypedStore(tmp_path / "kg.json.gz")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,name\nx,X\n")
+    with pytest.raises(InputError, match="missing column.*type"):
+        import_kg(bad, EDGES, store)
+    with pytest.raises(InputError, match="is not a node id in the nodes file"):
+        nodes = tmp_path / "nodes.csv"
+        nodes.write_text("id,name,type\ncompound:aspirin,Aspirin,Compound\n")
+        import_kg(nodes, EDGES, store)
+    edges = tmp_path / "edges.csv"
+    edges.write_text("source,relation,target\ncompound:aspirin,TREATS ALL,compound:aspirin\n")
+    with pytest.raises(InputError, match="relation 'TREATS ALL' must be a word"):
+        import_kg(nodes, edges, store)
+    assert not (tmp_path / "kg.json.gz").exists()
+
+
+def test_cli_import_ask_and_follow_up(tmp_path):
+    def ragkit(*args):
+        return subprocess.run([sys.executable, "-m", "ragkit.cli", *map(str, args)], capture_output=True,
+                              text=True, check=False)
+
+    store = tmp_path / "biomed.json.gz"
+    out = ragkit("kg", "import", "--nodes", NODES, "--edges", EDGES, "--store", store, "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["edges"] == sum(1 for _ in EDGES.open()) - 1
+    first = ragkit("ask", Q2, "--pipeline", "kg", "--store", store, "--no-llm", "--json")
+    assert first.returncode == 0, first.stderr
+    (tmp_path / "turn1.json").write_text(first.stdout)
+    second = ragkit("ask", FOLLOW_UP, "--pipeline", "kg", "--store", store, "--no-llm", "--json",
+                    "--history", tmp_path / "turn1.json")
+    data = json.loads(second.stdout)
+    assert data["pipeline"] == "kg" and data["trace"]["context_store"]["final_result_total"] == 1
+    assert data["citations"][0]["title"] == "Juvenile Idiopathic Arthritis -[AFFECTS]-> Liver"
+    bad = ragkit("ask", FOLLOW_UP, "--pipeline", "kg", "--store", store, "--history", EDGES)
+    assert bad.returncode == 2 and "--history" in bad.stderr and bad.stdout == ""
