@@ -135,7 +135,7 @@ def answer_markdown(answer: Answer) -> str:
     lines = [f"**Câu hỏi:** {answer.question}", "", answer.answer.replace("\n", "  \n"), "",
              "**Nguồn:**"]
     # Graph citations are the path or edge itself, sourced by the edge list's notes.
-    lines += [f"- [{c.id}] {c.title} — {c.source}" if c.title == c.doc_id else
+    lines += [f"- [{c.id}] {c.title} — {c.source}" if answer.pipeline in ("graph", "kg") else
               f"- [{c.id}] `{c.doc_id}` — {c.title}" for c in answer.citations] or ["- (không có)"]
     g = answer.trace.get("grounding") or {}
     source = f"*Nguồn câu trả lời:* {answer.trace.get('answer_source')}"
@@ -481,3 +481,75 @@ def plot_graph_answer(answer: Answer):
     fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+# ----------------------------------------------------------------------- 04 KG QA section
+@dataclass(frozen=True)
+class KGQAParams:
+    """Parameters of the KG question-answering part of ``04_query_and_explain`` (seed 004)."""
+
+    nodes: str = "../data/biomed/nodes.csv"
+    edges: str = "../data/biomed/edges.csv"
+    store: str = "../outputs/kg/biomed.json.gz"
+    question: str = "What are the common symptoms of diseases treated by both Aspirin and Ibuprofen?"
+    follow_up: str = "and which of them affect the liver?"
+
+    def __post_init__(self) -> None:
+        for name in ("nodes", "edges", "store", "question", "follow_up"):
+            _check_type(name, getattr(self, name), str)
+
+
+def open_kgqa(p: KGQAParams):
+    """The typed KG imported afresh from the CSV files into ``p.store``, ready to ask."""
+    from .kgqa.flow import KGQA
+    from .kgqa.importer import import_kg
+    from .kgqa.store import open_typed_store
+
+    store = open_typed_store(p.store)
+    store.clear()
+    import_kg(p.nodes, p.edges, store)
+    return KGQA(store)
+
+
+def ask_kgqa(qa, question: str, previous: Answer | None = None) -> Answer:
+    """Ask; with ``previous``, as a follow-up to that answer."""
+    from .pipelines.kg import ask_kg
+
+    history = (previous.trace["history"] + [previous.trace["turn"]]) if previous else None
+    return ask_kg(question, qa, history=history)
+
+
+def kg_schema_table(qa) -> pd.DataFrame:
+    """What the graph holds: (source type)-[relation]->(target type) and how many."""
+    return pd.DataFrame([s.__dict__ for s in qa.schema])
+
+
+def plan_table(answer: Answer) -> pd.DataFrame:
+    """The plan, one row per step, with how many items each step found."""
+    plan = answer.trace.get("plan") or {"steps": []}
+    counts = answer.trace.get("counts", {})
+    rows = []
+    for i, step in enumerate(plan["steps"], 1):
+        src = step.get("from", {})
+        if step["op"] in ("intersection", "union"):
+            origin = (" ∩ " if step["op"] == "intersection" else " ∪ ").join(step["inputs"])
+        else:
+            origin = src.get("entity") or src.get("step") or f"previous turn: {step.get('history')}"
+        rows.append({"step": i, "key": step["key"], "op": step["op"], "from": origin,
+                     "relation": step.get("relation", ""), "direction": step.get("direction", ""),
+                     "target_type": step.get("target_type", ""), "found": counts.get(step["key"], 0),
+                     "final": step["key"] == plan.get("final")})
+    return pd.DataFrame(rows)
+
+
+def context_store_table(answer: Answer, shown: int = 6) -> pd.DataFrame:
+    """The context store: each key, how many items, and the first few names."""
+    rows = []
+    for key, value in answer.trace["context_store"].items():
+        if isinstance(value, list):
+            names = [i["name"] for i in value]
+            rows.append({"key": key, "items": len(names),
+                         "names": ", ".join(names[:shown]) + (", …" if len(names) > shown else "")})
+        else:
+            rows.append({"key": key, "items": value, "names": ""})
+    return pd.DataFrame(rows)
