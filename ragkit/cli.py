@@ -141,7 +141,7 @@ def cmd_eval_mcq(args: argparse.Namespace) -> int:
     llm = None
     if args.llm:
         from .config import LLMConfig
-        from .pipelines.lexical import default_llm
+        from .llm.backends import default_llm
 
         llm = default_llm(LLMConfig.from_env(model_path=args.model))
     with open_store(args.store) as store:
@@ -172,49 +172,22 @@ def _read_history(path: str) -> list[dict]:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from .config import LexicalConfig, LLMConfig
+    from .config import LLMConfig
+    from .service import AskRequest, Service, Sources
 
     llm_config = LLMConfig.from_env(model_path=args.model, n_ctx=args.n_ctx,
                                     max_tokens=args.max_tokens)
-    if args.pipeline == "lexical":
-        if not args.index:
-            raise InputError("--index: the lexical pipeline needs an index folder (ragkit index build)")
-        from .pipelines.lexical import ask_lexical
-
-        answer = ask_lexical(args.question, args.index, config=LexicalConfig(k=args.k),
-                             llm_config=llm_config, use_llm=not args.no_llm)
-    elif args.pipeline == "causal":
-        if not args.kg:
-            raise InputError("--kg: the causal pipeline needs an evidence KG file (data/merged_knowledge_graph.json)")
-        from .pipelines.causal import explain
-
-        answer = explain(args.question, args.kg, weather=args.weather, at=args.at,
-                         use_llm=not args.no_llm, llm_config=llm_config)
-    elif args.pipeline == "graph":
-        if not args.graph:
-            raise InputError("--graph: the graph pipeline needs a built graph folder (ragkit graph build)")
-        from .pipelines.graph_rag import ask_graph
-
-        from .graph.multihop import GraphQueryParams
-
-        params = GraphQueryParams(depth=args.depth, max_hops=args.max_hops, top_k_paths=args.top_k_paths)
-        answer = ask_graph(args.question, args.graph, params=params, use_llm=not args.no_llm,
-                           llm_config=llm_config)
-    elif args.pipeline == "kg":
-        if not args.store:
-            raise InputError("--store: the kg pipeline needs a typed graph store (ragkit kg import)")
-        from .pipelines.kg import ask_kg
-
-        history = _read_history(args.history) if args.history else None
-        answer = ask_kg(args.question, args.store, history=history, use_llm=not args.no_llm,
-                        llm_config=llm_config, llm_planner=args.llm_planner)
-    else:   # spec (argparse allows only PIPELINES)
-        if not args.store:
-            raise InputError("--store: the spec pipeline needs a graph store (ragkit kg build)")
-        from .pipelines.spec import ask_spec
-
-        answer = ask_spec(args.question, args.store, llm_config=llm_config, use_llm=not args.no_llm)
-    data = answer.to_dict()
+    store = {"spec_store": args.store} if args.pipeline == "spec" else {"kg_store": args.store}
+    sources = Sources(index=args.index, kg=args.kg, graph=args.graph, weather=args.weather, **store)
+    request = AskRequest(question=args.question, pipeline=args.pipeline, no_llm=args.no_llm, k=args.k,
+                         depth=args.depth, max_hops=args.max_hops, top_k_paths=args.top_k_paths,
+                         history=_read_history(args.history) if args.history else None,
+                         llm_planner=args.llm_planner, at=args.at)
+    service = Service(sources, llm_config)
+    try:
+        data = service.ask(request)
+    finally:
+        service.close()
     cites = "\n".join(f"[{c['id']}] {c['source']} · {c['title']}" for c in data["citations"])
     _emit(data, args.json, f"{data['answer']}\n\n{cites}\n\ntimings (ms): {data['timings_ms']}")
     return 0
@@ -276,6 +249,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     manifest = run_notebook(args.notebook, params, out_root=args.out, progress=_progress(args))
     _emit(manifest, args.json, f"{manifest['status']}: {manifest['output_notebook']}")
     return 0 if manifest["status"] == "ok" else 1
+
+
+# --------------------------------------------------------------------------- serve
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .config import LLMConfig
+    from .server import ServeLimits, serve
+    from .service import Service, Sources, build_demo_sources
+
+    if args.demo:
+        sources = build_demo_sources(args.demo, progress=sys.stderr.isatty())
+    else:
+        sources = Sources(index=args.index, spec_store=args.spec_store, kg=args.kg, graph=args.graph,
+                          kg_store=args.store, weather=args.weather)
+    if not any(getattr(sources, f) for f in ("index", "spec_store", "kg", "graph", "kg_store")):
+        raise InputError("serve: no source given (--index, --spec-store, --kg, --graph, --store, or --demo DIR)")
+    for flag, value in (("--port", args.port), ("--workers", args.workers), ("--max-body", args.max_body)):
+        if value < (0 if flag == "--port" else 1):
+            raise InputError(f"{flag}: must be positive, got {value}")
+    if args.timeout <= 0:
+        raise InputError(f"--timeout: must be positive, got {args.timeout}")
+    service = Service(sources, LLMConfig.from_env(model_path=args.model),
+                      flags={"spec_store": "--spec-store"})
+    limits = ServeLimits(max_body=args.max_body, timeout_s=args.timeout, workers=args.workers)
+    serve(service, host=args.host, port=args.port, limits=limits, log_level=args.log_level)
+    return 0
 
 
 # --------------------------------------------------------------------------- parser
@@ -400,6 +398,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_mcq)
+
+    p = sub.add_parser("serve", help="answer questions over HTTP (POST /ask) and WebSocket (/ws)")
+    p.add_argument("--host", default="127.0.0.1", help="listen address (default: loopback only)")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--demo", metavar="DIR", help="build every source from the bundled demo data into DIR (once) and serve them")
+    p.add_argument("--index", help="lexical: a BM25 index folder")
+    p.add_argument("--spec-store", help="spec: a spec KG store (file or bolt://)")
+    p.add_argument("--kg", help="causal: an evidence KG JSON")
+    p.add_argument("--weather", help="causal: a weather CSV for condition checks")
+    p.add_argument("--graph", help="graph: a built graph folder")
+    p.add_argument("--store", help="kg: a typed KG store (file or bolt://)")
+    p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M; $RAGKIT_LLM_URL for a server)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to answer one question (504 after)")
+    p.add_argument("--max-body", type=int, default=64 * 1024, help="bytes in a request or WebSocket message (413 over)")
+    p.add_argument("--workers", type=int, default=4, help="questions answered at once")
+    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    p.set_defaults(func=cmd_serve, json=False)
 
     p = sub.add_parser("run", help="run a notebook with papermill into outputs/runs/")
     p.add_argument("notebook")

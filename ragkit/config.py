@@ -46,6 +46,8 @@ class LLMConfig:
     use_mmap: bool = True
     use_mlock: bool = False
     reask_vietnamese: bool = True
+    server_url: str | None = None   # an OpenAI-compatible server instead of the GGUF in process
+    server_timeout: float = 120.0   # seconds for one request to that server
 
     def __post_init__(self) -> None:
         _check(self.n_ctx >= 256, "n_ctx", f"must be at least 256, got {self.n_ctx}")
@@ -54,6 +56,9 @@ class LLMConfig:
                f"{self.n_ctx} leaves no room for context after prompt {self.prompt_tokens} "
                f"and generation {self.max_tokens}")
         _check(self.temperature >= 0, "temperature", f"must be >= 0, got {self.temperature}")
+        _check(self.server_url is None or self.server_url.startswith(("http://", "https://")),
+               "RAGKIT_LLM_URL", f"must be an http(s) URL, got {self.server_url!r}")
+        _check(self.server_timeout > 0, "server_timeout", f"must be positive, got {self.server_timeout}")
 
     @property
     def context_tokens(self) -> int:
@@ -62,11 +67,14 @@ class LLMConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> "LLMConfig":
-        """Defaults, then ``RAGKIT_GGUF`` / ``RAGKIT_N_CTX`` / ``RAGKIT_THREADS``, then overrides."""
+        """Defaults, then ``RAGKIT_GGUF`` / ``RAGKIT_LLM_URL`` / ``RAGKIT_N_CTX`` /
+        ``RAGKIT_THREADS``, then overrides."""
         env = os.environ if env is None else env
         values: dict[str, Any] = {}
         if env.get("RAGKIT_GGUF"):
             values["model_path"] = env["RAGKIT_GGUF"]
+        if env.get("RAGKIT_LLM_URL"):
+            values["server_url"] = env["RAGKIT_LLM_URL"].rstrip("/")
         for var, key in (("RAGKIT_N_CTX", "n_ctx"), ("RAGKIT_THREADS", "n_threads")):
             if env.get(var):
                 try:

@@ -23,7 +23,7 @@ def test_environment_yml_names_the_same_packages_as_pyproject():
 def test_pins_agree():
     project = (ROOT / "pyproject.toml").read_text()
     env = (ROOT / "environment.yml").read_text()
-    for pin in ("torch==2.13.0", "llama-cpp-python==0.3.36", "papermill==2.7.0", "nbval==0.11.0"):
+    for pin in ("torch==2.13.0", "llama-cpp-python[server]==0.3.36", "papermill==2.7.0", "nbval==0.11.0"):
         assert pin in project and pin in env
 
 

@@ -155,6 +155,12 @@ def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
             if node["id"] not in in_context:
                 outside.append(node["name"])
     finals = {" ".join(words(i["name"])) for i in context_store.get("final_result", [])}
+    # The seed's prompt: never mention the JSON, its keys or AI.
+    internals = [k for k in ("json", "ai", "language model") if f" {k} " in text]
+    internals += [key for key in context_store if "_" in key and key in answer]
+    if internals:
+        return EntityCheck(False, f"mentions the context's internals: {', '.join(internals)}",
+                           named, outside)
     if outside:
         return EntityCheck(False, f"names entities that are not in the evidence: {', '.join(outside[:5])}",
                            named, outside)

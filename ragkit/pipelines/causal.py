@@ -75,7 +75,7 @@ def explain(question: str, kg: EvidenceKG | str | Path, *, weather=None, at=None
              "subgraph": {"nodes": sub.number_of_nodes(), "edges": sub.number_of_edges()}}
     answer = template
     if use_llm and chains:
-        from .lexical import default_llm
+        from ..llm.backends import default_llm
 
         llm_config = llm_config or LLMConfig.from_env()
         model = llm or default_llm(llm_config)

@@ -46,7 +46,7 @@ def ask_graph(question: str, graph: GraphRAG | str | Path, *, params: GraphQuery
         rag = graph if isinstance(graph, GraphRAG) else GraphRAG.load(graph)
     proposed, raw_entities = None, None
     if use_llm:
-        from .lexical import default_llm
+        from ..llm.backends import default_llm
 
         llm_config = llm_config or LLMConfig.from_env()
         model = llm or default_llm(llm_config)

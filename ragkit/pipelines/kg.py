@@ -40,7 +40,7 @@ def ask_kg(question: str, store: str | TypedStore | KGQA, *, history: list[Turn 
             qa = KGQA(open_typed_store(store) if isinstance(store, str) else store)
     model = None
     if use_llm:
-        from .lexical import default_llm
+        from ..llm.backends import default_llm
 
         llm_config = llm_config or LLMConfig.from_env()
         model = llm or default_llm(llm_config)

@@ -18,7 +18,7 @@ from ..lexical.boosting import is_procedural_query
 from ..lexical.mmr import mmr_rerank
 from ..llm.base import LLM
 from ..llm.budget import fit_context
-from ..llm.gguf import GGUFModel
+from ..llm.backends import default_llm
 from ..llm.grounding import check_grounding
 from ..llm.postprocess import filter_think_tags, looks_english
 from ..llm.prompts import REASK_VI, extract_outline, format_chunk, lexical_messages
@@ -43,12 +43,6 @@ def load_index(path: str | Path) -> BM25Index:
     path = Path(path)
     meta = path / "meta.json"
     return _load_index(str(path.resolve()), meta.stat().st_mtime if meta.exists() else 0.0)
-
-
-@lru_cache(maxsize=2)
-def default_llm(config: LLMConfig) -> GGUFModel:
-    """One model object per configuration, shared by every question in the process."""
-    return GGUFModel(config)
 
 
 def retrieve(index: BM25Index, question: str, config: LexicalConfig,

@@ -366,7 +366,7 @@ def ask_spec(question: str, store: GraphStore | str, *, config: SpecConfig | Non
     if not use_llm or not evidence:
         trace["answer_source"] = "extractive" if evidence else "none"
     else:
-        from .lexical import default_llm
+        from ..llm.backends import default_llm
 
         llm_config = llm_config or LLMConfig.from_env()
         model = llm or default_llm(llm_config)

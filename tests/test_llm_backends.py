@@ -1,0 +1,180 @@
+"""The same generation tests against both LLM backends: the default GGUF in process, and the
+same GGUF behind a real OpenAI-compatible server (``python -m llama_cpp.server`` on
+127.0.0.1, started here and stopped after)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ragkit.config import LLMConfig
+from ragkit.errors import ModelError
+from ragkit.kgqa.answer import LLM_FAILED
+from ragkit.launch import free_port, llama_server_command, running_http
+from ragkit.llm.backends import default_llm
+from ragkit.llm.base import LLM, TokenTap
+from ragkit.llm.remote import ServerLLM
+
+from .conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+MESSAGES = [{"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "What is the capital of France? Answer in one sentence."}]
+PLAIN_TEXTS = ["Hello world", "Aspirin treats fever and mild pain.",
+               "Máy khoan phải được tắt trước khi thay mũi khoan.", "SCP: Service Communication Proxy"]
+
+
+@pytest.fixture(scope="module")
+def llm_server_url():
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with running_http(llama_server_command(port), f"{url}/v1/models", timeout=120):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def server_llm(llm_server_url):
+    model = ServerLLM(LLMConfig(server_url=llm_server_url))
+    yield model
+    model.close()
+
+
+@pytest.fixture(params=["gguf", "server"])
+def backend(request, gguf):
+    return gguf if request.param == "gguf" else request.getfixturevalue("server_llm")
+
+
+def test_both_backends_implement_the_interface(backend):
+    assert isinstance(backend, LLM)
+    assert backend.name.endswith(".gguf")
+    assert backend.n_ctx == 2048
+
+
+def test_generation_is_deterministic(backend):
+    first = backend.chat(MESSAGES, max_tokens=40)
+    again = backend.chat(MESSAGES, max_tokens=40)
+    assert "Paris" in first.text
+    assert first.text == again.text
+    assert first.finish_reason in ("stop", "length")
+    assert first.completion_tokens > 0
+
+
+def test_streaming_gives_the_same_text_piece_by_piece(backend):
+    whole = backend.chat(MESSAGES, max_tokens=40)
+    pieces: list[str] = []
+    streamed = backend.chat(MESSAGES, max_tokens=40, on_token=pieces.append)
+    assert len(pieces) > 3
+    assert "".join(pieces) == streamed.text == whole.text
+
+
+def test_stop_sequences_end_the_answer(backend):
+    messages = [{"role": "user", "content": "Count from 1 to 10, separated by commas."}]
+    free = backend.chat(messages, max_tokens=60)
+    stopped = backend.chat(messages, max_tokens=60, stop=["5"])
+    assert "5" in free.text
+    assert "5" not in stopped.text
+    assert free.text.startswith(stopped.text.rstrip())
+
+
+def test_max_tokens_bounds_the_answer(backend):
+    out = backend.chat([{"role": "user", "content": "Write a long story about a dragon."}], max_tokens=8)
+    assert out.finish_reason == "length"
+    assert 0 < backend.count_tokens(out.text) <= 9
+
+
+def test_token_counts_use_the_model_tokenizer(backend, gguf):
+    for text in PLAIN_TEXTS:
+        assert backend.count_tokens(text) == gguf.count_tokens(text) > 0
+    assert backend.count_tokens("") == 0
+
+
+def test_server_and_in_process_write_the_same_answer(gguf, server_llm):
+    """Same model, same greedy decoding. The server reuses its KV cache across requests,
+    which evaluates the prompt in other batches; where two tokens are all but tied that
+    can change a later token, so longer answers are compared on their first 100 characters."""
+    assert server_llm.chat(MESSAGES, max_tokens=48).text == gguf.chat(MESSAGES, max_tokens=48).text
+    flu = [{"role": "user", "content": "Name three symptoms of influenza."}]
+    assert server_llm.chat(flu, max_tokens=48).text[:100] == gguf.chat(flu, max_tokens=48).text[:100]
+
+
+def test_token_tap_numbers_each_generation(backend):
+    seen: list[tuple[str, int]] = []
+    tap = TokenTap(backend, lambda piece, call: seen.append((piece, call)))
+    a = tap.chat(MESSAGES, max_tokens=12)
+    b = tap.chat([{"role": "user", "content": "Say hello."}], max_tokens=12)
+    assert "".join(p for p, c in seen if c == 1) == a.text
+    assert "".join(p for p, c in seen if c == 2) == b.text
+    assert tap.name == backend.name
+
+
+def test_kg_answer_generator_runs_on_both(backend, tmp_path):
+    from ragkit.kgqa.importer import import_kg
+    from ragkit.kgqa.store import NxTypedStore
+    from ragkit.pipelines.kg import ask_kg
+
+    store = NxTypedStore(tmp_path / "kg.json.gz")
+    import_kg(ROOT / "data/biomed/nodes.csv", ROOT / "data/biomed/edges.csv", store)
+    answer = ask_kg("What symptoms do diseases treated by Aspirin have?", store, use_llm=True, llm=backend)
+    assert answer.trace["answer_source"] in ("llm", "written_fallback")
+    assert answer.trace["llm_answer"].strip()
+    assert answer.trace["context_store"]["final_result"]
+    assert answer.citations
+
+
+def test_lexical_pipeline_runs_on_both(backend, manual_index):
+    from ragkit.pipelines.lexical import ask_lexical
+
+    answer = ask_lexical("Quy trình thay mũi khoan gồm các bước nào?", manual_index, llm=backend)
+    assert answer.answer.strip()
+    assert answer.citations
+    assert answer.trace["completion_tokens"] > 0
+    assert answer.trace["raw_answer"].strip()
+    assert answer.trace["answer_source"] in ("llm", "extractive_fallback")
+
+
+def test_a_server_that_is_down_is_one_clear_error():
+    model = ServerLLM(LLMConfig(server_url=f"http://127.0.0.1:{free_port()}", server_timeout=5))
+    with pytest.raises(ModelError, match=r"llm server http://127\.0\.0\.1:\d+: not reachable"):
+        model.chat(MESSAGES, max_tokens=5)
+
+
+def test_kg_keeps_its_context_store_when_the_server_is_down(tmp_path):
+    """The seed's LLM-failure behaviour with a real failure: the server refuses connections."""
+    from ragkit.kgqa.importer import import_kg
+    from ragkit.kgqa.store import NxTypedStore
+    from ragkit.pipelines.kg import ask_kg
+
+    store = NxTypedStore(tmp_path / "kg.json.gz")
+    import_kg(ROOT / "data/biomed/nodes.csv", ROOT / "data/biomed/edges.csv", store)
+    down = ServerLLM(LLMConfig(server_url=f"http://127.0.0.1:{free_port()}", server_timeout=5))
+    answer = ask_kg("What symptoms do diseases treated by Aspirin have?", store, use_llm=True, llm=down)
+    assert answer.answer == LLM_FAILED
+    assert answer.trace["answer_source"] == "llm_error"
+    assert "not reachable" in answer.trace["error"]
+    assert answer.trace["context_store"]["final_result"]
+
+
+def test_a_context_overflow_is_the_servers_message(server_llm):
+    long = " ".join(["fever"] * 3000)
+    with pytest.raises(ModelError, match=r"HTTP 4\d\d"):
+        server_llm.chat([{"role": "user", "content": long}], max_tokens=10)
+
+
+def test_ragkit_llm_url_selects_the_server(llm_server_url, tmp_path):
+    assert isinstance(default_llm(LLMConfig.from_env({"RAGKIT_LLM_URL": llm_server_url + "/"})), ServerLLM)
+    with pytest.raises(Exception, match="RAGKIT_LLM_URL: must be an http"):
+        LLMConfig.from_env({"RAGKIT_LLM_URL": "127.0.0.1:8000"})
+    store = tmp_path / "kg.json.gz"
+    subprocess.run([sys.executable, "-m", "ragkit.cli", "kg", "import", "--nodes", str(ROOT / "data/biomed/nodes.csv"),
+                    "--edges", str(ROOT / "data/biomed/edges.csv"), "--store", str(store), "--json"],
+                   check=True, capture_output=True)
+    out = subprocess.run([sys.executable, "-m", "ragkit.cli", "ask", "What diseases does Aspirin treat?",
+                          "--pipeline", "kg", "--store", str(store), "--json"],
+                         capture_output=True, text=True, env={**__import__("os").environ,
+                                                              "RAGKIT_LLM_URL": llm_server_url})
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["trace"]["answer_source"] in ("llm", "written_fallback")
+    assert data["trace"]["llm_answer"].strip()

@@ -1,0 +1,120 @@
+"""The server's own logic with a stand-in service (no sources, no model): limits, timeouts,
+error mapping, sessions, event order. The real server is tested in test_server.py."""
+
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ragkit.config import LLMConfig
+from ragkit.errors import ModelError
+from ragkit.kgqa.answer import check_entities
+from ragkit.server import ServeLimits, Sessions, create_app
+
+
+class StandIn:
+    """Answers after ``delay`` seconds, writes its answer through on_token like a model, or
+    raises ``fail``."""
+
+    llm_config = LLMConfig()
+
+    def __init__(self, delay=0.0, fail=None):
+        self.delay, self.fail, self.closed = delay, fail, False
+
+    def available(self):
+        return ["kg"]
+
+    def warm(self):
+        return {"kg": "ready"}
+
+    def ask(self, request, on_token=None):
+        time.sleep(self.delay)
+        if self.fail:
+            raise self.fail
+        text = f"echo: {request.question}"
+        if on_token and not request.no_llm:
+            for piece in text.split(" "):
+                on_token(piece + " ", 1)
+        turn = {"question": request.question, "history": len(request.history or [])}
+        return {"question": request.question, "pipeline": request.pipeline, "answer": text,
+                "citations": [], "trace": {"turn": turn}, "timings_ms": {}}
+
+    def close(self):
+        self.closed = True
+
+
+def client(service, **limits):
+    return TestClient(create_app(service, ServeLimits(**limits)))
+
+
+def test_a_slow_answer_is_a_504_and_the_server_goes_on():
+    with client(StandIn(delay=1.0), timeout_s=0.2) as c:
+        slow = c.post("/ask", json={"question": "q", "pipeline": "kg"})
+        assert slow.status_code == 504
+        assert slow.json() == {"error": "request: no answer within 0.2 s"}
+        assert c.get("/health").status_code == 200
+
+
+@pytest.mark.parametrize("fail, status", [(ModelError("llm server x: not reachable"), 502),
+                                          (RuntimeError("boom"), 500)])
+def test_errors_map_to_statuses_with_one_line(fail, status):
+    with client(StandIn(fail=fail)) as c:
+        response = c.post("/ask", json={"question": "q", "pipeline": "kg"})
+    assert response.status_code == status
+    assert "\n" not in response.json()["error"]
+    if status == 500:
+        assert response.json()["error"] == "internal error (RuntimeError); see the server log"
+
+
+def test_websocket_events_come_in_order_and_the_connection_is_a_session():
+    service = StandIn()
+    with client(service) as c, c.websocket_connect("/ws") as ws:
+        ws.send_json({"question": "one two three", "pipeline": "kg"})
+        events = [ws.receive_json() for _ in range(6)]
+        ws.send_json({"question": "again", "pipeline": "kg", "no_llm": True})
+        second = [ws.receive_json() for _ in range(4)]
+    assert [e["type"] for e in events] == ["start", "token", "token", "token", "token", "result"]
+    assert "".join(e["text"] for e in events[1:5]) == "echo: one two three "
+    assert [e["type"] for e in second] == ["start", "token", "token", "result"]
+    assert second[1]["call"] == 0                       # no model: the answer in pieces
+    assert second[-1]["trace"]["turn"]["history"] == 1  # the first turn was remembered
+    assert events[0]["session"] == second[0]["session"]
+    assert service.closed
+
+
+def test_a_websocket_timeout_is_an_error_event():
+    with client(StandIn(delay=1.0), timeout_s=0.2) as c, c.websocket_connect("/ws") as ws:
+        ws.send_json({"question": "q", "pipeline": "kg"})
+        assert ws.receive_json()["type"] == "start"
+        assert ws.receive_json() == {"type": "error", "status": 504, "error": "request: no answer within 0.2 s"}
+
+
+def test_readiness_reports_each_source():
+    with client(StandIn()) as c:
+        for _ in range(50):
+            ready = c.get("/ready")
+            if ready.status_code == 200:
+                break
+            time.sleep(0.05)
+    assert ready.status_code == 200 and ready.json()["pipelines"] == {"kg": "ready"}
+
+
+def test_sessions_keep_the_last_turns_of_the_most_recent_conversations():
+    sessions = Sessions(max_sessions=2, max_turns=3)
+    for i in range(5):
+        sessions.add("a", {"n": i})
+    sessions.add("b", {"n": 0})
+    sessions.history("a")            # a is now the most recent
+    sessions.add("c", {"n": 0})      # b is dropped
+    assert [t["n"] for t in sessions.history("a")] == [2, 3, 4]
+    assert sessions.history("b") == [] and len(sessions) == 2
+
+
+def test_the_answer_check_refuses_talk_of_json_keys_or_ai():
+    store = {"diseases_A": [{"id": "d1", "name": "Fever"}], "final_result": [{"id": "s1", "name": "Chills"}]}
+    nodes = [{"id": "d1", "name": "Fever"}, {"id": "s1", "name": "Chills"}]
+    assert check_entities("Fever has the symptom Chills.", store, nodes).grounded
+    for text in ("The JSON shows Chills.", "In final_result: Chills.", "As an AI, I found Chills.",
+                 "diseases_A holds Fever, whose symptom is Chills."):
+        check = check_entities(text, store, nodes)
+        assert not check.grounded and check.reason.startswith("mentions the context's internals")
