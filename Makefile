@@ -17,7 +17,7 @@ NEO4J_LAUNCHER := tools/neo4j/target/.built
 NEO4J_PORT ?= 7687
 NEO4J_DATA ?= outputs/neo4j-data
 
-.PHONY: install demo test test-fast bench notebooks lab neo4j clean
+.PHONY: install demo test test-fast bench notebooks lab neo4j serve llm-server clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -67,10 +67,24 @@ bench: install
 	$(BIN)/python bench/explain.py
 	$(BIN)/python bench/pathquestion.py
 	$(BIN)/python bench/graph_scale.py
+	$(BIN)/python bench/kgqa_serve.py
 
 ## Re-execute the notebooks in place, refreshing the outputs nbval compares against.
 notebooks: install
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace notebooks/*.ipynb
+
+## Every pipeline over HTTP and WebSocket on the demo data (built once into outputs/serve-demo):
+## POST http://127.0.0.1:$(SERVE_PORT)/ask, ws://127.0.0.1:$(SERVE_PORT)/ws. Ctrl-C stops it.
+SERVE_PORT ?= 8000
+serve: install
+	$(BIN)/ragkit serve --demo outputs/serve-demo --port $(SERVE_PORT)
+
+## The default GGUF behind an OpenAI-compatible server; point ragkit at it with
+## RAGKIT_LLM_URL=http://127.0.0.1:$(LLM_PORT).
+LLM_PORT ?= 8080
+llm-server: install
+	$(BIN)/python -m llama_cpp.server --host 127.0.0.1 --port $(LLM_PORT) --seed 42 --n_ctx 2048 \
+		--model "$$($(BIN)/python -c 'from ragkit.llm.gguf import default_model_path; print(default_model_path())')"
 
 lab: install
 	$(BIN)/jupyter lab --ip 127.0.0.1 --no-browser --allow-root notebooks
