@@ -4,10 +4,11 @@ KG: exact name first, then an alias, then a fuzzy match (a misspelling such as "
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass
 
-from ..text import strip_accents
+from ..text import ENGLISH_STOPWORDS, strip_accents
 
 
 def words(text: str) -> list[str]:
@@ -40,7 +41,11 @@ class NameIndex:
         self.exact.pop("", None)
         self.alias.pop("", None)
         self.longest = max((len(k.split()) for k in [*self.exact, *self.alias]), default=1)
-        self._fuzzy_keys = sorted(k for k in [*self.exact, *self.alias] if len(k) >= 5)
+        # Fuzzy candidates by length: a ratio of at least c needs the lengths within a
+        # factor (2 - c) / c of each other, so most keys are never compared.
+        self._fuzzy_by_len: dict[int, list[str]] = {}
+        for key in sorted({k for k in [*self.exact, *self.alias] if len(k) >= 5}):
+            self._fuzzy_by_len.setdefault(len(key), []).append(key)
 
     def resolve(self, question: str) -> list[Resolved]:
         """Longest matches first, never overlapping; returned in question order."""
@@ -53,6 +58,8 @@ class NameIndex:
                     span = range(i, i + n)
                     if any(j in used for j in span):
                         continue
+                    if how == "fuzzy" and (toks[i] in ENGLISH_STOPWORDS or toks[i + n - 1] in ENGLISH_STOPWORDS):
+                        continue   # a misspelt name does not start or end with "the", "of", "by"...
                     text = " ".join(toks[i:i + n])
                     hit = self._lookup(text, how)
                     if hit:
@@ -70,7 +77,10 @@ class NameIndex:
         if how == "alias" and text in self.alias:
             return sorted(self.alias[text])[0], 1.0
         if how == "fuzzy" and len(text) >= 5:
-            close = difflib.get_close_matches(text, self._fuzzy_keys, n=1, cutoff=self.fuzzy_cutoff)
+            c = self.fuzzy_cutoff
+            low, high = math.ceil(len(text) * c / (2 - c)), math.floor(len(text) * (2 - c) / c)
+            keys = [k for n in range(low, high + 1) for k in self._fuzzy_by_len.get(n, ())]
+            close = difflib.get_close_matches(text, keys, n=1, cutoff=c) if keys else []
             if close:
                 key = close[0]
                 ids = self.exact.get(key) or self.alias[key]

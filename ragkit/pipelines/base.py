@@ -34,7 +34,10 @@ class Answer:
     timings_ms: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The JSON shape. The trace is plain data already, so it is not deep-copied."""
+        return {"question": self.question, "pipeline": self.pipeline, "answer": self.answer,
+                "citations": [asdict(c) for c in self.citations], "trace": self.trace,
+                "timings_ms": self.timings_ms}
 
 
 def check_question(question: str | None) -> str:
