@@ -26,7 +26,12 @@ def running_http(command: Sequence[str], ready_url: str, *, timeout: float = 180
     """Run ``command`` until ``ready_url`` answers 200, yield the process, then stop it
     (SIGTERM, then SIGKILL after 10 s). Its output goes to ``log`` (a temporary file if
     not given), whose tail is in the error if it dies or never gets ready."""
-    log_path = Path(log) if log else Path(tempfile.mkstemp(prefix="ragkit-server-", suffix=".log")[1])
+    if log:
+        log_path = Path(log)
+    else:
+        fd, name = tempfile.mkstemp(prefix="ragkit-server-", suffix=".log")
+        os.close(fd)
+        log_path = Path(name)
     with log_path.open("wb") as out:
         proc = subprocess.Popen(list(command), stdout=out, stderr=subprocess.STDOUT,
                                 env={**os.environ, **(env or {})})
@@ -37,7 +42,7 @@ def running_http(command: Sequence[str], ready_url: str, *, timeout: float = 180
                     raise RagkitError(f"server {command[0]}: exited with {proc.returncode} before it was "
                                       f"ready: {_tail(log_path)}")
                 try:
-                    if httpx.get(ready_url, timeout=2.0).status_code == 200:
+                    if httpx.get(ready_url, timeout=2.0, trust_env=False).status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass
@@ -54,6 +59,8 @@ def running_http(command: Sequence[str], ready_url: str, *, timeout: float = 180
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
+            if not log:
+                log_path.unlink(missing_ok=True)
 
 
 def _tail(path: Path, lines: int = 5) -> str:
@@ -70,7 +77,8 @@ def llama_server_command(port: int, model: str | os.PathLike | None = None, n_ct
     path = check_gguf(model or default_model_path())
     return [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host", "127.0.0.1",
             "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--seed", "42",
-            "--verbose", "False"]
+            # By default the server ends a stream early when another request waits for the model.
+            "--interrupt_requests", "False", "--verbose", "False"]
 
 
 def serve_command(port: int, *args: str) -> list[str]:

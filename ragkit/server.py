@@ -107,11 +107,13 @@ def parse_request(raw: bytes | str, limits: ServeLimits) -> tuple[AskRequest, st
         raise HTTPProblem(413, f"request: {size} bytes, over the {limits.max_body}-byte limit")
     try:
         data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise HTTPProblem(400, f"request: not valid JSON ({exc})") from None
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise HTTPProblem(400, "request: holds text that is not valid Unicode (a lone surrogate)") from None
+    except (ValueError, RecursionError) as exc:   # JSONDecodeError, huge integers, deep nesting
+        raise HTTPProblem(400, f"request: not valid JSON ({' '.join(str(exc).split())[:200]})") from None
     session = data.pop("session", None) if isinstance(data, dict) else None
-    if session is not None and (not isinstance(session, str) or not SESSION_ID.match(session)):
-        raise HTTPProblem(400, "session: must be 1-64 letters, digits or _.:-")
+    check_session(session)
     try:
         request = AskRequest.from_dict(data)
     except InputError as exc:
@@ -120,6 +122,11 @@ def parse_request(raw: bytes | str, limits: ServeLimits) -> tuple[AskRequest, st
         raise HTTPProblem(400, f"question: {len(request.question)} characters, over the "
                                f"{limits.max_question}-character limit")
     return request, session
+
+
+def check_session(session) -> None:
+    if session is not None and (not isinstance(session, str) or not SESSION_ID.fullmatch(session)):
+        raise HTTPProblem(400, "session: must be 1-64 letters, digits or _.:-")
 
 
 class _BodyLimit:
@@ -181,17 +188,32 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
     async def answer(request: AskRequest, session: str | None, on_token=None) -> dict:
         if session is not None and request.pipeline == "kg" and request.history is None:
             request.history = sessions.history(session)
+        stop = threading.Event()
+
+        def tokens(piece: str, call: int) -> None:    # runs in the worker thread
+            if stop.is_set():
+                raise Cancelled()
+            if on_token is not None:
+                on_token(piece, call)
+
         loop = asyncio.get_running_loop()
-        job = loop.run_in_executor(pool, service.ask, request, on_token)
+        job = loop.run_in_executor(pool, service.ask, request, tokens)
         try:
             data = await asyncio.wait_for(asyncio.shield(job), limits.timeout_s)
         except asyncio.TimeoutError:
+            stop.set()          # a running generation stops at its next token
+            job.cancel()        # a question still waiting for a worker never starts
             raise HTTPProblem(504, f"request: no answer within {limits.timeout_s:g} s") from None
+        except asyncio.CancelledError:
+            stop.set()
+            job.cancel()
+            raise
         except Exception as exc:
             raise problem_for(exc) from None
         if session is not None:
-            if request.pipeline == "kg":
-                sessions.add(session, data["trace"]["turn"])
+            turn = data["trace"].get("turn")     # none when nothing in the question was found
+            if request.pipeline == "kg" and turn is not None:
+                sessions.add(session, turn)
             data["session"] = session
         state["served"] += 1
         return data
@@ -228,9 +250,20 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
         await socket.accept()
         default_session = socket.query_params.get("session") or uuid.uuid4().hex
         try:
+            check_session(default_session)
+        except HTTPProblem as exc:
+            await socket.send_json({"type": "error", "status": exc.status, "error": exc.message})
+            await socket.close(code=1008)
+            return
+        try:
             while True:
-                raw = await socket.receive_text()
+                message = await socket.receive()
+                if message["type"] == "websocket.disconnect":
+                    return
+                raw = message.get("text")
                 try:
+                    if raw is None:
+                        raise HTTPProblem(400, "request: send JSON as a text frame, not binary")
                     request, session = parse_request(raw, limits)
                 except HTTPProblem as exc:
                     await socket.send_json({"type": "error", "status": exc.status, "error": exc.message})
@@ -253,36 +286,41 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
             try:
                 await socket.send_json(event)
             except (WebSocketDisconnect, RuntimeError, OSError):
-                gone.set()       # the worker stops at its next token; its outcome is dropped
-                job.add_done_callback(lambda task: task.cancelled() or task.exception())
                 raise WebSocketDisconnect(code=1006) from None
 
         job = asyncio.ensure_future(answer(request, session, on_token))
-        await send({"type": "start", "question": request.question, "pipeline": request.pipeline,
-                    "session": session})
-        streamed = False
-        while True:
-            getter = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({job, getter}, return_when=asyncio.FIRST_COMPLETED)
-            if getter in done:
+        getter = None
+        try:
+            await send({"type": "start", "question": request.question, "pipeline": request.pipeline,
+                        "session": session})
+            streamed = False
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({job, getter}, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    break
                 await send(getter.result())
                 streamed = True
-                continue
-            getter.cancel()
-            break
-        while not queue.empty():
-            await send(queue.get_nowait())
-            streamed = True
-        try:
-            data = job.result()
-        except HTTPProblem as exc:
+            while not queue.empty():
+                await send(queue.get_nowait())
+                streamed = True
+            try:
+                data = job.result()
+            except Exception as exc:
+                problem = problem_for(exc)
+                await send({"type": "error", "status": problem.status, "error": problem.message})
+                return
+            if not streamed:       # no model wrote it live: stream the answer in pieces
+                for piece in re.findall(r"\S+\s*", data["answer"]):
+                    await send({"type": "token", "text": piece, "call": 0})
+            await send({"type": "result", **data})
+        finally:
+            # However this ends (the client left, the server stops), the worker stops at its
+            # next token and nothing is left pending.
             gone.set()
-            await send({"type": "error", "status": exc.status, "error": exc.message})
-            return
-        if not streamed:       # no model wrote it live: stream the answer in pieces
-            for piece in re.findall(r"\S+\s*", data["answer"]):
-                await send({"type": "token", "text": piece, "call": 0})
-        await send({"type": "result", **data})
+            if getter is not None and not getter.done():
+                getter.cancel()
+            job.add_done_callback(lambda task: task.cancelled() or task.exception())
 
     return app
 

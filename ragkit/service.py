@@ -17,6 +17,7 @@ from .config import LexicalConfig, LLMConfig
 from .errors import InputError
 
 PIPELINES = ("lexical", "spec", "causal", "graph", "kg")
+TURN_KEYS = {"question", "standalone", "plan", "context_store"}
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,21 @@ class AskRequest:
             value = getattr(self, name)
             if not low <= value <= high:
                 raise InputError(f"{name}: must be between {low} and {high}, got {value}")
+        if self.max_tokens is not None and not 1 <= self.max_tokens <= 4096:
+            raise InputError(f"max_tokens: must be between 1 and 4096, got {self.max_tokens}")
+        for i, turn in enumerate(self.history or []):
+            if not isinstance(turn, dict) or not TURN_KEYS <= set(turn) or \
+                    not all(isinstance(turn[k], dict) for k in ("plan", "context_store")):
+                raise InputError(f"history[{i}]: must be a turn of an earlier kg answer (its trace.turn)")
+        if self.at is not None:
+            import pandas as pd
+
+            try:
+                at = pd.Timestamp(self.at)
+            except (ValueError, TypeError):
+                raise InputError(f"at: not a date and time, got {self.at!r}") from None
+            if at is pd.NaT or at.tzinfo is not None:
+                raise InputError(f"at: must be a local date and time without a time zone, got {self.at!r}")
 
     @classmethod
     def from_dict(cls, data: Any) -> "AskRequest":
@@ -103,6 +119,7 @@ class Service:
         self.flags = {**CLI_FLAGS, **(flags or {})}
         self._loaded: dict[str, Any] = {}
         self._locks = {name: threading.Lock() for name in PIPELINES}
+        self._llm_lock = threading.Lock()
 
     # ----------------------------------------------------------------- sources
     def available(self) -> list[str]:
@@ -156,10 +173,13 @@ class Service:
 
     @property
     def llm(self):
+        """The model, made once even when the first questions come at the same time."""
         if self._llm is None:
-            from .llm.backends import default_llm
+            with self._llm_lock:
+                if self._llm is None:
+                    from .llm.backends import default_llm
 
-            self._llm = default_llm(self.llm_config)
+                    self._llm = default_llm(self.llm_config)
         return self._llm
 
     # ----------------------------------------------------------------- asking

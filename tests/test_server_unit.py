@@ -18,8 +18,9 @@ class StandIn:
 
     llm_config = LLMConfig()
 
-    def __init__(self, delay=0.0, fail=None):
-        self.delay, self.fail, self.closed = delay, fail, False
+    def __init__(self, delay=0.0, fail=None, tokens=0):
+        self.delay, self.fail, self.closed, self.tokens = delay, fail, False, tokens
+        self.written, self.stopped = 0, None
 
     def available(self):
         return ["kg"]
@@ -28,6 +29,16 @@ class StandIn:
         return {"kg": "ready"}
 
     def ask(self, request, on_token=None):
+        if self.tokens:              # a slow model: one piece every 20 ms
+            try:
+                for _ in range(self.tokens):
+                    time.sleep(0.02)
+                    on_token("x", 1)
+                    self.written += 1
+            except BaseException as exc:
+                self.stopped = type(exc).__name__
+                raise
+            self.stopped = "finished"
         time.sleep(self.delay)
         if self.fail:
             raise self.fail
@@ -36,8 +47,9 @@ class StandIn:
             for piece in text.split(" "):
                 on_token(piece + " ", 1)
         turn = {"question": request.question, "history": len(request.history or [])}
+        trace = {} if request.question == "nothing" else {"turn": turn}   # kg: no plan, no turn
         return {"question": request.question, "pipeline": request.pipeline, "answer": text,
-                "citations": [], "trace": {"turn": turn}, "timings_ms": {}}
+                "citations": [], "trace": trace, "timings_ms": {}}
 
     def close(self):
         self.closed = True
@@ -118,3 +130,53 @@ def test_the_answer_check_refuses_talk_of_json_keys_or_ai():
                  "diseases_A holds Fever, whose symptom is Chills."):
         check = check_entities(text, store, nodes)
         assert not check.grounded and check.reason.startswith("mentions the context's internals")
+
+
+def test_a_timeout_stops_the_generation_behind_it():
+    service = StandIn(tokens=250)      # five seconds of tokens
+    with client(service, timeout_s=0.2) as c:
+        assert c.post("/ask", json={"question": "q", "pipeline": "kg"}).status_code == 504
+        for _ in range(200):
+            if service.stopped:
+                break
+            time.sleep(0.05)
+    assert service.stopped == "Cancelled"
+    assert service.written < 250
+
+
+def test_a_kg_question_with_no_plan_keeps_its_session_working():
+    with client(StandIn()) as c:
+        first = c.post("/ask", json={"question": "nothing", "pipeline": "kg", "session": "s1"})
+        second = c.post("/ask", json={"question": "q", "pipeline": "kg", "session": "s1"})
+    assert first.status_code == second.status_code == 200
+    assert second.json()["trace"]["turn"]["history"] == 0
+
+
+@pytest.mark.parametrize("body, message", [
+    ('{"question": "q", "k": ' + "9" * 5000 + "}", "request: not valid JSON"),
+    ("[" * 60000, "request: not valid JSON"),
+    ('{"question": "\\ud800 hi", "pipeline": "kg"}', "request: holds text that is not valid Unicode"),
+    ('{"question": "q", "pipeline": "kg", "history": [1]}', "history[0]: must be a turn of an earlier kg answer"),
+    ('{"question": "q", "pipeline": "kg", "history": [{}]}', "history[0]: must be a turn"),
+    ('{"question": "q", "pipeline": "causal", "at": "yesterday"}', "at: not a date and time"),
+    ('{"question": "q", "pipeline": "causal", "at": "2014-01-01T00:00:00+08:00"}', "at: must be a local date"),
+    ('{"question": "q", "max_tokens": 0}', "max_tokens: must be between 1 and 4096"),
+    ('{"question": "q", "session": "s1\\n"}', "session: must be 1-64"),
+])
+def test_odd_json_is_a_400_not_a_500(body, message):
+    with client(StandIn()) as c:
+        response = c.post("/ask", content=body.encode("utf-8"))
+    assert response.status_code == 400, response.text
+    assert response.json()["error"].startswith(message)
+
+
+def test_binary_frames_and_bad_session_ids_on_the_websocket():
+    with client(StandIn()) as c:
+        with c.websocket_connect("/ws") as ws:
+            ws.send_bytes(b'{"question": "q"}')
+            assert ws.receive_json() == {"type": "error", "status": 400,
+                                         "error": "request: send JSON as a text frame, not binary"}
+            ws.send_json({"question": "q", "pipeline": "kg", "no_llm": True})
+            assert ws.receive_json()["type"] == "start"
+        with c.websocket_connect("/ws?session=" + "x" * 65) as ws:
+            assert ws.receive_json()["error"].startswith("session: must be 1-64")

@@ -95,7 +95,7 @@ class KGQA:
 
     # ----------------------------------------------------------------- the flow
     def ask(self, question: str, history: list[Turn] | None = None, model: LLM | None = None,
-            use_llm_planner: bool = False) -> dict:
+            use_llm_planner: bool = False, max_tokens: int = 320) -> dict:
         history = history or []
         timings: dict[str, float] = {}
         t = time.perf_counter()
@@ -118,7 +118,8 @@ class KGQA:
         run = execute(plan, self.store, self.nodes, history_map)
         timings["execute"] = (time.perf_counter() - t) * 1000
         t = time.perf_counter()
-        answer, answer_info = generate_answer(standalone, plan, run.context_store, self.nodes, model)
+        answer, answer_info = generate_answer(standalone, plan, run.context_store, self.nodes, model,
+                                              max_tokens=max_tokens)
         timings["answer"] = (time.perf_counter() - t) * 1000
         turn = Turn(question, standalone, plan.to_dict(), run.context_store,
                     history_lists(run.context_store, plan.to_dict()))

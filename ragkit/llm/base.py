@@ -37,16 +37,27 @@ class LLM(Protocol):
 
 def collect_stream(chunks: Iterable[dict], on_token: Callable[[str], None]) -> Generation:
     """Join OpenAI-style ``chat.completion.chunk`` dicts into one Generation, passing each
-    piece of content to ``on_token`` on the way (both backends stream this shape)."""
+    piece of content to ``on_token`` on the way (both backends stream this shape). The
+    stream is closed however it ends, including when ``on_token`` raises to stop it."""
     parts: list[str] = []
     finish = ""
-    for chunk in chunks:
-        for choice in chunk.get("choices") or []:
-            piece = (choice.get("delta") or {}).get("content") or ""
-            if piece:
-                parts.append(piece)
-                on_token(piece)
-            finish = choice.get("finish_reason") or finish
+    try:
+        for chunk in chunks:
+            for choice in chunk.get("choices") or []:
+                piece = (choice.get("delta") or {}).get("content") or ""
+                if piece:
+                    parts.append(piece)
+                    on_token(piece)
+                finish = choice.get("finish_reason") or finish
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+    if not finish:
+        from ..errors import ModelError
+
+        raise ModelError(f"model stream: ended without a finish reason after {len(parts)} pieces "
+                         "(the server cut it short)")
     return Generation(text="".join(parts), finish_reason=finish, completion_tokens=len(parts),
                       extra={"streamed": True})
 
@@ -71,6 +82,9 @@ class TokenTap:
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
+
+    def __getattr__(self, name: str):   # chat_format, config, ...: the inner model's
+        return getattr(self.inner, name)
 
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
              temperature: float = 0.0, seed: int = 42,

@@ -34,7 +34,8 @@ class ServerLLM:
         headers = {}
         if os.environ.get("RAGKIT_LLM_API_KEY"):
             headers["Authorization"] = f"Bearer {os.environ['RAGKIT_LLM_API_KEY']}"
-        self._http = httpx.Client(base_url=self.url, headers=headers,
+        loopback = httpx.URL(self.url).host in ("127.0.0.1", "localhost", "::1")
+        self._http = httpx.Client(base_url=self.url, headers=headers, trust_env=not loopback,
                                   timeout=httpx.Timeout(config.server_timeout, connect=5.0))
         self._name: str | None = None
         self._bos: int | None = None        # tokens the server adds to any text (a BOS)

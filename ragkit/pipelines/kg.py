@@ -46,7 +46,8 @@ def ask_kg(question: str, store: str | TypedStore | KGQA, *, history: list[Turn 
         model = llm or default_llm(llm_config)
     turns = [t if isinstance(t, Turn) else turn_from_dict(t) for t in history or []]
     with profiler.stage("kgqa"):
-        result = qa.ask(question, turns, model=model, use_llm_planner=llm_planner and use_llm)
+        result = qa.ask(question, turns, model=model, use_llm_planner=llm_planner and use_llm,
+                        max_tokens=llm_config.max_tokens if llm_config else 320)
     timings = {**result.pop("timings_ms"), **profiler.as_dict()}
     answer = result.pop("answer")
     result["history"] = [t.to_dict() for t in turns]    # with "turn", what a follow-up passes back
