@@ -17,7 +17,7 @@ NEO4J_LAUNCHER := tools/neo4j/target/.built
 NEO4J_PORT ?= 7687
 NEO4J_DATA ?= outputs/neo4j-data
 
-.PHONY: install demo test test-fast bench notebooks lab neo4j serve llm-server clean
+.PHONY: install demo rebuild-kg test test-fast bench notebooks lab neo4j serve llm-server clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,13 +42,19 @@ neo4j: $(NEO4J_LAUNCHER)
 	java -cp "tools/neo4j/target/classes:tools/neo4j/target/lib/*" ragkit.neo4j.Launcher \
 		$(NEO4J_DATA) $(NEO4J_PORT) $${NEO4J_PASSWORD:-ragkit-neo4j}
 
-## The main job: the notebooks, headless with papermill, on the bundled demo data.
+## The main job: the notebooks, headless with papermill, on the bundled demo data. The KG
+## and index notebooks run through `ragkit rebuild`: skipped when nothing they read changed.
 demo: install
-	$(BIN)/ragkit run notebooks/01_kg_builder.ipynb
+	$(BIN)/ragkit rebuild notebooks/01_kg_builder.ipynb notebooks/03_index_build.ipynb
 	$(BIN)/ragkit run notebooks/02_term_extraction.ipynb
-	$(BIN)/ragkit run notebooks/03_index_build.ipynb
 	$(BIN)/ragkit run notebooks/04_query_and_explain.ipynb -p use_llm True
+	$(BIN)/ragkit run notebooks/05_latency_profiling.ipynb -p use_llm True
 	@echo "executed notebooks and manifests: outputs/runs/"
+
+## Scheduled rebuilds (cron, Airflow): the KG and index notebooks, only when their inputs,
+## parameters, notebook or ragkit's code changed; one at a time (outputs/runs/.rebuild.lock).
+rebuild-kg: install
+	$(BIN)/ragkit rebuild notebooks/01_kg_builder.ipynb notebooks/03_index_build.ipynb
 
 ## The tests: unit, integration (real GGUF, real datasets from ../shared), papermill and nbval.
 test: install

@@ -251,6 +251,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if manifest["status"] == "ok" else 1
 
 
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from .rebuild import DEFAULT_NOTEBOOKS, rebuild
+
+    params = {name: value for name, value in (args.param or [])}
+    results = rebuild(args.notebooks or DEFAULT_NOTEBOOKS, params, out_root=args.out, force=args.force,
+                      progress=_progress(args))
+    human = "\n".join(f"{r['notebook']}: {r['status']}" + (f" ({r['reason']})" if r.get("reason") else "")
+                      + (f" since {r['last_good_run']}" if r["status"] == "up to date" else "")
+                      + (f": {r['error']}" if r.get("error") else "") for r in results)
+    _emit({"results": results}, args.json, human)
+    return 0 if all(r["status"] in ("ok", "up to date") for r in results) else 1
+
+
 # --------------------------------------------------------------------------- serve
 def cmd_serve(args: argparse.Namespace) -> int:
     from .config import LLMConfig
@@ -398,6 +411,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_mcq)
+
+    p = sub.add_parser("rebuild", help="re-run the KG and index notebooks when their inputs changed")
+    p.add_argument("notebooks", nargs="*", help="default: notebooks/01_kg_builder.ipynb notebooks/03_index_build.ipynb")
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"))
+    p.add_argument("--force", action="store_true", help="run even when nothing changed")
+    p.add_argument("--out", default="outputs/runs")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_rebuild)
 
     p = sub.add_parser("serve", help="answer questions over HTTP (POST /ask) and WebSocket (/ws)")
     p.add_argument("--host", default="127.0.0.1", help="listen address (default: loopback only)")

@@ -26,3 +26,9 @@ class ContextTooLongError(InputError):
 
 class NotebookError(RagkitError):
     """A notebook run that was refused or failed."""
+
+
+class RunTerminated(NotebookError):
+    """A notebook run stopped by SIGTERM or Ctrl-C; its artifacts were left as they were."""
+
+    exit_code = 143

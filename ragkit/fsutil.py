@@ -35,6 +35,35 @@ def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def swap_into_place(staged: str | os.PathLike, target: str | os.PathLike) -> bool:
+    """Move a finished file or folder ``staged`` to ``target``, replacing what was there
+    (a folder through a rename aside, so readers never see a half-written one). False when
+    nothing was staged."""
+    staged, target = Path(staged), Path(target)
+    if not staged.exists():
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if staged.is_dir() and target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        shutil.rmtree(old, ignore_errors=True)
+        os.replace(target, old)
+        os.replace(staged, target)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(staged, target)
+    return True
+
+
+def remove_path(path: str | os.PathLike) -> None:
+    """Delete a file or folder if it is there."""
+    path = Path(path)
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder."""
     atomic_write_bytes(path, text.encode("utf-8"))

@@ -17,8 +17,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import InputError, NotebookError
-from .fsutil import atomic_write_json
+from .errors import InputError, NotebookError, RagkitError, RunTerminated
+from .fsutil import atomic_write_json, remove_path, swap_into_place
 
 KERNEL = "python3"
 _PACKAGES = ("ragkit", "numpy", "scipy", "papermill", "llama-cpp-python", "rank-bm25", "bm25s",
@@ -132,9 +132,78 @@ def _versions() -> dict[str, str]:
     return versions
 
 
+ARTIFACT = "[artifact]"   # in a parameter's comment: the run writes this path
+
+
+def artifact_parameters(declared: Mapping[str, dict]) -> list[str]:
+    """The parameters whose comment marks them ``[artifact]``: paths the notebook writes."""
+    return [name for name, decl in declared.items() if ARTIFACT in (decl.get("help") or "")]
+
+
+def _local_path(notebook: Path, value: Any) -> Path | None:
+    """A parameter value as a local path (relative to the notebook), None for a URI or ''."""
+    if not isinstance(value, str) or not value or "://" in value:
+        return None
+    path = Path(value)
+    return (path if path.is_absolute() else notebook.parent / path).resolve()
+
+
+def model_info() -> dict:
+    """The GGUF the notebooks use (RAGKIT_GGUF or the default): path, size and sha256."""
+    import os
+
+    from .llm.gguf import default_model_path
+
+    try:
+        path = Path(os.environ.get("RAGKIT_GGUF") or default_model_path())
+        return {"path": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+    except (RagkitError, OSError) as exc:
+        return {"error": str(exc)}
+
+
+def code_hash() -> str:
+    """sha256 over ragkit's own source files: a code change is a reason to rebuild."""
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for file in sorted(package.rglob("*.py")):
+        digest.update(file.relative_to(package).as_posix().encode())
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def cell_timings(output: Path) -> list[dict]:
+    """Seconds per executed cell (papermill's metadata), with the cell's first line."""
+    import nbformat
+
+    if not output.exists():
+        return []
+    try:
+        nb = nbformat.read(output, as_version=4)
+    except Exception:  # a notebook cut off mid-write has no timings to give
+        return []
+    rows = []
+    for i, cell in enumerate(nb.cells):
+        meta = cell.get("metadata", {}).get("papermill", {})
+        if cell.cell_type == "code" and meta.get("duration") is not None:
+            first = next((line for line in cell.source.splitlines() if line.strip()), "")
+            rows.append({"cell": i, "seconds": round(meta["duration"], 3), "source": first[:80]})
+    return rows
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived during a run (a scheduler stopping it, a user's kill)."""
+
+
 def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, *,
                  out_root: str | Path = "outputs/runs", progress: bool = True) -> dict:
-    """Execute ``notebook`` with papermill; return (and save) the run's manifest."""
+    """Execute ``notebook`` with papermill; return (and save) the run's manifest.
+
+    Paths the notebook writes (parameters marked ``[artifact]``) are written under a
+    staging name and moved into place only when the whole run succeeded, so a failed or
+    killed run leaves the previous artifacts as they were and a manifest marked failed.
+    """
+    import signal
+
     import papermill
 
     notebook = Path(notebook)
@@ -146,18 +215,52 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
     run_dir = Path(out_root) / notebook.stem / stamp
     run_dir.mkdir(parents=True, exist_ok=True)
     output = run_dir / notebook.name
+    targets = {name: path for name in artifact_parameters(declared)
+               if (path := _local_path(notebook, effective.get(name))) is not None}
+    # The staged name keeps the suffixes (.json.gz), which stores read their format from.
+    staging = {name: path.with_name(f".staging-{stamp}-{path.name}") for name, path in targets.items()}
+    inputs = {k: v for k, v in effective.items() if k not in targets}
     manifest = {"notebook": str(notebook), "output_notebook": str(output),
-                "parameters": checked, "inputs": input_hashes(notebook, effective), "started": stamp, "git_commit": _git_commit(),
+                "parameters": checked, "effective_parameters": effective,
+                "inputs": input_hashes(notebook, inputs),
+                "notebook_sha256": sha256_file(notebook), "code_sha256": code_hash(),
+                "artifacts": {name: str(path) for name, path in targets.items()},
+                "model": model_info(), "started": stamp, "git_commit": _git_commit(),
                 "versions": _versions(), "status": "running"}
     atomic_write_json(run_dir / "manifest.json", manifest)
+
+    def on_sigterm(signum, frame):
+        raise Terminated()
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm) if _main_thread() else None
     started = time.perf_counter()
     try:
-        papermill.execute_notebook(str(notebook), str(output), parameters=checked,
+        papermill.execute_notebook(str(notebook), str(output),
+                                   parameters=checked | {k: str(v) for k, v in staging.items()},
                                    kernel_name=KERNEL, progress_bar=progress,
                                    cwd=str(notebook.parent))
+        for name, staged in staging.items():
+            swap_into_place(staged, targets[name])
         manifest["status"] = "ok"
     except papermill.PapermillExecutionError as exc:
         manifest.update(status="failed", error=f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}")
-    manifest["duration_s"] = round(time.perf_counter() - started, 3)
-    atomic_write_json(run_dir / "manifest.json", manifest)
+    except (Terminated, KeyboardInterrupt) as exc:
+        manifest.update(status="failed", error="terminated by SIGTERM" if isinstance(exc, Terminated)
+                        else "interrupted")
+        raise RunTerminated(f"notebook {notebook.name}: {manifest['error']}; the previous artifacts "
+                            f"are unchanged ({run_dir / 'manifest.json'})") from None
+    finally:
+        for staged in staging.values():
+            remove_path(staged)
+        manifest["duration_s"] = round(time.perf_counter() - started, 3)
+        manifest["cells"] = cell_timings(output)
+        atomic_write_json(run_dir / "manifest.json", manifest)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return manifest
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()

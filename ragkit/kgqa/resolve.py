@@ -3,10 +3,11 @@ KG: exact name first, then an alias, then a fuzzy match (a misspelling such as "
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from dataclasses import dataclass
+
+from rapidfuzz import fuzz, process
 
 from ..text import ENGLISH_STOPWORDS, strip_accents
 
@@ -80,9 +81,10 @@ class NameIndex:
             c = self.fuzzy_cutoff
             low, high = math.ceil(len(text) * c / (2 - c)), math.floor(len(text) * (2 - c) / c)
             keys = [k for n in range(low, high + 1) for k in self._fuzzy_by_len.get(n, ())]
-            close = difflib.get_close_matches(text, keys, n=1, cutoff=c) if keys else []
-            if close:
-                key = close[0]
+            # Indel similarity (2·matches / total length, as difflib's ratio) in C++.
+            best = process.extractOne(text, keys, scorer=fuzz.ratio, score_cutoff=c * 100) if keys else None
+            if best:
+                key = best[0]
                 ids = self.exact.get(key) or self.alias[key]
-                return sorted(ids)[0], round(difflib.SequenceMatcher(None, text, key).ratio(), 3)
+                return sorted(ids)[0], round(best[1] / 100, 3)
         return None

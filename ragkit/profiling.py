@@ -1,0 +1,326 @@
+"""Latency profiling (notebook 05): where each pipeline spends its time, and how that grows
+with the size of the corpus or graph.
+
+``profile_pipelines`` asks every pipeline its questions several times through the same
+``Service`` the CLI and server use, and keeps every stage's wall time (``timings_ms``).
+``scaling`` builds the lexical index, the multi-hop graph and the typed KG at three or more
+sizes from generated data and times the same stages on each. Generated data is for timing
+only: the lexical chunks are sentences of the bundled manuals recombined, the graphs are
+random with a few hubs (Zipf-like degrees), as real graphs have.
+"""
+
+from __future__ import annotations
+
+import csv
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from .corpus import Doc, load_document_folder
+from .errors import InputError
+from .service import AskRequest, Service
+
+# Umbrella stages that contain others (kg: "kgqa" holds smart_search .. answer), and the sum.
+NOT_A_STAGE = {"total", "kgqa"}
+PIPELINE_QUESTIONS = {
+    "lexical": ["Các bước khởi động máy nén khí?", "Quy trình thay mũi khoan gồm các bước nào?",
+                "Quy trình khóa nguồn và gắn thẻ?"],
+    "spec": ["What is SCP in 5G Core?", "Compare UPF and SMF", "What is TSCTSF?"],
+    "causal": ["Vì sao PM2.5 tăng khi độ ẩm cao?", "Why does PM2.5 rise when the wind is weak?"],
+    "graph": ["Aage Bohr có những giải thưởng gì?", "Who is the father of Aage Bohr?",
+              "Where was Marie Curie born?"],
+    "kg": ["What symptoms do diseases treated by Aspirin have?",
+           "What are the common symptoms of diseases treated by both Aspirin and Ibuprofen?",
+           "What treats gout?"],
+}
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """The nearest-rank percentile (q in [0, 1]) of ``values``."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+# --------------------------------------------------------------------------- per-stage times
+def profile_pipelines(service: Service, questions: dict[str, list[str]], repeats: int = 5,
+                      use_llm: bool = False, llm_pipelines: Iterable[str] = ("lexical",),
+                      progress: bool = False) -> pd.DataFrame:
+    """One row per (pipeline, question, run, stage) with its milliseconds. The first run of
+    each question is a warm-up and is not kept (it loads models and caches)."""
+    if repeats < 1:
+        raise InputError(f"repeats: must be at least 1, got {repeats}")
+    llm_pipelines = set(llm_pipelines)
+    work = [(p, q) for p, qs in questions.items() for q in qs]
+    from tqdm.auto import tqdm
+
+    rows = []
+    for pipeline, question in tqdm(work, desc="profiling", disable=not progress):
+        request = AskRequest(question, pipeline, no_llm=not (use_llm and pipeline in llm_pipelines))
+        for run in range(repeats + 1):
+            data = service.ask(request)
+            if run == 0:
+                continue
+            for stage, ms in stages_of(data).items():
+                if stage not in NOT_A_STAGE:
+                    rows.append({"pipeline": pipeline, "question": question, "run": run,
+                                 "stage": stage, "ms": float(ms)})
+            rows.append({"pipeline": pipeline, "question": question, "run": run, "stage": "total",
+                         "ms": float(data["timings_ms"]["total"])})
+    return pd.DataFrame(rows, columns=["pipeline", "question", "run", "stage", "ms"])
+
+
+def stages_of(data: dict) -> dict[str, float]:
+    """An answer's stage times, with the graph pipeline's retrieval split into its own
+    stages (entities, anchors, neighbours, paths; the rest as "retrieval (other)")."""
+    inner = data["trace"].get("stage_ms") if isinstance(data.get("trace"), dict) else None
+    if not inner or "retrieval" not in data["timings_ms"]:
+        return dict(data["timings_ms"])
+    out: dict[str, float] = {}
+    for stage, ms in data["timings_ms"].items():
+        if stage != "retrieval":
+            out[stage] = ms
+            continue
+        for name, part in inner.items():
+            if name != "total":
+                out[name] = part
+        out["retrieval (other)"] = max(0.0, ms - sum(v for k, v in inner.items() if k != "total"))
+    return out
+
+
+def stage_summary(runs: pd.DataFrame) -> pd.DataFrame:
+    """Median and p95 per (pipeline, stage) over every question and run, in the order the
+    stages ran, with each stage's share of the pipeline's median total."""
+    out = []
+    for pipeline, group in runs.groupby("pipeline", sort=False):
+        total = statistics.median(group.loc[group.stage == "total", "ms"])
+        for stage, values in group.groupby("stage", sort=False)["ms"]:
+            median = statistics.median(values)
+            out.append({"pipeline": pipeline, "stage": stage, "median_ms": round(median, 3),
+                        "p95_ms": round(percentile(values, 0.95), 3), "samples": len(values),
+                        "share": round(median / total, 3) if stage != "total" and total else None})
+    return pd.DataFrame(out)
+
+
+# --------------------------------------------------------------------------- generated data
+def generated_corpus(n_chunks: int, manuals: str | Path, seed: int = 0) -> list[Doc]:
+    """``n_chunks`` chunks of 4 to 8 sentences drawn from the manuals (timing data only)."""
+    rng = random.Random(seed)
+    sentences = [s.strip() for d in load_document_folder(manuals)
+                 for s in d.text.replace("\n", " ").split(". ") if len(s.strip()) > 20]
+    titles = [d.title for d in load_document_folder(manuals)]
+    return [Doc(doc_id=f"gen#{i}", title=rng.choice(titles), source="generated",
+                text=". ".join(rng.choices(sentences, k=rng.randint(4, 8))))
+            for i in range(n_chunks)]
+
+
+def _zipf(rng: random.Random, n: int) -> int:
+    """An index in [0, n) where low indices are far more likely (hubs)."""
+    return min(int(rng.paretovariate(1.2)) - 1, n - 1)
+
+
+def generated_edges(n_edges: int, path: Path, seed: int = 0) -> Path:
+    """An edges.csv of people, places, prizes and employers with ``n_edges`` edges."""
+    rng = random.Random(seed)
+    people = max(10, n_edges // 4)
+    kinds = {"born_in": [f"City {i}" for i in range(max(5, people // 20))],
+             "works_at": [f"Institute {i}" for i in range(max(5, people // 30))],
+             "award": [f"Prize {i}" for i in range(max(3, people // 100))],
+             "advisor": [f"Person {i}" for i in range(people)]}
+    edges: set[tuple[str, str, str]] = set()
+    while len(edges) < n_edges:
+        relation = rng.choice(list(kinds))
+        targets = kinds[relation]
+        source = f"Person {rng.randrange(people)}"
+        target = targets[_zipf(rng, len(targets))]
+        if source != target:
+            edges.add((source, relation, target))
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["source", "relation", "target"])
+        writer.writerows(sorted(edges))
+    return path
+
+
+KG_SCHEMA = [("Compound", "TREATS", "Disease"), ("Disease", "HAS_SYMPTOM", "Symptom"),
+             ("Disease", "ASSOCIATED_WITH", "Gene"), ("Compound", "INHIBITS", "Gene"),
+             ("Disease", "AFFECTS", "Anatomy")]
+
+
+def generated_typed_kg(n_edges: int, folder: Path, seed: int = 0) -> tuple[Path, Path]:
+    """nodes.csv and edges.csv with the demo KG's schema and ``n_edges`` edges."""
+    rng = random.Random(seed)
+    counts = {"Compound": max(5, n_edges // 40), "Disease": max(5, n_edges // 20),
+              "Symptom": max(5, n_edges // 30), "Gene": max(5, n_edges // 25),
+              "Anatomy": max(3, n_edges // 400)}
+    folder.mkdir(parents=True, exist_ok=True)
+    nodes, edges = folder / "nodes.csv", folder / "edges.csv"
+    with nodes.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["id", "name", "type"])
+        for kind, n in counts.items():
+            writer.writerows((f"{kind.lower()}:{i}", f"{kind} {i}", kind) for i in range(n))
+    seen: set[tuple[str, str, str]] = set()
+    while len(seen) < n_edges:
+        source_type, relation, target_type = rng.choice(KG_SCHEMA)
+        seen.add((f"{source_type.lower()}:{rng.randrange(counts[source_type])}", relation,
+                  f"{target_type.lower()}:{_zipf(rng, counts[target_type])}"))
+    with edges.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["source", "relation", "target"])
+        writer.writerows(sorted(seen))
+    return nodes, edges
+
+
+# --------------------------------------------------------------------------- scaling
+def _time_questions(service: Service, pipeline: str, questions: list[str], repeats: int) -> pd.DataFrame:
+    runs = profile_pipelines(service, {pipeline: questions}, repeats=repeats)
+    return stage_summary(runs)
+
+
+def scaling(sizes: dict[str, list[int]], manuals: str | Path, repeats: int = 3,
+            workdir: str | Path | None = None, progress: bool = False) -> pd.DataFrame:
+    """Median and p95 per stage at each size: ``sizes`` maps ``lexical`` (chunks), ``graph``
+    and ``kg`` (edges) to at least three sizes each."""
+    from .graph.multihop import GraphRAG
+    from .kgqa.importer import import_kg
+    from .kgqa.store import NxTypedStore
+    from .lexical.bm25 import BM25Index
+    from .text import tokenizer_for
+
+    unknown = sorted(set(sizes) - {"lexical", "graph", "kg"})
+    if unknown:
+        raise InputError(f"sizes: no scaling for pipeline {unknown[0]!r} (lexical, graph, kg)")
+    for pipeline, values in sizes.items():
+        if len(values) < 3 or any(v < 10 for v in values):
+            raise InputError(f"sizes[{pipeline}]: give at least three sizes of 10 or more, got {values}")
+    rows = []
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        tmp = Path(tmp)
+        for pipeline, values in sizes.items():
+            for size in values:
+                started = time.perf_counter()
+                if pipeline == "lexical":
+                    index = BM25Index.build(generated_corpus(size, manuals), tokenizer_for("vi"), progress=False)
+                    index.save(tmp / f"index-{size}")
+                    service = Service(_sources(index=str(tmp / f"index-{size}")))
+                    questions = PIPELINE_QUESTIONS["lexical"]
+                elif pipeline == "graph":
+                    edges = generated_edges(size, tmp / f"edges-{size}.csv")
+                    GraphRAG.build(edges, tmp / f"graph-{size}", progress=progress)
+                    service = Service(_sources(graph=str(tmp / f"graph-{size}")))
+                    questions = ["Where was Person 3 born?", "Who was the advisor of Person 7?",
+                                 "Which prize did the advisor of Person 5 get?"]
+                else:
+                    nodes, edges = generated_typed_kg(size, tmp / f"kg-{size}")
+                    store = NxTypedStore(tmp / f"kg-{size}.json.gz")
+                    import_kg(nodes, edges, store)
+                    service = Service(_sources(kg_store=str(tmp / f"kg-{size}.json.gz")))
+                    questions = ["What symptoms do diseases treated by Compound 1 have?",
+                                 "What are the common symptoms of diseases treated by both Compound 2 and Compound 3?",
+                                 "Which genes are associated with diseases treated by Compound 4?"]
+                build_s = time.perf_counter() - started
+                summary = _time_questions(service, pipeline, questions, repeats)
+                service.close()
+                for row in summary.to_dict("records"):
+                    rows.append({"pipeline": pipeline, "size": size, "build_s": round(build_s, 3), **row})
+    return pd.DataFrame(rows)
+
+
+def _sources(**kw):
+    from .service import Sources
+
+    return Sources(**kw)
+
+
+# --------------------------------------------------------------------------- figures
+def plot_stages(summary: pd.DataFrame):
+    """One bar per pipeline split into its stages' shares of the median total, with the
+    total in milliseconds at the end of the bar."""
+    import matplotlib.pyplot as plt
+
+    stages = summary[summary.stage != "total"]
+    totals = summary[summary.stage == "total"].set_index("pipeline").median_ms
+    pipelines = list(dict.fromkeys(stages.pipeline))
+    names = list(dict.fromkeys(stages.stage))
+    colours = plt.get_cmap("tab20")
+    fig, ax = plt.subplots(figsize=(9, 0.55 * len(pipelines) + 2.2))
+    for y, pipeline in enumerate(pipelines):
+        part = stages[stages.pipeline == pipeline]
+        whole = part.median_ms.sum() or 1.0
+        left = 0.0
+        for _, row in part.iterrows():
+            width = 100 * row.median_ms / whole
+            ax.barh(y, width, left=left, color=colours(names.index(row.stage) % 20), label=row.stage,
+                    edgecolor="white", linewidth=0.5)
+            if width >= 12:
+                ax.text(left + width / 2, y, row.stage, ha="center", va="center", fontsize=7)
+            left += width
+        ax.text(101, y, f"{totals[pipeline]:.2f} ms", va="center", fontsize=8)
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles))
+    ax.legend(unique.values(), unique.keys(), fontsize=7, ncol=5, loc="upper center",
+              bbox_to_anchor=(0.5, -0.2), frameon=False)
+    ax.set_yticks(range(len(pipelines)), pipelines)
+    ax.set_xlim(0, 115)
+    ax.set_xlabel("share of the median time per question (%), by stage; median total at the right")
+    ax.set_title("Where each pipeline spends its time")
+    fig.tight_layout()
+    return fig
+
+
+def plot_scaling(table: pd.DataFrame):
+    """One panel per pipeline: each stage's median time against the corpus or graph size."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    pipelines = list(dict.fromkeys(table.pipeline))
+    fig, axes = plt.subplots(1, len(pipelines), figsize=(4.2 * len(pipelines), 3.6), squeeze=False)
+    units = {"lexical": "chunks", "graph": "edges", "kg": "edges"}
+    for ax, pipeline in zip(axes[0], pipelines):
+        part = table[(table.pipeline == pipeline) & (table.stage != "total")]
+        for stage, rows in part.groupby("stage", sort=False):
+            if rows.median_ms.max() >= 0.05:
+                ax.plot(rows["size"], rows.median_ms, marker="o", label=stage)
+        total = table[(table.pipeline == pipeline) & (table.stage == "total")]
+        ax.plot(total["size"], total.median_ms, color="black", linestyle="--", marker="s", label="total")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        sizes = sorted(set(total["size"]))
+        ax.set_xticks(sizes, [f"{v:,}" for v in sizes])
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel(units.get(pipeline, "size"))
+        ax.set_ylabel("median ms per question")
+        ax.set_title(pipeline)
+        ax.legend(fontsize=7)
+    fig.suptitle("Stage time against corpus or graph size")
+    fig.tight_layout()
+    return fig
+
+
+def save_profile(out_dir: str | Path, summary: pd.DataFrame, scaling_table: pd.DataFrame | None,
+                 figures: dict) -> list[Path]:
+    """The tables (CSV) and figures (PNG) into ``out_dir``; the paths written."""
+    from .fsutil import atomic_write_text
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    atomic_write_text(out / "stage_summary.csv", summary.to_csv(index=False))
+    written.append(out / "stage_summary.csv")
+    if scaling_table is not None:
+        atomic_write_text(out / "scaling.csv", scaling_table.to_csv(index=False))
+        written.append(out / "scaling.csv")
+    for name, fig in figures.items():
+        fig.savefig(out / f"{name}.png", dpi=110, bbox_inches="tight")
+        written.append(out / f"{name}.png")
+    return written

@@ -1,0 +1,125 @@
+"""``ragkit rebuild``: scheduled rebuilds of the KG and the index (cron, Airflow, make).
+
+A notebook is rebuilt only when something it depends on changed since its last good run:
+its parameters, the hashes of its input files, the notebook itself or ragkit's code. Only
+one rebuild runs at a time (a lock file beside the runs). Every run stages its artifacts
+and moves them into place on success (``runs.run_notebook``), so a question answered
+during a rebuild reads the previous artifacts, and a failed or killed rebuild leaves them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+from .errors import InputError, RagkitError
+from .runs import (_declared_type, _local_path, artifact_parameters, check_parameters, code_hash,
+                   declared_parameters, input_hashes, run_notebook, sha256_file)
+
+DEFAULT_NOTEBOOKS = ("notebooks/01_kg_builder.ipynb", "notebooks/03_index_build.ipynb")
+LOCK_NAME = ".rebuild.lock"
+
+
+class RebuildBusy(RagkitError):
+    """Another rebuild holds the lock."""
+
+
+@contextlib.contextmanager
+def rebuild_lock(out_root: str | Path) -> Iterator[Path]:
+    """Hold the rebuild lock (``out_root/.rebuild.lock``) or fail at once, saying who has it.
+    The OS releases it when the holder exits, however it exits."""
+    path = Path(out_root) / LOCK_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = path.open("a+")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "another process"
+            raise RebuildBusy(f"rebuild: another rebuild is running ({holder}); lock {path}") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()} since {time.strftime('%Y-%m-%dT%H:%M:%S')}")
+        handle.flush()
+        yield path
+    finally:
+        handle.close()
+
+
+def _effective(notebook: Path, params: Mapping[str, Any]) -> dict[str, Any]:
+    import ast
+
+    declared = declared_parameters(notebook)
+    return {name: ast.literal_eval(d["default"]) for name, d in declared.items()
+            if _declared_type(d)} | check_parameters(notebook, params)
+
+
+def last_good_run(out_root: str | Path, notebook: Path) -> dict | None:
+    """The newest manifest of ``notebook`` whose status is ok."""
+    folder = Path(out_root) / notebook.stem
+    for manifest in sorted(folder.glob("*/manifest.json"), reverse=True):
+        try:
+            data = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if data.get("status") == "ok":
+            return data
+    return None
+
+
+def why_rebuild(notebook: Path, params: Mapping[str, Any], out_root: str | Path) -> str | None:
+    """Why ``notebook`` needs running again, or None when its last good run still holds."""
+    last = last_good_run(out_root, notebook)
+    if last is None:
+        return "no good run yet"
+    effective = _effective(notebook, params)
+    if last.get("effective_parameters") != json.loads(json.dumps(effective)):
+        return "parameters changed"
+    artifacts = artifact_parameters(declared_parameters(notebook))
+    inputs = {k: v for k, v in effective.items() if k not in artifacts}
+    if last.get("inputs") != input_hashes(notebook, inputs):
+        return "inputs changed"
+    if last.get("notebook_sha256") != sha256_file(notebook):
+        return "notebook changed"
+    if last.get("code_sha256") != code_hash():
+        return "ragkit code changed"
+    for name in artifacts:
+        path = _local_path(notebook, effective.get(name))
+        if path is not None and not path.exists():
+            return f"artifact {name} ({path}) is missing"
+    return None
+
+
+def rebuild(notebooks: Sequence[str | Path] = DEFAULT_NOTEBOOKS, params: Mapping[str, Any] | None = None, *,
+            out_root: str | Path = "outputs/runs", force: bool = False, progress: bool = False) -> list[dict]:
+    """Run each notebook whose inputs changed (all with ``force``), in order, under the lock.
+    ``params`` go to every notebook that declares them. Stops at the first failure."""
+    notebooks = [Path(n) for n in notebooks]
+    params = dict(params or {})
+    declared = {n: declared_parameters(n) for n in notebooks}
+    unknown = [name for name in params if not any(name in d for d in declared.values())]
+    if unknown:
+        raise InputError(f"parameter {unknown[0]}: none of {', '.join(n.name for n in notebooks)} declares it")
+    results = []
+    with rebuild_lock(out_root):
+        for notebook in notebooks:
+            mine = {k: v for k, v in params.items() if k in declared[notebook]}
+            reason = "forced" if force else why_rebuild(notebook, mine, out_root)
+            if reason is None:
+                last = last_good_run(out_root, notebook)
+                results.append({"notebook": notebook.name, "status": "up to date",
+                                "last_good_run": last["started"], "output_notebook": last["output_notebook"]})
+                continue
+            manifest = run_notebook(notebook, mine, out_root=out_root, progress=progress)
+            results.append({"notebook": notebook.name, "status": manifest["status"], "reason": reason,
+                            "output_notebook": manifest["output_notebook"], "duration_s": manifest["duration_s"],
+                            **({"error": manifest["error"]} if "error" in manifest else {})})
+            if manifest["status"] != "ok":
+                break
+    return results
