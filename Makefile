@@ -36,6 +36,13 @@ $(NEO4J_LAUNCHER): tools/neo4j/pom.xml tools/neo4j/src/main/java/ragkit/neo4j/La
 
 install: $(STAMP) $(NEO4J_LAUNCHER)
 
+# Debian's Chromium and ChromeDriver, for the JupyterLab browser test (tests/test_lab.py).
+CHROMEDRIVER := /usr/bin/chromedriver
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+$(CHROMEDRIVER):
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver \
+		|| ($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver)
+
 ## Neo4j for users: bolt://127.0.0.1:$(NEO4J_PORT), user neo4j, password $$NEO4J_PASSWORD
 ## (default ragkit-neo4j), data in $(NEO4J_DATA). Ctrl-C stops it cleanly.
 neo4j: $(NEO4J_LAUNCHER)
@@ -57,7 +64,7 @@ rebuild-kg: install
 	$(BIN)/ragkit rebuild notebooks/01_kg_builder.ipynb notebooks/03_index_build.ipynb
 
 ## The tests: unit, integration (real GGUF, real datasets from ../shared), papermill and nbval.
-test: install
+test: install $(CHROMEDRIVER)
 	$(BIN)/python -m pytest tests notebooks $(PYTEST_NBVAL)
 
 test-fast: install
