@@ -178,28 +178,87 @@ def generated_typed_kg(n_edges: int, folder: Path, seed: int = 0) -> tuple[Path,
     return nodes, edges
 
 
+def generated_specs(n_docs: int, demo_specs: str | Path, folder: Path, seed: int = 0) -> list[Path]:
+    """The demo specs plus ``n_docs`` generated ones in the same Markdown layout: clause 3
+    with ten invented abbreviations, clause 4 with ten sections of demo sentences."""
+    rng = random.Random(seed)
+    demo = sorted(Path(demo_specs).glob("*.md"))
+    sentences = [s.strip() + "." for f in demo for line in f.read_text(encoding="utf-8").splitlines()
+                 if len(line) > 80 and not line.startswith(("#", "[")) for s in line.split(". ") if len(s) > 30]
+    letters = "ABCDEFGHJKLMNPQRSTUVWXZ"
+    words = ["Adaptive", "Binding", "Control", "Data", "Edge", "Function", "Gateway", "Handling", "Identity",
+             "Load", "Mobility", "Network", "Policy", "Quality", "Routing", "Session", "Traffic", "Unified"]
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = list(demo)
+    for i in range(n_docs):
+        abbreviations = {"".join(rng.choices(letters, k=rng.randint(3, 5))): " ".join(rng.sample(words, 3))
+                         for _ in range(10)}
+        lines = [f"spec_id: gen_{i}", "", f"# Generated specification {i}", "",
+                 "# 3 Definitions and abbreviations", "", "## 3.2 Abbreviations", "",
+                 "For the purposes of the present document, the following abbreviations apply.", ""]
+        lines += [f"{a}\t{full}" for a, full in abbreviations.items()]
+        lines += ["", "# 4 Functions", ""]
+        for j, (a, full) in enumerate(abbreviations.items(), 1):
+            lines += [f"## 4.{j} {a}", "", f"The {full} ({a}) " + " ".join(rng.sample(sentences, 3)), ""]
+        path = folder / f"gen_{i}.md"
+        path.write_text("\n".join(lines), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def generated_evidence_kg(n_edges: int, demo_kg: str | Path, path: Path, seed: int = 0) -> Path:
+    """The demo evidence KG grown to about ``n_edges`` edges: generated factors wired to each
+    other and to the demo's nodes, with the demo edges' fields and levels."""
+    import json
+
+    rng = random.Random(seed)
+    kg = json.loads(Path(demo_kg).read_text(encoding="utf-8"))
+    templates = kg["edges"]
+    demo_ids = [n["id"] for n in kg["nodes"]]
+    n_new = max(10, (n_edges - len(templates)) // 3)
+    categories = sorted({n.get("category", "chemical") for n in kg["nodes"]})
+    kg["nodes"] += [{"id": f"factor_{i}", "label": f"Factor {i}", "category": rng.choice(categories)}
+                    for i in range(n_new)]
+    ids = demo_ids + [f"factor_{i}" for i in range(n_new)]
+    seen = {(e["source"], e["target"]) for e in templates}
+    while len(kg["edges"]) < n_edges:
+        source, target = rng.choice(ids[len(demo_ids):]), rng.choice(ids)
+        if source == target or (source, target) in seen:
+            continue
+        seen.add((source, target))
+        edge = dict(rng.choice(templates), source=source, target=target,
+                    confidence=rng.choice(["HIGH", "MEDIUM", "LOW"]), strength=rng.choice(["STRONG", "MODERATE", "WEAK"]))
+        kg["edges"].append(edge)
+    path.write_text(json.dumps(kg, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
 # --------------------------------------------------------------------------- scaling
 def _time_questions(service: Service, pipeline: str, questions: list[str], repeats: int) -> pd.DataFrame:
     runs = profile_pipelines(service, {pipeline: questions}, repeats=repeats)
     return stage_summary(runs)
 
 
-def scaling(sizes: dict[str, list[int]], manuals: str | Path, repeats: int = 3,
+SIZE_UNITS = {"lexical": "chunks", "spec": "generated specs", "causal": "edges", "graph": "edges", "kg": "edges"}
+
+
+def scaling(sizes: dict[str, list[int]], data: str | Path, repeats: int = 3,
             workdir: str | Path | None = None, progress: bool = False) -> pd.DataFrame:
-    """Median and p95 per stage at each size: ``sizes`` maps ``lexical`` (chunks), ``graph``
-    and ``kg`` (edges) to at least three sizes each."""
+    """Median and p95 per stage at each size: ``sizes`` maps ``lexical`` (chunks), ``spec``
+    (generated documents beside the demo specs), ``causal``, ``graph`` and ``kg`` (edges) to
+    at least three sizes each."""
     from .graph.multihop import GraphRAG
     from .kgqa.importer import import_kg
     from .kgqa.store import NxTypedStore
     from .lexical.bm25 import BM25Index
     from .text import tokenizer_for
 
-    unknown = sorted(set(sizes) - {"lexical", "graph", "kg"})
+    unknown = sorted(set(sizes) - set(SIZE_UNITS))
     if unknown:
-        raise InputError(f"sizes: no scaling for pipeline {unknown[0]!r} (lexical, graph, kg)")
+        raise InputError(f"sizes: no scaling for pipeline {unknown[0]!r} ({', '.join(SIZE_UNITS)})")
     for pipeline, values in sizes.items():
-        if len(values) < 3 or any(v < 10 for v in values):
-            raise InputError(f"sizes[{pipeline}]: give at least three sizes of 10 or more, got {values}")
+        if len(values) < 3 or any(v < 1 for v in values):
+            raise InputError(f"sizes[{pipeline}]: give at least three sizes of 1 or more, got {values}")
     rows = []
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         tmp = Path(tmp)
@@ -207,10 +266,24 @@ def scaling(sizes: dict[str, list[int]], manuals: str | Path, repeats: int = 3,
             for size in values:
                 started = time.perf_counter()
                 if pipeline == "lexical":
-                    index = BM25Index.build(generated_corpus(size, manuals), tokenizer_for("vi"), progress=False)
+                    index = BM25Index.build(generated_corpus(size, Path(data) / "manuals"), tokenizer_for("vi"),
+                                            progress=False)
                     index.save(tmp / f"index-{size}")
                     service = Service(_sources(index=str(tmp / f"index-{size}")))
                     questions = PIPELINE_QUESTIONS["lexical"]
+                elif pipeline == "spec":
+                    from .graph.nx_store import NetworkXStore
+                    from .specs.build import build_kg
+
+                    store = NetworkXStore(tmp / f"specs-{size}.json.gz")
+                    build_kg(generated_specs(size, Path(data) / "specs", tmp / f"specs-{size}"), store, progress=False)
+                    service = Service(_sources(spec_store=str(tmp / f"specs-{size}.json.gz")))
+                    questions = PIPELINE_QUESTIONS["spec"]
+                elif pipeline == "causal":
+                    kg = generated_evidence_kg(size, Path(data) / "merged_knowledge_graph.json",
+                                               tmp / f"evidence-{size}.json")
+                    service = Service(_sources(kg=str(kg)))
+                    questions = PIPELINE_QUESTIONS["causal"]
                 elif pipeline == "graph":
                     edges = generated_edges(size, tmp / f"edges-{size}.csv")
                     GraphRAG.build(edges, tmp / f"graph-{size}", progress=progress)
@@ -281,9 +354,13 @@ def plot_scaling(table: pd.DataFrame):
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     pipelines = list(dict.fromkeys(table.pipeline))
-    fig, axes = plt.subplots(1, len(pipelines), figsize=(4.2 * len(pipelines), 3.6), squeeze=False)
-    units = {"lexical": "chunks", "graph": "edges", "kg": "edges"}
-    for ax, pipeline in zip(axes[0], pipelines):
+    columns = min(3, len(pipelines))
+    rows_n = -(-len(pipelines) // columns)
+    fig, axes = plt.subplots(rows_n, columns, figsize=(4.4 * columns, 3.6 * rows_n), squeeze=False)
+    for ax in axes.flat[len(pipelines):]:
+        ax.set_visible(False)
+    units = SIZE_UNITS
+    for ax, pipeline in zip(axes.flat, pipelines):
         part = table[(table.pipeline == pipeline) & (table.stage != "total")]
         for stage, rows in part.groupby("stage", sort=False):
             if rows.median_ms.max() >= 0.05:

@@ -56,6 +56,8 @@ def strip_accents(text: str) -> str:
     >>> strip_accents("Các bước vận hành Đường")
     'Cac buoc van hanh Duong'
     """
+    if text.isascii():   # nothing to strip (most English text): skip the per-character pass
+        return text
     text = text.replace("đ", "d").replace("Đ", "D")
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c))

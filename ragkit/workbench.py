@@ -566,6 +566,8 @@ class ProfilingParams:
     use_llm: bool = False
     llm_pipelines: str = "lexical"
     lexical_sizes: str = "250,1000,4000"
+    spec_sizes: str = "5,25,100"
+    causal_sizes: str = "100,1000,5000"
     graph_sizes: str = "300,1000,3000"
     kg_sizes: str = "1000,10000,100000"
     out_dir: str = "../outputs/profiling"
@@ -573,8 +575,8 @@ class ProfilingParams:
     def __post_init__(self) -> None:
         from .service import PIPELINES
 
-        for name in ("demo_dir", "data_dir", "llm_pipelines", "lexical_sizes", "graph_sizes",
-                     "kg_sizes", "out_dir"):
+        for name in ("demo_dir", "data_dir", "llm_pipelines", "lexical_sizes", "spec_sizes", "causal_sizes",
+                     "graph_sizes", "kg_sizes", "out_dir"):
             _check_type(name, getattr(self, name), str)
         _check_type("repeats", self.repeats, int)
         _check_type("use_llm", self.use_llm, bool)
@@ -592,14 +594,14 @@ class ProfilingParams:
     @property
     def sizes(self) -> dict[str, list[int]]:
         out = {}
-        for pipeline in ("lexical", "graph", "kg"):
+        for pipeline in ("lexical", "spec", "causal", "graph", "kg"):
             raw = getattr(self, f"{pipeline}_sizes")
             try:
                 values = sorted({int(v) for v in raw.split(",") if v.strip()})
             except ValueError:
                 raise InputError(f"parameter {pipeline}_sizes: comma-separated integers, got {raw!r}") from None
-            if len(values) < 3 or values[0] < 10:
-                raise InputError(f"parameter {pipeline}_sizes: at least three sizes of 10 or more, got {raw!r}")
+            if len(values) < 3 or values[0] < 1:
+                raise InputError(f"parameter {pipeline}_sizes: at least three sizes of 1 or more, got {raw!r}")
             out[pipeline] = values
         return out
 
@@ -640,7 +642,7 @@ def scaling_table(p: ProfilingParams) -> pd.DataFrame:
     """Each stage's median and p95 at every size of generated corpus and graph."""
     from .profiling import scaling
 
-    return scaling(p.sizes, Path(p.data_dir) / "manuals", repeats=max(1, min(p.repeats, 3)))
+    return scaling(p.sizes, p.data_dir, repeats=max(1, min(p.repeats, 3)))
 
 
 def scaling_view(table: pd.DataFrame) -> pd.DataFrame:
