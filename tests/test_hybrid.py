@@ -1,0 +1,85 @@
+"""Hybrid retrieval (issue G): fusion arithmetic, and dense retrieval over real SciFact
+abstracts with the packaged MiniLM in a real Chroma."""
+
+import csv
+import json
+
+import pytest
+
+from ragkit.corpus import Doc, load_corpus
+from ragkit.errors import InputError
+from ragkit.lexical.fusion import fuse, rrf, weighted
+
+from .conftest import shared
+
+
+def test_rrf_adds_reciprocal_ranks():
+    fused = rrf([["a", "b", "c"], ["b", "d"]], k=60)
+    scores = dict(fused)
+    assert scores["b"] == pytest.approx(1 / 62 + 1 / 61)
+    assert scores["a"] == pytest.approx(1 / 61)
+    assert [d for d, _ in fused] == ["b", "a", "d", "c"]   # a and d tie on 1/61 vs 1/62: a first
+
+
+def test_rrf_breaks_ties_by_first_appearance():
+    assert [d for d, _ in rrf([["x", "y"], ["y", "x"]])] == ["x", "y"]
+
+
+def test_weighted_normalizes_each_list_and_misses_count_zero():
+    fused = dict(weighted([("a", 10.0), ("b", 5.0), ("c", 0.0)], [("c", 0.9), ("d", 0.5)], alpha=0.5))
+    assert fused == {"a": 0.5, "b": 0.25, "c": 0.5, "d": 0.0}
+    assert dict(weighted([("a", 3.0)], [], alpha=0.0)) == {"a": 1.0}
+    with pytest.raises(InputError, match=r"alpha: must be in \[0, 1\], got 1.5"):
+        weighted([], [], alpha=1.5)
+    with pytest.raises(InputError, match="--fusion: must be one of rrf, weighted, got 'max'"):
+        fuse([], [], "max")
+
+
+@pytest.fixture(scope="module")
+def scifact_subset(tmp_path_factory):
+    """The SciFact test queries' first 40 judgements, their abstracts plus 200 others."""
+    folder = tmp_path_factory.mktemp("scifact-subset")
+    rows = list(csv.reader(shared("scifact", "qrels", "test.tsv").open(), delimiter="\t"))[1:41]
+    wanted = {r[1] for r in rows}
+    docs = [json.loads(line) for line in shared("scifact", "corpus.jsonl").open()]
+    subset = [d for d in docs if d["_id"] in wanted] + [d for d in docs if d["_id"] not in wanted][:200]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in subset))
+    (folder / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join("\t".join(r) + "\n" for r in rows))
+    return folder
+
+
+@pytest.mark.slow
+def test_dense_index_is_built_once_and_updated_by_difference(scifact_subset, tmp_path):
+    from ragkit.dense.retrieval import DenseIndex
+
+    docs = load_corpus(scifact_subset / "corpus.jsonl")
+    index = DenseIndex(tmp_path / "dense", "minilm")
+    first = index.build(docs, progress=False)
+    assert (first.embedded, first.reused) == (len(docs), 0)
+    again = DenseIndex(tmp_path / "dense", "minilm").build(docs, progress=False)
+    assert (again.embedded, again.reused, again.removed) == (0, len(docs), 0)
+    changed = [Doc(docs[0].doc_id, docs[0].text + " Revised.", docs[0].title)] + docs[1:-1]
+    update = index.build(changed, progress=False)
+    assert (update.embedded, update.removed) == (1, 1)
+    target = docs[5]
+    assert index.search(target.title, k=3)[0][0] == target.doc_id
+    assert index.size_bytes() > 0
+
+
+@pytest.mark.slow
+def test_eval_retrieval_runs_bm25_dense_and_hybrid(scifact_subset, tmp_path):
+    from ragkit.eval.retrieval import evaluate_retrieval
+
+    args = (scifact_subset / "corpus.jsonl", shared("scifact", "queries.jsonl"), scifact_subset / "qrels.tsv")
+    results = {m: evaluate_retrieval(*args, method=m, progress=False, dense_dir=tmp_path / "dense")
+               for m in ("bm25", "dense", "hybrid")}
+    weighted_run = evaluate_retrieval(*args, method="hybrid", fusion="weighted", alpha=0.3, progress=False,
+                                      dense_dir=tmp_path / "dense")
+    for result in [*results.values(), weighted_run]:
+        assert result["queries"] == len({r.split("\t")[0] for r in (scifact_subset / "qrels.tsv").read_text().splitlines()[1:]})
+        assert 0.5 < result["ndcg@10"] <= 1.0
+    assert results["hybrid"]["dense_reused"] == results["hybrid"]["docs"]    # built once, by the dense run
+    assert results["hybrid"]["fusion"] == "rrf" and weighted_run["alpha"] == 0.3
+    assert results["dense"]["embedder"] == "all-MiniLM-L6-v2" and results["dense"]["dense_bytes"] > 0
+    with pytest.raises(InputError, match="--method: must be one of bm25, dense, hybrid, got 'splade'"):
+        evaluate_retrieval(*args, method="splade", progress=False)
