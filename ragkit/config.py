@@ -24,8 +24,15 @@ class LexicalConfig:
     mmr: bool = True
     mmr_lambda: float = 0.65
     boost: bool | None = None     # None: on for procedural questions only
+    method: str = "bm25"          # bm25, dense or hybrid (dense needs `index build --dense`)
+    fusion: str = "rrf"           # hybrid: rrf or weighted
+    alpha: float = 0.5            # hybrid weighted: the dense share
 
     def __post_init__(self) -> None:
+        _check(self.method in ("bm25", "dense", "hybrid"), "method",
+               f"must be one of bm25, dense, hybrid, got {self.method!r}")
+        _check(self.fusion in ("rrf", "weighted"), "fusion", f"must be rrf or weighted, got {self.fusion!r}")
+        _check(0.0 <= self.alpha <= 1.0, "alpha", f"must be in [0, 1], got {self.alpha}")
         _check(self.k >= 1, "k", f"must be at least 1, got {self.k}")
         _check(self.candidates >= self.k, "candidates", f"must be at least k ({self.k}), got {self.candidates}")
         _check(0.0 <= self.mmr_lambda <= 1.0, "mmr_lambda", f"must be in [0, 1], got {self.mmr_lambda}")

