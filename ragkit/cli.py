@@ -49,9 +49,10 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         from .dense.retrieval import DenseIndex
         from .pipelines.lexical import dense_dir_for
 
+        # Built in place first (reusing unchanged vectors); save() then moves them along.
         folder = dense_dir_for(args.out)
         report = DenseIndex(folder, args.dense).build(docs, progress=_progress(args))
-        index.meta["dense"] = {"embedder": args.dense, "dir": str(folder.resolve())}
+        index.meta["dense"] = {"embedder": args.dense}
         dense_info = {"embedder": args.dense, "dir": str(folder), **asdict(report)}
     index.save(args.out)
     info = {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),

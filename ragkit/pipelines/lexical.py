@@ -46,21 +46,19 @@ def load_index(path: str | Path) -> BM25Index:
 
 
 def dense_dir_for(index_dir: str | Path) -> Path:
-    """Where an index's chunk vectors live: beside it (``<index>.dense``), so rebuilding the
-    BM25 folder (replaced whole) keeps them and re-embeds only changed chunks."""
-    index_dir = Path(index_dir)
-    return index_dir.with_name(index_dir.name + ".dense")
+    """Where an index's chunk vectors live: ``<index>/dense``. They move with the folder
+    when it is saved again, so a rebuild re-embeds only the chunks that changed."""
+    return Path(index_dir) / "dense"
 
 
-def load_dense(index: BM25Index, index_dir: str | Path | None = None):
+def load_dense(index: BM25Index, index_dir: str | Path):
     """The index's dense vectors (``index build --dense``), or None when it has none."""
     info = index.meta.get("dense")
     if not info:
         return None
     from ..dense.retrieval import DenseIndex
 
-    folder = Path(index_dir) if index_dir else None
-    return DenseIndex(dense_dir_for(folder) if folder else info["dir"], info["embedder"])
+    return DenseIndex(dense_dir_for(index_dir), info["embedder"])
 
 
 def retrieve(index: BM25Index, question: str, config: LexicalConfig,
@@ -108,7 +106,7 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
         if not isinstance(index, BM25Index):
             folder = index
             index = load_index(index)
-        if dense is None and config.method != "bm25":
+        if dense is None and config.method != "bm25" and folder is not None:
             dense = load_dense(index, folder)
     candidates, selected = retrieve(index, question, config, profiler, dense)
     procedural = is_procedural_query(question)
