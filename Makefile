@@ -81,6 +81,7 @@ bench: install
 	$(BIN)/python bench/pathquestion.py
 	$(BIN)/python bench/graph_scale.py
 	$(BIN)/python bench/kgqa_serve.py
+	$(BIN)/python bench/hybrid.py
 
 ## Re-execute the notebooks in place, refreshing the outputs nbval compares against.
 notebooks: install

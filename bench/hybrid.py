@@ -19,6 +19,7 @@ from pathlib import Path
 
 from _common import OUT, ROOT, SHARED, write
 from ragkit.corpus import load_corpus
+from ragkit.dense.embeddings import default_embedder
 from ragkit.dense.retrieval import DenseIndex
 from ragkit.eval.datasets import alqac_to_beir
 from ragkit.eval.retrieval import evaluate_retrieval
@@ -41,6 +42,7 @@ def run_set(name: str, corpus: Path, queries: Path, qrels: Path, lang: str, embe
         [(f"hybrid weighted {a}", {"fusion": "weighted", "alpha": a}) for a in weights]
     for label, extra in runs:
         method = label.split()[0]
+        default_embedder(embedder)._cache.clear()    # every run embeds its queries (no memo from the last)
         r = evaluate_retrieval(corpus, queries, qrels, method=method, lang=lang, embedder=embedder,
                                dense_dir=dense_dir, progress=method == "dense", **extra)
         out[label] = pick(r)

@@ -60,6 +60,7 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
         dense = DenseIndex(dense_dir or default_dense_dir(corpus, embedder), embedder)
         build = dense.build(docs, progress=progress)
         dense_s = build.seconds
+        dense.embedder.encode(["warm-up"])      # load the model before the queries are timed
 
     run: dict[str, list[str]] = {}
     started = time.perf_counter()
