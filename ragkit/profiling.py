@@ -23,7 +23,7 @@ import pandas as pd
 
 from .corpus import Doc, load_document_folder
 from .errors import InputError
-from .service import AskRequest, Service
+from .service import AskRequest, Service, Sources
 
 # Umbrella stages that contain others (kg: "kgqa" holds smart_search .. answer), and the sum.
 NOT_A_STAGE = {"total", "kgqa"}
@@ -234,11 +234,6 @@ def generated_evidence_kg(n_edges: int, demo_kg: str | Path, path: Path, seed: i
 
 
 # --------------------------------------------------------------------------- scaling
-def _time_questions(service: Service, pipeline: str, questions: list[str], repeats: int) -> pd.DataFrame:
-    runs = profile_pipelines(service, {pipeline: questions}, repeats=repeats)
-    return stage_summary(runs)
-
-
 SIZE_UNITS = {"lexical": "chunks", "spec": "generated specs", "causal": "edges", "graph": "edges", "kg": "edges"}
 
 
@@ -269,7 +264,7 @@ def scaling(sizes: dict[str, list[int]], data: str | Path, repeats: int = 3,
                     index = BM25Index.build(generated_corpus(size, Path(data) / "manuals"), tokenizer_for("vi"),
                                             progress=False)
                     index.save(tmp / f"index-{size}")
-                    service = Service(_sources(index=str(tmp / f"index-{size}")))
+                    service = Service(Sources(index=str(tmp / f"index-{size}")))
                     questions = PIPELINE_QUESTIONS["lexical"]
                 elif pipeline == "spec":
                     from .graph.nx_store import NetworkXStore
@@ -277,39 +272,33 @@ def scaling(sizes: dict[str, list[int]], data: str | Path, repeats: int = 3,
 
                     store = NetworkXStore(tmp / f"specs-{size}.json.gz")
                     build_kg(generated_specs(size, Path(data) / "specs", tmp / f"specs-{size}"), store, progress=False)
-                    service = Service(_sources(spec_store=str(tmp / f"specs-{size}.json.gz")))
+                    service = Service(Sources(spec_store=str(tmp / f"specs-{size}.json.gz")))
                     questions = PIPELINE_QUESTIONS["spec"]
                 elif pipeline == "causal":
                     kg = generated_evidence_kg(size, Path(data) / "merged_knowledge_graph.json",
                                                tmp / f"evidence-{size}.json")
-                    service = Service(_sources(kg=str(kg)))
+                    service = Service(Sources(kg=str(kg)))
                     questions = PIPELINE_QUESTIONS["causal"]
                 elif pipeline == "graph":
                     edges = generated_edges(size, tmp / f"edges-{size}.csv")
                     GraphRAG.build(edges, tmp / f"graph-{size}", progress=progress)
-                    service = Service(_sources(graph=str(tmp / f"graph-{size}")))
+                    service = Service(Sources(graph=str(tmp / f"graph-{size}")))
                     questions = ["Where was Person 3 born?", "Who was the advisor of Person 7?",
                                  "Which prize did the advisor of Person 5 get?"]
                 else:
                     nodes, edges = generated_typed_kg(size, tmp / f"kg-{size}")
                     store = NxTypedStore(tmp / f"kg-{size}.json.gz")
                     import_kg(nodes, edges, store)
-                    service = Service(_sources(kg_store=str(tmp / f"kg-{size}.json.gz")))
+                    service = Service(Sources(kg_store=str(tmp / f"kg-{size}.json.gz")))
                     questions = ["What symptoms do diseases treated by Compound 1 have?",
                                  "What are the common symptoms of diseases treated by both Compound 2 and Compound 3?",
                                  "Which genes are associated with diseases treated by Compound 4?"]
                 build_s = time.perf_counter() - started
-                summary = _time_questions(service, pipeline, questions, repeats)
+                summary = stage_summary(profile_pipelines(service, {pipeline: questions}, repeats=repeats))
                 service.close()
                 for row in summary.to_dict("records"):
                     rows.append({"pipeline": pipeline, "size": size, "build_s": round(build_s, 3), **row})
     return pd.DataFrame(rows)
-
-
-def _sources(**kw):
-    from .service import Sources
-
-    return Sources(**kw)
 
 
 # --------------------------------------------------------------------------- figures
