@@ -32,6 +32,7 @@ from ragkit.kgqa.flow import KGQA
 from ragkit.kgqa.importer import import_kg
 from ragkit.kgqa.store import Neo4jTypedStore, NxTypedStore
 from ragkit.launch import free_port, running_http, serve_command
+from ragkit.profiling import percentile
 from ragkit.service import build_demo_sources
 
 NODES = ROOT / "data" / "biomed" / "nodes.csv"
@@ -39,14 +40,9 @@ EDGES = ROOT / "data" / "biomed" / "edges.csv"
 PASSWORD = "ragkit-bench"
 
 
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def summary(samples_ms: list[float]) -> dict:
-    return {"n": len(samples_ms), "p50_ms": round(pct(samples_ms, 0.5), 3),
-            "p95_ms": round(pct(samples_ms, 0.95), 3), "mean_ms": round(statistics.fmean(samples_ms), 3)}
+    return {"n": len(samples_ms), "p50_ms": round(percentile(samples_ms, 0.5), 3),
+            "p95_ms": round(percentile(samples_ms, 0.95), 3), "mean_ms": round(statistics.fmean(samples_ms), 3)}
 
 
 def questions() -> list[str]:

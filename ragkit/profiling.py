@@ -112,9 +112,9 @@ def stage_summary(runs: pd.DataFrame) -> pd.DataFrame:
 def generated_corpus(n_chunks: int, manuals: str | Path, seed: int = 0) -> list[Doc]:
     """``n_chunks`` chunks of 4 to 8 sentences drawn from the manuals (timing data only)."""
     rng = random.Random(seed)
-    sentences = [s.strip() for d in load_document_folder(manuals)
-                 for s in d.text.replace("\n", " ").split(". ") if len(s.strip()) > 20]
-    titles = [d.title for d in load_document_folder(manuals)]
+    source = load_document_folder(manuals)
+    sentences = [s.strip() for d in source for s in d.text.replace("\n", " ").split(". ") if len(s.strip()) > 20]
+    titles = [d.title for d in source]
     return [Doc(doc_id=f"gen#{i}", title=rng.choice(titles), source="generated",
                 text=". ".join(rng.choices(sentences, k=rng.randint(4, 8))))
             for i in range(n_chunks)]

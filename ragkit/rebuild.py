@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from .errors import InputError, RagkitError
-from .runs import (_declared_type, _local_path, artifact_parameters, check_parameters, code_hash,
+from .runs import (artifact_parameters, code_hash, effective_parameters, local_path,
                    declared_parameters, input_hashes, run_notebook, sha256_file)
 
 DEFAULT_NOTEBOOKS = ("notebooks/01_kg_builder.ipynb", "notebooks/03_index_build.ipynb")
@@ -52,14 +52,6 @@ def rebuild_lock(out_root: str | Path) -> Iterator[Path]:
         handle.close()
 
 
-def _effective(notebook: Path, params: Mapping[str, Any]) -> dict[str, Any]:
-    import ast
-
-    declared = declared_parameters(notebook)
-    return {name: ast.literal_eval(d["default"]) for name, d in declared.items()
-            if _declared_type(d)} | check_parameters(notebook, params)
-
-
 def last_good_run(out_root: str | Path, notebook: Path) -> dict | None:
     """The newest manifest of ``notebook`` whose status is ok."""
     folder = Path(out_root) / notebook.stem
@@ -78,7 +70,7 @@ def why_rebuild(notebook: Path, params: Mapping[str, Any], out_root: str | Path)
     last = last_good_run(out_root, notebook)
     if last is None:
         return "no good run yet"
-    effective = _effective(notebook, params)
+    effective = effective_parameters(notebook, params)
     if last.get("effective_parameters") != json.loads(json.dumps(effective)):
         return "parameters changed"
     artifacts = artifact_parameters(declared_parameters(notebook))
@@ -90,7 +82,7 @@ def why_rebuild(notebook: Path, params: Mapping[str, Any], out_root: str | Path)
     if last.get("code_sha256") != code_hash():
         return "ragkit code changed"
     for name in artifacts:
-        path = _local_path(notebook, effective.get(name))
+        path = local_path(notebook, effective.get(name))
         if path is not None and not path.exists():
             return f"artifact {name} ({path}) is missing"
     return None

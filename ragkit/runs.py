@@ -140,7 +140,14 @@ def artifact_parameters(declared: Mapping[str, dict]) -> list[str]:
     return [name for name, decl in declared.items() if ARTIFACT in (decl.get("help") or "")]
 
 
-def _local_path(notebook: Path, value: Any) -> Path | None:
+def effective_parameters(notebook: str | Path, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Every declared parameter's default, overridden by ``params`` (checked and coerced)."""
+    declared = declared_parameters(notebook)
+    return {name: ast.literal_eval(d["default"]) for name, d in declared.items()
+            if _declared_type(d)} | check_parameters(notebook, params or {})
+
+
+def local_path(notebook: Path, value: Any) -> Path | None:
     """A parameter value as a local path (relative to the notebook), None for a URI or ''."""
     if not isinstance(value, str) or not value or "://" in value:
         return None
@@ -209,14 +216,13 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
     notebook = Path(notebook)
     checked = check_parameters(notebook, params or {})
     declared = declared_parameters(notebook)
-    effective = {name: ast.literal_eval(d["default"]) for name, d in declared.items()
-                 if _declared_type(d)} | checked
+    effective = effective_parameters(notebook, checked)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     run_dir = Path(out_root) / notebook.stem / stamp
     run_dir.mkdir(parents=True, exist_ok=True)
     output = run_dir / notebook.name
     targets = {name: path for name in artifact_parameters(declared)
-               if (path := _local_path(notebook, effective.get(name))) is not None}
+               if (path := local_path(notebook, effective.get(name))) is not None}
     # The staged name keeps the suffixes (.json.gz), which stores read their format from.
     staging = {name: path.with_name(f".staging-{stamp}-{path.name}") for name, path in targets.items()}
     inputs = {k: v for k, v in effective.items() if k not in targets}

@@ -145,7 +145,8 @@ def test_malformed_requests_get_a_4xx_with_one_clear_line(server, body, status, 
 
 def test_the_graph_survives_an_injection_attempt(server):
     evil = "What treats x'}) DETACH DELETE n //?"
-    post(server, {"question": evil, "pipeline": "kg", "no_llm": True})
+    refused = post(server, {"question": evil, "pipeline": "kg", "no_llm": True})
+    assert refused.status_code == 200 and refused.json()["question"] == evil   # answered as text, not run
     data = post(server, {"question": Q1, "pipeline": "kg", "no_llm": True}).json()
     assert data["trace"]["context_store"]["final_result"]
 

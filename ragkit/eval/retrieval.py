@@ -66,11 +66,10 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     started = time.perf_counter()
     for qid in tqdm(judged, desc="queries", unit="q", disable=not progress):
         query = all_queries[qid]
-        lexical = [(h.doc_id, h.score) for h in index.search(query, k=k, boost=False)] if index else []
+        hits = index.search(query, k=k, boost=False) if index else []
         if method == "bm25" and mmr:
-            hits = index.search(query, k=k, boost=False)
             hits = mmr_rerank(index, hits[:50], 50) + hits[50:]
-            lexical = [(h.doc_id, h.score) for h in hits]
+        lexical = [(h.doc_id, h.score) for h in hits]
         vectors = dense.search(query, k=k) if dense else []
         ranked = lexical if method == "bm25" else vectors if method == "dense" else \
             fuse(lexical, vectors, fusion, alpha)

@@ -9,6 +9,7 @@ local GGUF's vocabulary, which is exact only when the server runs the same model
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -43,14 +44,19 @@ class ServerLLM:
         self._lock = threading.Lock()
 
     # ----------------------------------------------------------------- HTTP
-    def _post(self, path: str, body: dict) -> httpx.Response:
+    @contextlib.contextmanager
+    def _transport_errors(self) -> Iterator[None]:
+        """httpx's timeouts and connection errors as one-line ModelErrors."""
         try:
-            response = self._http.post(path, json=body)
+            yield
         except httpx.TimeoutException:
             raise ModelError(f"llm server {self.url}: no reply within {self.config.server_timeout:g} s") from None
         except httpx.HTTPError as exc:
             raise ModelError(f"llm server {self.url}: not reachable ({type(exc).__name__}: {exc})") from None
-        return response
+
+    def _post(self, path: str, body: dict) -> httpx.Response:
+        with self._transport_errors():
+            return self._http.post(path, json=body)
 
     def _fail(self, response: httpx.Response) -> ModelError:
         try:
@@ -121,22 +127,17 @@ class ServerLLM:
 
     def _stream(self, body: dict) -> Iterator[dict]:
         """The server-sent events of a streamed completion, as chunk dicts."""
-        try:
-            with self._http.stream("POST", "/v1/chat/completions", json=body) as response:
-                if not response.is_success:
-                    response.read()
-                    raise self._fail(response)
-                for line in response.iter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        return
-                    yield json.loads(data)
-        except httpx.TimeoutException:
-            raise ModelError(f"llm server {self.url}: no reply within {self.config.server_timeout:g} s") from None
-        except httpx.HTTPError as exc:
-            raise ModelError(f"llm server {self.url}: not reachable ({type(exc).__name__}: {exc})") from None
+        with self._transport_errors(), self._http.stream("POST", "/v1/chat/completions", json=body) as response:
+            if not response.is_success:
+                response.read()
+                raise self._fail(response)
+            for line in response.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    return
+                yield json.loads(data)
 
     def close(self) -> None:
         self._http.close()
