@@ -82,6 +82,7 @@ bench: install
 	$(BIN)/python bench/graph_scale.py
 	$(BIN)/python bench/kgqa_serve.py
 	$(BIN)/python bench/hybrid.py
+	$(BIN)/python bench/rerank.py
 
 ## Re-execute the notebooks in place, refreshing the outputs nbval compares against.
 notebooks: install

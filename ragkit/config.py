@@ -24,15 +24,20 @@ class LexicalConfig:
     mmr: bool = True
     mmr_lambda: float = 0.65
     boost: bool | None = None     # None: on for procedural questions only
-    method: str = "bm25"          # bm25, dense or hybrid (dense needs `index build --dense`)
+    method: str = "bm25"          # bm25, dense, hybrid or auto (dense needs `index build --dense`)
     fusion: str = "rrf"           # hybrid: rrf or weighted
     alpha: float = 0.5            # hybrid weighted: the dense share
+    rerank: str | None = None     # None (off) or "llm": the model judges the top candidates
+    rerank_depth: int = 20        # candidates the reranker judges
 
     def __post_init__(self) -> None:
-        _check(self.method in ("bm25", "dense", "hybrid"), "method",
-               f"must be one of bm25, dense, hybrid, got {self.method!r}")
+        _check(self.method in ("bm25", "dense", "hybrid", "auto"), "method",
+               f"must be one of bm25, dense, hybrid, auto, got {self.method!r}")
         _check(self.fusion in ("rrf", "weighted"), "fusion", f"must be rrf or weighted, got {self.fusion!r}")
         _check(0.0 <= self.alpha <= 1.0, "alpha", f"must be in [0, 1], got {self.alpha}")
+        _check(self.rerank in (None, "llm"), "rerank", f"must be none or llm, got {self.rerank!r}")
+        _check(self.rerank is None or self.rerank_depth >= self.k, "rerank_depth",
+               f"must be at least k ({self.k}), got {self.rerank_depth}")
         _check(self.k >= 1, "k", f"must be at least 1, got {self.k}")
         _check(self.candidates >= self.k, "candidates", f"must be at least k ({self.k}), got {self.candidates}")
         _check(0.0 <= self.mmr_lambda <= 1.0, "mmr_lambda", f"must be in [0, 1], got {self.mmr_lambda}")

@@ -53,7 +53,9 @@ class AskRequest:
     pipeline: str = "lexical"
     no_llm: bool = False
     k: int = 4                      # lexical: chunks of evidence
-    method: str = "bm25"            # lexical: bm25, dense or hybrid
+    method: str = "bm25"            # lexical: bm25, dense, hybrid or auto
+    rerank: str | None = None       # lexical: None or "llm" (the model judges the top candidates)
+    rerank_depth: int = 20          # lexical: candidates the reranker judges
     depth: int = 1                  # graph: ego-graph radius
     max_hops: int = 3               # graph: longest path
     top_k_paths: int = 2            # graph: paths kept
@@ -65,10 +67,14 @@ class AskRequest:
     def __post_init__(self) -> None:
         if self.pipeline not in PIPELINES:
             raise InputError(f"pipeline: must be one of {', '.join(PIPELINES)}, got {self.pipeline!r}")
-        if self.method not in ("bm25", "dense", "hybrid"):
-            raise InputError(f"method: must be one of bm25, dense, hybrid, got {self.method!r}")
+        if self.method not in ("bm25", "dense", "hybrid", "auto"):
+            raise InputError(f"method: must be one of bm25, dense, hybrid, auto, got {self.method!r}")
+        if self.rerank not in (None, "none", "llm"):
+            raise InputError(f"rerank: must be none or llm, got {self.rerank!r}")
+        if self.rerank == "llm" and self.rerank_depth < self.k:
+            raise InputError(f"rerank_depth: must be at least k ({self.k}), got {self.rerank_depth}")
         for name, low, high in (("k", 1, 100), ("depth", 1, 3), ("max_hops", 1, 6),
-                                ("top_k_paths", 1, 50)):
+                                ("top_k_paths", 1, 50), ("rerank_depth", 1, 100)):
             value = getattr(self, name)
             if not low <= value <= high:
                 raise InputError(f"{name}: must be between {low} and {high}, got {value}")
@@ -99,7 +105,8 @@ class AskRequest:
             raise InputError(f"{unknown[0]}: not a request field (known: {', '.join(known)}, session)")
         if "question" not in data:
             raise InputError("question: is missing")
-        types = {"question": str, "pipeline": str, "method": str, "no_llm": bool, "k": int, "depth": int,
+        types = {"question": str, "pipeline": str, "method": str, "rerank": str, "rerank_depth": int,
+                 "no_llm": bool, "k": int, "depth": int,
                  "max_hops": int, "top_k_paths": int, "history": list, "llm_planner": bool,
                  "at": str, "max_tokens": int}
         for key, value in data.items():
@@ -201,9 +208,9 @@ class Service:
             from .config import override
 
             llm_config = override(llm_config, max_tokens=request.max_tokens)
-        if use_llm:
+        if use_llm or request.rerank == "llm":
             llm = self.llm
-            if on_token is not None:
+            if use_llm and on_token is not None:
                 from .llm.base import TokenTap
 
                 llm = TokenTap(llm, on_token)
@@ -216,8 +223,11 @@ class Service:
             from .pipelines.lexical import ask_lexical
 
             index, dense = source
-            return ask_lexical(question, index, config=LexicalConfig(k=request.k, method=request.method),
-                               llm=llm, llm_config=llm_config, use_llm=use_llm, dense=dense)
+            config = LexicalConfig(k=request.k, method=request.method,
+                                   rerank=None if request.rerank == "none" else request.rerank,
+                                   rerank_depth=request.rerank_depth)
+            return ask_lexical(question, index, config=config, llm=llm, llm_config=llm_config,
+                               use_llm=use_llm, dense=dense)
         if request.pipeline == "spec":
             from .pipelines.spec import ask_spec
 

@@ -4,6 +4,10 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -120,3 +124,31 @@ def neo4j_spec_store(parsed_specs, neo4j_uri):
 def spec_store(request):
     """Each conformance test runs once per store implementation."""
     return request.getfixturevalue("nx_spec_store" if request.param == "networkx" else "neo4j_spec_store")
+
+
+@pytest.fixture(scope="session")
+def chroma_url(tmp_path_factory):
+    """A real Chroma server on a free loopback port, stopped after the session."""
+    from ragkit.graph.neo4j_launcher import free_port
+
+    port = free_port()
+    exe = shutil.which("chroma", path=os.path.dirname(sys.executable))
+    proc = subprocess.Popen([exe, "run", "--host", "127.0.0.1", "--port", str(port),
+                             "--path", str(tmp_path_factory.mktemp("chroma-server"))],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    import chromadb
+
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        try:
+            chromadb.HttpClient(host="127.0.0.1", port=port).heartbeat()
+            break
+        except Exception:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        pytest.fail("chroma server did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)

@@ -29,34 +29,6 @@ def nobel(tmp_path_factory):
     return GraphRAG.load(out)
 
 
-@pytest.fixture(scope="module")
-def chroma_url(tmp_path_factory):
-    """A real Chroma server on a free loopback port, stopped after the module."""
-    from ragkit.graph.neo4j_launcher import free_port
-
-    port = free_port()
-    exe = shutil.which("chroma", path=os.path.dirname(sys.executable))
-    proc = subprocess.Popen([exe, "run", "--host", "127.0.0.1", "--port", str(port),
-                             "--path", str(tmp_path_factory.mktemp("chroma-server"))],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    import chromadb
-
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        try:
-            chromadb.HttpClient(host="127.0.0.1", port=port).heartbeat()
-            break
-        except Exception:
-            time.sleep(0.5)
-    else:
-        proc.kill()
-        pytest.fail("chroma server did not start")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=30)
-
-
 def test_one_anchor_two_hop_path(nobel):
     result = nobel.query("What is the nationality of Marie Curie's spouse?")
     assert result["entities"] == ["marie curie"] and result["anchors"][0]["node"] == "Marie_Curie"

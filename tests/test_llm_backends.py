@@ -178,3 +178,22 @@ def test_ragkit_llm_url_selects_the_server(llm_server_url, tmp_path):
     data = json.loads(out.stdout)
     assert data["trace"]["answer_source"] in ("llm", "written_fallback")
     assert data["trace"]["llm_answer"].strip()
+
+
+def test_rerank_judgements_agree_between_the_gguf_and_the_server(gguf, server_llm):
+    """The rerank's Yes/No log-probabilities from llama_cpp.server's /v1/completions logprobs
+    match the in-process logits wherever the server lists the token."""
+    from ragkit.lexical.rerank import NO, YES, LLMReranker, rerank_prompt, yes_no_logodds
+
+    passages = [("Drill", "Unplug the drill before changing the bit, then loosen the chuck with its key."),
+                ("Oven", "Preheat the oven to 180 degrees and bake the bread for forty minutes.")]
+    for title, text in passages:
+        prompt = rerank_prompt("How do I change a drill bit safely?", title, text)
+        local, served = gguf.choice_logprobs(prompt, YES + NO), server_llm.choice_logprobs(prompt, YES + NO)
+        listed = [(a, b) for a, b in zip(local, served) if b > min(served)]
+        assert listed, "the server listed none of the answers"
+        for a, b in listed:
+            assert a == pytest.approx(b, abs=0.05)
+        assert (yes_no_logodds(local) > 0) == (yes_no_logodds(served) > 0)
+    scores = LLMReranker(server_llm, depth=2).scores("How do I change a drill bit safely?", passages)
+    assert len(scores) == 2 and all(isinstance(s, float) for s in scores)

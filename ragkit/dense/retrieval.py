@@ -68,6 +68,10 @@ class DenseIndex:
         hits = self.vectors.query(vector, k)
         return list(zip(hits.ids, hits.scores))
 
+    def vectors_of(self, doc_ids: Sequence[str]):
+        """The stored chunk vectors of ``doc_ids`` (unit length), one row each."""
+        return self.vectors.vectors(doc_ids)
+
     def size_bytes(self) -> int:
         """The embedded store's size on disk (0 on a server)."""
         if not self.directory.exists():

@@ -80,6 +80,18 @@ class ChromaVectors:
         if ids:
             self.collection.delete(ids=list(ids))
 
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """The stored vectors of ``ids``, one row each in that order (MMR's cosine)."""
+        if not ids:
+            return np.zeros((0, 0))
+        got = self.collection.get(ids=list(ids), include=["embeddings"])
+        by_id = dict(zip(got["ids"], got["embeddings"]))
+        missing = [i for i in ids if i not in by_id]
+        if missing:
+            raise InputError(f"chroma {self.location}: no vector for {missing[0]!r} "
+                             "(the index changed since its vectors were built; build it again)")
+        return np.asarray([by_id[i] for i in ids], dtype=np.float32)
+
     def query(self, vector: np.ndarray, k: int) -> VectorHits:
         k = min(k, self.count())
         if k <= 0:

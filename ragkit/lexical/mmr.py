@@ -1,4 +1,5 @@
-"""Maximal Marginal Relevance with Jaccard similarity (seed 002, section 2).
+"""Maximal Marginal Relevance with Jaccard similarity (seed 002, section 2), or cosine
+similarity when the candidates have dense vectors (issue G).
 
     MMR = argmax over candidates i of  λ · rel(i) − (1 − λ) · max over selected j of sim(i, j)
 
@@ -91,10 +92,21 @@ def mmr_select(relevance: np.ndarray, similarity: np.ndarray, k: int,
     return selected
 
 
-def mmr_rerank(index, hits: Sequence, k: int, lam: float = DEFAULT_LAMBDA) -> list:
-    """Pick ``k`` of a ``BM25Index``'s ``hits`` by MMR over their indexed term sets."""
+def cosine_matrix(vectors: np.ndarray) -> np.ndarray:
+    """Pairwise cosine similarity of the rows of ``vectors`` (a zero row is similar to none)."""
+    v = np.asarray(vectors, dtype=np.float64)
+    norms = np.linalg.norm(v, axis=1)
+    v = v / np.where(norms > 0, norms, 1.0)[:, None]
+    return v @ v.T
+
+
+def mmr_rerank(index, hits: Sequence, k: int, lam: float = DEFAULT_LAMBDA,
+               vectors: np.ndarray | None = None) -> list:
+    """Pick ``k`` of a ``BM25Index``'s ``hits`` by MMR: over their dense ``vectors`` (one row
+    per hit) by cosine when given, else over their indexed term sets by Jaccard."""
     if len(hits) <= 1:
         return list(hits)[:k]
-    similarity = jaccard_matrix(index.term_sets([h.index for h in hits]))
+    similarity = (cosine_matrix(vectors) if vectors is not None
+                  else jaccard_matrix(index.term_sets([h.index for h in hits])))
     relevance = scale_relevance(np.array([h.score for h in hits]))
     return [hits[i] for i in mmr_select(relevance, similarity, k, lam)]

@@ -156,6 +156,40 @@ class GGUFModel:
                           prompt_tokens=int(usage.get("prompt_tokens", 0)),
                           completion_tokens=int(usage.get("completion_tokens", 0)))
 
+    def choice_logprobs(self, prompt: str, choices: Sequence[str]) -> list[float]:
+        """Log-probabilities that the token after ``prompt`` (raw text, special tokens
+        allowed) is each choice's first token. Nothing is generated; the part of the prompt
+        shared with the previous call is not evaluated again (the rerank prompts share their
+        instructions and question)."""
+        import numpy as np
+
+        with self._generating:
+            llama = self.llama
+            tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+            if len(tokens) >= self.n_ctx:
+                raise ModelError(f"model {self.name}: prompt of {len(tokens)} tokens does not fit "
+                                 f"n_ctx {self.n_ctx}")
+            ids = [self._first_token(c) for c in choices]
+            shared = 0
+            cached = llama.input_ids[: llama.n_tokens]
+            limit = min(len(cached), len(tokens) - 1)   # evaluate at least the last token
+            while shared < limit and cached[shared] == tokens[shared]:
+                shared += 1
+            llama.n_tokens = shared
+            llama.eval(tokens[shared:])
+            # Without logits_all llama.cpp keeps the logits of the batch's last token only.
+            logits = np.ctypeslib.as_array(llama._ctx.get_logits_ith(-1),
+                                           shape=(llama.n_vocab(),)).astype(np.float64)
+        top = logits.max()
+        log_z = top + np.log(np.exp(logits - top).sum())
+        return [float(logits[i] - log_z) for i in ids]
+
+    def _first_token(self, text: str) -> int:
+        tokens = self._tokenizer().tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        if not tokens:
+            raise ModelError(f"model {self.name}: {text!r} has no tokens")
+        return tokens[0]
+
     def native_timings(self, reset: bool = False) -> dict:
         """llama.cpp's own counters since the last reset: prompt and generation time and
         tokens. Benchmarks compare them with our wall time to measure our overhead."""

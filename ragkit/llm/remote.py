@@ -105,6 +105,25 @@ class ServerLLM:
             return self._local.count_tokens(text)
         return max(0, (self._server_count(text) or 0) - self._bos)
 
+    # ----------------------------------------------------------------- scoring
+    def choice_logprobs(self, prompt: str, choices: Sequence[str], top: int = 20) -> list[float]:
+        """Log-probabilities that the token after ``prompt`` is each choice, from the
+        server's top ``top`` next tokens (``/v1/completions`` with ``logprobs``). A choice
+        outside that list gets the lowest listed value, an upper bound."""
+        response = self._post("/v1/completions", {"prompt": prompt, "max_tokens": 1, "temperature": 0.0,
+                                                   "logprobs": top, "seed": 42})
+        if not response.is_success:
+            raise self._fail(response)
+        try:
+            listed = response.json()["choices"][0]["logprobs"]["top_logprobs"][0]
+        except (KeyError, IndexError, TypeError, ValueError):
+            listed = None
+        if not listed:
+            raise ModelError(f"llm server {self.url}: gave no logprobs for the next token "
+                             "(llama_cpp.server needs --logits_all True)")
+        floor = min(listed.values())
+        return [float(listed.get(c, floor)) for c in choices]
+
     # ----------------------------------------------------------------- generation
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
              temperature: float = 0.0, seed: int = 42,

