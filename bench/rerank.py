@@ -10,7 +10,7 @@ unreranked baseline. Costs: seconds per query, prompt tokens per second.
 MMR: nDCG@10 of hybrid over all 300 queries with MMR over the top 50, by cosine over the
 chunk vectors (what dense and hybrid use) and by Jaccard over terms (what BM25 uses).
 
-    .venv/bin/python bench/rerank.py [--queries 40]   -> outputs/bench/rerank.json
+    .venv/bin/python bench/rerank.py [--queries 10]   -> outputs/bench/rerank.json
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ DEPTHS = (5, 10, 20)
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--queries", type=int, default=40)
+    parser.add_argument("--queries", type=int, default=10)
     parser.add_argument("--model", help="a GGUF file (default: SmolLM2-135M)")
     args = parser.parse_args()
 
@@ -112,7 +112,7 @@ def main() -> None:
         "mmr_top50_all_queries": mmr,
         "command": "ragkit eval retrieval --corpus ../shared/datasets/scifact/corpus.jsonl "
                    "--queries ../shared/datasets/scifact/queries.jsonl --qrels ../shared/datasets/scifact/qrels/test.tsv "
-                   "--lang en --method hybrid --fusion weighted --alpha 0.5 --rerank llm --limit 40 --json",
+                   "--lang en --method hybrid --fusion weighted --alpha 0.5 --rerank llm --limit 10 --json",
     })
 
 
