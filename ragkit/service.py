@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import LexicalConfig, LLMConfig
+from .config import METHODS, RERANKS, LexicalConfig, LLMConfig
 from .errors import InputError
 
 PIPELINES = ("lexical", "spec", "causal", "graph", "kg")
@@ -54,7 +54,7 @@ class AskRequest:
     no_llm: bool = False
     k: int = 4                      # lexical: chunks of evidence
     method: str = "bm25"            # lexical: bm25, dense, hybrid or auto
-    rerank: str | None = None       # lexical: None or "llm" (the model judges the top candidates)
+    rerank: str = "none"            # lexical: none or llm (the model judges the top candidates)
     rerank_depth: int = 20          # lexical: candidates the reranker judges
     depth: int = 1                  # graph: ego-graph radius
     max_hops: int = 3               # graph: longest path
@@ -67,9 +67,9 @@ class AskRequest:
     def __post_init__(self) -> None:
         if self.pipeline not in PIPELINES:
             raise InputError(f"pipeline: must be one of {', '.join(PIPELINES)}, got {self.pipeline!r}")
-        if self.method not in ("bm25", "dense", "hybrid", "auto"):
-            raise InputError(f"method: must be one of bm25, dense, hybrid, auto, got {self.method!r}")
-        if self.rerank not in (None, "none", "llm"):
+        if self.method not in METHODS:
+            raise InputError(f"method: must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.rerank not in RERANKS:
             raise InputError(f"rerank: must be none or llm, got {self.rerank!r}")
         if self.rerank == "llm" and self.rerank_depth < self.k:
             raise InputError(f"rerank_depth: must be at least k ({self.k}), got {self.rerank_depth}")
@@ -208,7 +208,7 @@ class Service:
             from .config import override
 
             llm_config = override(llm_config, max_tokens=request.max_tokens)
-        if use_llm or request.rerank == "llm":
+        if use_llm or request.rerank != "none":
             llm = self.llm
             if use_llm and on_token is not None:
                 from .llm.base import TokenTap
@@ -224,8 +224,7 @@ class Service:
 
             index, dense = source
             config = LexicalConfig(k=request.k, method=request.method,
-                                   rerank=None if request.rerank == "none" else request.rerank,
-                                   rerank_depth=request.rerank_depth)
+                                   rerank=request.rerank, rerank_depth=request.rerank_depth)
             return ask_lexical(question, index, config=config, llm=llm, llm_config=llm_config,
                                use_llm=use_llm, dense=dense)
         if request.pipeline == "spec":

@@ -4,21 +4,19 @@ and report quality and speed in one JSON object."""
 from __future__ import annotations
 
 import time
-
-import numpy as np
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
 from tqdm.auto import tqdm
 
+from ..config import FUSIONS, METHODS, LLMConfig
 from ..corpus import load_beir_queries, load_corpus, load_qrels
 from ..errors import InputError
 from ..lexical.bm25 import BM25Index, BM25Params
 from ..lexical.mmr import cosine_matrix, mmr_rerank, mmr_select, scale_relevance
 from ..text import Tokenizer, tokenizer_for
 from .metrics import evaluate_run
-
-METHODS = ("bm25", "dense", "hybrid", "auto")
 
 
 def default_dense_dir(corpus: str | Path, embedder: str) -> Path:
@@ -35,16 +33,16 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
                        params: BM25Params | None = None, mmr: bool = False, k: int = 100,
                        progress: bool = True, embedder: str = "minilm", fusion: str = "rrf",
                        alpha: float = 0.5, dense_dir: str | Path | None = None,
-                       rerank: str | None = None, rerank_depth: int = 20, llm=None,
-                       limit: int | None = None, rerank_fuse: bool = True) -> dict:
+                       rerank: str = "none", rerank_depth: int = 20, llm=None,
+                       limit: int | None = None) -> dict:
     """Quality (nDCG@10, Recall@10/100, MRR@10, hit@1/10) and speed (queries/s, index
     seconds) of ``method`` (bm25, dense or hybrid) on a BEIR-format collection.
 
     mmr: diversify the top 50 (cosine over the chunk vectors for dense and hybrid, Jaccard
     over terms for bm25). rerank="llm": the model (``llm``, default the GGUF) judges the top
-    ``rerank_depth`` (rerank_fuse=False: the judge's order alone, for comparison). limit: only
-    the first ``limit`` judged queries (a rerank is slow)."""
-    from ..lexical.fusion import FUSIONS, fuse
+    ``rerank_depth``. limit: only the first ``limit`` judged queries (a rerank is slow)."""
+    from ..lexical.fusion import fuse
+    from ..lexical.rerank import make_reranker
     from ..pipelines.lexical import resolve_method
 
     if method not in METHODS:
@@ -53,6 +51,13 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
         raise InputError(f"--fusion: must be one of {', '.join(FUSIONS)}, got {fusion!r}")
     if limit is not None and limit < 1:
         raise InputError(f"--limit: must be at least 1, got {limit}")
+    if rerank != "none" and llm is None:
+        from ..llm.backends import default_llm
+
+        llm = default_llm(LLMConfig.from_env())
+    reranker = make_reranker(rerank, llm, rerank_depth)
+    if reranker is not None:
+        reranker.judge.choice_logprobs("warm-up", ["Yes"])   # load the model before timing
     judged = load_qrels(qrels)
     if limit is not None:
         judged = dict(list(judged.items())[:limit])
@@ -75,18 +80,6 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
         build = dense.build(docs, progress=progress)
         dense_s = build.seconds
         dense.embedder.encode(["warm-up"])      # load the model before the queries are timed
-    reranker = None
-    if rerank not in (None, "none"):
-        from ..lexical.rerank import make_reranker
-
-        if llm is None:
-            from ..config import LLMConfig
-            from ..llm.backends import default_llm
-
-            llm = default_llm(LLMConfig.from_env())
-        reranker = make_reranker(rerank, llm, rerank_depth)
-        reranker.fuse = rerank_fuse
-        reranker.judge.choice_logprobs("warm-up", ["Yes"])   # load the model before timing
     pool = max(50, reranker.depth if reranker else 0)
 
     by_id = {d.doc_id: d for d in docs}
@@ -127,7 +120,7 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
                     "dense_reused": build.reused, "dense_dir": str(dense.directory),
                     "dense_bytes": dense.size_bytes()})
     if reranker is not None:
-        out.update({"rerank": rerank, "rerank_depth": reranker.depth, "rerank_fused": reranker.fuse,
+        out.update({"rerank": rerank, "rerank_depth": reranker.depth,
                     "rerank_model": getattr(reranker.judge, "name", "")})
     if method == "auto":
         out["auto_chose"] = chosen

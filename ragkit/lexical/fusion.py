@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..config import FUSIONS
 from ..errors import InputError
-
-FUSIONS = ("rrf", "weighted")
 
 
 def rrf(rankings: Sequence[Sequence[str]], k: int = 60) -> list[tuple[str, float]]:

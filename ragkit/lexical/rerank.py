@@ -13,19 +13,19 @@ Nothing is generated, so one candidate costs one prompt evaluation; the prompts 
 start (instructions and question), which the in-process model evaluates once per question.
 
 The reranked order is fused with the retrieval order by reciprocal rank (k = 60): a small
-judge then refines the ranking instead of overruling it (``bench/hybrid.py`` measures both).
+judge then refines the ranking instead of overruling it (``bench/rerank.py`` measures both).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Callable, Protocol, Sequence
+from typing import Protocol, Sequence
 
+from ..config import RERANKS
 from ..errors import InputError
 from .fusion import rrf
 
-RERANKERS = ("llm",)
 DEFAULT_DEPTH = 20
 PASSAGE_WORDS = 160          # each passage is cut to its first 160 words (about 220 tokens)
 
@@ -63,11 +63,18 @@ def yes_no_logodds(logprobs: Sequence[float]) -> float:
     return _logsumexp(logprobs[: len(YES)]) - _logsumexp(logprobs[len(YES):])
 
 
+def rerank_order(logodds: Sequence[float], fuse: bool = True) -> list[tuple[int, float]]:
+    """Positions of judged passages (in retrieval order) in their new order, with their new
+    score: the RRF of the retrieval order and the judge's order, or the log-odds alone."""
+    by_judge = sorted(range(len(logodds)), key=lambda i: (-logodds[i], i))
+    if not fuse:
+        return [(i, logodds[i]) for i in by_judge]
+    return rrf([list(range(len(logodds))), by_judge])
+
+
 class LLMReranker:
     """Reorders the top ``depth`` candidates by the model's Yes/No log-odds, fused with their
     retrieval order."""
-
-    name = "llm"
 
     def __init__(self, judge: Judge, depth: int = DEFAULT_DEPTH, fuse: bool = True):
         if depth < 1:
@@ -76,26 +83,17 @@ class LLMReranker:
         self.depth = depth
         self.fuse = fuse
 
-    def scores(self, question: str, passages: Sequence[tuple[str, str]],
-               on_step: Callable[[], None] | None = None) -> list[float]:
+    def scores(self, question: str, passages: Sequence[tuple[str, str]]) -> list[float]:
         """The Yes/No log-odds of each (title, text) passage for ``question``."""
-        out = []
-        for title, text in passages:
-            out.append(yes_no_logodds(self.judge.choice_logprobs(rerank_prompt(question, title, text), YES + NO)))
-            if on_step:
-                on_step()
-        return out
+        return [yes_no_logodds(self.judge.choice_logprobs(rerank_prompt(question, title, text), YES + NO))
+                for title, text in passages]
 
     def order(self, question: str, passages: Sequence[tuple[str, str]]) -> tuple[list[tuple[int, float]], list[float]]:
         """The top ``depth`` passages' positions in their new order with their new scores (the
         RRF of both orders, or the log-odds when not fusing), and each judged passage's
         log-odds by original position. Passages past ``depth`` are not judged."""
-        judged = list(passages[: self.depth])
-        logodds = self.scores(question, judged)
-        by_judge = sorted(range(len(judged)), key=lambda i: (-logodds[i], i))
-        if not self.fuse:
-            return [(i, logodds[i]) for i in by_judge], logodds
-        return rrf([list(range(len(judged))), by_judge]), logodds
+        logodds = self.scores(question, passages[: self.depth])
+        return rerank_order(logodds, self.fuse), logodds
 
     def rerank(self, question: str, hits: Sequence) -> tuple[list, list[dict]]:
         """The top ``depth`` hits reordered (their score the new one), and a trace row per
@@ -107,12 +105,12 @@ class LLMReranker:
         return [replace(hits[i], score=float(score)) for i, score in order], trace
 
 
-def make_reranker(kind: str | None, llm, depth: int = DEFAULT_DEPTH) -> LLMReranker | None:
-    """The reranker for ``--rerank`` (None or "none": no rerank stage)."""
-    if kind in (None, "", "none"):
+def make_reranker(kind: str, llm, depth: int = DEFAULT_DEPTH) -> LLMReranker | None:
+    """The reranker for ``--rerank`` ("none": no rerank stage)."""
+    if kind not in RERANKS:
+        raise InputError(f"--rerank: must be one of {', '.join(RERANKS)}, got {kind!r}")
+    if kind == "none":
         return None
-    if kind not in RERANKERS:
-        raise InputError(f"--rerank: must be one of none, {', '.join(RERANKERS)}, got {kind!r}")
     if not hasattr(llm, "choice_logprobs"):
         raise InputError(f"--rerank {kind}: the model {getattr(llm, 'name', llm)!r} cannot score choices")
     return LLMReranker(llm, depth)

@@ -185,7 +185,7 @@ class GGUFModel:
         return [float(logits[i] - log_z) for i in ids]
 
     def _first_token(self, text: str) -> int:
-        tokens = self._tokenizer().tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        tokens = self.tokenize(text)
         if not tokens:
             raise ModelError(f"model {self.name}: {text!r} has no tokens")
         return tokens[0]

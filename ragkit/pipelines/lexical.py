@@ -62,9 +62,6 @@ def load_dense(index: BM25Index, index_dir: str | Path):
     return DenseIndex(dense_dir_for(index_dir), info["embedder"])
 
 
-METHODS = ("bm25", "dense", "hybrid", "auto")
-
-
 def question_language(question: str) -> str:
     """"vi" when the question has Vietnamese letters, "en" when at least two of its words
     (or a third) are English function words, else "unknown" (unaccented Vietnamese, names)."""
@@ -128,7 +125,7 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
         if not config.mmr or len(candidates) <= 1:
             selected = candidates[: config.k]
         else:
-            cosine = dense is not None and method != "bm25"
+            cosine = method != "bm25"     # the candidates came with chunk vectors
             trace["mmr_similarity"] = "cosine" if cosine else "jaccard"
             vectors = dense.vectors_of([h.doc_id for h in candidates]) if cosine else None
             selected = mmr_rerank(index, candidates, config.k, config.mmr_lambda, vectors)
@@ -196,8 +193,7 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
         "context_budget": budget,
         "dropped_chunks": context.dropped if context else 0,
         "model": getattr(model, "name", type(model).__name__),
-        "method": config.method,
-        **steps,
+        **steps,                       # method, method_reason, rerank, mmr_similarity
     }
 
     extractive = extractive_answer(question, used, procedural)
