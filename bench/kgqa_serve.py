@@ -27,7 +27,7 @@ from pathlib import Path
 
 import httpx
 
-from _common import ROOT, write
+from _common import ROOT, median_time, write
 from ragkit.kgqa.flow import KGQA
 from ragkit.kgqa.importer import import_kg
 from ragkit.kgqa.store import Neo4jTypedStore, NxTypedStore
@@ -150,13 +150,10 @@ def bench_server(requests: int, levels: list[int], budget_s: float, workers: int
         for name, body in bodies.items():
             source = {"kg": ["--store", str(demo / "biomed.json.gz")], "graph": ["--graph", str(demo / "graph")],
                       "lexical": ["--index", str(demo / "index")]}[name]
-            samples = []
-            for _ in range(5):
-                started = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "ragkit.cli", "ask", body["question"], "--pipeline", name,
-                                *source, "--no-llm", "--json"], check=True, capture_output=True)
-                samples.append((time.perf_counter() - started) * 1000)
-            cli[name] = round(statistics.median(samples), 1)
+            command = [sys.executable, "-m", "ragkit.cli", "ask", body["question"], "--pipeline", name,
+                       *source, "--no-llm", "--json"]
+            seconds, _ = median_time(lambda: subprocess.run(command, check=True, capture_output=True))
+            cli[name] = round(seconds * 1000, 1)
         out["cli_process_per_question_ms"] = cli
         out["server_p50_vs_cli"] = {name: round(cli[name] / out[name][0]["p50_ms"], 1) for name in bodies}
     return out

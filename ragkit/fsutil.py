@@ -26,13 +26,7 @@ def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        os.replace(target, old)
-    os.replace(tmp, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+    swap_into_place(tmp, target)
 
 
 def swap_into_place(staged: str | os.PathLike, target: str | os.PathLike) -> bool:

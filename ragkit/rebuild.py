@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from .errors import InputError, RagkitError
-from .runs import (artifact_parameters, code_hash, effective_parameters, local_path,
-                   declared_parameters, input_hashes, run_notebook, sha256_file)
+from .runs import (artifact_parameters, code_hash, declared_parameters, effective_parameters, local_path,
+                   run_inputs, run_notebook, sha256_file)
 
 DEFAULT_NOTEBOOKS = ("notebooks/01_kg_builder.ipynb", "notebooks/03_index_build.ipynb")
 LOCK_NAME = ".rebuild.lock"
@@ -73,15 +73,13 @@ def why_rebuild(notebook: Path, params: Mapping[str, Any], out_root: str | Path)
     effective = effective_parameters(notebook, params)
     if last.get("effective_parameters") != json.loads(json.dumps(effective)):
         return "parameters changed"
-    artifacts = artifact_parameters(declared_parameters(notebook))
-    inputs = {k: v for k, v in effective.items() if k not in artifacts}
-    if last.get("inputs") != input_hashes(notebook, inputs):
+    if last.get("inputs") != run_inputs(notebook, effective):
         return "inputs changed"
     if last.get("notebook_sha256") != sha256_file(notebook):
         return "notebook changed"
     if last.get("code_sha256") != code_hash():
         return "ragkit code changed"
-    for name in artifacts:
+    for name in artifact_parameters(declared_parameters(notebook)):
         path = local_path(notebook, effective.get(name))
         if path is not None and not path.exists():
             return f"artifact {name} ({path}) is missing"

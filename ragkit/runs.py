@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import shutil
 import subprocess
 import sys
 import time
@@ -95,22 +96,36 @@ def sha256_file(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def _path_digest(path: Path) -> str:
+    """sha256 of a file, or of a folder over its sorted files' names and contents."""
+    if path.is_file():
+        return sha256_file(path)
+    digest = hashlib.sha256()
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(file.relative_to(path).as_posix().encode())
+        digest.update(sha256_file(file).encode())
+    return digest.hexdigest()
+
+
 def input_hashes(notebook: Path, params: Mapping[str, Any]) -> dict[str, str]:
-    """sha256 of every file (or folder, over its sorted files) a path parameter names."""
+    """sha256 of every file or folder a parameter names (relative to the notebook). A
+    comma-separated value (01's ``specs``) is hashed over each path it lists; values that
+    name nothing local ('' , URIs, words) are not inputs."""
     hashes = {}
     for name, value in params.items():
         if not isinstance(value, str):
             continue
-        path = (notebook.parent / value) if not Path(value).is_absolute() else Path(value)
-        if path.is_file():
-            hashes[name] = sha256_file(path)
-        elif path.is_dir() and not name.endswith(("out", "dir")):
-            digest = hashlib.sha256()
-            for file in sorted(p for p in path.rglob("*") if p.is_file()):
-                digest.update(file.relative_to(path).as_posix().encode())
-                digest.update(sha256_file(file).encode())
-            hashes[name] = digest.hexdigest()
+        paths = [p for part in value.split(",") if (p := local_path(notebook, part.strip())) is not None]
+        if paths and all(p.exists() for p in paths):
+            hashes[name] = (_path_digest(paths[0]) if len(paths) == 1 else
+                            hashlib.sha256("".join(_path_digest(p) for p in paths).encode()).hexdigest())
     return hashes
+
+
+def run_inputs(notebook: Path, effective: Mapping[str, Any]) -> dict[str, str]:
+    """The input hashes of a run: every parameter but the ``[artifact]`` ones it writes."""
+    artifacts = artifact_parameters(declared_parameters(notebook))
+    return input_hashes(notebook, {k: v for k, v in effective.items() if k not in artifacts})
 
 
 def _git_commit() -> str | None:
@@ -225,15 +240,19 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
                if (path := local_path(notebook, effective.get(name))) is not None}
     # The staged name keeps the suffixes (.json.gz), which stores read their format from.
     staging = {name: path.with_name(f".staging-{stamp}-{path.name}") for name, path in targets.items()}
-    inputs = {k: v for k, v in effective.items() if k not in targets}
     manifest = {"notebook": str(notebook), "output_notebook": str(output),
                 "parameters": checked, "effective_parameters": effective,
-                "inputs": input_hashes(notebook, inputs),
+                "inputs": run_inputs(notebook, effective),
                 "notebook_sha256": sha256_file(notebook), "code_sha256": code_hash(),
                 "artifacts": {name: str(path) for name, path in targets.items()},
                 "model": model_info(), "started": stamp, "git_commit": _git_commit(),
                 "versions": _versions(), "status": "running"}
     atomic_write_json(run_dir / "manifest.json", manifest)
+    for name, staged in staging.items():
+        # A folder artifact starts as a copy of the current one, so incremental builds (03's
+        # chunk vectors) reuse what is there instead of starting empty.
+        if targets[name].is_dir():
+            shutil.copytree(targets[name], staged)
 
     def on_sigterm(signum, frame):
         raise Terminated()
@@ -255,6 +274,9 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
                         else "interrupted")
         raise RunTerminated(f"notebook {notebook.name}: {manifest['error']}; the previous artifacts "
                             f"are unchanged ({run_dir / 'manifest.json'})") from None
+    except Exception as exc:     # a dead kernel, a cell timeout, a full disk: failed, not "running"
+        manifest.update(status="failed", error=f"{type(exc).__name__}: {exc}")
+        raise
     finally:
         for staged in staging.values():
             remove_path(staged)

@@ -275,11 +275,8 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
     async def stream_answer(socket: WebSocket, request: AskRequest, session: str) -> None:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
-        gone = threading.Event()
 
         def on_token(piece: str, call: int) -> None:   # runs in the worker thread
-            if gone.is_set():
-                raise Cancelled()
             loop.call_soon_threadsafe(queue.put_nowait, {"type": "token", "text": piece, "call": call})
 
         async def send(event: dict) -> None:
@@ -316,8 +313,8 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
             await send({"type": "result", **data})
         finally:
             # However this ends (the client left, the server stops), the worker stops at its
-            # next token and nothing is left pending.
-            gone.set()
+            # next token (answer() sets its stop on cancellation) and nothing is left pending.
+            job.cancel()
             if getter is not None and not getter.done():
                 getter.cancel()
             job.add_done_callback(lambda task: task.cancelled() or task.exception())

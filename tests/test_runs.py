@@ -64,7 +64,10 @@ def test_a_failed_run_keeps_the_previous_artifact(tmp_path):
 def test_rebuild_runs_only_when_something_changed(tmp_path):
     corpus = tmp_path / "manuals"
     shutil.copytree(MANUALS, corpus)
-    params = {"index_dir": str(tmp_path / "index"), "corpus": str(corpus), "store": str(tmp_path / "kg.json.gz")}
+    specs = tmp_path / "specs"
+    shutil.copytree(ROOT / "data" / "specs", specs)
+    params = {"index_dir": str(tmp_path / "index"), "corpus": str(corpus), "store": str(tmp_path / "kg.json.gz"),
+              "specs": f"{specs / 'demo_5gc.md'},{specs / 'demo_vocab.md'}"}
     runs = tmp_path / "runs"
     first = rebuild([KG_NB, INDEX_NB], params, out_root=runs)
     assert [r["status"] for r in first] == ["ok", "ok"]
@@ -84,8 +87,12 @@ def test_rebuild_runs_only_when_something_changed(tmp_path):
     forced = rebuild([INDEX_NB], {"index_dir": params["index_dir"], "corpus": str(corpus)},
                      out_root=runs, force=True)
     assert forced[0]["reason"] == "forced" and forced[0]["status"] == "ok"
+    with (specs / "demo_vocab.md").open("a", encoding="utf-8") as handle:   # one of 01's listed specs
+        handle.write("\n- **XYZF**: Example Test Function, added to trigger a rebuild.\n")
+    assert rebuild([KG_NB, INDEX_NB], params, out_root=runs)[0]["reason"] == "inputs changed"
     (tmp_path / "kg.json.gz").unlink()
-    assert rebuild([KG_NB], {"store": params["store"]}, out_root=runs)[0]["reason"].startswith("artifact store")
+    kg_params = {"store": params["store"], "specs": params["specs"]}
+    assert rebuild([KG_NB], kg_params, out_root=runs)[0]["reason"].startswith("artifact store")
 
 
 def test_rebuild_refuses_unknown_parameters_and_a_second_rebuild(tmp_path):

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol, Sequence, runtime_checkable
 
+from ..errors import ModelError
+
 
 @dataclass(frozen=True)
 class Generation:
@@ -54,8 +56,6 @@ def collect_stream(chunks: Iterable[dict], on_token: Callable[[str], None]) -> G
         if close is not None:
             close()
     if not finish:
-        from ..errors import ModelError
-
         raise ModelError(f"model stream: ended without a finish reason after {len(parts)} pieces "
                          "(the server cut it short)")
     return Generation(text="".join(parts), finish_reason=finish, completion_tokens=len(parts),

@@ -38,16 +38,16 @@ def ask_kg(question: str, store: str | TypedStore | KGQA, *, history: list[Turn 
             qa = store
         else:
             qa = KGQA(open_typed_store(store) if isinstance(store, str) else store)
+    llm_config = llm_config or LLMConfig.from_env()
     model = None
     if use_llm:
         from ..llm.backends import default_llm
 
-        llm_config = llm_config or LLMConfig.from_env()
         model = llm or default_llm(llm_config)
     turns = [t if isinstance(t, Turn) else turn_from_dict(t) for t in history or []]
     with profiler.stage("kgqa"):
         result = qa.ask(question, turns, model=model, use_llm_planner=llm_planner and use_llm,
-                        max_tokens=llm_config.max_tokens if llm_config else 320)
+                        max_tokens=llm_config.max_tokens)
     timings = {**result.pop("timings_ms"), **profiler.as_dict()}
     answer = result.pop("answer")
     result["history"] = [t.to_dict() for t in turns]    # with "turn", what a follow-up passes back
