@@ -52,7 +52,7 @@ def main() -> None:
     for q in QUESTIONS:
         for _ in range(5):
             started = time.perf_counter()
-            explain(q, demo)
+            explain(q, demo, use_llm=False)
             samples.append((time.perf_counter() - started) * 1000)
     result = {"demo": {"edges": demo.graph.number_of_edges(), "load_validate_ms": round(load_s * 1000, 2),
                        "explain_median_ms": round(statistics.median(samples), 3),
@@ -71,9 +71,9 @@ def main() -> None:
     for q in questions:
         for _ in range(3):
             started = time.perf_counter()
-            answer = explain(q, big)
+            answer = explain(q, big, use_llm=False)
             samples.append((time.perf_counter() - started) * 1000)
-        sizes.append(answer.trace["subgraph"])
+        sizes.append(answer.trace.subgraph)
     result["generated_100k"] = {"nodes": big.graph.number_of_nodes(), "edges": big.graph.number_of_edges(),
                                 "validate_s": round(validate_s, 2), "build_s": round(build_s, 2),
                                 "explain_median_ms": round(statistics.median(samples), 1),

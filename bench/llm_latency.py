@@ -44,8 +44,8 @@ def main() -> None:
     for question in QUESTIONS:
         for _ in range(REPEATS):
             answer = ask_lexical(question, index_dir, llm=model, llm_config=config)
-            runs.append(answer.timings_ms | {"answer_source": answer.trace["answer_source"],
-                                             "completion_tokens": answer.trace["completion_tokens"]})
+            runs.append(answer.timings_ms | {"answer_source": answer.trace.answer_source,
+                                             "completion_tokens": answer.trace.outcome.completion_tokens})
     stages = ["load_index", "retrieval", "mmr", "token_counting", "generation", "postprocessing", "total"]
     table = {}
     for stage in stages:

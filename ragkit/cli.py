@@ -15,10 +15,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-from .config import FUSIONS, METHODS, RERANKS
+from .config import FUSIONS, METHODS, RERANKS, SEARCH_K, GraphConfig, LexicalConfig
 from .errors import InputError, RagkitError
+from .pipelines import PIPELINES
 
-PIPELINES = ("lexical", "spec", "causal", "graph", "kg")
+# Every option's default comes from the config dataclasses.
+LEXICAL, GRAPH = LexicalConfig(), GraphConfig()
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -333,9 +335,9 @@ def _add_bm25_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_rerank_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--rerank", default="none", choices=RERANKS,
+    p.add_argument("--rerank", default=LEXICAL.rerank, choices=RERANKS,
                    help="llm: the model judges the top candidates (Yes/No log-odds), off by default")
-    p.add_argument("--rerank-depth", type=int, default=20, help="--rerank: candidates judged")
+    p.add_argument("--rerank-depth", type=int, default=LEXICAL.rerank_depth, help="--rerank: candidates judged")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -355,12 +357,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", help="search an index")
     p.add_argument("--index", required=True)
     p.add_argument("--query", required=True)
-    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--k", type=int, default=SEARCH_K)
     p.add_argument("--mmr", action="store_true", help="diversify the top 50 with MMR")
-    p.add_argument("--mmr-lambda", type=float, default=0.65)
-    p.add_argument("--method", default="bm25", choices=METHODS)
-    p.add_argument("--fusion", default="rrf", choices=FUSIONS)
-    p.add_argument("--alpha", type=float, default=0.5, help="hybrid weighted: the dense share")
+    p.add_argument("--mmr-lambda", type=float, default=LEXICAL.mmr_lambda)
+    p.add_argument("--method", default=LEXICAL.method, choices=METHODS)
+    p.add_argument("--fusion", default=LEXICAL.fusion, choices=FUSIONS)
+    p.add_argument("--alpha", type=float, default=LEXICAL.alpha, help="hybrid weighted: the dense share")
     _add_rerank_options(p)
     p.add_argument("--model", help="--rerank llm: a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
     p.add_argument("--json", action="store_true")
@@ -395,8 +397,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store")
     p.add_argument("--kg")
     p.add_argument("--graph")
-    p.add_argument("--k", type=int, default=4, help="chunks of evidence (lexical)")
-    p.add_argument("--method", default="bm25", choices=METHODS,
+    p.add_argument("--k", type=int, default=LEXICAL.k, help="chunks of evidence (lexical)")
+    p.add_argument("--method", default=LEXICAL.method, choices=METHODS,
                    help="lexical: how candidates are found (dense/hybrid need 'index build --dense'; "
                         "auto: hybrid, or dense for a question in another language than the index)")
     _add_rerank_options(p)
@@ -405,9 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--weather", help="causal: a weather CSV for condition checks")
     p.add_argument("--at", help="causal: the time to check conditions for (default: the last row)")
-    p.add_argument("--depth", type=int, default=1, help="graph: ego-graph radius for neighbours")
-    p.add_argument("--max-hops", type=int, default=3, help="graph: longest path, in edges")
-    p.add_argument("--top-k-paths", type=int, default=2, help="graph: paths kept after reranking")
+    p.add_argument("--depth", type=int, default=GRAPH.depth, help="graph: ego-graph radius for neighbours")
+    p.add_argument("--max-hops", type=int, default=GRAPH.max_hops, help="graph: longest path, in edges")
+    p.add_argument("--top-k-paths", type=int, default=GRAPH.top_k_paths, help="graph: paths kept after reranking")
     p.add_argument("--history", help="kg: the --json output of the previous question, for follow-ups")
     p.add_argument("--llm-planner", action="store_true", help="kg: let the model write the plan (validated)")
     p.add_argument("--no-llm", action="store_true", help="answer extractively, no model")

@@ -49,6 +49,48 @@ class LexicalConfig:
 
 
 @dataclass(frozen=True)
+class GraphConfig:
+    """Graph RAG multi-hop queries (seed 003's ``query`` parameters and defaults)."""
+
+    depth: int = 1                      # ego-graph radius for neighbours
+    anchor_per_entity: int = 3
+    max_anchors: int = 10
+    neighbor_top_k: int = 4
+    neighbor_candidate_multiplier: int = 3
+    max_hops: int = 3                   # longest path, in edges
+    top_k_paths: int = 2                # paths kept after reranking
+    path_candidate_multiplier: int = 3
+    max_sequences: int = 400            # beyond the seed: relation sequences from one anchor to rank
+    hop_penalty: float = 0.0            # subtracted per extra hop when ranking those sequences
+    alignment_weight: float = 1.0       # weight of the relation-to-question-word alignment
+    branch_limit: int = 50              # neighbours followed per node when enumerating paths
+    path_budget: int = 5000             # nodes expanded per anchor pair (paths between anchors)
+    frontier_limit: int = 10000         # nodes kept per step when following a relation sequence
+    min_anchor_score: float | None = None  # vector anchors below this cosine are ignored
+                                           # (None: the embedder's own floor)
+
+    def __post_init__(self) -> None:
+        for name in ("depth", "anchor_per_entity", "max_anchors", "neighbor_top_k",
+                     "neighbor_candidate_multiplier", "max_hops", "top_k_paths", "path_candidate_multiplier"):
+            _check(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
+
+
+# The ranges a question's options may take (ragkit ask, POST /ask, the notebooks): one table,
+# checked by ``check_range``.
+LIMITS: dict[str, tuple[int, int]] = {
+    "k": (1, 100), "rerank_depth": (1, 100), "depth": (1, 3), "max_hops": (1, 6),
+    "top_k_paths": (1, 50), "max_tokens": (1, 4096),
+}
+SEARCH_K = 10                 # ragkit search: results shown
+
+
+def check_range(name: str, value: int) -> None:
+    """Refuse ``value`` outside ``LIMITS[name]`` with a one-line error."""
+    low, high = LIMITS[name]
+    _check(low <= value <= high, name, f"must be between {low} and {high}, got {value}")
+
+
+@dataclass(frozen=True)
 class LLMConfig:
     """The GGUF model and its token budget (seed 002, sections 5 and 8)."""
 

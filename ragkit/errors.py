@@ -20,6 +20,13 @@ class ModelError(RagkitError):
     """A GGUF that cannot be loaded, or a generation that failed."""
 
 
+class GenerationError(ModelError):
+    """A model that failed while writing an answer: a server that is down or too slow, an
+    HTTP error, a stream cut short, a generation llama.cpp refused. The answer stage answers
+    from the evidence instead (``answer_source: "fallback"``); a model that cannot be loaded
+    at all stays a ``ModelError``."""
+
+
 class ContextTooLongError(InputError):
     """A question that does not fit in the model's context with its prompt."""
 

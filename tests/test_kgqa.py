@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from ragkit.errors import InputError
-from ragkit.kgqa.answer import EMPTY_FINAL, EMPTY_STORE, LLM_FAILED
+from ragkit.errors import GenerationError, InputError
+from ragkit.kgqa.answer import EMPTY_FINAL, EMPTY_STORE
 from ragkit.kgqa.execute import FINAL_LIMIT
-from ragkit.kgqa.flow import KGQA, turn_from_dict
+from ragkit.kgqa.flow import KGQA
 from ragkit.kgqa.importer import import_kg
 from ragkit.kgqa.plan import PlanError
 from ragkit.kgqa.store import Neo4jTypedStore, NxTypedStore
@@ -26,6 +26,12 @@ Q2 = "What are the common symptoms of diseases treated by both Aspirin and Ibupr
 FOLLOW_UP = "and which of them affect the liver?"
 SHARED_DISEASES = ["Dysmenorrhea", "Fever (Pyrexia)", "Juvenile Idiopathic Arthritis", "Low Back Pain",
                    "Osteoarthritis", "Rheumatoid Arthritis", "Tension-Type Headache"]
+
+
+def written(qa, question, history=None) -> dict:
+    """The trace of a KG answer written without a model, with the answer beside it."""
+    answer = ask_kg(question, qa, history=history, use_llm=False)
+    return {**answer.trace.to_dict(), "answer": answer.answer}
 
 
 @pytest.fixture(scope="module")
@@ -59,12 +65,12 @@ def test_both_stores_hold_the_same_graph(nx_kg, neo4j_kg):
     assert {s.relation for s in nx_kg.schema} == {"TREATS", "HAS_SYMPTOM", "INHIBITS", "ASSOCIATED_WITH",
                                                   "AFFECTS", "CAUSES_SIDE_EFFECT"}
     for q in (Q1, Q2, "What treats gout?", "Which genes are associated with diseases treated by Methotrexate?"):
-        a, b = nx_kg.ask(q), neo4j_kg.ask(q)
+        a, b = written(nx_kg, q), written(neo4j_kg, q)
         assert a["plan"] == b["plan"] and a["context_store"] == b["context_store"] and a["answer"] == b["answer"]
 
 
 def test_symptoms_of_diseases_treated_by_aspirin(kg):
-    result = kg.ask(Q1)
+    result = written(kg, Q1)
     steps = result["plan"]["steps"]
     assert [(s["op"], s.get("relation"), s.get("target_type")) for s in steps] == [
         ("expand", "TREATS", "Disease"), ("expand", "HAS_SYMPTOM", "Symptom")]
@@ -79,7 +85,7 @@ def test_symptoms_of_diseases_treated_by_aspirin(kg):
 
 
 def test_common_symptoms_intersect_the_diseases_first(kg):
-    result = kg.ask(Q2)
+    result = written(kg, Q2)
     steps = result["plan"]["steps"]
     assert [s["op"] for s in steps] == ["expand", "expand", "intersection", "expand"]
     store = result["context_store"]
@@ -89,8 +95,8 @@ def test_common_symptoms_intersect_the_diseases_first(kg):
 
 
 def test_follow_up_filters_the_previous_answer(kg):
-    first = kg.ask(Q2)
-    result = kg.ask(FOLLOW_UP, [turn_from_dict(first["turn"])])
+    first = written(kg, Q2)
+    result = written(kg, FOLLOW_UP, [first["turn"]])
     assert [s["op"] for s in result["plan"]["steps"]] == ["given", "expand", "intersection"]
     assert result["plan"]["steps"][0]["history"] == "common_diseases"
     assert names(result["context_store"]["final_result"]) == ["Juvenile Idiopathic Arthritis"]
@@ -106,7 +112,7 @@ def test_entities_resolve_exact_alias_and_fuzzy(nx_kg):
 
 
 def test_empty_store_and_empty_final_messages(tmp_path, nx_kg):
-    assert nx_kg.ask("Who is Zorro?")["answer"] == EMPTY_STORE
+    assert written(nx_kg, "Who is Zorro?")["answer"] == EMPTY_STORE
     nodes = tmp_path / "n.csv"
     nodes.write_text("id,name,type\nc1,Testamol,Compound\nd1,Rare Disease,Disease\nd2,Other Disease,Disease\n"
                      "g1,GENE1,Gene\n")
@@ -114,7 +120,7 @@ def test_empty_store_and_empty_final_messages(tmp_path, nx_kg):
     edges.write_text("source,relation,target\nc1,TREATS,d1\nd2,ASSOCIATED_WITH,g1\n")
     store = NxTypedStore(tmp_path / "small.json.gz")
     import_kg(nodes, edges, store)
-    result = KGQA(store).ask("Which genes are associated with diseases treated by Testamol?")
+    result = written(KGQA(store), "Which genes are associated with diseases treated by Testamol?")
     assert result["context_store"]["final_result"] == [] and result["context_store"]["final_result_total"] == 0
     assert result["answer"].startswith(EMPTY_FINAL) and "Testamol —treats→ 1 disease (Rare Disease)" in result["answer"]
 
@@ -133,9 +139,11 @@ class Scripted:
         return Generation(text=reply, finish_reason="stop", completion_tokens=10)
 
 
-def test_llm_failure_keeps_the_context_store(nx_kg):
-    answer = ask_kg(Q1, nx_kg, use_llm=True, llm=Scripted(RuntimeError("server went away")))
-    assert answer.answer == LLM_FAILED and answer.trace["answer_source"] == "llm_error"
+def test_llm_failure_falls_back_to_the_written_answer_and_keeps_the_context_store(nx_kg):
+    answer = ask_kg(Q1, nx_kg, use_llm=True, llm=Scripted(GenerationError("llm server x: not reachable")))
+    assert answer.trace["answer_source"] == "fallback"
+    assert answer.trace["check"] == {"passed": False, "reason": "model failed: llm server x: not reachable"}
+    assert answer.answer == ask_kg(Q1, nx_kg, use_llm=False).answer
     assert answer.trace["context_store"]["final_result_total"] > FINAL_LIMIT
 
 
@@ -144,12 +152,12 @@ def test_llm_answer_may_only_name_what_the_evidence_holds(nx_kg):
             "Joint Pain and Fatigue.")
     model = Scripted(good)
     answer = ask_kg(Q1, nx_kg, use_llm=True, llm=model)
-    assert answer.answer == good and answer.trace["answer_source"] == "llm" and answer.trace["check"]["grounded"]
+    assert answer.answer == good and answer.trace["answer_source"] == "model" and answer.trace["check"]["passed"]
     assert "You MUST base your answer ONLY on the structured JSON context" in model.prompts[0]
     assert '"final_result_total": 28' in model.prompts[0]    # names only, 15 per list, counts kept
     made_up = "Aspirin treats Gout, whose symptoms include Joint Pain."     # Gout is not in this evidence
     answer = ask_kg(Q1, nx_kg, use_llm=True, llm=Scripted(made_up))
-    assert answer.trace["answer_source"] == "written_fallback" and "Gout" in answer.trace["check"]["reason"]
+    assert answer.trace["answer_source"] == "fallback" and "Gout" in answer.trace["check"]["reason"]
     assert answer.answer.startswith("Based on the data: Aspirin —treats→")
 
 
@@ -169,15 +177,15 @@ def test_llm_plans_are_validated_before_they_run(nx_kg):
 @pytest.mark.slow
 def test_kg_answer_with_the_real_gguf(nx_kg, gguf):
     answer = ask_kg(Q2, nx_kg, use_llm=True, llm=gguf)
-    assert answer.trace["answer_source"] in ("llm", "written_fallback")
-    assert answer.trace["check"]["grounded"] == (answer.trace["answer_source"] == "llm")
+    assert answer.trace["answer_source"] in ("model", "fallback")
+    assert answer.trace["check"]["passed"] == (answer.trace["answer_source"] == "model")
     assert answer.citations and all(c.source for c in answer.citations)
-    assert {"plan", "execute", "answer", "total"} <= set(answer.timings_ms)
+    assert {"plan", "execute", "generation", "check", "total"} <= set(answer.timings_ms)
 
 
 def test_cypher_takes_user_text_as_data(neo4j_kg):
     before = neo4j_kg.store.counts()
-    result = neo4j_kg.ask("What does Aspirin' }) DETACH DELETE n // treat?")
+    result = written(neo4j_kg, "What does Aspirin' }) DETACH DELETE n // treat?")
     assert "Rheumatoid Arthritis" in names(result["context_store"][result["plan"]["final"]])
     found, _ = neo4j_kg.store.expand(["x' OR 1=1 //"], "TREATS", "out", "Disease")
     assert found == [] and neo4j_kg.store.counts() == before

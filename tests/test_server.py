@@ -181,7 +181,7 @@ def test_concurrent_websocket_sessions_all_get_complete_answers(server):
                 assert "".join(t["text"] for t in tokens).strip() == result["answer"].strip()
             else:
                 assert {t["call"] for t in tokens} == {1}
-                assert "".join(t["text"] for t in tokens) == result["trace"]["llm_answer"]
+                assert "".join(t["text"] for t in tokens) == result["trace"]["model_answer"]
     for answers in sessions[-2:]:     # the connection is the session: the follow-up saw turn 1
         assert '"them"' in result_of(answers[1])["trace"]["standalone"]
 

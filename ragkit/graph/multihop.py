@@ -38,8 +38,10 @@ from tqdm.auto import tqdm
 
 from ..dense.embeddings import default_embedder
 from ..dense.vector_store import ChromaVectors
+from ..config import GraphConfig
 from ..errors import InputError
 from ..fsutil import atomic_write_text
+from ..profiler import Profiler
 from ..text import ENGLISH_STOPWORDS, normalize, strip_accents, vietnamese_char_count
 
 NOT_ENOUGH = "Không đủ dữ kiện trong đồ thị để trả lời câu hỏi này."
@@ -50,32 +52,8 @@ QUESTION_STOPWORDS = ENGLISH_STOPWORDS | frozenset(
     "name named called ai gi nao dau bao nhieu la cua co nhung cac mot va khong duoc o tai ten".split())
 
 
-@dataclass(frozen=True)
-class GraphQueryParams:
-    """The seed's ``query`` parameters and defaults."""
-
-    depth: int = 1
-    anchor_per_entity: int = 3
-    max_anchors: int = 10
-    neighbor_top_k: int = 4
-    neighbor_candidate_multiplier: int = 3
-    max_hops: int = 3
-    top_k_paths: int = 2
-    path_candidate_multiplier: int = 3
-    max_sequences: int = 400            # beyond the seed: relation sequences from one anchor to rank
-    hop_penalty: float = 0.0            # subtracted per extra hop when ranking those sequences
-    alignment_weight: float = 1.0       # weight of the relation-to-question-word alignment
-    branch_limit: int = 50              # neighbours followed per node when enumerating paths
-    path_budget: int = 5000             # nodes expanded per anchor pair (paths between anchors)
-    frontier_limit: int = 10000         # nodes kept per step when following a relation sequence
-    min_anchor_score: float | None = None  # vector anchors below this cosine are ignored
-                                           # (None: the embedder's own floor)
-
-    def __post_init__(self) -> None:
-        for name in ("depth", "anchor_per_entity", "max_anchors", "neighbor_top_k",
-                     "neighbor_candidate_multiplier", "max_hops", "top_k_paths", "path_candidate_multiplier"):
-            if getattr(self, name) < 1:
-                raise InputError(f"{name}: must be at least 1, got {getattr(self, name)}")
+# The query parameters live with every other default, in ragkit.config.
+GraphQueryParams = GraphConfig
 
 
 def display(name: str) -> str:
@@ -493,36 +471,32 @@ class GraphRAG:
 
     # ----------------------------------------------------------------- answer
     def query(self, question: str, params: GraphQueryParams | None = None,
-              more_entities: list[str] | None = None) -> dict:
+              more_entities: list[str] | None = None, profiler: Profiler | None = None) -> dict:
         """Anchors, neighbours, paths and the answer for ``question``. ``more_entities``
-        (for example the LLM's) are added after the rule matcher's, if the question holds them."""
+        (for example the LLM's) are added after the rule matcher's, if the question holds them.
+        Each stage is timed in ``profiler`` (entities, anchors, neighbours, paths)."""
         params = params or GraphQueryParams()
-        timings = {}
-        t = time.perf_counter()
-        entities = self.extract_entities(question)
-        if more_entities:
-            entities = merge_entities(question, entities, more_entities)
-        timings["entities"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
-        anchors = self.anchors(entities, params) if entities else []
-        timings["anchors"] = (time.perf_counter() - t) * 1000
+        profiler = profiler or Profiler()
+        with profiler.stage("entities"):
+            entities = self.extract_entities(question)
+            if more_entities:
+                entities = merge_entities(question, entities, more_entities)
+        with profiler.stage("anchors"):
+            anchors = self.anchors(entities, params) if entities else []
         if not anchors:
-            return {"entities": entities, "anchors": [], "neighbours": [], "paths": [], "answer": None,
-                    "timings_ms": timings}
-        t = time.perf_counter()
-        qvec = self.embedder.encode([display(question)])[0]
-        names = [a["node"] for a in anchors]
-        neighbours = self.neighbours(qvec, names, params)
-        timings["neighbours"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
-        # Paths join anchors of different entities; one entity (however many anchors the
-        # vector search gave it) means ranking the paths that leave its best anchor.
-        firsts = list(dict.fromkeys(a["entity"] for a in anchors))
-        ends = [next(a["node"] for a in anchors if a["entity"] == e) for e in firsts]
-        paths = self.paths_between(qvec, ends, params) if len(ends) >= 2 else []
-        if not paths:
-            paths = self.paths_from(question, ends[0], params)
-        timings["paths"] = (time.perf_counter() - t) * 1000
+            return {"entities": entities, "anchors": [], "neighbours": [], "paths": [], "answer": None}
+        with profiler.stage("neighbours"):
+            qvec = self.embedder.encode([display(question)])[0]
+            names = [a["node"] for a in anchors]
+            neighbours = self.neighbours(qvec, names, params)
+        with profiler.stage("paths"):
+            # Paths join anchors of different entities; one entity (however many anchors the
+            # vector search gave it) means ranking the paths that leave its best anchor.
+            firsts = list(dict.fromkeys(a["entity"] for a in anchors))
+            ends = [next(a["node"] for a in anchors if a["entity"] == e) for e in firsts]
+            paths = self.paths_between(qvec, ends, params) if len(ends) >= 2 else []
+            if not paths:
+                paths = self.paths_from(question, ends[0], params)
         answer = None
         if paths:
             votes = paths[0].get("votes")
@@ -533,7 +507,7 @@ class GraphRAG:
             else:
                 answer = paths[0]["end"]
         return {"entities": entities, "anchors": anchors, "neighbours": neighbours, "paths": paths,
-                "answer": answer, "timings_ms": {k: round(v, 3) for k, v in timings.items()}}
+                "answer": answer}
 
 
 __all__ = ["GraphQueryParams", "GraphRAG", "NOT_ENOUGH", "merge_entities", "read_edges"]

@@ -1,11 +1,11 @@
-"""The AnswerGenerator (seed 004): the answer from the context store, with the seed's prompt,
-its two messages for an empty store and an empty final result, and its message for a model
-error (the context store is kept either way).
+"""The AnswerGenerator (seed 004): the answer from the context store, with the seed's prompt
+and its two messages for an empty store and an empty final result (the context store is
+kept either way; a model that fails gives the written answer, as every pipeline does).
 
 Without a model the answer is written from the plan: each step's list in turn, so the
 reasoning path reads as prose and never names a key. A model's answer is checked: every
 graph entity it names must be in the context store, and it must name at least one item of
-the final result; otherwise the written answer is returned, with the reason in the trace.
+the final result; otherwise the written answer is given, with the reason in the trace.
 """
 
 from __future__ import annotations
@@ -14,15 +14,13 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..llm.base import LLM
-from ..llm.postprocess import filter_think_tags
+from ..answering import Check, Draft
 from .execute import FINAL_LIMIT
 from .plan import Plan, plural
 from .resolve import words
 
 EMPTY_STORE = "Based on the available data, I cannot find an answer to your question in the knowledge base."
 EMPTY_FINAL = "Based on the data, I followed the steps but could not find a final answer for your question."
-LLM_FAILED = "An error occurred while trying to generate the final answer."
 SHOWN = 8     # names listed per intermediate step in the written answer
 
 PROMPT = """You are an expert biomedical reasoning agent. Your task is to answer the user's
@@ -183,25 +181,22 @@ def prompt_context(context_store: dict) -> dict:
     return out
 
 
-def generate_answer(question: str, plan: Plan, context_store: dict, nodes: dict[str, dict],
-                    model: LLM | None = None, max_tokens: int = 320, seed: int = 42) -> tuple[str, dict]:
-    """The answer and a trace of how it was made (source, the model's text, the check)."""
-    if not context_store:
-        return EMPTY_STORE, {"answer_source": "empty_store"}
-    written = written_answer(question, plan, context_store, nodes)
-    if not context_store.get("final_result"):
-        return written, {"answer_source": "empty_final"}
-    if model is None:
-        return written, {"answer_source": "written"}
-    prompt = PROMPT.format(nlq=question, context_str=json.dumps(prompt_context(context_store), indent=1,
-                                                                ensure_ascii=False))
-    try:
-        gen = model.chat([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=0.0, seed=seed)
-    except Exception as exc:   # the seed's behaviour: say so, keep the context store
-        return LLM_FAILED, {"answer_source": "llm_error", "error": f"{type(exc).__name__}: {exc}"}
-    text = re.sub(r"\s+\n", "\n", filter_think_tags(gen.text)).strip()
+def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str, dict]) -> Draft:
+    """The answer stage's input: the written answer, the seed's prompt (only when there is a
+    final result to explain: an empty store or final result gets the seed's message, no
+    model) and the entity check."""
+    written = written_answer(question, plan, context_store, nodes) if context_store else EMPTY_STORE
     asked = {s["from"]["entity"] for s in plan.steps if "entity" in s.get("from", {})}
-    check = check_entities(text, context_store, list(nodes.values()), asked)
-    if check.grounded:
-        return text, {"answer_source": "llm", "llm_answer": gen.text, "check": check.to_dict()}
-    return written, {"answer_source": "written_fallback", "llm_answer": gen.text, "check": check.to_dict()}
+
+    def prompt(_model) -> tuple[list[dict], None]:
+        context = json.dumps(prompt_context(context_store), indent=1, ensure_ascii=False)
+        return [{"role": "user", "content": PROMPT.format(nlq=question, context_str=context)}], None
+
+    def check(text: str) -> Check:
+        result = check_entities(text, context_store, list(nodes.values()), asked)
+        return Check(result.grounded, result.reason,
+                     {"named": result.named, "outside_context": result.outside_context})
+
+    return Draft(evidence_answer=written, check=check,
+                 prompt=prompt if context_store.get("final_result") else None,
+                 clean=lambda text: re.sub(r"\s+\n", "\n", text).strip())

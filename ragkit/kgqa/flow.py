@@ -7,16 +7,16 @@
 - Planner: an explicit plan from the graph's own schema (rules), or from the model, whose
   JSON must pass the same validation before it runs (else the rules plan, with the reason);
 - Executor: the plan on the store, filling the context store;
-- AnswerGenerator: the seed's prompt and messages, with the entity check.
+- AnswerGenerator (``answer.answer_draft``): the seed's prompt and messages, with the
+  entity check, run by the shared answer stage.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from ..llm.base import LLM
-from .answer import generate_answer
+from ..profiler import Profiler
 from .execute import execute
 from .plan import ANAPHORS, Plan, PlanError, RulePlanner, history_lists, parse_plan_json, plural, validate
 from .resolve import NameIndex, words
@@ -95,44 +95,31 @@ class KGQA:
 
     # ----------------------------------------------------------------- the flow
     def ask(self, question: str, history: list[Turn] | None = None, model: LLM | None = None,
-            use_llm_planner: bool = False, max_tokens: int = 320) -> dict:
+            use_llm_planner: bool = False, profiler: Profiler | None = None) -> dict:
+        """Entities, plan, the context store it fills and the edges behind it (each stage
+        timed in ``profiler``); the answer is written by the answer stage."""
         history = history or []
-        timings: dict[str, float] = {}
-        t = time.perf_counter()
-        entities = self.names.resolve(question)
-        timings["smart_search"] = (time.perf_counter() - t) * 1000
+        profiler = profiler or Profiler()
+        with profiler.stage("smart_search"):
+            entities = self.names.resolve(question)
         history_map = history[-1].lists if history else None
-        t = time.perf_counter()
         try:
-            plan, planner_info = self.plan(question, entities, history_map, model, use_llm_planner)
+            with profiler.stage("plan"):
+                plan, planner_info = self.plan(question, entities, history_map, model, use_llm_planner)
         except PlanError as exc:
-            timings["plan"] = (time.perf_counter() - t) * 1000
             return {"standalone": question, "entities": [e.__dict__ for e in entities], "plan": None,
-                    "plan_error": str(exc), "context_store": {}, "answer": generate_answer(question, Plan(), {}, self.nodes)[0],
-                    "answer_source": "empty_store", "edges": [], "timings_ms": _round(timings)}
-        timings["plan"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
-        standalone = self.standalone(question, history, plan)
-        timings["query_writing"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
-        run = execute(plan, self.store, self.nodes, history_map)
-        timings["execute"] = (time.perf_counter() - t) * 1000
-        t = time.perf_counter()
-        answer, answer_info = generate_answer(standalone, plan, run.context_store, self.nodes, model,
-                                              max_tokens=max_tokens)
-        timings["answer"] = (time.perf_counter() - t) * 1000
+                    "plan_error": str(exc), "context_store": {}, "edges": []}
+        with profiler.stage("query_writing"):
+            standalone = self.standalone(question, history, plan)
+        with profiler.stage("execute"):
+            run = execute(plan, self.store, self.nodes, history_map)
         turn = Turn(question, standalone, plan.to_dict(), run.context_store,
                     history_lists(run.context_store, plan.to_dict()))
         edges = [{"step": key, "source": e.source, "relation": e.relation, "target": e.target, **e.properties}
                  for key, es in run.edges.items() for e in es]
-        return {"standalone": standalone, "entities": [e.__dict__ for e in entities], "plan": plan.to_dict(),
+        return {"standalone": standalone, "entities": [e.__dict__ for e in entities], "plan": plan,
                 **planner_info, "context_store": run.context_store, "counts": run.counts,
-                "answer": answer, **answer_info, "edges": edges, "turn": turn.to_dict(),
-                "timings_ms": _round(timings)}
-
-
-def _round(timings: dict) -> dict:
-    return {k: round(v, 3) for k, v in timings.items()}
+                "edges": edges, "turn": turn.to_dict()}
 
 
 def turn_from_dict(data: dict) -> Turn:

@@ -24,8 +24,10 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-DEFAULT_LAMBDA = 0.65
-DEFAULT_CANDIDATES = 50
+from ..config import LexicalConfig
+
+DEFAULT_LAMBDA = LexicalConfig.mmr_lambda
+DEFAULT_CANDIDATES = LexicalConfig.candidates
 
 
 def jaccard_matrix(incidence: sp.spmatrix | np.ndarray) -> np.ndarray:

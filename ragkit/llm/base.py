@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol, Sequence, runtime_checkable
 
-from ..errors import ModelError
+from ..errors import GenerationError
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def collect_stream(chunks: Iterable[dict], on_token: Callable[[str], None]) -> G
         if close is not None:
             close()
     if not finish:
-        raise ModelError(f"model stream: ended without a finish reason after {len(parts)} pieces "
+        raise GenerationError(f"model stream: ended without a finish reason after {len(parts)} pieces "
                          "(the server cut it short)")
     return Generation(text="".join(parts), finish_reason=finish, completion_tokens=len(parts),
                       extra={"streamed": True})

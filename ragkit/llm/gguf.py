@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..config import LLMConfig
-from ..errors import ModelError
+from ..errors import GenerationError, ModelError
 from .base import Generation, collect_stream
 
 GGUF_MAGIC = b"GGUF"
@@ -148,7 +148,7 @@ class GGUFModel:
                 if on_token is not None:
                     return collect_stream(out, on_token)
             except ValueError as exc:  # llama.cpp raises ValueError when the prompt is too long
-                raise ModelError(f"model {self.name}: generation failed ({exc})") from None
+                raise GenerationError(f"model {self.name}: generation failed ({exc})") from None
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         return Generation(text=choice["message"]["content"] or "",

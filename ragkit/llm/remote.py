@@ -18,7 +18,7 @@ from typing import Callable, Iterator, Sequence
 import httpx
 
 from ..config import LLMConfig
-from ..errors import ModelError
+from ..errors import GenerationError, ModelError
 from .base import Generation, collect_stream
 from .gguf import CHATML_STOP
 
@@ -45,20 +45,21 @@ class ServerLLM:
 
     # ----------------------------------------------------------------- HTTP
     @contextlib.contextmanager
-    def _transport_errors(self) -> Iterator[None]:
-        """httpx's timeouts and connection errors as one-line ModelErrors."""
+    def _transport_errors(self, error: type[ModelError] = ModelError) -> Iterator[None]:
+        """httpx's timeouts and connection errors as one-line ``error``s (a GenerationError
+        while writing an answer, so the answer stage can fall back)."""
         try:
             yield
         except httpx.TimeoutException:
-            raise ModelError(f"llm server {self.url}: no reply within {self.config.server_timeout:g} s") from None
+            raise error(f"llm server {self.url}: no reply within {self.config.server_timeout:g} s") from None
         except httpx.HTTPError as exc:
-            raise ModelError(f"llm server {self.url}: not reachable ({type(exc).__name__}: {exc})") from None
+            raise error(f"llm server {self.url}: not reachable ({type(exc).__name__}: {exc})") from None
 
-    def _post(self, path: str, body: dict) -> httpx.Response:
-        with self._transport_errors():
+    def _post(self, path: str, body: dict, error: type[ModelError] = ModelError) -> httpx.Response:
+        with self._transport_errors(error):
             return self._http.post(path, json=body)
 
-    def _fail(self, response: httpx.Response) -> ModelError:
+    def _fail(self, response: httpx.Response, error: type[ModelError] = ModelError) -> ModelError:
         try:
             detail = response.json()
             detail = detail.get("error", detail) if isinstance(detail, dict) else detail
@@ -66,7 +67,7 @@ class ServerLLM:
         except ValueError:
             detail = response.text
         detail = " ".join(str(detail).split())[:300]
-        return ModelError(f"llm server {self.url}: HTTP {response.status_code} ({detail})")
+        return error(f"llm server {self.url}: HTTP {response.status_code} ({detail})")
 
     @property
     def name(self) -> str:
@@ -133,9 +134,9 @@ class ServerLLM:
                 "stream": on_token is not None}
         if on_token is not None:
             return collect_stream(self._stream(body), on_token)
-        response = self._post("/v1/chat/completions", body)
+        response = self._post("/v1/chat/completions", body, GenerationError)
         if not response.is_success:
-            raise self._fail(response)
+            raise self._fail(response, GenerationError)
         out = response.json()
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -146,10 +147,11 @@ class ServerLLM:
 
     def _stream(self, body: dict) -> Iterator[dict]:
         """The server-sent events of a streamed completion, as chunk dicts."""
-        with self._transport_errors(), self._http.stream("POST", "/v1/chat/completions", json=body) as response:
+        with self._transport_errors(GenerationError), \
+                self._http.stream("POST", "/v1/chat/completions", json=body) as response:
             if not response.is_success:
                 response.read()
-                raise self._fail(response)
+                raise self._fail(response, GenerationError)
             for line in response.iter_lines():
                 if not line.startswith("data:"):
                     continue

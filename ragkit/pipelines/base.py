@@ -1,11 +1,27 @@
-"""What every pipeline returns: the answer, the evidence it cites, how it got there
-(``trace``) and how long each stage took (``timings_ms``)."""
+"""The pipeline family: what every pipeline returns (``Answer``: the answer, the evidence it
+cites, how it got there in a typed ``trace``, how long each stage took in ``timings_ms``)
+and the one interface every pipeline implements (``Pipeline``).
+
+A pipeline supplies only what is its own: how to load its source, and ``gather``: analyse
+the question, retrieve typed evidence, write the deterministic answer and say how to prompt
+the model and check its answer (a ``Draft``). ``Pipeline.ask`` runs the rest the same way
+for all of them: the shared answer stage (``ragkit.answering``), then the answer with its
+citations, trace and timings.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
 
+from ..answering import Check, Draft, Outcome, answer
+from ..config import LLMConfig
 from ..errors import InputError
+from ..profiler import Profiler
+
+if TYPE_CHECKING:
+    from ..llm.base import LLM
 
 NOT_ENOUGH_VI = "Không đủ thông tin trong tài liệu để trả lời câu hỏi này."
 
@@ -25,18 +41,70 @@ class Citation:
 
 
 @dataclass
+class Trace:
+    """How an answer was made. Each pipeline's trace subclasses this with its own typed
+    fields; ``outcome`` is the answer stage's part, the same for every pipeline
+    (``answer_source``, ``check`` ...). ``to_dict()`` is the JSON of ``trace``.
+
+    Reading a key (``trace["paths"]``) works too, for notebooks and JSON-minded readers;
+    ragkit's own code reads attributes."""
+
+    outcome: Outcome | None = field(default=None, repr=False)
+
+    @property
+    def answer_source(self) -> str:
+        return self.outcome.answer_source if self.outcome else "evidence"
+
+    @property
+    def check(self) -> Check | None:
+        return self.outcome.check if self.outcome else None
+
+    def to_dict(self) -> dict:
+        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "outcome"}
+        if self.outcome is not None:
+            out.update(self.outcome.to_dict())
+        return out
+
+    # Read-only mapping access over to_dict().
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.to_dict().get(key, default)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.to_dict()
+
+    def keys(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+
+def _plain(value: Any) -> Any:
+    """Plain JSON data of a trace field (dataclasses and objects with to_dict converted)."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if hasattr(value, "__dataclass_fields__"):
+        return asdict(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass
 class Answer:
     question: str
     pipeline: str
     answer: str
     citations: list[Citation] = field(default_factory=list)
-    trace: dict = field(default_factory=dict)
+    trace: Trace = field(default_factory=Trace)
     timings_ms: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """The JSON shape. The trace is plain data already, so it is not deep-copied."""
+        """The JSON shape of ``ragkit ask --json`` and ``POST /ask``."""
         return {"question": self.question, "pipeline": self.pipeline, "answer": self.answer,
-                "citations": [asdict(c) for c in self.citations], "trace": self.trace,
+                "citations": [asdict(c) for c in self.citations], "trace": self.trace.to_dict(),
                 "timings_ms": self.timings_ms}
 
 
@@ -45,3 +113,105 @@ def check_question(question: str | None) -> str:
     if question is None or not question.strip():
         raise InputError("question: is empty")
     return question.strip()
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What each pipeline reads. ``None``: that pipeline is not available."""
+
+    index: str | None = None        # lexical: a BM25 index folder (ragkit index build)
+    spec_store: str | None = None   # spec: a spec KG store (ragkit kg build)
+    kg: str | None = None           # causal: an evidence KG JSON
+    graph: str | None = None        # graph: a built graph folder (ragkit graph build)
+    kg_store: str | None = None     # kg: a typed KG store (ragkit kg import)
+    weather: str | None = None      # causal: a weather CSV for condition checks
+
+
+class AskContext:
+    """What a pipeline needs besides the question and its source: the shared profiler, the
+    LLM configuration, whether the answer may be written by the model, and the model itself
+    (made on first use, so ``--no-llm`` answers never load one unless a stage needs its
+    tokenizer)."""
+
+    def __init__(self, llm_config: LLMConfig | None = None, use_llm: bool = True,
+                 llm: "LLM | None" = None, profiler: Profiler | None = None,
+                 make_llm: "Callable[[], LLM] | None" = None):
+        self.llm_config = llm_config or LLMConfig.from_env()
+        self.use_llm = use_llm
+        self._llm = llm
+        self._make_llm = make_llm
+        self.profiler = profiler or Profiler()
+
+    @property
+    def model(self) -> "LLM":
+        if self._llm is None:
+            if self._make_llm is not None:
+                self._llm = self._make_llm()
+            else:
+                from ..llm.backends import default_llm
+
+                self._llm = default_llm(self.llm_config)
+        return self._llm
+
+
+@dataclass
+class Gathered:
+    """A pipeline's evidence, ready for the answer stage."""
+
+    draft: Draft
+    citations: list[Citation]
+    trace: Trace
+    # Model answers cite only the evidence their prompt kept (``Outcome.kept_evidence``);
+    # evidence answers cite everything they drew from.
+    cite_kept: bool = False
+
+
+class Pipeline(ABC):
+    """One question-answering capability. Subclasses set the class attributes and implement
+    ``load`` and ``gather``; ``ask`` is shared.
+
+    - ``source``: the ``Sources`` field it reads; ``source_what``/``source_how``: what that
+      is and how to make one (for the error when it is missing); ``flag``: the CLI option.
+    - ``config_from(request)``: the pipeline's own config from an ``AskRequest``.
+    """
+
+    name: ClassVar[str]
+    source: ClassVar[str]
+    source_what: ClassVar[str]
+    source_how: ClassVar[str]
+    flag: ClassVar[str]
+
+    @abstractmethod
+    def load(self, where: str, sources: Sources) -> Any:
+        """Open the pipeline's source (an index, a store, a graph ...)."""
+
+    def close(self, loaded: Any) -> None:
+        if hasattr(loaded, "close"):
+            loaded.close()
+
+    def config_from(self, request: Any) -> Any:
+        return None
+
+    @abstractmethod
+    def gather(self, question: str, source: Any, config: Any, ctx: AskContext) -> Gathered:
+        """Analyse the question, retrieve typed evidence, write the evidence answer and the
+        prompt (each stage inside ``ctx.profiler.stage``)."""
+
+    def ask(self, question: str, source: Any, config: Any = None, ctx: AskContext | None = None) -> Answer:
+        """The answer to ``question`` from ``source``: gather, then the shared answer stage."""
+        question = check_question(question)
+        ctx = ctx or AskContext()
+        gathered = self.gather(question, source, config, ctx)
+        asks = ctx.use_llm and gathered.draft.prompt is not None
+        outcome = answer(gathered.draft, ctx.model if asks else None, ctx.llm_config,
+                         ctx.profiler, ctx.use_llm)
+        gathered.trace.outcome = outcome
+        citations = gathered.citations
+        if gathered.cite_kept and outcome.answer_source == "model" and outcome.kept_evidence is not None:
+            citations = citations[: outcome.kept_evidence]
+        return Answer(question=question, pipeline=self.name, answer=outcome.text, citations=citations,
+                      trace=gathered.trace, timings_ms=ctx.profiler.as_dict())
+
+
+__all__ = ["Answer", "AskContext", "Citation", "Gathered", "NOT_ENOUGH_VI", "Pipeline", "Sources",
+           "Trace", "check_question"]

@@ -3,8 +3,9 @@ condition checks → answer (template or GGUF) → anti-hallucination check."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..causal.chains import ChainConfig, extract_entities, question_categories, select_chains, supporting_factors
 from ..causal.chains import Chain
@@ -12,88 +13,119 @@ from ..causal.conditions import (CHECKABLE, NOT_CHECKABLE_VI, check_condition, e
                                  expected_direction, load_weather)
 from ..causal.explain import direction, hallucinations, prompt_messages, template_answer
 from ..causal.kg import EvidenceKG, load_kg
+from ..answering import Check, Draft
 from ..config import LLMConfig
 from ..llm.base import LLM
-from ..llm.postprocess import filter_think_tags
-from ..profiler import Profiler
-from .base import Answer, Citation, check_question
+from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
 
 def _cond(c: dict) -> str:
     return f"{c['variable']} {c['op']} {c['value']}{(' ' + c['unit']) if c.get('unit') else ''}"
 
 
-def explain(question: str, kg: EvidenceKG | str | Path, *, weather=None, at=None,
-            config: ChainConfig | None = None, use_llm: bool = False, llm: LLM | None = None,
-            llm_config: LLMConfig | None = None) -> Answer:
-    """Explain why PM2.5 behaves as the question asks, from the evidence KG only."""
-    question = check_question(question)
-    profiler = Profiler()
-    with profiler.stage("load_kg"):
-        kg = kg if isinstance(kg, EvidenceKG) else load_kg(kg)
-        if weather is not None and not hasattr(weather, "columns"):
-            weather = load_weather(weather)
-    with profiler.stage("entities"):
-        entities = extract_entities(kg, question)
-        config = config or ChainConfig()
-        categories = question_categories(question)
-    with profiler.stage("chains"):
-        chains, focus, sub = select_chains(kg, entities, replace(config, categories=categories)
-                                           if categories else config)
-        if not chains and categories:  # a category word must not empty the answer
-            chains, focus, sub = select_chains(kg, entities, config)
-        factors = supporting_factors(kg, sub, chains, focus, config)
-    with profiler.stage("conditions"):
-        checks, uncertainties, seen = [], [], set()
-        for chain in chains:
-            for edge in chain.edges:
-                for cond in edge.get("conditions", []):
-                    key = _cond(cond)
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    check = check_condition(cond, weather, at)
-                    checks.append({**check.to_dict(), "edge": f"{edge['source']}->{edge['target']}"})
-                    mech = f"{kg.label(edge['source'])} → {kg.label(edge['target'])}"
-                    if check.status == "not_checkable":
-                        what = NOT_CHECKABLE_VI.get(cond["variable"], cond["variable"])
-                        uncertainties.append(f"Hiện chưa kiểm tra được {what}; cơ chế '{mech}' thường mạnh khi {key}.")
-                    elif check.status == "no_data":
-                        uncertainties.append(f"Hiện chưa có dữ liệu theo giờ để kiểm tra {key}; "
-                                             f"cơ chế '{mech}' thường mạnh khi điều kiện này thỏa.")
-                    elif check.status == "fails":
-                        uncertainties.append(f"Điều kiện {key} hiện không thỏa (đo được {check.to_dict()['observed']} "
-                                             f"lúc {check.at}); cơ chế '{mech}' có thể yếu lúc này.")
-        empirical = []
-        if weather is not None:
-            for i, chain in enumerate(chains, 1):
-                empirical.append({"chain": i, "checks": chain_empirical(chain, weather)})
-    template = template_answer(kg, chains, factors, uncertainties)
-    trace = {"entities": entities, "focus": focus, "categories": list(categories),
-             "selected_chains": [c.to_dict() for c in chains], "supporting_factors": factors,
-             "uncertainties": uncertainties, "condition_checks": checks, "empirical": empirical,
-             "subgraph": {"nodes": sub.number_of_nodes(), "edges": sub.number_of_edges()}}
-    answer = template
-    if use_llm and chains:
-        from ..llm.backends import default_llm
+@dataclass
+class CausalTrace(Trace):
+    """How a causal answer was made: the question's entities and focus, the selected chains
+    with their evidence, supporting factors, condition checks and what stays uncertain."""
 
-        llm_config = llm_config or LLMConfig.from_env()
-        model = llm or default_llm(llm_config)
-        with profiler.stage("generation"):
-            gen = model.chat(prompt_messages(question, kg, chains, uncertainties),
-                             max_tokens=llm_config.max_tokens, temperature=llm_config.temperature,
-                             seed=llm_config.seed)
-        with profiler.stage("postprocessing"):
-            text = filter_think_tags(gen.text)
+    entities: list = field(default_factory=list)
+    focus: Any = None
+    categories: list = field(default_factory=list)
+    selected_chains: list = field(default_factory=list)
+    supporting_factors: list = field(default_factory=list)
+    uncertainties: list = field(default_factory=list)
+    condition_checks: list = field(default_factory=list)
+    empirical: list = field(default_factory=list)
+    subgraph: dict = field(default_factory=dict)
+
+
+class CausalPipeline(Pipeline):
+    """Causal chains behind PM2.5 from an evidence KG, with condition checks."""
+
+    name = "causal"
+    source = "kg"
+    source_what = "an evidence KG file"
+    source_how = "data/merged_knowledge_graph.json"
+    flag = "--kg"
+
+    def load(self, where: str, sources: Sources):
+        return load_kg(where), (load_weather(sources.weather) if sources.weather else None)
+
+    def close(self, loaded) -> None:
+        pass
+
+    def config_from(self, request) -> CausalQuery:
+        return CausalQuery(at=request.at)
+
+    def gather(self, question: str, source, query: "CausalQuery | None", ctx: AskContext) -> Gathered:
+        kg, weather = source
+        query = query or CausalQuery()
+        profiler = ctx.profiler
+        with profiler.stage("entities"):
+            entities = extract_entities(kg, question)
+            config = query.chains or ChainConfig()
+            categories = question_categories(question)
+        with profiler.stage("chains"):
+            chains, focus, sub = select_chains(kg, entities, replace(config, categories=categories)
+                                               if categories else config)
+            if not chains and categories:  # a category word must not empty the answer
+                chains, focus, sub = select_chains(kg, entities, config)
+            factors = supporting_factors(kg, sub, chains, focus, config)
+        with profiler.stage("conditions"):
+            checks, uncertainties = condition_checks(kg, chains, weather, query.at)
+            empirical = [{"chain": i, "checks": chain_empirical(chain, weather)}
+                         for i, chain in enumerate(chains, 1)] if weather is not None else []
+        trace = CausalTrace(entities=entities, focus=focus, categories=list(categories),
+                            selected_chains=[c.to_dict() for c in chains], supporting_factors=factors,
+                            uncertainties=uncertainties, condition_checks=checks, empirical=empirical,
+                            subgraph={"nodes": sub.number_of_nodes(), "edges": sub.number_of_edges()})
+
+        def check(text: str) -> Check:
             problems = hallucinations(text, kg, chains, factors, uncertainties, question)
-        trace.update({"llm_answer": text, "hallucinations": problems})
-        if problems or not text.strip():
-            trace["answer_source"] = "template_fallback"
-        else:
-            answer, trace["answer_source"] = text, "llm"
-    else:
-        trace["answer_source"] = "template"
-    trace.setdefault("hallucinations", hallucinations(answer, kg, chains, factors, uncertainties, question))
+            return Check(not problems, "; ".join(problems), {"problems": problems})
+
+        prompt = (lambda _model: (prompt_messages(question, kg, chains, uncertainties), None)) if chains else None
+        draft = Draft(evidence_answer=template_answer(kg, chains, factors, uncertainties), check=check,
+                      prompt=prompt, language="vi")
+        return Gathered(draft, chain_citations(chains), trace)
+
+
+@dataclass(frozen=True)
+class CausalQuery:
+    """What a causal question may add: when to check conditions, and the chain limits."""
+
+    at: Any = None                      # a time in the weather table (default: its last row)
+    chains: ChainConfig | None = None   # None: the seed's limits
+
+
+def condition_checks(kg: EvidenceKG, chains: list[Chain], weather, at) -> tuple[list[dict], list[str]]:
+    """Every distinct condition on the chains' edges checked against the weather (or marked
+    not checkable / no data), and the uncertainty sentence each open condition adds."""
+    checks, uncertainties, seen = [], [], set()
+    for chain in chains:
+        for edge in chain.edges:
+            for cond in edge.get("conditions", []):
+                key = _cond(cond)
+                if key in seen:
+                    continue
+                seen.add(key)
+                check = check_condition(cond, weather, at)
+                checks.append({**check.to_dict(), "edge": f"{edge['source']}->{edge['target']}"})
+                mech = f"{kg.label(edge['source'])} → {kg.label(edge['target'])}"
+                if check.status == "not_checkable":
+                    what = NOT_CHECKABLE_VI.get(cond["variable"], cond["variable"])
+                    uncertainties.append(f"Hiện chưa kiểm tra được {what}; cơ chế '{mech}' thường mạnh khi {key}.")
+                elif check.status == "no_data":
+                    uncertainties.append(f"Hiện chưa có dữ liệu theo giờ để kiểm tra {key}; "
+                                         f"cơ chế '{mech}' thường mạnh khi điều kiện này thỏa.")
+                elif check.status == "fails":
+                    uncertainties.append(f"Điều kiện {key} hiện không thỏa (đo được {check.to_dict()['observed']} "
+                                         f"lúc {check.at}); cơ chế '{mech}' có thể yếu lúc này.")
+    return checks, uncertainties
+
+
+def chain_citations(chains: list[Chain]) -> list[Citation]:
+    """One citation per distinct source (DOI, else URL) behind the chains' edges."""
     citations, seen_refs = [], set()
     for chain in chains:
         for edge in chain.edges:
@@ -104,8 +136,19 @@ def explain(question: str, kg: EvidenceKG | str | Path, *, weather=None, at=None
                     citations.append(Citation(id=len(citations) + 1, doc_id=ref, title=ev.get("source_quote", "")[:120],
                                               source=ev.get("source_url", ""),
                                               entity=f"{edge['source']}->{edge['target']}", stage="chain"))
-    return Answer(question=question, pipeline="causal", answer=answer, citations=citations,
-                  trace=trace, timings_ms=profiler.as_dict())
+    return citations
+
+
+def explain(question: str, kg: EvidenceKG | str | Path, *, weather=None, at=None,
+            config: ChainConfig | None = None, use_llm: bool = True, llm: LLM | None = None,
+            llm_config: LLMConfig | None = None) -> Answer:
+    """Explain why PM2.5 behaves as the question asks, from the evidence KG only."""
+    ctx = AskContext(llm_config, use_llm, llm)
+    with ctx.profiler.stage("load_kg"):
+        kg = kg if isinstance(kg, EvidenceKG) else load_kg(kg)
+        if weather is not None and not hasattr(weather, "columns"):
+            weather = load_weather(weather)
+    return CausalPipeline().ask(question, (kg, weather), CausalQuery(at=at, chains=config), ctx)
 
 
 def chain_empirical(chain, weather) -> list[dict]:
@@ -129,7 +172,8 @@ def chain_empirical(chain, weather) -> list[dict]:
 def explain_json(answer: Answer) -> dict:
     """The contract of ``ragkit explain --json``."""
     t = answer.trace
-    return {"question": answer.question, "selected_chains": t["selected_chains"],
-            "supporting_factors": t["supporting_factors"], "uncertainties": t["uncertainties"],
-            "condition_checks": t["condition_checks"], "empirical": t["empirical"],
-            "entities": t["entities"], "answer": answer.answer, "timings_ms": answer.timings_ms}
+    return {"question": answer.question, "selected_chains": t.selected_chains,
+            "supporting_factors": t.supporting_factors, "uncertainties": t.uncertainties,
+            "condition_checks": t.condition_checks, "empirical": t.empirical,
+            "entities": t.entities, "answer": answer.answer, "answer_source": t.answer_source,
+            "check": t.check.to_dict() if t.check else None, "timings_ms": answer.timings_ms}

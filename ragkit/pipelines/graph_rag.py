@@ -8,15 +8,16 @@ that context."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..answering import Draft, grounding_check
 from ..config import LLMConfig
+from ..errors import GenerationError
 from ..graph.multihop import NOT_ENOUGH, GraphQueryParams, GraphRAG, display
 from ..llm.base import LLM
-from ..llm.grounding import check_grounding
 from ..llm.postprocess import filter_think_tags
-from ..profiler import Profiler
-from .base import Answer, Citation, check_question
+from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
 # The seed's entity prompt: proper nouns of the question only, comma-separated, no talk.
 ENTITY_SYSTEM = ("Bạn là bộ trích xuất thực thể. Chỉ liệt kê các danh từ riêng (người, tổ chức, địa danh) "
@@ -35,57 +36,84 @@ def llm_entities(question: str, model: LLM, llm_config: LLMConfig) -> tuple[list
 
 
 SYSTEM = ("Bạn trả lời câu hỏi CHỈ dựa trên các cạnh và đường đi của đồ thị tri thức bên dưới. "
-          "Nếu thiếu dữ kiện, trả lời: 'Không đủ dữ kiện trong đồ thị để trả lời câu hỏi này.' Không bịa.")
+          f"Nếu thiếu dữ kiện, trả lời: '{NOT_ENOUGH}' Không bịa.")
+
+
+@dataclass
+class GraphTrace(Trace):
+    """How a graph answer was made: the question's entities, their anchor nodes, the
+    reranked neighbour edges and paths, and the node the best path ends at."""
+
+    entities: list = field(default_factory=list)
+    anchors: list = field(default_factory=list)
+    neighbours: list = field(default_factory=list)
+    paths: list = field(default_factory=list)
+    answer: str | None = None           # the graph's answer node(s), before any wording
+    llm_entities: dict | None = None    # the model's entity list (raw and parsed), when asked
+
+
+class GraphPipeline(Pipeline):
+    """Multi-hop graph RAG over a built graph (networkx + node vectors)."""
+
+    name = "graph"
+    source = "graph"
+    source_what = "a built graph folder"
+    source_how = "ragkit graph build"
+    flag = "--graph"
+
+    def load(self, where: str, sources: Sources) -> GraphRAG:
+        return GraphRAG.load(where)
+
+    def close(self, loaded) -> None:
+        pass
+
+    def config_from(self, request) -> GraphQueryParams:
+        return GraphQueryParams(depth=request.depth, max_hops=request.max_hops, top_k_paths=request.top_k_paths)
+
+    def gather(self, question: str, rag: GraphRAG, params: GraphQueryParams | None, ctx: AskContext) -> Gathered:
+        profiler = ctx.profiler
+        proposed = llm_info = None
+        if ctx.use_llm:
+            # The model proposes entities first (the rule matcher's come first either way); a
+            # model that fails here leaves the rule matcher alone, and the trace says so.
+            with profiler.stage("entity_extraction"):
+                try:
+                    proposed, raw = llm_entities(question, ctx.model, ctx.llm_config)
+                    llm_info = {"raw": raw, "proposed": proposed}
+                except GenerationError as exc:
+                    llm_info = {"raw": None, "proposed": None, "error": str(exc)}
+        result = rag.query(question, params, more_entities=proposed, profiler=profiler)
+        paths, neighbours = result["paths"], result["neighbours"]
+        # A citation is a path or an edge of the graph; its source is what edges.csv says of it
+        # (extra columns such as a source note), else the graph folder.
+        where = str(rag.directory)
+        citations = [Citation(id=i + 1, doc_id=p["text"], title=p["text"], source="; ".join(p["evidence"]) or where,
+                              score=p.get("score", 0.0), stage="path") for i, p in enumerate(paths)]
+        citations += [Citation(id=len(citations) + i + 1, doc_id=n["text"], title=n["text"],
+                               source="; ".join(n["evidence"]) or where, score=n["score"], stage="neighbour")
+                      for i, n in enumerate(neighbours)]
+        trace = GraphTrace(entities=result["entities"], anchors=result["anchors"], neighbours=neighbours,
+                           paths=paths, answer=result["answer"], llm_entities=llm_info)
+        context = "\n".join([p["text"] for p in paths] + [n["text"] for n in neighbours])
+        if result["answer"] is None:
+            text = NOT_ENOUGH if result["anchors"] else \
+                f"{NOT_ENOUGH} (Không tìm thấy thực thể nào của câu hỏi trong đồ thị.)"
+            prompt = None
+        else:
+            text = f"{display(result['answer'])} — {paths[0]['text']} [1]"
+
+            def prompt(_model):
+                return [{"role": "system", "content": SYSTEM},
+                        {"role": "user", "content": f"ĐỒ THỊ:\n{context}\n\nCÂU HỎI: {question}"}], None
+        draft = Draft(evidence_answer=text, check=grounding_check([context], question), prompt=prompt,
+                      refusals=(NOT_ENOUGH,))
+        return Gathered(draft, citations, trace)
 
 
 def ask_graph(question: str, graph: GraphRAG | str | Path, *, params: GraphQueryParams | None = None,
-              use_llm: bool = False, llm: LLM | None = None, llm_config: LLMConfig | None = None) -> Answer:
-    question = check_question(question)
-    profiler = Profiler()
-    with profiler.stage("load_graph"):
+              use_llm: bool = True, llm: LLM | None = None, llm_config: LLMConfig | None = None) -> Answer:
+    """Answer ``question`` from a built graph: anchors, neighbours and paths as evidence."""
+    ctx = AskContext(llm_config, use_llm, llm)
+    with ctx.profiler.stage("load_graph"):
         rag = graph if isinstance(graph, GraphRAG) else GraphRAG.load(graph)
-    proposed, raw_entities = None, None
-    if use_llm:
-        from ..llm.backends import default_llm
-
-        llm_config = llm_config or LLMConfig.from_env()
-        model = llm or default_llm(llm_config)
-        with profiler.stage("entity_extraction"):
-            proposed, raw_entities = llm_entities(question, model, llm_config)
-    with profiler.stage("retrieval"):
-        result = rag.query(question, params, more_entities=proposed)
-    if use_llm:
-        result["llm_entities"] = {"raw": raw_entities, "proposed": proposed}
-    result["stage_ms"] = result.pop("timings_ms")  # entities, anchors, neighbours, paths
-    paths, neighbours = result["paths"], result["neighbours"]
-    # A citation is a path or an edge of the graph; its source is what edges.csv says of it
-    # (extra columns such as a source note), else the graph folder.
-    where = str(rag.directory)
-    citations = [Citation(id=i + 1, doc_id=p["text"], title=p["text"], source="; ".join(p["evidence"]) or where,
-                          score=p.get("score", 0.0), stage="path") for i, p in enumerate(paths)]
-    citations += [Citation(id=len(citations) + i + 1, doc_id=n["text"], title=n["text"],
-                           source="; ".join(n["evidence"]) or where, score=n["score"], stage="neighbour")
-                  for i, n in enumerate(neighbours)]
-    if result["answer"] is None:
-        text = NOT_ENOUGH if result["anchors"] else \
-            f"{NOT_ENOUGH} (Không tìm thấy thực thể nào của câu hỏi trong đồ thị.)"
-        source = "none"
-    else:
-        best = paths[0]
-        text = f"{display(result['answer'])} — {best['text']} [1]"
-        source = "path"
-        if use_llm:
-            context = "\n".join([p["text"] for p in paths] + [n["text"] for n in neighbours])
-            with profiler.stage("generation"):
-                gen = model.chat([{"role": "system", "content": SYSTEM},
-                                  {"role": "user", "content": f"ĐỒ THỊ:\n{context}\n\nCÂU HỎI: {question}"}],
-                                 max_tokens=llm_config.max_tokens, temperature=0.0, seed=llm_config.seed)
-            report = check_grounding(filter_think_tags(gen.text), [context], question)
-            result["llm_answer"], result["grounding"] = gen.text, report.to_dict()
-            if report.grounded:
-                text, source = filter_think_tags(gen.text), "llm"
-            else:
-                source = "path_fallback"
-    result["answer_source"] = source
-    return Answer(question=question, pipeline="graph", answer=text, citations=citations,
-                  trace=result, timings_ms=profiler.as_dict())
+    return GraphPipeline().ask(question, rag, params, ctx)

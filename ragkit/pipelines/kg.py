@@ -1,23 +1,86 @@
-"""KG question answering (seed 004) as an ``ask`` pipeline: the plan, the context store and
-the answer, with the graph edges behind the final results as citations."""
+"""KG question answering (seed 004) as a pipeline: the plan, the context store and the
+answer, with the graph edges behind the final results as citations."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 from ..config import LLMConfig
+from ..kgqa.answer import answer_draft
 from ..kgqa.flow import KGQA, Turn, turn_from_dict
+from ..kgqa.plan import Plan
 from ..kgqa.store import TypedStore, open_typed_store
 from ..llm.base import LLM
-from ..profiler import Profiler
-from .base import Answer, Citation, check_question
+from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
 MAX_CITATIONS = 20
 
 
-def citations_for(result: dict, nodes: dict[str, dict]) -> list[Citation]:
+@dataclass
+class KGTrace(Trace):
+    """How a KG answer was made: the standalone question, the entities found, the plan (and
+    who wrote it), the context store each step filled, the edges followed, and the turn a
+    follow-up question passes back (with the history it carried)."""
+
+    standalone: str = ""
+    entities: list = field(default_factory=list)
+    plan: dict | None = None
+    planner: str = "rules"
+    llm_plan: str | None = None
+    llm_plan_rejected: str | None = None
+    plan_error: str | None = None
+    context_store: dict = field(default_factory=dict)
+    counts: dict = field(default_factory=dict)
+    edges: list = field(default_factory=list)
+    turn: dict | None = None
+    history: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class KGQuery:
+    """What a KG question may add: the earlier turns, and whether the model plans."""
+
+    history: tuple = ()
+    llm_planner: bool = False
+
+
+class KGPipeline(Pipeline):
+    """Planned multi-step questions over a typed knowledge graph."""
+
+    name = "kg"
+    source = "kg_store"
+    source_what = "a typed graph store"
+    source_how = "ragkit kg import"
+    flag = "--store"
+
+    def load(self, where: str, sources: Sources) -> KGQA:
+        return KGQA(open_typed_store(where))
+
+    def close(self, loaded: KGQA) -> None:
+        loaded.store.close()
+
+    def config_from(self, request) -> KGQuery:
+        return KGQuery(history=tuple(request.history or ()), llm_planner=request.llm_planner)
+
+    def gather(self, question: str, qa: KGQA, query: KGQuery | None, ctx: AskContext) -> Gathered:
+        query = query or KGQuery()
+        turns = [t if isinstance(t, Turn) else turn_from_dict(t) for t in query.history]
+        planner = ctx.model if ctx.use_llm and query.llm_planner else None
+        result = qa.ask(question, turns, model=planner, use_llm_planner=planner is not None,
+                        profiler=ctx.profiler)
+        plan = result.pop("plan")
+        trace = KGTrace(plan=plan.to_dict() if plan is not None else None,
+                        history=[t.to_dict() for t in turns], **result)
+        draft = answer_draft(trace.standalone, plan or Plan(), trace.context_store, qa.nodes)
+        draft.max_tokens = ctx.llm_config.max_tokens
+        return Gathered(draft, citations_for(trace.context_store, trace.edges, qa.nodes), trace)
+
+
+def citations_for(context_store: dict, edges: list[dict], nodes: dict[str, dict]) -> list[Citation]:
     """The edges that touch a final result first, then the other edges the plan followed,
     each with its source note."""
-    finals = {i["id"] for i in result["context_store"].get("final_result", [])}
-    edges = result.get("edges", [])
+    finals = {i["id"] for i in context_store.get("final_result", [])}
     last = [e for e in edges if {e["source"], e["target"]} & finals]
     rest = [e for e in edges if e not in last]
     out = []
@@ -29,27 +92,16 @@ def citations_for(result: dict, nodes: dict[str, dict]) -> list[Citation]:
 
 
 def ask_kg(question: str, store: str | TypedStore | KGQA, *, history: list[Turn | dict] | None = None,
-           use_llm: bool = False, llm: LLM | None = None, llm_config: LLMConfig | None = None,
+           use_llm: bool = True, llm: LLM | None = None, llm_config: LLMConfig | None = None,
            llm_planner: bool = False) -> Answer:
-    question = check_question(question)
-    profiler = Profiler()
-    with profiler.stage("load_graph"):
+    """Answer ``question`` from a typed KG (a store path, a store, or a loaded ``KGQA``)."""
+    ctx = AskContext(llm_config, use_llm, llm)
+    with ctx.profiler.stage("load_graph"):
         if isinstance(store, KGQA):
             qa = store
         else:
             qa = KGQA(open_typed_store(store) if isinstance(store, str) else store)
-    llm_config = llm_config or LLMConfig.from_env()
-    model = None
-    if use_llm:
-        from ..llm.backends import default_llm
+    return KGPipeline().ask(question, qa, KGQuery(tuple(history or ()), llm_planner), ctx)
 
-        model = llm or default_llm(llm_config)
-    turns = [t if isinstance(t, Turn) else turn_from_dict(t) for t in history or []]
-    with profiler.stage("kgqa"):
-        result = qa.ask(question, turns, model=model, use_llm_planner=llm_planner and use_llm,
-                        max_tokens=llm_config.max_tokens)
-    timings = {**result.pop("timings_ms"), **profiler.as_dict()}
-    answer = result.pop("answer")
-    result["history"] = [t.to_dict() for t in turns]    # with "turn", what a follow-up passes back
-    return Answer(question=question, pipeline="kg", answer=answer, citations=citations_for(result, qa.nodes),
-                  trace=result, timings_ms=timings)
+
+__all__ = ["KGPipeline", "KGTrace", "ask_kg", "citations_for"]

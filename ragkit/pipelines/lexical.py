@@ -8,9 +8,12 @@ Each stage runs inside the shared profiler, so ``timings_ms`` is the seed's late
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
+from ..answering import Draft, grounding_check
 from ..config import LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError, InputError
 from ..lexical.bm25 import BM25Index, Hit
@@ -19,13 +22,10 @@ from ..lexical.mmr import mmr_rerank
 from ..lexical.rerank import make_reranker
 from ..llm.base import LLM
 from ..llm.budget import fit_context
-from ..llm.backends import default_llm
-from ..llm.grounding import check_grounding
-from ..llm.postprocess import filter_think_tags, looks_english
-from ..llm.prompts import REASK_VI, extract_outline, format_chunk, lexical_messages
+from ..llm.prompts import extract_outline, format_chunk, lexical_messages
 from ..profiler import Profiler
 from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, tokenize, vietnamese_char_count
-from .base import NOT_ENOUGH_VI, Answer, Citation, check_question
+from .base import NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
 # Template tokens around each chat message (role markers, newlines) that a plain count of
 # the message text does not see.
@@ -132,6 +132,96 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
     return candidates, selected
 
 
+@dataclass
+class LexicalTrace(Trace):
+    """How a lexical answer was made: the query's tokens, the candidates and the chunks
+    selected, the step outline, the token budget and the retrieval method."""
+
+    query_tokens: list = field(default_factory=list)
+    procedural: bool = False
+    boosted: bool = False
+    method: str = "bm25"
+    method_reason: str = ""
+    candidates: list = field(default_factory=list)      # the top 10, with their scores
+    n_candidates: int = 0
+    selected: list = field(default_factory=list)
+    outline: list = field(default_factory=list)
+    prompt_tokens: int = 0
+    context_tokens: int = 0
+    context_budget: int = 0
+    dropped_chunks: int = 0
+    model: str = ""
+    chat_format: str | None = None
+    rerank: list | None = None          # the judge's log-odds per candidate (--rerank llm)
+    mmr_similarity: str | None = None   # cosine (over chunk vectors) or jaccard (over terms)
+
+
+class LexicalPipeline(Pipeline):
+    """Lexical RAG over a BM25 index (with dense vectors when it has them)."""
+
+    name = "lexical"
+    source = "index"
+    source_what = "an index folder"
+    source_how = "ragkit index build"
+    flag = "--index"
+
+    def load(self, where: str, sources: Sources) -> tuple[BM25Index, Any]:
+        index = load_index(where)
+        return index, load_dense(index, where)
+
+    def config_from(self, request) -> LexicalConfig:
+        return LexicalConfig(k=request.k, method=request.method, rerank=request.rerank,
+                             rerank_depth=request.rerank_depth)
+
+    def gather(self, question: str, source, config: LexicalConfig | None, ctx: AskContext) -> Gathered:
+        index, dense = source
+        config = config or LexicalConfig()
+        profiler, llm_config = ctx.profiler, ctx.llm_config
+        # The model's tokenizer measures the question even without generation: a question
+        # that cannot fit the context is refused the same way in both modes.
+        model = ctx.model
+        reranker = make_reranker(config.rerank, model, config.rerank_depth)
+        steps: dict = {}
+        candidates, selected = retrieve(index, question, config, profiler, dense, reranker, steps)
+        procedural = is_procedural_query(question)
+        with profiler.stage("token_counting"):
+            empty_prompt = lexical_messages(question, "", [])
+            prompt_tokens = sum(model.count_tokens(m["content"]) for m in empty_prompt) \
+                + _TEMPLATE_OVERHEAD * len(empty_prompt)
+            room = llm_config.n_ctx - llm_config.max_tokens - prompt_tokens
+            if room <= 0:
+                raise ContextTooLongError(
+                    f"question: too long for the model's context ({prompt_tokens} prompt tokens + "
+                    f"{llm_config.max_tokens} for the answer > n_ctx {llm_config.n_ctx})")
+            # The seed reserves 150 tokens for the instructions; a longer question takes more.
+            budget = llm_config.n_ctx - llm_config.max_tokens - max(prompt_tokens, llm_config.prompt_tokens)
+            chunks = [format_chunk(i + 1, h.title, h.text) for i, h in enumerate(selected)]
+            # The outline is cut from the same chunks, so it shares their budget.
+            context = fit_context(chunks, model.count_tokens, budget,
+                                  extra=lambda kept: "\n".join(extract_outline(kept))) if chunks else None
+            outline = extract_outline(chunks[: context.kept]) if context else []
+        used = selected[: context.kept] if context else []
+        citations = [Citation(id=i + 1, doc_id=h.doc_id, title=h.title, source=h.source,
+                              score=round(h.score, 6)) for i, h in enumerate(used)]
+        evidence = [f"{h.title}\n{h.text}" for h in used]
+        trace = LexicalTrace(
+            query_tokens=index.tokenizer(question), procedural=procedural,
+            boosted=bool(config.boost) if config.boost is not None else procedural,
+            method=steps["method"], method_reason=steps["method_reason"],
+            candidates=[_hit_summary(h) for h in candidates[:10]], n_candidates=len(candidates),
+            selected=[h.doc_id for h in selected], outline=outline, prompt_tokens=prompt_tokens,
+            context_tokens=context.tokens if context else 0, context_budget=budget,
+            dropped_chunks=context.dropped if context else 0,
+            model=getattr(model, "name", type(model).__name__),
+            chat_format=getattr(model, "chat_format", None),
+            rerank=steps.get("rerank"), mmr_similarity=steps.get("mmr_similarity"))
+        prompt = (lambda _model: (lexical_messages(question, context.text, outline), None)) if used else None
+        draft = Draft(evidence_answer=extractive_answer(question, used, procedural),
+                      check=grounding_check(evidence + outline, question), prompt=prompt,
+                      language="vi", refusals=(NOT_ENOUGH_VI,), fallback_note=_REPLACED_NOTE)
+        return Gathered(draft, citations, trace)
+
+
 def ask_lexical(question: str, index: BM25Index | str | Path, *,
                 config: LexicalConfig | None = None, llm: LLM | None = None,
                 llm_config: LLMConfig | None = None, use_llm: bool = True, dense=None) -> Answer:
@@ -142,96 +232,16 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
     ``config.rerank="llm"`` has the model judge the top candidates even then: the rerank is
     part of retrieval, not of writing the answer.
     """
-    question = check_question(question)
     config = config or LexicalConfig()
-    llm_config = llm_config or LLMConfig.from_env()
-    profiler = Profiler()
-    with profiler.stage("load_index"):
+    ctx = AskContext(llm_config, use_llm, llm)
+    with ctx.profiler.stage("load_index"):
         folder = None
         if not isinstance(index, BM25Index):
             folder = index
             index = load_index(index)
         if dense is None and config.method != "bm25" and folder is not None:
             dense = load_dense(index, folder)
-    model = llm or default_llm(llm_config)
-    reranker = make_reranker(config.rerank, model, config.rerank_depth)
-    steps: dict = {}
-    candidates, selected = retrieve(index, question, config, profiler, dense, reranker, steps)
-    procedural = is_procedural_query(question)
-
-    with profiler.stage("token_counting"):
-        empty_prompt = lexical_messages(question, "", [])
-        prompt_tokens = sum(model.count_tokens(m["content"]) for m in empty_prompt) \
-            + _TEMPLATE_OVERHEAD * len(empty_prompt)
-        room = llm_config.n_ctx - llm_config.max_tokens - prompt_tokens
-        if room <= 0:
-            raise ContextTooLongError(
-                f"question: too long for the model's context ({prompt_tokens} prompt tokens + "
-                f"{llm_config.max_tokens} for the answer > n_ctx {llm_config.n_ctx})")
-        # The seed reserves 150 tokens for the instructions; a longer question takes more.
-        budget = llm_config.n_ctx - llm_config.max_tokens - max(prompt_tokens, llm_config.prompt_tokens)
-        chunks = [format_chunk(i + 1, h.title, h.text) for i, h in enumerate(selected)]
-        # The outline is cut from the same chunks, so it shares their budget.
-        context = fit_context(chunks, model.count_tokens, budget,
-                              extra=lambda kept: "\n".join(extract_outline(kept))) if chunks else None
-        outline = extract_outline(chunks[: context.kept]) if context else []
-    used = selected[: context.kept] if context else []
-    citations = [Citation(id=i + 1, doc_id=h.doc_id, title=h.title, source=h.source,
-                          score=round(h.score, 6)) for i, h in enumerate(used)]
-    evidence = [f"{h.title}\n{h.text}" for h in used]
-
-    trace = {
-        "query_tokens": index.tokenizer(question),
-        "procedural": procedural,
-        "boosted": bool(config.boost) if config.boost is not None else procedural,
-        "candidates": [_hit_summary(h) for h in candidates[:10]],
-        "n_candidates": len(candidates),
-        "selected": [h.doc_id for h in selected],
-        "outline": outline,
-        "prompt_tokens": prompt_tokens,
-        "context_tokens": context.tokens if context else 0,
-        "context_budget": budget,
-        "dropped_chunks": context.dropped if context else 0,
-        "model": getattr(model, "name", type(model).__name__),
-        **steps,                       # method, method_reason, rerank, mmr_similarity
-    }
-
-    extractive = extractive_answer(question, used, procedural)
-    if not used:
-        answer_text, trace["answer_source"] = NOT_ENOUGH_VI, "none"
-    elif not use_llm:
-        answer_text, trace["answer_source"] = extractive, "extractive"
-    else:
-        messages = lexical_messages(question, context.text, outline)
-        with profiler.stage("generation"):
-            gen = model.chat(messages, max_tokens=llm_config.max_tokens,
-                             temperature=llm_config.temperature, seed=llm_config.seed)
-        with profiler.stage("postprocessing"):
-            raw = gen.text
-            answer_text = filter_think_tags(raw)
-            reasked = False
-            if llm_config.reask_vietnamese and looks_english(answer_text):
-                reasked = True
-                follow_up = messages + [{"role": "assistant", "content": answer_text},
-                                        {"role": "user", "content": REASK_VI}]
-                again = model.chat(follow_up, max_tokens=llm_config.max_tokens,
-                                   temperature=llm_config.temperature, seed=llm_config.seed)
-                answer_text = filter_think_tags(again.text)
-            report = check_grounding(answer_text, evidence + outline, question)
-        trace.update({"raw_answer": raw, "reasked": reasked, "grounding": report.to_dict(),
-                      "completion_tokens": gen.completion_tokens,
-                      "finish_reason": gen.finish_reason,
-                      "chat_format": getattr(model, "chat_format", None)})
-        if report.grounded:
-            trace["answer_source"] = "llm"
-        else:
-            trace["llm_answer"] = answer_text
-            answer_text = f"{extractive}\n\n{_REPLACED_NOTE}"
-            trace["answer_source"] = "extractive_fallback"
-    if "grounding" not in trace:
-        trace["grounding"] = check_grounding(answer_text, evidence + [NOT_ENOUGH_VI], question).to_dict()
-    return Answer(question=question, pipeline="lexical", answer=answer_text,
-                  citations=citations, trace=trace, timings_ms=profiler.as_dict())
+    return LexicalPipeline().ask(question, (index, dense), config, ctx)
 
 
 def _hit_summary(hit: Hit) -> dict:

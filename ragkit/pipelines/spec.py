@@ -17,6 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
+from ..answering import Check, Draft, grounding_check
 from ..config import LLMConfig
 from ..corpus import Doc
 from ..graph import GraphStore, open_store
@@ -24,13 +25,11 @@ from ..graph.base import rank_terms
 from ..lexical.bm25 import BM25Index
 from ..llm.base import LLM
 from ..llm.budget import fit_context
-from ..llm.grounding import check_grounding
-from ..llm.postprocess import filter_think_tags
 from ..profiler import Profiler
 from ..specs.model import Chunk, Term
 from ..specs.terms import acronyms_in, is_five_g_spec
 from ..text import Tokenizer
-from .base import Answer, Citation, check_question
+from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
 _COMPARISON = re.compile(r"\b(compare|comparison|differen\w*|differ|versus|vs\.?|contrast)\b|so sánh|khác nhau",
                          re.IGNORECASE)
@@ -43,9 +42,10 @@ FUNCTION_CUES = ("is responsible for", "provides", "functionality", "functionali
                  "includes the following", "supports the following", "is used for", "is used to")
 NOT_ENOUGH_EN = "The loaded specifications do not contain enough information to answer this question."
 
+MODEL_REFUSAL_EN = "The evidence is not enough to answer."
 SYSTEM_EN = ("You answer questions about 3GPP specifications. Use ONLY the numbered evidence. "
              "Cite evidence as [n]. Do not add outside knowledge. If the evidence is not enough, "
-             "say: 'The evidence is not enough to answer.'")
+             f"say: '{MODEL_REFUSAL_EN}'")
 
 
 @dataclass(frozen=True)
@@ -344,58 +344,70 @@ def _evidence_block(number: int, e: Evidence) -> str:
     return f"[{number}] {label}{where}\n{e.text}"
 
 
-def ask_spec(question: str, store: GraphStore | str, *, config: SpecConfig | None = None,
-             llm: LLM | None = None, llm_config: LLMConfig | None = None, use_llm: bool = True) -> Answer:
-    """Answer a question about the specs in ``store`` with cited evidence."""
-    question = check_question(question)
-    profiler = Profiler()
-    own_store = isinstance(store, str)
-    with profiler.stage("load_store"):
-        store = open_store(store) if own_store else store
-    try:
-        analysis, resolved, evidence = retrieve_spec_evidence(store, question, config, profiler)
-    finally:
-        if own_store:
-            store.close()
-    extractive = extractive_spec_answer(analysis, resolved, evidence)
-    trace = {"analysis": asdict(analysis),
-             "resolved": {e: [t.to_dict() for t in ts] for e, ts in resolved.items()},
-             "evidence": [{"stage": e.stage, "entity": e.entity, "score": round(e.score, 4),
-                           "chunk_id": e.chunk.chunk_id if e.chunk else None} for e in evidence]}
-    answer_text, used = extractive, evidence
-    if not use_llm or not evidence:
-        trace["answer_source"] = "extractive" if evidence else "none"
-    else:
-        from ..llm.backends import default_llm
+@dataclass
+class SpecTrace(Trace):
+    """How a spec answer was made: the question's analysis, the terms each entity resolved
+    to, and every evidence item with the retrieval stage that found it."""
 
-        llm_config = llm_config or LLMConfig.from_env()
-        model = llm or default_llm(llm_config)
-        with profiler.stage("token_counting"):
+    analysis: dict = field(default_factory=dict)
+    resolved: dict = field(default_factory=dict)
+    evidence: list = field(default_factory=list)
+
+
+class SpecPipeline(Pipeline):
+    """3GPP spec questions over a spec KG store (term dictionary + clause chunks)."""
+
+    name = "spec"
+    source = "spec_store"
+    source_what = "a graph store"
+    source_how = "ragkit kg build"
+    flag = "--store"
+
+    def load(self, where: str, sources: Sources) -> GraphStore:
+        return open_store(where)
+
+    def config_from(self, request) -> SpecConfig:
+        return SpecConfig()
+
+    def gather(self, question: str, store: GraphStore, config: SpecConfig | None, ctx: AskContext) -> Gathered:
+        analysis, resolved, evidence = retrieve_spec_evidence(store, question, config, ctx.profiler)
+        trace = SpecTrace(analysis=asdict(analysis),
+                          resolved={e: [t.to_dict() for t in ts] for e, ts in resolved.items()},
+                          evidence=[{"stage": e.stage, "entity": e.entity, "score": round(e.score, 4),
+                                     "chunk_id": e.chunk.chunk_id if e.chunk else None} for e in evidence])
+        kept = {"n": len(evidence)}     # how many evidence items the prompt kept
+
+        def prompt(model) -> tuple[list[dict], int]:
+            llm_config = ctx.llm_config
             blocks = [_evidence_block(i + 1, e) for i, e in enumerate(evidence)]
             user_head = f"QUESTION: {question}\n\nEVIDENCE:\n"
             prompt_tokens = model.count_tokens(SYSTEM_EN) + model.count_tokens(user_head) + 32
             budget = llm_config.n_ctx - llm_config.max_tokens - max(prompt_tokens, llm_config.prompt_tokens)
             context = fit_context(blocks, model.count_tokens, max(budget, 64))
-            used = evidence[: context.kept]
-        messages = [{"role": "system", "content": SYSTEM_EN},
-                    {"role": "user", "content": user_head + context.text}]
-        with profiler.stage("generation"):
-            gen = model.chat(messages, max_tokens=llm_config.max_tokens,
-                             temperature=llm_config.temperature, seed=llm_config.seed)
-        with profiler.stage("postprocessing"):
-            text = filter_think_tags(gen.text)
-            report = check_grounding(text, [e.text for e in used], question)
-        trace.update({"raw_answer": gen.text, "grounding": report.to_dict(),
-                      "completion_tokens": gen.completion_tokens})
-        if report.grounded:
-            answer_text, trace["answer_source"] = text, "llm"
-        else:
-            trace["llm_answer"] = text
-            answer_text = f"{extractive}\n\n(The model's answer was not supported by the evidence, so the evidence is quoted instead.)"
-            trace["answer_source"] = "extractive_fallback"
-    if "grounding" not in trace:
-        trace["grounding"] = check_grounding(answer_text, [e.text for e in evidence] + [NOT_ENOUGH_EN],
-                                             question).to_dict()
-    citations = [e.cite(i + 1) for i, e in enumerate(used)]
-    return Answer(question=question, pipeline="spec", answer=answer_text, citations=citations,
-                  trace=trace, timings_ms=profiler.as_dict())
+            kept["n"] = context.kept
+            return [{"role": "system", "content": SYSTEM_EN},
+                    {"role": "user", "content": user_head + context.text}], context.kept
+
+        def check(text: str) -> Check:
+            return grounding_check([e.text for e in evidence[: kept["n"]]], question)(text)
+
+        draft = Draft(evidence_answer=extractive_spec_answer(analysis, resolved, evidence), check=check,
+                      prompt=prompt if evidence else None, language="en",
+                      refusals=(NOT_ENOUGH_EN, MODEL_REFUSAL_EN),
+                      fallback_note="(The model's answer was not supported by the evidence, "
+                                    "so the evidence is quoted instead.)")
+        return Gathered(draft, [e.cite(i + 1) for i, e in enumerate(evidence)], trace, cite_kept=True)
+
+
+def ask_spec(question: str, store: GraphStore | str, *, config: SpecConfig | None = None,
+             llm: LLM | None = None, llm_config: LLMConfig | None = None, use_llm: bool = True) -> Answer:
+    """Answer a question about the specs in ``store`` with cited evidence."""
+    ctx = AskContext(llm_config, use_llm, llm)
+    own_store = isinstance(store, str)
+    with ctx.profiler.stage("load_store"):
+        store = open_store(store) if own_store else store
+    try:
+        return SpecPipeline().ask(question, store, config, ctx)
+    finally:
+        if own_store:
+            store.close()
