@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 from _common import SHARED, median_time, write
-from ragkit.graph.neo4j_launcher import running_neo4j
-from ragkit.graph.neo4j_store import Neo4jStore
-from ragkit.graph.nx_store import NetworkXStore
+from ragkit.stores.neo4j_launcher import running_neo4j
+from ragkit.specs.neo4j_store import Neo4jStore
+from ragkit.specs.nx_store import NetworkXStore
 from ragkit.pipelines.spec import resolve_term
 from ragkit.specs.build import parse_specs
 

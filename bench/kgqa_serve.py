@@ -78,7 +78,7 @@ def time_store(qa: KGQA, qs: list[str], repeat: int) -> tuple[dict, list[dict]]:
 
 
 def bench_stores(repeat: int) -> dict:
-    from ragkit.graph.neo4j_launcher import running_neo4j
+    from ragkit.stores.neo4j_launcher import running_neo4j
 
     qs = questions()
     out: dict = {"questions": len(qs), "repeat": repeat}

@@ -150,7 +150,7 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
                        raw_answer=raw or None, fallback_reason=reason, reasked=reasked,
                        kept_evidence=kept)
     with profiler.stage("check"):
-        check = draft.judge(text)
+        check = draft.judge(text) if text.strip() else Check(False, "the model wrote nothing")
     common = dict(model_answer=text, raw_answer=raw, reasked=reasked,
                   completion_tokens=gen.completion_tokens, finish_reason=gen.finish_reason,
                   kept_evidence=kept)

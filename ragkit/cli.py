@@ -103,7 +103,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- kg / terms
 def cmd_kg_build(args: argparse.Namespace) -> int:
-    from .graph import open_store
+    from .specs.store import open_store
     from .specs.build import build_kg
 
     with open_store(args.store) as store:  # every spec is read before anything is written
@@ -128,7 +128,7 @@ def cmd_kg_import(args: argparse.Namespace) -> int:
 
 
 def cmd_terms_resolve(args: argparse.Namespace) -> int:
-    from .graph import open_store
+    from .specs.store import open_store
     from .pipelines.spec import resolve_term
 
     term = _check_term(args.term)
@@ -143,8 +143,8 @@ def cmd_terms_resolve(args: argparse.Namespace) -> int:
 
 
 def cmd_terms_define(args: argparse.Namespace) -> int:
-    from .graph import open_store
-    from .graph.base import rank_terms
+    from .specs.store import open_store
+    from .specs.store import rank_terms
 
     term = _check_term(args.term)
     with open_store(args.store) as store:
@@ -166,7 +166,7 @@ def _check_term(term: str) -> str:
 
 def cmd_eval_mcq(args: argparse.Namespace) -> int:
     from .eval.mcq import evaluate_mcq
-    from .graph import open_store
+    from .specs.store import open_store
 
     llm = None
     if args.llm:
@@ -221,13 +221,22 @@ def cmd_ask(args: argparse.Namespace) -> int:
         service.close()
     cites = "\n".join(f"[{c['id']}] {c['source']} · {c['title']}" for c in data["citations"])
     _emit(data, args.json, f"{data['answer']}\n\n{cites}\n\ntimings (ms): {data['timings_ms']}")
+    _note_fallback(data["trace"])
     return 0
+
+
+def _note_fallback(trace: dict) -> None:
+    """A model that failed while answering does not fail the command (the evidence answer
+    is given), but it is said on stderr as well as in the trace."""
+    reason = trace.get("fallback_reason", "")
+    if reason.startswith("model failed"):
+        print(f"ragkit: note: {reason}; answered from the evidence", file=sys.stderr)
 
 
 def cmd_graph_build(args: argparse.Namespace) -> int:
     from dataclasses import asdict as _asdict
 
-    from .graph.multihop import GraphRAG
+    from .graphrag.multihop import GraphRAG
 
     report = GraphRAG.build(args.edges, args.out, progress=_progress(args), embedder=args.embedder)
     info = {"graph": str(args.out), **_asdict(report)}

@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 import httpx
 
 from .errors import RagkitError
-from .graph.neo4j_launcher import free_port
+from .stores.neo4j_launcher import free_port
 
 __all__ = ["free_port", "running_http", "llama_server_command", "serve_command"]
 

@@ -224,7 +224,7 @@ def scaling(sizes: dict[str, list[int]], data: str | Path, repeats: int = 3,
     """Median and p95 per stage at each size: ``sizes`` maps ``lexical`` (chunks), ``spec``
     (generated documents beside the demo specs), ``causal``, ``graph`` and ``kg`` (edges) to
     at least three sizes each."""
-    from .graph.multihop import GraphRAG
+    from .graphrag.multihop import GraphRAG
     from .kgqa.importer import import_kg
     from .kgqa.store import NxTypedStore
     from .lexical.bm25 import BM25Index
@@ -249,7 +249,7 @@ def scaling(sizes: dict[str, list[int]], data: str | Path, repeats: int = 3,
                     service = Service(Sources(index=str(tmp / f"index-{size}")))
                     questions = PIPELINE_QUESTIONS["lexical"]
                 elif pipeline == "spec":
-                    from .graph.nx_store import NetworkXStore
+                    from .specs.nx_store import NetworkXStore
                     from .specs.build import build_kg
 
                     store = NetworkXStore(tmp / f"specs-{size}.json.gz")
@@ -358,7 +358,7 @@ def plot_scaling(table: pd.DataFrame):
 def save_profile(out_dir: str | Path, summary: pd.DataFrame, scaling_table: pd.DataFrame | None,
                  figures: dict) -> list[Path]:
     """The tables (CSV) and figures (PNG) into ``out_dir``; the paths written."""
-    from .fsutil import atomic_write_text
+    from .stores.files import atomic_write_text
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError, NotebookError, RagkitError, RunTerminated
-from .fsutil import atomic_write_json, remove_path, swap_into_place
+from .stores.files import atomic_write_json, remove_path, swap_into_place
 
 KERNEL = "python3"
 _PACKAGES = ("ragkit", "numpy", "scipy", "papermill", "llama-cpp-python", "rank-bm25", "bm25s",

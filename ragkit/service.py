@@ -180,8 +180,8 @@ def build_demo_sources(out: str | Path, data: str | Path | None = None, progress
     existing source is reused): the manuals' index, the demo spec KG, the evidence KG, the
     Nobel graph (multilingual E5, for its Vietnamese names) and the biomedical typed KG."""
     from .corpus import load_document_folder
-    from .graph import open_store
-    from .graph.multihop import GraphRAG
+    from .specs.store import open_store
+    from .graphrag.multihop import GraphRAG
     from .kgqa.importer import import_kg
     from .kgqa.store import open_typed_store
     from .lexical.bm25 import BM25Index

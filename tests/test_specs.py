@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from ragkit.errors import InputError
-from ragkit.graph.nx_store import NetworkXStore
+from ragkit.specs.nx_store import NetworkXStore
 from ragkit.pipelines.spec import analyze_question, ask_spec
 from ragkit.specs.build import parse_specs
 from ragkit.specs.ingest import continues, load_spec, section_key, spec_id_from_name
@@ -217,7 +217,7 @@ def test_corrupt_docx_and_textless_pdf(tmp_path):
 
 
 def test_neo4j_down_or_wrong_password(neo4j_uri):
-    from ragkit.graph.neo4j_store import Neo4jStore
+    from ragkit.specs.neo4j_store import Neo4jStore
 
     with pytest.raises(InputError, match="not reachable"):
         Neo4jStore(f"bolt://127.0.0.1:{_closed_port()}")

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
-from ..fsutil import atomic_dir
+from ..stores.files import atomic_dir
 
 
 def _read_json(path: Path, what: str):

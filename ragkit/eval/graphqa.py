@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 
 from ..corpus import read_jsonl
 from ..errors import InputError
-from ..graph.multihop import GraphQueryParams, GraphRAG
+from ..graphrag.multihop import GraphQueryParams, GraphRAG
 
 
 def load_questions(path: str | Path) -> list[dict]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ..errors import InputError
-from ..graph import GraphStore
+from ..specs.store import GraphStore
 from ..pipelines.spec import bm25_evidence, retrieve_spec_evidence
 from ..text import Tokenizer
 

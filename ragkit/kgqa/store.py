@@ -14,8 +14,6 @@ Reads return nodes as plain dicts (``id``, ``name``, ``type`` and properties), s
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 import re
 import time
@@ -27,7 +25,8 @@ from typing import Iterable, Sequence
 import networkx as nx
 
 from ..errors import InputError
-from ..fsutil import atomic_write_bytes
+from ..stores.files import read_graph, write_graph
+from ..stores.neo4j import Neo4jConnection, is_neo4j_uri
 
 FORMAT = "ragkit-typed-kg"
 FORMAT_VERSION = 1
@@ -113,23 +112,16 @@ class NxTypedStore(TypedStore):
         self.uri = str(self.path)
         self.graph = nx.MultiDiGraph()
         if self.path.exists():
-            try:
-                with gzip.open(self.path, "rt", encoding="utf-8") as handle:
-                    data = json.load(handle)
-            except (OSError, EOFError, json.JSONDecodeError) as exc:
-                raise InputError(f"store {self.path}: not a ragkit typed KG file ({exc})") from None
-            if data.get("format") != FORMAT or data.get("format_version") != FORMAT_VERSION:
+            header, self.graph = read_graph(self.path, "ragkit typed KG file")
+            if header.get("format") != FORMAT or header.get("format_version") != FORMAT_VERSION:
                 raise InputError(f"store {self.path}: not a typed KG file of this ragkit "
-                                 f"(format {data.get('format')!r} v{data.get('format_version')!r}); "
+                                 f"(format {header.get('format')!r} v{header.get('format_version')!r}); "
                                  f"'ragkit kg import' writes one")
-            self.graph = nx.node_link_graph(data["graph"], directed=True, multigraph=True, edges="edges")
             for node, attrs in self.graph.nodes(data=True):   # node-link JSON keeps "id" as the key only
                 attrs["id"] = node
 
     def _save(self) -> None:
-        data = {"format": FORMAT, "format_version": FORMAT_VERSION,
-                "graph": nx.node_link_data(self.graph, edges="edges")}
-        atomic_write_bytes(self.path, gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8")))
+        write_graph(self.path, self.graph, {"format": FORMAT, "format_version": FORMAT_VERSION})
 
     def write(self, nodes: Sequence[dict], edges: Sequence[Edge]) -> dict:
         started = time.perf_counter()
@@ -184,15 +176,10 @@ class Neo4jTypedStore(TypedStore):
     """Neo4j over Bolt; every value, label and relationship type is a query parameter."""
 
     def __init__(self, uri: str, user: str | None = None, password: str | None = None):
-        from ..graph.neo4j_store import Neo4jStore
-
-        # Reuse the spec store's connection handling (auth and reachability errors).
-        self._conn = Neo4jStore(uri, user=user, password=password)
+        self._conn = Neo4jConnection(uri, user=user, password=password)
+        self._run = self._conn.run
         self.uri = uri
         self._run("CREATE CONSTRAINT ragkit_kgnode IF NOT EXISTS FOR (n:KGNode) REQUIRE n.id IS UNIQUE")
-
-    def _run(self, query: str, **params):
-        return self._conn._run(query, **params)
 
     def write(self, nodes: Sequence[dict], edges: Sequence[Edge]) -> dict:
         started = time.perf_counter()
@@ -252,6 +239,6 @@ def _plain(props) -> dict:
 def open_typed_store(store: str) -> TypedStore:
     """A file path opens the embedded store; ``bolt://`` / ``neo4j://`` URIs open Neo4j
     (user and password from NEO4J_USER / NEO4J_PASSWORD)."""
-    if store.startswith(("bolt://", "bolt+s://", "neo4j://", "neo4j+s://")):
+    if is_neo4j_uri(store):
         return Neo4jTypedStore(store)
     return NxTypedStore(store)

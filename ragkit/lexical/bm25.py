@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from .. import __version__
 from ..corpus import Doc
 from ..errors import IndexFormatError, InputError
-from ..fsutil import atomic_dir
+from ..stores.files import atomic_dir
 from ..text import Tokenizer
 from .boosting import is_procedural_query, structural_boost_scores
 from .scoring import select_idf, tf_saturation

@@ -40,7 +40,8 @@ class ServerLLM:
                                   timeout=httpx.Timeout(config.server_timeout, connect=5.0))
         self._name: str | None = None
         self._bos: int | None = None        # tokens the server adds to any text (a BOS)
-        self._local = None                  # the fallback tokenizer
+        self._local = None                  # the fallback tokenizer (a local GGUF)
+        self._no_endpoint = False           # the server has no tokenizer endpoint
         self._lock = threading.Lock()
 
     # ----------------------------------------------------------------- HTTP
@@ -83,28 +84,37 @@ class ServerLLM:
 
     # ----------------------------------------------------------------- tokens
     def _server_count(self, text: str) -> int | None:
-        response = self._post("/extras/tokenize/count", {"input": text})
+        response = self._post("/extras/tokenize/count", {"input": text}, GenerationError)
         if response.status_code in (404, 405):
             return None
         if not response.is_success:
             raise self._fail(response)
         return int(response.json()["count"])
 
+    def _local_tokenizer(self):
+        from .gguf import GGUFModel
+
+        with self._lock:
+            if self._local is None:
+                self._local = GGUFModel(self.config)
+        return self._local
+
     def count_tokens(self, text: str) -> int:
-        """Tokens ``text`` takes in the served model's vocabulary (no BOS)."""
+        """Tokens ``text`` takes in the served model's vocabulary (no BOS). A server with no
+        tokenizer endpoint, or one that is down, is counted for with the local GGUF's
+        tokenizer (an estimate: the generation that follows reports the server's failure)."""
         if not text:
             return 0
-        if self._local is None:
+        try:
             with self._lock:
-                if self._bos is None:
+                if self._bos is None and not self._no_endpoint:
                     self._bos = self._server_count("")
-                    if self._bos is None:   # no tokenizer endpoint: count with the local GGUF
-                        from .gguf import GGUFModel
-
-                        self._local = GGUFModel(self.config)
-        if self._local is not None:
-            return self._local.count_tokens(text)
-        return max(0, (self._server_count(text) or 0) - self._bos)
+                    self._no_endpoint = self._bos is None
+            if self._no_endpoint:
+                return self._local_tokenizer().count_tokens(text)
+            return max(0, (self._server_count(text) or 0) - self._bos)
+        except GenerationError:     # down or too slow: estimate now, ask the server next time
+            return self._local_tokenizer().count_tokens(text)
 
     # ----------------------------------------------------------------- scoring
     def choice_logprobs(self, prompt: str, choices: Sequence[str], top: int = 20) -> list[float]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..answering import Draft, grounding_check
 from ..config import LLMConfig
 from ..errors import GenerationError
-from ..graph.multihop import NOT_ENOUGH, GraphQueryParams, GraphRAG, display
+from ..graphrag.multihop import NOT_ENOUGH, GraphQueryParams, GraphRAG, display
 from ..llm.base import LLM
 from ..llm.postprocess import filter_think_tags
 from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace

@@ -20,8 +20,8 @@ from functools import lru_cache
 from ..answering import Check, Draft, grounding_check
 from ..config import LLMConfig
 from ..corpus import Doc
-from ..graph import GraphStore, open_store
-from ..graph.base import rank_terms
+from ..specs.store import GraphStore, open_store
+from ..specs.store import rank_terms
 from ..lexical.bm25 import BM25Index
 from ..llm.base import LLM
 from ..llm.budget import fit_context

@@ -10,7 +10,7 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from ..errors import InputError
-from ..graph import GraphStore
+from .store import GraphStore
 from .chunking import chunk_document
 from .ingest import load_spec
 from .model import Chunk, SpecDocument, Term

@@ -40,7 +40,7 @@ from ..dense.embeddings import default_embedder
 from ..dense.vector_store import ChromaVectors
 from ..config import GraphConfig
 from ..errors import InputError
-from ..fsutil import atomic_write_text
+from ..stores.files import atomic_write_text
 from ..profiler import Profiler
 from ..text import ENGLISH_STOPWORDS, normalize, strip_accents, vietnamese_char_count
 

@@ -3,10 +3,7 @@ saved atomically (temporary file, then rename) after every write."""
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Sequence
@@ -14,8 +11,9 @@ from typing import Sequence
 import networkx as nx
 
 from ..errors import InputError
-from ..specs.model import Chunk, SpecDocument, Term
-from .base import GraphStore, WriteStats, chunk_rows, lowered, merge_existing
+from ..stores.files import read_graph, write_graph
+from .model import Chunk, SpecDocument, Term
+from .store import GraphStore, WriteStats, chunk_rows, lowered, merge_existing
 
 FORMAT_VERSION = 1
 
@@ -36,28 +34,13 @@ class NetworkXStore(GraphStore):
 
     # ----------------------------------------------------------------- persistence
     def _load(self) -> None:
-        try:
-            with gzip.open(self.path, "rt", encoding="utf-8") as handle:
-                data = json.load(handle)
-        except (OSError, EOFError, json.JSONDecodeError) as exc:
-            raise InputError(f"store {self.path}: not a ragkit graph file ({exc})") from None
-        if data.get("format_version") != FORMAT_VERSION:
-            raise InputError(f"store {self.path}: format version {data.get('format_version')!r}, "
+        header, self.graph = read_graph(self.path)
+        if header.get("format_version") != FORMAT_VERSION:
+            raise InputError(f"store {self.path}: format version {header.get('format_version')!r}, "
                              f"this ragkit reads {FORMAT_VERSION}")
-        self.graph = nx.node_link_graph(data["graph"], directed=True, multigraph=True, edges="edges")
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"format_version": FORMAT_VERSION,
-                "graph": nx.node_link_data(self.graph, edges="edges")}
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.tmp-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "wb") as raw, gzip.open(raw, "wt", encoding="utf-8") as handle:
-                json.dump(data, handle, ensure_ascii=False)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_graph(self.path, self.graph, {"format_version": FORMAT_VERSION})
 
     # ----------------------------------------------------------------- writes
     def write(self, docs: Sequence[SpecDocument], chunks: Sequence[Chunk],

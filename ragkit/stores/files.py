@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
+from ..errors import InputError
+
 
 @contextlib.contextmanager
 def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
@@ -80,3 +82,29 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
 def atomic_write_json(path: str | os.PathLike, data) -> None:
     atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+def read_graph(path: str | os.PathLike, what: str = "ragkit graph file") -> tuple[dict, "nx.MultiDiGraph"]:
+    """A networkx MultiDiGraph and the header saved with it by ``write_graph``; a file that
+    is not one gets a one-line error naming it."""
+    import gzip
+
+    import networkx as nx
+
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            data = json.load(handle)
+        graph = nx.node_link_graph(data.pop("graph"), directed=True, multigraph=True, edges="edges")
+    except (OSError, EOFError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise InputError(f"store {path}: not a {what} ({exc})") from None
+    return data, graph
+
+
+def write_graph(path: str | os.PathLike, graph, header: dict) -> None:
+    """``graph`` and ``header`` (format and version keys) as gzip'd JSON, atomically."""
+    import gzip
+
+    import networkx as nx
+
+    data = {**header, "graph": nx.node_link_data(graph, edges="edges")}
+    atomic_write_bytes(path, gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8")))

@@ -19,8 +19,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..specs.model import Chunk, SpecDocument, Term
-from ..specs.terms import is_five_g_spec, primary_spec
+from .model import Chunk, SpecDocument, Term
+from .terms import is_five_g_spec, primary_spec
 
 
 @dataclass(frozen=True)
@@ -129,3 +129,17 @@ class GraphStore(ABC):
 
 def lowered(values: Sequence[str] | None) -> list[str] | None:
     return [v.lower() for v in values] if values else None
+
+
+def open_store(store: str) -> GraphStore:
+    """A file path opens the embedded networkx store; ``bolt://`` / ``neo4j://`` URIs open
+    Neo4j (user and password from NEO4J_USER / NEO4J_PASSWORD)."""
+    from ..stores.neo4j import is_neo4j_uri
+
+    if is_neo4j_uri(store):
+        from .neo4j_store import Neo4jStore
+
+        return Neo4jStore(store)
+    from .nx_store import NetworkXStore
+
+    return NetworkXStore(store)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import RagkitError
-from .neo4j_store import DEFAULT_PASSWORD
+from .neo4j import DEFAULT_PASSWORD
 
 LAUNCHER = Path(__file__).resolve().parents[2] / "tools" / "neo4j" / "target"
 

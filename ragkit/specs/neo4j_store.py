@@ -8,17 +8,12 @@ Cypher, so a term such as ``SCP' OR 1=1 //`` is simply looked up and not found.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Sequence
 
-from ..errors import InputError
-from ..specs.model import Chunk, SpecDocument, Term
-from .base import GraphStore, WriteStats, chunk_rows, lowered, merge_existing
-
-BATCH = 1000
-DEFAULT_USER = "neo4j"
-DEFAULT_PASSWORD = "ragkit-neo4j"   # what tools/neo4j's launcher sets on a new data folder
+from ..stores.neo4j import Neo4jConnection
+from .model import Chunk, SpecDocument, Term
+from .store import GraphStore, WriteStats, chunk_rows, lowered, merge_existing
 
 _SCHEMA = (
     "CREATE CONSTRAINT ragkit_document IF NOT EXISTS FOR (d:Document) REQUIRE d.spec_id IS UNIQUE",
@@ -74,29 +69,10 @@ class Neo4jStore(GraphStore):
 
     def __init__(self, uri: str, user: str | None = None, password: str | None = None,
                  database: str | None = None):
-        import neo4j
-        from neo4j.exceptions import AuthError, ServiceUnavailable
-
         self.uri = uri
-        self.database = database or os.environ.get("NEO4J_DATABASE") or None
-        user = user or os.environ.get("NEO4J_USER", DEFAULT_USER)
-        password = password or os.environ.get("NEO4J_PASSWORD", DEFAULT_PASSWORD)
-        self.driver = neo4j.GraphDatabase.driver(uri, auth=(user, password))
-        try:
-            self.driver.verify_connectivity()
-        except AuthError:
-            self.driver.close()
-            raise InputError(f"store {uri}: Neo4j refused user {user!r} and its password "
-                             f"(set NEO4J_USER / NEO4J_PASSWORD)") from None
-        except (ServiceUnavailable, OSError) as exc:
-            self.driver.close()
-            raise InputError(f"store {uri}: Neo4j is not reachable ({type(exc).__name__}); "
-                             f"start one with 'make neo4j' or set NEO4J_URI") from None
+        self.connection = Neo4jConnection(uri, user, password, database)
+        self._run = self.connection.run
         self._schema_ready = False
-
-    def _run(self, query: str, **params):
-        records, _, _ = self.driver.execute_query(query, params, database_=self.database)
-        return records
 
     def ensure_schema(self) -> None:
         """Create the constraints and index once per store object (IF NOT EXISTS)."""
@@ -106,8 +82,7 @@ class Neo4jStore(GraphStore):
             self._schema_ready = True
 
     def _batched(self, query: str, rows: list[dict]) -> None:
-        for start in range(0, len(rows), BATCH):
-            self._run(query, rows=rows[start:start + BATCH])
+        self.connection.batched(query, rows)
 
     # ----------------------------------------------------------------- writes
     def write(self, docs: Sequence[SpecDocument], chunks: Sequence[Chunk],
@@ -125,7 +100,7 @@ class Neo4jStore(GraphStore):
         the benchmark can compare it with the batched ``UNWIND`` write; seconds taken."""
         self.ensure_schema()
         started = time.perf_counter()
-        with self.driver.session(database=self.database) as session:
+        with self.connection.driver.session(database=self.connection.database) as session:
             for term in terms:
                 session.run(
                     "MERGE (t:Term {term_id: $row.term_id}) SET t += $row WITH t "
@@ -219,4 +194,4 @@ class Neo4jStore(GraphStore):
         return {"term": _term(records[0]["t"]).to_dict(), "defined_in": docs}
 
     def close(self) -> None:
-        self.driver.close()
+        self.connection.close()

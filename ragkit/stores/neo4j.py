@@ -1,0 +1,62 @@
+"""One Neo4j connection over Bolt through the official driver: the stores of the spec term
+graph and of the typed KG both run their Cypher through it.
+
+Every query takes its values as parameters (``run(query, **params)``): user text is data,
+never Cypher. ``batched`` writes rows as ``UNWIND $rows`` statements, ``BATCH`` at a time.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+from ..errors import InputError
+
+BATCH = 1000
+DEFAULT_USER = "neo4j"
+DEFAULT_PASSWORD = "ragkit-neo4j"   # what tools/neo4j's launcher sets on a new data folder
+BOLT_SCHEMES = ("bolt://", "bolt+s://", "neo4j://", "neo4j+s://")
+
+
+def is_neo4j_uri(store: str) -> bool:
+    """A ``bolt://`` or ``neo4j://`` URI (any other string is a file path)."""
+    return store.startswith(BOLT_SCHEMES)
+
+
+class Neo4jConnection:
+    """A verified driver for one database; one-line errors for a Neo4j that is down or
+    refuses the password."""
+
+    def __init__(self, uri: str, user: str | None = None, password: str | None = None,
+                 database: str | None = None):
+        import neo4j
+        from neo4j.exceptions import AuthError, ServiceUnavailable
+
+        self.uri = uri
+        self.database = database or os.environ.get("NEO4J_DATABASE") or None
+        user = user or os.environ.get("NEO4J_USER", DEFAULT_USER)
+        password = password or os.environ.get("NEO4J_PASSWORD", DEFAULT_PASSWORD)
+        self.driver = neo4j.GraphDatabase.driver(uri, auth=(user, password))
+        try:
+            self.driver.verify_connectivity()
+        except AuthError:
+            self.driver.close()
+            raise InputError(f"store {uri}: Neo4j refused user {user!r} and its password "
+                             f"(set NEO4J_USER / NEO4J_PASSWORD)") from None
+        except (ServiceUnavailable, OSError) as exc:
+            self.driver.close()
+            raise InputError(f"store {uri}: Neo4j is not reachable ({type(exc).__name__}); "
+                             f"start one with 'make neo4j' or set NEO4J_URI") from None
+
+    def run(self, query: str, **params) -> list:
+        """The records of one auto-committed, parameterized query."""
+        records, _, _ = self.driver.execute_query(query, params, database_=self.database)
+        return records
+
+    def batched(self, query: str, rows: Sequence[dict], batch: int = BATCH) -> None:
+        """``query`` (an ``UNWIND $rows`` statement) over ``rows``, ``batch`` rows at a time."""
+        for start in range(0, len(rows), batch):
+            self.run(query, rows=list(rows[start:start + batch]))
+
+    def close(self) -> None:
+        self.driver.close()
