@@ -197,9 +197,9 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
                 on_token(piece, call)
 
         loop = asyncio.get_running_loop()
-        job = loop.run_in_executor(pool, service.ask, request, tokens)
+        job = loop.run_in_executor(pool, service.answer, request, tokens)
         try:
-            data = await asyncio.wait_for(asyncio.shield(job), limits.timeout_s)
+            answered = await asyncio.wait_for(asyncio.shield(job), limits.timeout_s)
         except asyncio.TimeoutError:
             stop.set()          # a running generation stops at its next token
             job.cancel()        # a question still waiting for a worker never starts
@@ -210,9 +210,10 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
             raise
         except Exception as exc:
             raise problem_for(exc) from None
+        data = answered.to_dict()
         if session is not None:
-            turn = data["trace"].get("turn")     # none when nothing in the question was found
-            if request.pipeline == "kg" and turn is not None:
+            turn = getattr(answered.trace, "turn", None)   # none when nothing in the question was found
+            if turn is not None:
                 sessions.add(session, turn)
             data["session"] = session
         state["served"] += 1

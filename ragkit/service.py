@@ -17,7 +17,7 @@ from typing import Any, Callable
 from .config import METHODS, RERANKS, GraphConfig, LexicalConfig, LLMConfig, check_range
 from .errors import InputError
 from .pipelines import PIPELINES, get_pipeline
-from .pipelines.base import Sources
+from .pipelines.base import Answer, Sources
 
 TURN_KEYS = {"question", "standalone", "plan", "context_store"}
 
@@ -147,8 +147,12 @@ class Service:
 
     # ----------------------------------------------------------------- asking
     def ask(self, request: AskRequest, on_token: Callable[[str, int], None] | None = None) -> dict:
-        """The answer JSON of ``ragkit ask --json``. With ``on_token``, model text is passed
-        to it as it is written (``on_token(piece, call)``)."""
+        """The answer JSON of ``ragkit ask --json`` (``answer(...).to_dict()``)."""
+        return self.answer(request, on_token).to_dict()
+
+    def answer(self, request: AskRequest, on_token: Callable[[str, int], None] | None = None) -> Answer:
+        """The typed answer to ``request``. With ``on_token``, model text is passed to it as
+        it is written (``on_token(piece, call)``)."""
         from .pipelines.base import AskContext, check_question
 
         question = check_question(request.question)
@@ -166,8 +170,7 @@ class Service:
 
             make_llm = lambda: TokenTap(self.llm, on_token)   # noqa: E731
         ctx = AskContext(llm_config, use_llm, make_llm=make_llm)
-        answer = pipeline.ask(question, source, pipeline.config_from(request), ctx)
-        return answer.to_dict()
+        return pipeline.ask(question, source, pipeline.config_from(request), ctx)
 
     def close(self) -> None:
         for name, source in list(self._loaded.items()):

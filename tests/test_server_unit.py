@@ -8,6 +8,8 @@ from fastapi.testclient import TestClient
 
 from ragkit.config import LLMConfig
 from ragkit.errors import ModelError
+from ragkit.pipelines.base import Answer
+from ragkit.pipelines.kg import KGTrace
 from ragkit.kgqa.answer import check_entities
 from ragkit.server import ServeLimits, Sessions, create_app
 
@@ -28,7 +30,7 @@ class StandIn:
     def warm(self):
         return {"kg": "ready"}
 
-    def ask(self, request, on_token=None):
+    def answer(self, request, on_token=None):
         if self.tokens:              # a slow model: one piece every 20 ms
             try:
                 for _ in range(self.tokens):
@@ -47,9 +49,8 @@ class StandIn:
             for piece in text.split(" "):
                 on_token(piece + " ", 1)
         turn = {"question": request.question, "history": len(request.history or [])}
-        trace = {} if request.question == "nothing" else {"turn": turn}   # kg: no plan, no turn
-        return {"question": request.question, "pipeline": request.pipeline, "answer": text,
-                "citations": [], "trace": trace, "timings_ms": {}}
+        trace = KGTrace(turn=None if request.question == "nothing" else turn)   # kg: no plan, no turn
+        return Answer(request.question, request.pipeline, text, [], trace, {})
 
     def close(self):
         self.closed = True
