@@ -227,3 +227,17 @@ def test_cli_import_ask_and_follow_up(tmp_path):
     assert data["citations"][0]["title"] == "Juvenile Idiopathic Arthritis -[AFFECTS]-> Liver"
     bad = ragkit("ask", FOLLOW_UP, "--pipeline", "kg", "--store", store, "--history", EDGES)
     assert bad.returncode == 2 and "--history" in bad.stderr and bad.stdout == ""
+
+
+def test_written_answers_pass_the_entity_check_names_matched_longest_first(nx_kg):
+    """"Low Back Pain" does not also name the node "Back Pain", nor "Non-Alcoholic Fatty Liver
+    Disease" the node "Liver": the written answers claim only what the context store holds."""
+    first = ask_kg(Q2, nx_kg, use_llm=False)
+    follow_up = ask_kg(FOLLOW_UP, nx_kg, history=[first.trace.turn], use_llm=False)
+    for answer in (ask_kg(Q1, nx_kg, use_llm=False), first, follow_up):
+        assert answer.trace["answer_source"] == "evidence"
+        assert answer.trace["check"]["passed"], answer.trace["check"]["reason"]
+    assert "Low Back Pain" in follow_up.trace["check"]["named"]
+    assert "Back Pain" not in follow_up.trace["check"]["named"]
+    made_up = ask_kg(Q1, nx_kg, use_llm=True, llm=Scripted("Aspirin treats Malaria, whose symptoms include Joint Pain."))
+    assert made_up.trace["answer_source"] == "fallback" and "Malaria" in made_up.trace["check"]["reason"]

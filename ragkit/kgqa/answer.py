@@ -141,17 +141,31 @@ class EntityCheck:
 def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
                    question_entities: set[str] = frozenset()) -> EntityCheck:
     """Every graph name the answer uses must be in the context store (or be one of the
-    question's own entities); one must be a final item."""
+    question's own entities); one must be a final item.
+
+    Names are matched longest first, and a matched name hides the words inside it: "Low
+    Back Pain" does not also name "Back Pain", nor "Fatty Liver Disease" "Liver". Nodes that
+    share a name count as named once, and are outside the evidence only if none of them is
+    in it."""
     text = " " + " ".join(words(answer)) + " "
     in_context = {i["id"] for v in context_store.values() if isinstance(v, list) for i in v}
     in_context |= set(question_entities)
-    named, outside = [], []
+    by_key: dict[str, list[dict]] = {}
     for node in all_nodes:
         key = " ".join(words(node["name"]))
-        if len(key) >= 3 and f" {key} " in text:
-            named.append(node["name"])
-            if node["id"] not in in_context:
-                outside.append(node["name"])
+        if len(key) >= 3:
+            by_key.setdefault(key, []).append(node)
+    named, outside = [], []
+    remaining = text
+    for key in sorted(by_key, key=len, reverse=True):
+        if f" {key} " not in remaining:
+            continue
+        remaining = remaining.replace(f" {key} ", " | ")
+        nodes = by_key[key]
+        named.append(nodes[0]["name"])
+        if not any(n["id"] in in_context for n in nodes):
+            outside.append(nodes[0]["name"])
+    named.sort()
     finals = {" ".join(words(i["name"])) for i in context_store.get("final_result", [])}
     # The seed's prompt: never mention the JSON, its keys or AI.
     internals = [k for k in ("json", "ai", "language model") if f" {k} " in text]
