@@ -68,3 +68,44 @@ def test_failed_run_is_marked_failed(tmp_path):
     manifest = run_notebook(ROOT / "notebooks" / "04_query_and_explain.ipynb", {"k": 0},
                             out_root=tmp_path / "runs", progress=False)
     assert manifest["status"] == "failed" and "k" in manifest["error"]
+
+
+def notebook_defaults(path) -> tuple[dict, dict]:
+    """A notebook's parameters (name -> literal default) and, from the cells that build the
+    parameter classes (``wb.QueryParams(k=k, ...)``), which class field each one feeds."""
+    import ast
+
+    nb = nbformat.read(path, as_version=4)
+    values, feeds = {}, {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        tree = ast.parse(cell.source)
+        if "parameters" in cell.metadata.get("tags", []):
+            for node in tree.body:
+                if isinstance(node, ast.AnnAssign):
+                    values[node.target.id] = ast.literal_eval(node.value)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    node.func.attr.endswith("Params"):
+                for kw in node.keywords:
+                    if isinstance(kw.value, ast.Name):
+                        feeds[kw.value.id] = (node.func.attr, kw.arg)
+    return values, feeds
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_defaults_are_the_parameter_classes_defaults(path):
+    """One home per default: a notebook's parameters cell says what its parameter class says
+    (and the class takes what ragkit.config says, where the config has it)."""
+    import dataclasses
+
+    from ragkit import workbench as wb
+
+    values, feeds = notebook_defaults(path)
+    assert values, "a parameters cell with annotated defaults"
+    for name, value in values.items():
+        assert name in feeds, f"parameter {name} feeds no parameter class"
+        cls, field = feeds[name]
+        default = {f.name: f.default for f in dataclasses.fields(getattr(wb, cls))}[field]
+        assert value == default, f"{path.name}: {name} = {value!r}, but {cls}.{field} defaults to {default!r}"

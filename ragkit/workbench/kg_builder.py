@@ -18,7 +18,7 @@ class KGParams:
     specs: str = "../data/specs/demo_5gc.md,../data/specs/demo_vocab.md"  # comma-separated paths
     store: str = "../outputs/kg/demo.json.gz"  # a file (networkx) or bolt://host:port
     neo4j_uri: str = ""                        # when set, used instead of ``store``
-    term: str = "SCP"
+    term: str = "AMF"
 
     def __post_init__(self) -> None:
         for name in ("specs", "store", "neo4j_uri", "term"):
