@@ -1,4 +1,4 @@
-"""The optional rerank stage (issue G) and MMR's cosine, on SciFact.
+"""The optional rerank stage and MMR's cosine, on SciFact.
 
 The GGUF (SmolLM2-135M by default, or --model / RAGKIT_GGUF) judges the top 20 candidates
 of hybrid retrieval (MiniLM, weighted α=0.5, the best setting of bench/hybrid.py) for the

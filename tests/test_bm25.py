@@ -20,7 +20,7 @@ SMALL = [["may", "phay", "buoc"], ["may", "tien"], ["may", "phay", "phay", "dao"
 
 
 def reference_seed_scores(corpus, query, k1=1.5, b=0.75, eps=1e-12):
-    """The seed's formula written out term by term, as a check on the matrix version."""
+    """The design's formula written out term by term, as a check on the matrix version."""
     n = len(corpus)
     avgdl = sum(len(d) for d in corpus) / n
     df = Counter(t for d in corpus for t in set(d))

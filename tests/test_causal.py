@@ -1,4 +1,4 @@
-"""Causal chains (seed 000): scoring rules on small hand-built KGs, schema errors, the
+"""Causal chains (causal-chain design): scoring rules on small hand-built KGs, schema errors, the
 synonym merge, condition checks, the empirical check on the real Beijing series, and the
 anti-hallucination check."""
 

@@ -1,4 +1,4 @@
-"""Graph RAG multi-hop (seed 003) on the demo edge list, with Chroma embedded and as a real
+"""Graph RAG multi-hop (graph RAG design) on the demo edge list, with Chroma embedded and as a real
 server (`chroma run`), and on PathQuestion from ../shared."""
 
 import json

@@ -1,4 +1,4 @@
-"""KG question answering (seed 004) on the demo biomedical KG, in the embedded store and in
+"""KG question answering (KG QA design) on the demo biomedical KG, in the embedded store and in
 a real Neo4j over Bolt: import, plans, execution, the context store, answers, follow-ups."""
 
 import json

@@ -120,7 +120,7 @@ def test_config_budget_and_validation():
 @pytest.mark.slow
 def test_gguf_without_a_chat_template_falls_back_to_chatml(tmp_path):
     """A real GGUF whose template key is renamed (same length, so every offset holds):
-    llama.cpp sees no template, and ragkit must apply ChatML, the seed's format."""
+    llama.cpp sees no template, and ragkit must apply ChatML, the design's format."""
     data = default_model_path().read_bytes()
     key = b"tokenizer.chat_template"
     assert data.count(key) == 1

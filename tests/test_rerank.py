@@ -1,4 +1,4 @@
-"""The rerank stage and cosine MMR (issue G). Unit tests use a stand-in judge for our own
+"""The rerank stage and cosine MMR. Unit tests use a stand-in judge for our own
 logic; the rest use the real GGUF in process, a real llama_cpp.server and a real index."""
 
 import json

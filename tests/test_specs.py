@@ -1,5 +1,5 @@
 """Spec ingestion, term extraction, both graph stores (same conformance tests), and the
-seed's acceptance questions on the real 3GPP documents from ../shared."""
+design's acceptance questions on the real 3GPP documents from ../shared."""
 
 import json
 import subprocess

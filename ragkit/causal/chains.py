@@ -1,4 +1,4 @@
-"""Causal chains toward PM2.5 (seed 000, sections 3 and 4).
+"""Causal chains toward PM2.5 (causal-chain design, sections 3 and 4).
 
 1. Entities: rule-based, from node ids, labels and aliases and the synonym dictionary,
    matched on accent-stripped text (VI and EN). A question that names no variable gets the
@@ -42,7 +42,7 @@ _CATEGORY_WORDS = {
 
 @dataclass(frozen=True)
 class ChainConfig:
-    """The seed's limits and filters."""
+    """The design's limits and filters."""
 
     k_hops: int = 3                  # seed: k = 2..3
     min_edges: int = 2
@@ -176,7 +176,7 @@ def clear_quote(edge: dict) -> bool:
 
 
 def edge_score(edge: dict) -> tuple[float, dict]:
-    """The seed's points for one edge, with the parts that made them."""
+    """The design's points for one edge, with the parts that made them."""
     parts = {"confidence": CONFIDENCE_POINTS[edge["confidence"]],
              "strength": STRENGTH_POINTS[edge["strength"]],
              "temporal_lag": LAG_BONUS if str(edge.get("temporal_lag", "")).strip() else 0.0,

@@ -1,4 +1,4 @@
-"""Condition checks against weather data (seed 000, section 5), and an empirical check.
+"""Condition checks against weather data (causal-chain design, section 5), and an empirical check.
 
 Checkable now, from hourly or daily weather: season, rain, wind speed, relative humidity
 (measured, or computed from temperature and dew point with the Magnus formula) and

@@ -1,4 +1,4 @@
-"""Answers for causal questions (seed 000, sections 6 and 7): the Vietnamese sections
+"""Answers for causal questions (causal-chain design, sections 6 and 7): the Vietnamese sections
 "Nguyên nhân chính", "Yếu tố bổ trợ", "Điều kiện/ngoại lệ", "Nguồn trích dẫn", a
 deterministic template, the LLM prompt, and the anti-hallucination check."""
 
@@ -80,7 +80,7 @@ def template_answer(kg: EvidenceKG, chains: list[Chain], factors: list[dict],
 
 
 def prompt_messages(question: str, kg: EvidenceKG, chains: list[Chain], uncertainties: list[str]) -> list[dict]:
-    """The seed's three input blocks: question, chains with evidence, uncertainties."""
+    """The design's three input blocks: question, chains with evidence, uncertainties."""
     blocks = []
     for i, chain in enumerate(chains, 1):
         steps = []

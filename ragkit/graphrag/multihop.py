@@ -1,8 +1,8 @@
-"""Graph RAG multi-hop (seed 003): an edge list as a networkx MultiDiGraph, node-name
+"""Graph RAG multi-hop (graph RAG design): an edge list as a networkx MultiDiGraph, node-name
 vectors in Chroma, and question answering by anchors, reranked ego-graph neighbours and
 reranked paths.
 
-Query flow, with the seed's parameters:
+Query flow, with the design's parameters:
 1. entities: node names found in the question (underscores, case and accents ignored);
 2. anchors: each entity's exact node first, then its nearest node names in Chroma, at most
    ``anchor_per_entity`` per entity and ``max_anchors`` in all, order kept;
@@ -256,7 +256,7 @@ class GraphRAG:
         return dict(zip(relations, (self.embedder.encode([display(r) for r in relations]) @ question_vec).tolist()))
 
     def neighbours(self, question_vec: np.ndarray, anchors: list[str], params: GraphQueryParams) -> list[dict]:
-        """Edges of the radius-``depth`` neighbourhood of the anchors (the seed's ego graph),
+        """Edges of the radius-``depth`` neighbourhood of the anchors (the design's ego graph),
         at most ``neighbor_candidate_multiplier × neighbor_top_k`` of them, reranked by cosine
         to the question. Each node's edges are taken relation by relation, the relations
         closest to the question first, so the cap keeps the relevant edges of a hub node
@@ -290,7 +290,7 @@ class GraphRAG:
 
     def paths_between(self, question_vec: np.ndarray, anchors: list[str], params: GraphQueryParams) -> list[dict]:
         """Simple paths between anchor pairs in the undirected view, up to ``max_hops`` edges
-        (the seed's stage): ``path_candidate_multiplier × top_k_paths`` candidates, reranked.
+        (the design's stage): ``path_candidate_multiplier × top_k_paths`` candidates, reranked.
         The walk is bounded: at most ``branch_limit`` neighbours per node are followed and
         ``path_budget`` nodes expanded per pair; a direct edge to the other anchor is always
         seen, however many neighbours a node has."""

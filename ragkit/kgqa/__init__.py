@@ -1,1 +1,1 @@
-"""KG question answering (seed 004) over typed graphs in our own stores."""
+"""KG question answering (KG QA design) over typed graphs in our own stores."""

@@ -1,4 +1,4 @@
-"""The AnswerGenerator (seed 004): the answer from the context store, with the seed's prompt
+"""The AnswerGenerator (KG QA design): the answer from the context store, with the design's prompt
 and its two messages for an empty store and an empty final result (the context store is
 kept either way; a model that fails gives the written answer, as every pipeline does).
 
@@ -167,7 +167,7 @@ def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
             outside.append(nodes[0]["name"])
     named.sort()
     finals = {" ".join(words(i["name"])) for i in context_store.get("final_result", [])}
-    # The seed's prompt: never mention the JSON, its keys or AI.
+    # The design's prompt: never mention the JSON, its keys or AI.
     internals = [k for k in ("json", "ai", "language model") if f" {k} " in text]
     internals += [key for key in context_store if "_" in key and key in answer]
     if internals:
@@ -196,8 +196,8 @@ def prompt_context(context_store: dict) -> dict:
 
 
 def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str, dict]) -> Draft:
-    """The answer stage's input: the written answer, the seed's prompt (only when there is a
-    final result to explain: an empty store or final result gets the seed's message, no
+    """The answer stage's input: the written answer, the design's prompt (only when there is a
+    final result to explain: an empty store or final result gets the design's message, no
     model) and the entity check."""
     written = written_answer(question, plan, context_store, nodes) if context_store else EMPTY_STORE
     asked = {s["from"]["entity"] for s in plan.steps if "entity" in s.get("from", {})}

@@ -1,4 +1,4 @@
-"""Explicit query plans (seed 004's executor steps), their validation against the graph's
+"""Explicit query plans (the KG QA design's executor steps), their validation against the graph's
 own schema, and the rule-based planner.
 
 A plan is JSON: ``{"steps": [...], "final": KEY}``. Each step has a ``key`` and is one of
@@ -230,7 +230,7 @@ class RulePlanner:
             plan.final = last
             return plan
         same = len({tuple(h for h in hops) for _, hops in chains}) == 1
-        # Identical chains meet after their first step, as in the seed (diseases_A ∩ diseases_B);
+        # Identical chains meet after their first step, as in the design (diseases_A ∩ diseases_B);
         # different ones at their common end type.
         meet = 1 if same else None
         ends = []

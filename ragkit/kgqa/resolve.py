@@ -1,4 +1,4 @@
-"""SmartSearch (seed 004): the entities a question names, resolved to nodes of the typed
+"""SmartSearch (KG QA design): the entities a question names, resolved to nodes of the typed
 KG: exact name first, then an alias, then a fuzzy match (a misspelling such as "Asprin")."""
 
 from __future__ import annotations

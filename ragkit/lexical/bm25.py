@@ -36,7 +36,7 @@ _FILES = ("meta.json", "vocab.json", "idf.npy", "doc_len.npy", "boost.npy", "wei
 
 @dataclass(frozen=True)
 class BM25Params:
-    """BM25's parameters with the seed's defaults."""
+    """BM25's parameters with the design's defaults."""
 
     k1: float = 1.5
     b: float = 0.75
@@ -190,7 +190,7 @@ class BM25Index:
                candidates: int | None = None) -> list[Hit]:
         """The ``k`` best documents for ``query``.
 
-        boost: add the seed's structural boost (section 3); None applies it when the query
+        boost: add the design's structural boost (section 3); None applies it when the query
             asks for steps or a procedure ("các bước", "quy trình", "trình tự").
         candidates: rank this many (at least k) before cutting, e.g. 50 for MMR.
         """

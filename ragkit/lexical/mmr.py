@@ -1,5 +1,5 @@
-"""Maximal Marginal Relevance with Jaccard similarity (seed 002, section 2), or cosine
-similarity when the candidates have dense vectors (issue G).
+"""Maximal Marginal Relevance with Jaccard similarity (lexical RAG design, section 2), or cosine
+similarity when the candidates have dense vectors.
 
     MMR = argmax over candidates i of  λ · rel(i) − (1 − λ) · max over selected j of sim(i, j)
 

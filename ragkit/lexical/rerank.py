@@ -1,4 +1,4 @@
-"""The optional rerank stage (issue G): the language model judges each of the top candidates.
+"""The optional rerank stage: the language model judges each of the top candidates.
 
 No cross-encoder ships inside a PyPI wheel, so the judge is the GGUF we already have (or the
 LLM server in ``RAGKIT_LLM_URL``). For each candidate the model reads the question and the
@@ -43,7 +43,7 @@ class Judge(Protocol):
 
 
 def rerank_prompt(question: str, title: str, text: str, words: int = PASSAGE_WORDS) -> str:
-    """The ChatML prompt for one candidate (the seed's prompt format), ending where the
+    """The ChatML prompt for one candidate (the design's prompt format), ending where the
     assistant's one-word reply starts."""
     body = " ".join(text.split()[:words])
     passage = f"{title}\n{body}" if title and not body.startswith(title) else body

@@ -1,4 +1,4 @@
-"""Token-budgeted context (seed 002, section 5): join the chunks, and while the context is
+"""Token-budgeted context (lexical RAG design, section 5): join the chunks, and while the context is
 over budget drop the least relevant (last) one; a single chunk still over budget is cut.
 
 Text that travels with the chunks (the step outline extracted from them) can be counted

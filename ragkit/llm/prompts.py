@@ -1,4 +1,4 @@
-"""Prompts (seed 002, section 6): a Vietnamese system instruction, and a user turn with the
+"""Prompts (lexical RAG design, section 6): a Vietnamese system instruction, and a user turn with the
 sections NGỮ CẢNH (context), SƯỜN TRÍCH XUẤT (extracted outline) and YÊU CẦU (requirements).
 The chat template (ChatML for Qwen and SmolLM2) is applied by the model layer."""
 
@@ -64,7 +64,7 @@ def extract_outline(texts: Sequence[str], limit: int = 20) -> list[str]:
 
 
 def lexical_messages(question: str, context: str, outline: Sequence[str]) -> list[dict]:
-    """The seed's two-turn prompt for the lexical pipeline."""
+    """The design's two-turn prompt for the lexical pipeline."""
     user = USER_TEMPLATE_VI.format(context=context or "(trống)",
                                    outline="\n".join(outline) if outline else NO_OUTLINE,
                                    question=question.strip())

@@ -1,6 +1,6 @@
-"""Graph RAG multi-hop (seed 003) as an ``ask`` pipeline: the graph's anchors, reranked
+"""Graph RAG multi-hop (graph RAG design) as an ``ask`` pipeline: the graph's anchors, reranked
 neighbours and paths are the evidence; ``--no-llm`` answers with the end of the best path
-and shows the path; with the LLM, the model first lists the question's entities (the seed's
+and shows the path; with the LLM, the model first lists the question's entities (the design's
 prompt; names the question does not contain are dropped, and the rule matcher's names come
 first), then writes the answer from the reranked context, which must name only entities of
 that context."""
@@ -19,7 +19,7 @@ from ..llm.base import LLM
 from ..llm.postprocess import filter_think_tags
 from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
-# The seed's entity prompt: proper nouns of the question only, comma-separated, no talk.
+# The design's entity prompt: proper nouns of the question only, comma-separated, no talk.
 ENTITY_SYSTEM = ("Bạn là bộ trích xuất thực thể. Chỉ liệt kê các danh từ riêng (người, tổ chức, địa danh) "
                  "xuất hiện nguyên văn trong câu hỏi. Không hội thoại, không giải thích, không đoán thêm. "
                  "Nếu có nhiều thực thể, cách nhau bằng dấu phẩy. Nếu không có, trả lời: KHÔNG")

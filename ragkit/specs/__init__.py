@@ -1,1 +1,1 @@
-"""3GPP specifications: ingestion, chunking and the term dictionary (seed 001)."""
+"""3GPP specifications: ingestion, chunking and the term dictionary (3GPP spec design)."""

@@ -1,6 +1,6 @@
 """The Neo4j graph store, through the official driver over Bolt.
 
-Writes are batched ``UNWIND $rows`` statements with idempotent ``MERGE`` (seed 001 wrote one
+Writes are batched ``UNWIND $rows`` statements with idempotent ``MERGE`` (the 3GPP spec design wrote one
 MERGE per row; ``bench/kg_build.py`` measures both). Uniqueness constraints are created once
 per store object. Every query takes its values as parameters: user text is data, never
 Cypher, so a term such as ``SCP' OR 1=1 //`` is simply looked up and not found.
@@ -96,7 +96,7 @@ class Neo4jStore(GraphStore):
         return WriteStats(len(docs), len(chunks), len(terms), time.perf_counter() - started)
 
     def write_terms_one_by_one(self, terms: Sequence[Term]) -> float:
-        """The seed's way: one MERGE statement (and its DEFINED_IN links) per term. Kept so
+        """The design's way: one MERGE statement (and its DEFINED_IN links) per term. Kept so
         the benchmark can compare it with the batched ``UNWIND`` write; seconds taken."""
         self.ensure_schema()
         started = time.perf_counter()
