@@ -12,7 +12,7 @@ import numpy as np
 from _common import SHARED, median_time, write
 from ragkit.corpus import load_beir_corpus, load_beir_queries, load_qrels
 from ragkit.eval.metrics import evaluate_run
-from ragkit.lexical.bm25 import BM25Index, BM25Params
+from ragkit.retrieval.bm25 import BM25Index, BM25Params
 from ragkit.text import Tokenizer
 
 K = 10

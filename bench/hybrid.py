@@ -20,13 +20,13 @@ from pathlib import Path
 
 from _common import OUT, ROOT, SHARED, write
 from ragkit.corpus import load_corpus
-from ragkit.dense.embeddings import default_embedder
-from ragkit.dense.retrieval import DenseIndex
+from ragkit.embeddings import default_embedder
+from ragkit.retrieval.dense import DenseIndex
 from ragkit.eval.datasets import alqac_to_beir
 from ragkit.eval.retrieval import evaluate_retrieval
-from ragkit.lexical.bm25 import BM25Index
-from ragkit.lexical.fusion import fuse
-from ragkit.pipelines.lexical import resolve_method
+from ragkit.retrieval.bm25 import BM25Index
+from ragkit.retrieval.fusion import fuse
+from ragkit.retrieval.search import resolve_method
 from ragkit.text import tokenizer_for
 
 KEYS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "hit@1", "hit@10", "qps", "index_s",

@@ -18,10 +18,11 @@ import numpy as np
 from _common import ROOT, write
 from ragkit.config import LexicalConfig, LLMConfig
 from ragkit.corpus import load_document_folder
-from ragkit.lexical.bm25 import BM25Index
+from ragkit.retrieval.bm25 import BM25Index
 from ragkit.llm.gguf import GGUFModel
 from ragkit.llm.prompts import format_chunk, lexical_messages
-from ragkit.pipelines.lexical import ask_lexical, retrieve
+from ragkit.pipelines.lexical import ask_lexical
+from ragkit.retrieval.search import retrieve
 from ragkit.text import Tokenizer
 
 QUESTIONS = ["Các bước vận hành máy phay như thế nào?",

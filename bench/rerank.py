@@ -23,12 +23,12 @@ import numpy as np
 from _common import OUT, SHARED, write
 from ragkit.config import LLMConfig
 from ragkit.corpus import load_beir_queries, load_corpus, load_qrels
-from ragkit.dense.retrieval import DenseIndex
+from ragkit.retrieval.dense import DenseIndex
 from ragkit.eval.metrics import evaluate_run
-from ragkit.lexical.bm25 import BM25Index
-from ragkit.lexical.fusion import fuse
-from ragkit.lexical.mmr import cosine_matrix, jaccard_matrix, mmr_select, scale_relevance
-from ragkit.lexical.rerank import LLMReranker, rerank_order
+from ragkit.retrieval.bm25 import BM25Index
+from ragkit.retrieval.fusion import fuse
+from ragkit.retrieval.mmr import cosine_matrix, jaccard_matrix, mmr_select, scale_relevance
+from ragkit.retrieval.rerank import LLMReranker, rerank_order
 from ragkit.llm.gguf import GGUFModel
 from ragkit.text import tokenizer_for
 

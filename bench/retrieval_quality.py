@@ -16,7 +16,7 @@ from pathlib import Path
 from _common import SHARED, write
 from ragkit.eval.datasets import alqac_to_beir
 from ragkit.eval.retrieval import evaluate_retrieval
-from ragkit.lexical.bm25 import BM25Params
+from ragkit.retrieval.bm25 import BM25Params
 from ragkit.text import Tokenizer
 
 KEYS = ("ndcg@10", "recall@10", "recall@100", "mrr@10", "hit@1", "hit@10", "qps", "index_s")

@@ -40,7 +40,7 @@ def _emit(data: dict, as_json: bool, human: str) -> None:
 def cmd_index_build(args: argparse.Namespace) -> int:
     from .corpus import load_corpus
     from .text import tokenizer_for
-    from .lexical.bm25 import BM25Index, BM25Params
+    from .retrieval.bm25 import BM25Index, BM25Params
 
     docs = load_corpus(args.corpus)
     tokenizer = tokenizer_for(args.lang, accents=args.keep_accents, bigrams=args.bigrams)
@@ -49,8 +49,8 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     index.meta["corpus"] = str(Path(args.corpus).resolve())
     dense_info = None
     if args.dense:
-        from .dense.retrieval import DenseIndex
-        from .pipelines.lexical import dense_dir_for
+        from .retrieval.dense import DenseIndex
+        from .retrieval.search import dense_dir_for
 
         # Built in place first (reusing unchanged vectors); save() then moves them along.
         folder = dense_dir_for(args.out)
@@ -71,7 +71,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     from .config import LexicalConfig
     from .pipelines.base import check_question
-    from .pipelines.lexical import load_dense, load_index, retrieve
+    from .retrieval.search import load_dense, load_index, retrieve
 
     query = check_question(args.query)
     index = load_index(args.index)
@@ -82,7 +82,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     reranker = None
     if config.rerank != "none":
         from .config import LLMConfig
-        from .lexical.rerank import make_reranker
+        from .retrieval.rerank import make_reranker
         from .llm.backends import default_llm
 
         reranker = make_reranker(config.rerank, default_llm(LLMConfig.from_env(model_path=args.model)),
@@ -268,7 +268,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from .eval.retrieval import evaluate_retrieval
     from .text import tokenizer_for
-    from .lexical.bm25 import BM25Params
+    from .retrieval.bm25 import BM25Params
 
     result = evaluate_retrieval(args.corpus, args.queries, args.qrels, method=args.method,
                                 lang=args.lang,

@@ -227,7 +227,7 @@ def scaling(sizes: dict[str, list[int]], data: str | Path, repeats: int = 3,
     from .graphrag.multihop import GraphRAG
     from .kgqa.importer import import_kg
     from .kgqa.store import NxTypedStore
-    from .lexical.bm25 import BM25Index
+    from .retrieval.bm25 import BM25Index
     from .text import tokenizer_for
 
     unknown = sorted(set(sizes) - set(SIZE_UNITS))

@@ -187,7 +187,7 @@ def build_demo_sources(out: str | Path, data: str | Path | None = None, progress
     from .graphrag.multihop import GraphRAG
     from .kgqa.importer import import_kg
     from .kgqa.store import open_typed_store
-    from .lexical.bm25 import BM25Index
+    from .retrieval.bm25 import BM25Index
     from .specs.build import build_kg
     from .text import tokenizer_for
 

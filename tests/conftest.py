@@ -37,7 +37,7 @@ def manual_docs():
 
 @pytest.fixture(scope="session")
 def manual_index(manual_docs):
-    from ragkit.lexical.bm25 import BM25Index
+    from ragkit.retrieval.bm25 import BM25Index
     from ragkit.text import Tokenizer
 
     return BM25Index.build(manual_docs, Tokenizer(bigrams=True), progress=False)

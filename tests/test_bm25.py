@@ -8,10 +8,10 @@ from rank_bm25 import BM25Okapi
 
 from ragkit.corpus import Doc
 from ragkit.errors import IndexFormatError
-from ragkit.lexical import bm25 as bm25_module
-from ragkit.lexical.bm25 import BM25Index, BM25Params
-from ragkit.lexical.boosting import is_procedural_query, structural_boost
-from ragkit.lexical.scoring import idf_lucene, idf_okapi, idf_seed, select_idf
+from ragkit.retrieval import bm25 as bm25_module
+from ragkit.retrieval.bm25 import BM25Index, BM25Params
+from ragkit.retrieval.boosting import is_procedural_query, structural_boost
+from ragkit.retrieval.scoring import idf_lucene, idf_okapi, idf_seed, select_idf
 from ragkit.text import Tokenizer
 
 from .conftest import shared

@@ -9,7 +9,7 @@ import pytest
 
 from ragkit.corpus import Doc, load_corpus
 from ragkit.errors import InputError
-from ragkit.lexical.fusion import fuse, rrf, weighted
+from ragkit.retrieval.fusion import fuse, rrf, weighted
 
 from .conftest import shared
 
@@ -51,7 +51,7 @@ def scifact_subset(tmp_path_factory):
 
 @pytest.mark.slow
 def test_dense_index_is_built_once_and_updated_by_difference(scifact_subset, tmp_path):
-    from ragkit.dense.retrieval import DenseIndex
+    from ragkit.retrieval.dense import DenseIndex
 
     docs = load_corpus(scifact_subset / "corpus.jsonl")
     index = DenseIndex(tmp_path / "dense", "minilm")
@@ -158,7 +158,7 @@ def test_index_build_dense_and_hybrid_search_and_ask(tmp_path):
 def test_chunk_vectors_on_a_chroma_server_rank_as_the_embedded_store(scifact_subset, chroma_url, tmp_path,
                                                                       monkeypatch):
     """CHROMA_URL puts the chunk vectors on a real `chroma run` server; the run is the same."""
-    from ragkit.dense.retrieval import DenseIndex
+    from ragkit.retrieval.dense import DenseIndex
     from ragkit.eval.retrieval import evaluate_retrieval
 
     args = (scifact_subset / "corpus.jsonl", shared("scifact", "queries.jsonl"), scifact_subset / "qrels.tsv")

@@ -182,7 +182,7 @@ def test_ragkit_llm_url_selects_the_server(llm_server_url, tmp_path):
 def test_rerank_judgements_agree_between_the_gguf_and_the_server(gguf, server_llm):
     """The rerank's Yes/No log-probabilities from llama_cpp.server's /v1/completions logprobs
     match the in-process logits wherever the server lists the token."""
-    from ragkit.lexical.rerank import NO, YES, LLMReranker, rerank_prompt, yes_no_logodds
+    from ragkit.retrieval.rerank import NO, YES, LLMReranker, rerank_prompt, yes_no_logodds
 
     passages = [("Drill", "Unplug the drill before changing the bit, then loosen the chuck with its key."),
                 ("Oven", "Preheat the oven to 180 degrees and bake the bread for forty minutes.")]

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ragkit.lexical.mmr import jaccard_matrix, jaccard_sets, mmr_rerank, mmr_select, scale_relevance
+from ragkit.retrieval.mmr import jaccard_matrix, jaccard_sets, mmr_rerank, mmr_select, scale_relevance
 
 
 def test_jaccard_values():

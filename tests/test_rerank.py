@@ -11,9 +11,9 @@ import pytest
 
 from ragkit.config import LexicalConfig
 from ragkit.errors import InputError
-from ragkit.lexical.bm25 import Hit
-from ragkit.lexical.mmr import cosine_matrix, mmr_rerank, scale_relevance
-from ragkit.lexical.rerank import NO, YES, LLMReranker, make_reranker, rerank_prompt, yes_no_logodds
+from ragkit.retrieval.bm25 import Hit
+from ragkit.retrieval.mmr import cosine_matrix, mmr_rerank, scale_relevance
+from ragkit.retrieval.rerank import NO, YES, LLMReranker, make_reranker, rerank_prompt, yes_no_logodds
 
 from .conftest import MANUALS
 
@@ -146,7 +146,7 @@ def test_rerank_through_the_cli_is_timed_and_traced(tmp_path):
 
 # ------------------------------------------------------------------ method auto
 def test_question_language_and_auto_method(manual_index):
-    from ragkit.pipelines.lexical import question_language, resolve_method
+    from ragkit.retrieval.search import question_language, resolve_method
 
     assert question_language("Các bước vận hành máy phay?") == "vi"
     assert question_language("How do I change the drill bit safely?") == "en"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ragkit.errors import InputError
-from ragkit.lexical.bm25 import BM25Index
+from ragkit.retrieval.bm25 import BM25Index
 from ragkit.rebuild import RebuildBusy, rebuild, rebuild_lock
 from ragkit.runs import run_notebook
 

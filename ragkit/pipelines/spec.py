@@ -22,7 +22,7 @@ from ..config import LLMConfig
 from ..corpus import Doc
 from ..specs.store import GraphStore, open_store
 from ..specs.store import rank_terms
-from ..lexical.bm25 import BM25Index
+from ..retrieval.bm25 import BM25Index
 from ..llm.base import LLM
 from ..llm.budget import fit_context
 from ..profiler import Profiler

@@ -10,8 +10,8 @@ import pandas as pd
 from ..corpus import load_corpus
 from ..errors import InputError
 from ..text import tokenizer_for
-from ..lexical.bm25 import BM25Index, BM25Params
-from ..pipelines.lexical import load_index
+from ..retrieval.bm25 import BM25Index, BM25Params
+from ..retrieval.search import load_index
 from .checks import check_type
 
 
@@ -44,8 +44,8 @@ def build_index(p: IndexBuildParams, progress: bool = False) -> BM25Index:
     index = BM25Index.build(docs, tokenizer_for(p.lang, bigrams=p.bigrams), BM25Params(idf=p.idf),
                             progress=progress)
     if p.dense:    # chunk vectors too, for dense and hybrid search
-        from ..dense.retrieval import DenseIndex
-        from ..pipelines.lexical import dense_dir_for
+        from ..retrieval.dense import DenseIndex
+        from ..retrieval.search import dense_dir_for
 
         DenseIndex(dense_dir_for(p.index_dir), p.dense).build(docs, progress=progress)
         index.meta["dense"] = {"embedder": p.dense}

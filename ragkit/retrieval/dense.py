@@ -1,4 +1,4 @@
-"""Dense retrieval over the same chunks as BM25 (issue G): chunk embeddings in Chroma,
+"""Dense retrieval over the same chunks as BM25: chunk embeddings in Chroma,
 built once with a progress bar and reused (a chunk is embedded again only when its text or
 the model changed), searched by cosine."""
 
@@ -12,8 +12,8 @@ from typing import Sequence
 
 from ..corpus import Doc
 from ..errors import InputError
-from .embeddings import default_embedder
-from .vector_store import ChromaVectors
+from ..embeddings import default_embedder
+from ..stores.chroma import ChromaVectors
 
 
 @dataclass

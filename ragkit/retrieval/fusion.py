@@ -1,4 +1,4 @@
-"""Fusing ranked lists from BM25 and dense retrieval (issue G): reciprocal rank fusion, or a
+"""Fusing ranked lists from BM25 and dense retrieval: reciprocal rank fusion, or a
 weighted sum of min-max normalized scores."""
 
 from __future__ import annotations

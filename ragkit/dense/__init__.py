@@ -1,1 +1,0 @@
-"""Dense retrieval parts: sentence embeddings and vector stores (Chroma embedded/server)."""
