@@ -47,7 +47,8 @@ def main() -> None:
             answer = ask_lexical(question, index_dir, llm=model, llm_config=config)
             runs.append(answer.timings_ms | {"answer_source": answer.trace.answer_source,
                                              "completion_tokens": answer.trace.outcome.completion_tokens})
-    stages = ["load_index", "retrieval", "mmr", "token_counting", "generation", "postprocessing", "total"]
+    stages = ["load_index", "retrieval", "mmr", "token_counting", "prompt", "generation", "postprocessing",
+              "check", "total"]
     table = {}
     for stage in stages:
         values = [r.get(stage, 0.0) for r in runs]
