@@ -38,6 +38,9 @@ from .errors import InputError
 METHODS = ("bm25", "dense", "hybrid", "auto")   # auto: hybrid, or dense for another language
 FUSIONS = ("rrf", "weighted")
 RERANKS = ("none", "llm")
+# --lang: auto detects the documents' language (Vietnamese or mixed -> vi, English -> en).
+LANGS = ("auto", "vi", "en")
+DEFAULT_LANG = "auto"
 
 
 def _check(cond: bool, name: str, message: str) -> None:
@@ -50,13 +53,21 @@ class LexicalConfig:
     """Lexical retrieval (seed 002): BM25, structural boost, MMR."""
 
     k: int = 4                    # chunks given to the context builder
-    candidates: int = 50          # MMR looks at the top-50 BM25 hits (section 8: early stop)
+    candidates: int = 50          # MMR looks at the top-50 BM25 hits (section 8: early stop);
+                                  # when k is larger (eval's 100), the ranks past them follow
+    depth: int = 100              # each list (BM25, dense) is ranked this deep (or k, if more)
+                                  # before fusion and the cut to k: the top k then do not
+                                  # depend on k, so search, ask and eval rank alike
     mmr: bool = True
     mmr_lambda: float = 0.65
     boost: bool | None = None     # None: on for procedural questions only
     method: str = "bm25"          # bm25, dense, hybrid or auto (dense needs `index build --dense`)
-    fusion: str = "rrf"           # hybrid: rrf or weighted
-    alpha: float = 0.5            # hybrid weighted: the dense share
+    # hybrid: weighted (alpha * dense + (1 - alpha) * BM25, each min-max normalized) beats RRF
+    # on both benchmark sets at alpha 0.3 and 0.5; 0.3 has the best mean nDCG@10 (SciFact
+    # 0.723, ALQAC 0.911; RRF 0.716, 0.889): bench/defaults.py, outputs/bench/defaults.json
+    fusion: str = "weighted"      # rrf or weighted
+    alpha: float = 0.3            # hybrid weighted: the dense share
+    rrf_k: int = 60               # hybrid rrf: score = sum of 1 / (rrf_k + rank)
     rerank: str = "none"          # none (off) or llm: the model judges the top candidates
     rerank_depth: int = 20        # candidates the reranker judges
 
@@ -68,7 +79,9 @@ class LexicalConfig:
         _check(self.rerank == "none" or self.rerank_depth >= self.k, "rerank_depth",
                f"must be at least k ({self.k}), got {self.rerank_depth}")
         _check(self.k >= 1, "k", f"must be at least 1, got {self.k}")
-        _check(self.candidates >= self.k, "candidates", f"must be at least k ({self.k}), got {self.candidates}")
+        _check(self.candidates >= 1, "candidates", f"must be at least 1, got {self.candidates}")
+        _check(self.depth >= 1, "depth", f"must be at least 1, got {self.depth}")
+        _check(self.rrf_k >= 1, "rrf_k", f"must be at least 1, got {self.rrf_k}")
         _check(0.0 <= self.mmr_lambda <= 1.0, "mmr_lambda", f"must be in [0, 1], got {self.mmr_lambda}")
 
 
