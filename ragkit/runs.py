@@ -172,12 +172,11 @@ def local_path(notebook: Path, value: Any) -> Path | None:
 
 def model_info() -> dict:
     """The GGUF the notebooks use (RAGKIT_GGUF or the default): path, size and sha256."""
-    import os
-
+    from .config import Settings
     from .llm.gguf import default_model_path
 
     try:
-        path = Path(os.environ.get("RAGKIT_GGUF") or default_model_path())
+        path = Path(Settings.from_env().gguf or default_model_path())
         return {"path": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
     except (RagkitError, OSError) as exc:
         return {"error": str(exc)}

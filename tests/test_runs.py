@@ -38,7 +38,8 @@ def test_a_run_leaves_a_full_manifest_and_its_artifact(tmp_path):
     assert set(manifest["inputs"]) == {"corpus"} and len(manifest["inputs"]["corpus"]) == 64
     assert manifest["model"]["path"].endswith(".gguf") and len(manifest["model"]["sha256"]) == 64
     assert len(manifest["notebook_sha256"]) == len(manifest["code_sha256"]) == 64
-    assert manifest["effective_parameters"]["lang"] == "vi"
+    assert manifest["effective_parameters"]["lang"] == "auto"            # the notebook's default
+    assert BM25Index.load(index_dir).language.lang == "vi"               # detected: the manuals are Vietnamese
     cells = manifest["cells"]
     assert cells and all(c["seconds"] >= 0 for c in cells)
     assert any(c["source"].startswith("from ragkit import workbench") for c in cells)

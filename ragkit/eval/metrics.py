@@ -50,6 +50,7 @@ def evaluate_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[s
         return {}
     def mean(fn, *args) -> float:
         return round(sum(fn(run[q], qrels[q], *args) for q in ids) / len(ids), 5)
-    return {"ndcg@10": mean(ndcg_at_k, 10), "recall@10": mean(recall_at_k, 10),
+    return {"ndcg@10": mean(ndcg_at_k, 10), "recall@2": mean(recall_at_k, 2),
+            "recall@5": mean(recall_at_k, 5), "recall@10": mean(recall_at_k, 10),
             "recall@100": mean(recall_at_k, 100), "mrr@10": mean(mrr_at_k, 10),
             "hit@1": mean(hit_at_k, 1), "hit@10": mean(hit_at_k, 10)}

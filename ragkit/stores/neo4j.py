@@ -7,9 +7,9 @@ never Cypher. ``batched`` writes rows as ``UNWIND $rows`` statements, ``BATCH`` 
 
 from __future__ import annotations
 
-import os
 from typing import Sequence
 
+from ..config import Settings
 from ..errors import InputError
 
 BATCH = 1000
@@ -32,10 +32,11 @@ class Neo4jConnection:
         import neo4j
         from neo4j.exceptions import AuthError, ServiceUnavailable
 
+        settings = Settings.from_env()
         self.uri = uri
-        self.database = database or os.environ.get("NEO4J_DATABASE") or None
-        user = user or os.environ.get("NEO4J_USER", DEFAULT_USER)
-        password = password or os.environ.get("NEO4J_PASSWORD", DEFAULT_PASSWORD)
+        self.database = database or settings.neo4j_database
+        user = user or settings.neo4j_user or DEFAULT_USER
+        password = password or settings.neo4j_password or DEFAULT_PASSWORD
         self.driver = neo4j.GraphDatabase.driver(uri, auth=(user, password))
         try:
             self.driver.verify_connectivity()

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from ..config import child_environment
 from ..errors import RagkitError
 from .neo4j import DEFAULT_PASSWORD
 
@@ -39,7 +40,7 @@ def running_neo4j(data_dir: str | os.PathLike, port: int | None = None,
         ["java", "-cp", f"{LAUNCHER / 'classes'}:{LAUNCHER / 'lib'}/*", "ragkit.neo4j.Launcher",
          str(data_dir), str(port), password],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "RAGKIT_NEO4J_WATCH_STDIN": "1"})
+        env=child_environment({"RAGKIT_NEO4J_WATCH_STDIN": "1"}))
     try:
         deadline = time.time() + timeout
         line = ""

