@@ -17,7 +17,7 @@ NEO4J_LAUNCHER := tools/neo4j/target/.built
 NEO4J_PORT ?= 7687
 NEO4J_DATA ?= outputs/neo4j-data
 
-.PHONY: install demo rebuild-kg test test-fast bench notebooks lab neo4j serve llm-server clean
+.PHONY: install demo rebuild-kg test test-fast docs-check bench notebooks lab neo4j serve llm-server clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -69,6 +69,12 @@ test: install $(CHROMEDRIVER)
 
 test-fast: install
 	$(BIN)/python -m pytest tests -m "not slow"
+
+## The shell examples in README.md and docs/: each ```console block is run in a fresh copy of
+## the repository and must print what the page shows (timings masked); ```bash blocks are
+## listed. DOCS_CHECK_ARGS=--update writes the real outputs into the pages.
+docs-check: install
+	$(BIN)/python tools/docs_check.py $(DOCS_CHECK_ARGS)
 
 ## Benchmarks: write JSON to outputs/bench/ (committed).
 bench: install
