@@ -35,7 +35,7 @@ def main() -> None:
     results: dict[str, dict] = {}
 
     # --- ragkit (okapi IDF: the same formula as rank-bm25, so scores can be compared exactly)
-    for idf in ("okapi", "seed", "lucene"):
+    for idf in ("okapi", "robertson", "lucene"):
         params = BM25Params(idf=idf)
         index_s, _ = median_time(lambda: BM25Index.from_tokens(corpus_tokens, params), repeat=3)
         index = BM25Index.from_tokens(corpus_tokens, params)

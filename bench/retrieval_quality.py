@@ -29,9 +29,9 @@ def pick(result: dict) -> dict:
 def main() -> None:
     sci = SHARED / "scifact"
     scifact = {}
-    for idf in ("seed", "okapi", "lucene"):
+    for idf in ("robertson", "okapi", "lucene"):
         for mmr in (False, True):
-            name = "bm25" if idf == "seed" and not mmr else f"bm25[{idf}]" + ("+mmr" if mmr else "")
+            name = "bm25" if idf == "robertson" and not mmr else f"bm25[{idf}]" + ("+mmr" if mmr else "")
             r = evaluate_retrieval(sci / "corpus.jsonl", sci / "queries.jsonl", sci / "qrels" / "test.tsv",
                                    lang="en", params=BM25Params(idf=idf), mmr=mmr, progress=False)
             scifact[name] = pick(r)

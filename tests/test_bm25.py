@@ -11,7 +11,7 @@ from ragkit.errors import IndexFormatError
 from ragkit.retrieval import bm25 as bm25_module
 from ragkit.retrieval.bm25 import BM25Index, BM25Params
 from ragkit.retrieval.boosting import is_procedural_query, structural_boost
-from ragkit.retrieval.scoring import idf_lucene, idf_okapi, idf_seed, select_idf
+from ragkit.retrieval.scoring import idf_lucene, idf_okapi, idf_robertson, select_idf
 from ragkit.text import Tokenizer
 
 from .conftest import shared
@@ -19,7 +19,7 @@ from .conftest import shared
 SMALL = [["may", "phay", "buoc"], ["may", "tien"], ["may", "phay", "phay", "dao"], ["an", "toan"]]
 
 
-def reference_seed_scores(corpus, query, k1=1.5, b=0.75, eps=1e-12):
+def reference_robertson_scores(corpus, query, k1=1.5, b=0.75, eps=1e-12):
     """The design's formula written out term by term, as a check on the matrix version."""
     n = len(corpus)
     avgdl = sum(len(d) for d in corpus) / n
@@ -38,16 +38,16 @@ def reference_seed_scores(corpus, query, k1=1.5, b=0.75, eps=1e-12):
     return np.array(scores)
 
 
-def test_seed_formula_matches_written_out_reference():
+def test_robertson_formula_matches_written_out_reference():
     index = BM25Index.from_tokens(SMALL)
     for query in (["phay"], ["may", "phay"], ["phay", "phay"], ["nothing"], ["an", "dao"]):
-        assert np.allclose(index.score_tokens(query), reference_seed_scores(SMALL, query), atol=1e-12)
+        assert np.allclose(index.score_tokens(query), reference_robertson_scores(SMALL, query), atol=1e-12)
 
 
 def test_idf_variants():
     df = np.array([1, 2, 3])
-    assert idf_seed(df, 4)[0] == pytest.approx(math.log(3.5 / 1.5 + 1e-12))
-    assert idf_seed(df, 4)[2] < 0
+    assert idf_robertson(df, 4)[0] == pytest.approx(math.log(3.5 / 1.5 + 1e-12))
+    assert idf_robertson(df, 4)[2] < 0
     assert (idf_okapi(df, 4) >= 0).all()
     assert (idf_lucene(df, 4) > 0).all()
     with pytest.raises(ValueError, match="unknown variant"):
@@ -110,8 +110,17 @@ def test_load_refuses_other_format_versions(manual_index, tmp_path):
     meta = json.loads((out / "meta.json").read_text())
     meta["format_version"] = 999
     (out / "meta.json").write_text(json.dumps(meta))
+    assert BM25Index.is_current(tmp_path / "ix") is False
     with pytest.raises(IndexFormatError, match="format version 999"):
         BM25Index.load(out)
+
+
+def test_is_current_only_for_an_index_of_this_format(manual_index, tmp_path):
+    assert BM25Index.is_current(manual_index.save(tmp_path / "ix")) is True
+    assert BM25Index.is_current(tmp_path / "missing") is False
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "meta.json").write_text("{not json")
+    assert BM25Index.is_current(tmp_path / "broken") is False
 
 
 def test_load_refuses_a_folder_that_is_not_an_index(tmp_path):

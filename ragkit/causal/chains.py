@@ -44,7 +44,7 @@ _CATEGORY_WORDS = {
 class ChainConfig:
     """The design's limits and filters."""
 
-    k_hops: int = 3                  # seed: k = 2..3
+    k_hops: int = 3                  # the causal design: k = 2..3
     min_edges: int = 2
     max_edges: int = 4
     max_chains: int = 3

@@ -11,7 +11,7 @@ Query flow, with the design's parameters:
    reranked by cosine to the question and ``neighbor_top_k`` kept;
 4. paths: with two or more anchors, simple paths between them in the undirected view
    (``cutoff = max_hops``, ``path_candidate_multiplier × top_k_paths`` candidates),
-   formatted ``A -[rel]-> B ; B -[rel2]-> C`` and reranked. Beyond the seed: with one anchor,
+   formatted ``A -[rel]-> B ; B -[rel2]-> C`` and reranked. Beyond the design: with one anchor,
    the paths that start at it (up to ``max_hops`` edges, bounded per node) are ranked by
    how close their relation sequence ("spouse ; nationality") is to the question with the
    anchor's name removed, so "what is the nationality of X's spouse" finds
@@ -358,7 +358,7 @@ class GraphRAG:
                 "text": " ; ".join(f"{display(s)} -[{r}]-> {display(t)}" for s, r, t in steps)}
 
     def paths_from(self, question: str, anchor: str, params: GraphQueryParams) -> list[dict]:
-        """Beyond the seed: paths that start at the one anchor. The relation sequences that
+        """Beyond the design: paths that start at the one anchor. The relation sequences that
         leave it (up to ``max_hops`` relations, found from at most ``branch_limit`` nodes per
         sequence and step, ``max_sequences`` in all) are ranked against the question without
         the anchor's name; the best sequence is then followed from the anchor, and the node

@@ -95,7 +95,7 @@ class LexicalPipeline(Pipeline):
                 raise ContextTooLongError(
                     f"question: too long for the model's context ({prompt_tokens} prompt tokens + "
                     f"{llm_config.max_tokens} for the answer > n_ctx {llm_config.n_ctx})")
-            # The seed reserves 150 tokens for the instructions; a longer question takes more.
+            # The design reserves 150 tokens for the instructions; a longer question takes more.
             budget = llm_config.n_ctx - llm_config.max_tokens - max(prompt_tokens, llm_config.prompt_tokens)
             chunks = [format_chunk(i + 1, h.title, h.text) for i, h in enumerate(selected)]
             # The outline is cut from the same chunks, so it shares their budget.

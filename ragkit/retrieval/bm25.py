@@ -29,7 +29,7 @@ from ..text import LanguageChoice, Tokenizer, choose_language, tokenizer_for
 from .boosting import is_procedural_query, structural_boost_scores
 from .scoring import select_idf, tf_saturation
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2     # 2: the default IDF is named robertson
 _FILES = ("meta.json", "vocab.json", "idf.npy", "doc_len.npy", "boost.npy", "weights.npz",
           "docs.jsonl")
 
@@ -40,7 +40,7 @@ class BM25Params:
 
     k1: float = 1.5
     b: float = 0.75
-    idf: str = "seed"
+    idf: str = "robertson"
 
     def __post_init__(self) -> None:
         if self.k1 < 0:
@@ -277,6 +277,15 @@ class BM25Index:
                 for d in self.docs:
                     handle.write(json.dumps(d.to_dict(), ensure_ascii=False) + "\n")
         return directory
+
+    @staticmethod
+    def is_current(directory: str | Path) -> bool:
+        """Whether ``directory`` holds an index this ragkit reads (its format version)."""
+        try:
+            meta = json.loads((Path(directory) / "meta.json").read_text())
+        except (OSError, ValueError):
+            return False
+        return isinstance(meta, dict) and meta.get("format_version") == FORMAT_VERSION
 
     @classmethod
     def load(cls, directory: str | Path) -> "BM25Index":

@@ -13,11 +13,11 @@ from typing import Callable
 
 import numpy as np
 
-SEED_EPSILON = 1e-12
+ROBERTSON_EPSILON = 1e-12
 OKAPI_EPSILON = 0.25
 
 
-def idf_seed(df: np.ndarray, n_docs: int, epsilon: float = SEED_EPSILON) -> np.ndarray:
+def idf_robertson(df: np.ndarray, n_docs: int, epsilon: float = ROBERTSON_EPSILON) -> np.ndarray:
     """The design's IDF: ``log((N - df + 0.5) / (df + 0.5) + ε)`` with ε = 1e-12.
 
     Negative for terms in more than half of the documents, as in Robertson's original.
@@ -43,14 +43,14 @@ def idf_lucene(df: np.ndarray, n_docs: int) -> np.ndarray:
 
 
 IDF_VARIANTS: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
-    "seed": idf_seed,
+    "robertson": idf_robertson,
     "okapi": idf_okapi,
     "lucene": idf_lucene,
 }
 
 
 def select_idf(name: str) -> Callable[[np.ndarray, int], np.ndarray]:
-    """The IDF function called ``name`` (seed, okapi or lucene)."""
+    """The IDF function called ``name`` (robertson, okapi or lucene)."""
     try:
         return IDF_VARIANTS[name]
     except KeyError:

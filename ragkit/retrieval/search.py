@@ -58,7 +58,7 @@ def question_language(question: str) -> str:
 def resolve_method(method: str, index: BM25Index, question: str, has_vectors: bool) -> tuple[str, str]:
     """The method to use and why. ``auto``: BM25 without vectors; dense alone when the
     question's language is none of the documents' (cross-lingual: BM25 matches no words and
-    its noise would push the right chunk down, see the README's figures); hybrid otherwise.
+    its noise would push the right chunk down, see docs/benchmarks.md); hybrid otherwise.
     The question's language only chooses the method: the index's tokenizer reads it."""
     if method != "auto":
         return method, "asked for"
