@@ -66,7 +66,7 @@ def cmd_index_build(args: argparse.Namespace) -> int:
             "languages": list(language.languages), "tokenizer": index.tokenizer.to_dict(),
             "params": asdict(params), "dense": dense_info}
     _emit(info, args.json, f"indexed {info['docs']} chunks ({info['vocab']} terms) into {args.out} "
-                           f"in {info['build_s']} s; lang {language.lang} ({language.reason})"
+                           f"in {info['build_s']} s; language {language.lang}: {language.reason}"
                            + (f"; vectors ({dense_info['embedder']}): {dense_info['embedded']} "
                                                         f"embedded, {dense_info['reused']} reused in "
                                                         f"{dense_info['seconds']} s" if dense_info else ""))
