@@ -18,9 +18,11 @@ from .config import DEFAULT_LANG, FUSIONS, LANGS, METHODS, RERANKS, SEARCH_K, Gr
 from .embeddings import EMBEDDER_CHOICES, EMBEDDERS
 from .errors import InputError, RagkitError
 from .pipelines import PIPELINES
+from .retrieval.bm25 import BM25Params
+from .retrieval.scoring import IDF_VARIANTS
 
 # Every option's default comes from the config dataclasses.
-LEXICAL, GRAPH = LexicalConfig(), GraphConfig()
+LEXICAL, GRAPH, BM25 = LexicalConfig(), GraphConfig(), BM25Params()
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -342,9 +344,9 @@ def _add_bm25_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keep-accents", action="store_true", help="do not strip diacritics")
     p.add_argument("--bigrams", action=argparse.BooleanOptionalAction, default=None,
                    help="add syllable bigrams (default: on for vi)")
-    p.add_argument("--k1", type=float, default=1.5)
-    p.add_argument("--b", type=float, default=0.75)
-    p.add_argument("--idf", choices=("robertson", "okapi", "lucene"), default="robertson")
+    p.add_argument("--k1", type=float, default=BM25.k1)
+    p.add_argument("--b", type=float, default=BM25.b)
+    p.add_argument("--idf", choices=tuple(IDF_VARIANTS), default=BM25.idf)
 
 
 def _add_rerank_options(p: argparse.ArgumentParser) -> None:

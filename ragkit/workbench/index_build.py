@@ -24,7 +24,7 @@ class IndexBuildParams:
     index_dir: str = "../outputs/index/manuals"
     lang: str = DEFAULT_LANG             # auto: the documents' language (vi for mixed), vi or en
     bigrams: bool = True
-    idf: str = "robertson"
+    idf: str = BM25Params.idf
     dense: str = "auto"                  # chunk vectors for dense/hybrid search: auto (multilingual
                                          # E5 for vi, MiniLM for en), an embedder, or "" for none
 
