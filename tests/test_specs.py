@@ -61,6 +61,20 @@ def test_question_analysis_keeps_common_words_out():
     assert analyze_question("How are PDU Sessions released?").qtype == "other"
 
 
+@pytest.mark.parametrize("question,intent", [
+    ("What does SCP stand for?", "expansion"), ("SCP viết tắt của gì?", "expansion"),
+    ("What is the full form of SCP?", "expansion"), ("What is the definition of NF Set?", "definition"),
+    ("What does the term NF Set refer to?", "definition"), ("NF Set là gì?", "definition"),
+    ("Which term describes a group of NF instances?", "reverse"),
+    ("What is the term for a group of interchangeable NF instances?", "reverse"),
+    ("Thuật ngữ nào chỉ một nhóm NF?", "reverse"), ("What do we call a set of NFs?", "reverse"),
+    ("What does the AMF do?", "role"), ("What is the role of the SMF?", "role"),
+    ("Vai trò của AMF là gì?", "role"), ("Compare UPF and SMF", "comparison"),
+    ("How are PDU Sessions released?", "other")])
+def test_intents_in_english_and_vietnamese(question, intent):
+    assert analyze_question(question).qtype == intent
+
+
 # --------------------------------------------------------------------------- real documents
 def test_real_specs_parse_with_their_clauses(parsed_specs):
     by_id = {d.spec_id: d for d in parsed_specs.docs}
@@ -190,6 +204,73 @@ def test_comparisons_are_labelled_and_balanced(spec_store, question, pair):
         assert any(c.title == entity for c in per_entity[entity])  # its dedicated clause
         assert answer.trace["resolved"][entity][0]["full_name"].endswith("Function")
     assert all(e in answer.answer for e in pair)
+
+
+# The same entity, however an engineer asks (English and Vietnamese): the question's intent
+# comes from its wording, the entity from the span that names a dictionary entry.
+OPERATING_BAND = ["What is the definition of Operating Band?", "What does the term operating band refer to?",
+                  "Define operating bands.", "Operating band means?", "What is meant by an 'operating band'?",
+                  "Operating band là gì?", "Định nghĩa của operating band là gì?",
+                  "What's an operating-band?", "Explain the term \"Operating band\"."]
+
+
+@pytest.mark.parametrize("question", OPERATING_BAND)
+def test_definition_phrasings_link_to_the_dictionary_entry(nx_spec_store, question):
+    answer = ask_spec(question, nx_spec_store, use_llm=False)
+    analysis = answer.trace["analysis"]
+    assert analysis["qtype"] == "definition" and analysis["entities"] == ["Operating band"], analysis
+    assert any(l["target"] == "operating band" and l["kind"] == "term" for l in analysis["links"])
+    assert "A frequency range in which E-UTRA operates" in answer.answer
+    assert answer.citations[0].title == "term dictionary" and answer.citations[0].spec_id == "tr_21.905"
+
+
+@pytest.mark.parametrize("question", ["What does SEPP stand for?", "SEPP is short for what?",
+                                      "Expand the abbreviation SEPP.", "SEPP viết tắt của gì?",
+                                      "What's the full form of sepp?"])
+def test_expansion_phrasings(nx_spec_store, question):
+    answer = ask_spec(question, nx_spec_store, use_llm=False)
+    assert answer.trace["analysis"]["qtype"] == "expansion"
+    assert answer.answer.startswith("SEPP stands for Security") and "Security Edge Protection Proxy" in answer.answer
+
+
+def test_an_abbreviation_in_parentheses_is_the_same_entity(nx_spec_store):
+    answer = ask_spec("What is an Elementary File (EF)?", nx_spec_store, use_llm=False)
+    assert answer.trace["analysis"]["entities"] == ["Elementary File (EF)"]
+    assert "A file containing access conditions and data" in answer.answer
+
+
+def test_reverse_lookup_from_a_description(nx_spec_store):
+    answer = ask_spec("Which term describes a user's ability to communicate while moving, wherever they are?",
+                      nx_spec_store, use_llm=False)
+    assert answer.trace["analysis"]["qtype"] == "reverse"
+    assert answer.answer.startswith("The term is Mobility")
+
+
+def test_every_expansion_with_its_specs(nx_spec_store):
+    answer = ask_spec("What does AMF stand for?", nx_spec_store, use_llm=False)
+    expansions = [r["full_name"] for r in answer.trace["resolved"]["AMF"] if r["term_type"] == "abbreviation"]
+    assert expansions[0] == "Access and Mobility Management Function"
+    assert "Authentication Management Field" in expansions and "Authentication Management Field" in answer.answer
+
+
+def test_mcq_answers_from_the_dictionary(nx_spec_store, tmp_path):
+    from ragkit.eval.mcq import evaluate_mcq
+
+    questions = [
+        {"question": "What is the definition of Operating Band?",
+         "option 1": "A frequency band used only for satellite access",
+         "option 2": "A frequency range in which E-UTRA operates, defined with a specific set of technical requirements",
+         "option 3": "The bandwidth of one carrier", "answer": "option 2"},
+        {"question": "Which term describes the ability of a user to communicate whilst moving independent of location?",
+         "option 1": "Roaming", "option 2": "Handover", "option 3": "Mobility", "option 4": "Portability",
+         "answer": "option 3"},
+        {"question": "SEPP is short for what?", "option 1": "Secure Edge Packet Proxy",
+         "option 2": "Security Edge Protection Proxy", "option 3": "Service Edge Policy Point", "answer": "option 2"},
+    ]
+    path = tmp_path / "mcq.json"
+    path.write_text(json.dumps(questions))
+    result = evaluate_mcq(path, nx_spec_store, progress=False)
+    assert [d["choice"] for d in result["details"]] == [2, 3, 2] and result["accuracy"] == 1.0
 
 
 # --------------------------------------------------------------------------- bad input

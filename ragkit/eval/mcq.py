@@ -3,7 +3,14 @@
 Input: a JSON object ``{"question": ..., "option 1": ..., ..., "answer": "option k: ..."}``,
 a list of them, an object of them keyed by id (TeleQnA's layout), or JSON lines.
 
-Deterministic scorer: retrieve evidence for the question (term resolution, dedicated
+Deterministic scorer, the term dictionary first. For a question that asks what an
+abbreviation stands for, what a term means, or which term a description defines, each option
+is compared with the dictionary's own entries (every expansion, every definition; for a
+description, the definitions of the terms the options name): the IDF-weighted overlap of
+their words, which counts twice the evidence score below. When the dictionary has nothing,
+only the evidence decides.
+
+Evidence score: retrieve evidence for the question (term resolution, dedicated
 sections, function chunks) and for each option (BM25 over the question with that option),
 cut it into sentences, and score each option by its best sentence: the IDF-weighted share of
 the option's words in that sentence, times (0.5 + the share of the question's words in it).
@@ -26,6 +33,7 @@ from tqdm.auto import tqdm
 from ..errors import InputError
 from ..specs.store import GraphStore
 from ..pipelines.spec import bm25_evidence, retrieve_spec_evidence
+from ..specs.dictionary import TermDictionary, term_dictionary, words_of
 from ..text import Tokenizer
 
 _OPTION = re.compile(r"^option\s*(\d+)$", re.IGNORECASE)
@@ -79,6 +87,40 @@ def _share(tokens: set[str], weights: dict[str, float], sentence: set[str]) -> f
     return sum(weights[t] for t in tokens if t in sentence) / total if total else 0.0
 
 
+DICTIONARY_WEIGHT = 2.0     # a dictionary entry outweighs any evidence sentence
+
+
+def overlap(a: set[str], b: set[str], weights: dict[str, float]) -> float:
+    """IDF-weighted F1 of two word sets: 1 for the same words, 0 for none shared."""
+    shared = sum(weights.get(w, 0.0) for w in a & b)
+    wa, wb = sum(weights.get(w, 0.0) for w in a), sum(weights.get(w, 0.0) for w in b)
+    return 2 * shared / (wa + wb) if wa + wb else 0.0
+
+
+def dictionary_scores(dictionary: TermDictionary, analysis, evidence, options: list[tuple[int, str]]) -> list[float]:
+    """How well each option matches what the dictionary says about the question: the
+    entries found for its entity (expansions, definitions), or, for a description, the
+    definitions of the terms each option names. All zeros when the dictionary has nothing."""
+    option_words = [words_of(text) for _, text in options]
+    if analysis.qtype == "reverse":
+        asked = words_of(analysis.phrase)
+        scores = []
+        for (_, text), words in zip(options, option_words):
+            named = [t for link in dictionary.linker.link(text, kinds=("term", "abbreviation"))
+                     if (link.end - link.start) >= 0.6 * len(text.strip())
+                     for t in dictionary.entries(link.label, link.kind) if t.term_type == "definition"]
+            weights = dictionary.weights(asked.union(*(words_of(t.definition) for t in named)))
+            scores.append(max((overlap(asked, words_of(t.definition), weights) for t in named), default=0.0))
+        return scores
+    entries = [e.term for e in evidence if e.stage == "term" and e.term is not None]
+    if not entries:
+        return [0.0] * len(options)
+    texts = [words_of(t.full_name if t.term_type == "abbreviation" else t.definition) for t in entries]
+    texts += [words_of(t.full_name) for t in entries if t.term_type == "definition"]
+    weights = dictionary.weights(set().union(*texts, *option_words))
+    return [max((overlap(words, text, weights) for text in texts), default=0.0) for words in option_words]
+
+
 @dataclass
 class OptionScores:
     choice: int | None              # None when nothing supports any option
@@ -90,6 +132,7 @@ class OptionScores:
 def score_options(store: GraphStore, question: str, options: list[tuple[int, str]]) -> OptionScores:
     """Score every option against the evidence; the best one is the choice."""
     from ..pipelines.spec import store_index
+    from ..specs.dictionary import store_signature
 
     analysis, resolved, question_evidence = retrieve_spec_evidence(store, question)
     evidence = list(question_evidence)
@@ -100,19 +143,20 @@ def score_options(store: GraphStore, question: str, options: list[tuple[int, str
                 seen.add(e.chunk.chunk_id)
                 evidence.append(e)
     sentences = [set(_TOKENIZER(s)) for e in evidence for s in _SENTENCES.split(e.text) if s.strip()]
-    index, _ = store_index(store.uri, tuple(sorted(store.counts().items())))
+    index, _ = store_index(store.uri, store_signature(store))
     q_tokens = set(_TOKENIZER(question))
     option_tokens = [set(_TOKENIZER(text)) for _, text in options]
     weights = _weights(list(q_tokens.union(*option_tokens)), index)
     expansions = [t.full_name.lower() for terms in resolved.values() for t in terms[:2]]
+    from_dictionary = dictionary_scores(term_dictionary(store), analysis, question_evidence, options)
     scores = []
-    for (_, text), tokens in zip(options, option_tokens):
+    for (_, text), tokens, known in zip(options, option_tokens, from_dictionary):
         asked = q_tokens - tokens  # words the option repeats from the question prove nothing
         best = max((_share(tokens, weights, s) * (0.5 + _share(asked, weights, s)) for s in sentences),
                    default=0.0)
         if any(x and x in text.lower() for x in expansions):
             best += 1.0
-        scores.append(round(best, 6))
+        scores.append(round(best + DICTIONARY_WEIGHT * known, 6))
     best_i = max(range(len(options)), key=lambda i: (scores[i], -i))
     return OptionScores(options[best_i][0] if scores[best_i] > 0 else None, scores, len(evidence),
                         question_evidence)

@@ -26,18 +26,37 @@ from ..retrieval.bm25 import BM25Index
 from ..llm.base import LLM
 from ..llm.budget import fit_context
 from ..profiler import Profiler
+from ..linking import GENERATION_NAMES
+from ..specs.dictionary import TermDictionary, store_signature, term_dictionary
 from ..specs.model import Chunk, Term
 from ..specs.terms import acronyms_in, is_five_g_spec
 from ..text import Tokenizer
 from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
-_COMPARISON = re.compile(r"\b(compare|comparison|differen\w*|differ|versus|vs\.?|contrast)\b|so sánh|khác nhau",
-                         re.IGNORECASE)
-_DEFINITION = re.compile(r"\b(what\s+is|what\s+are|what's|define|definition\s+of|meaning\s+of|"
-                         r"stands?\s+for|explain)\b|là gì", re.IGNORECASE)
-_PHRASE = re.compile(r"(?:what\s+is|what\s+are|what's|define|definition\s+of|meaning\s+of|explain)\s+"
-                     r"(?:an?\s+|the\s+)?(.+?)(?:\s+in\s+(?:the\s+)?(?:5G|5GC|5GS|3GPP)\b.*)?\s*\??$",
-                     re.IGNORECASE)
+# Intent cues, English and Vietnamese, tried in this order. They classify what is asked;
+# the entity is whatever span of the question names a dictionary entry (ragkit.linking).
+INTENTS = (
+    ("comparison", r"\b(?:compare|comparison|differen\w*|differ|versus|vs\.?|contrast)\b|so sánh|khác nhau|khác gì"),
+    ("expansion", r"\bstands?\s+for\b|\babbreviat\w*|\bacronyms?\b|\bfull\s+(?:form|name)\b|\bshort\s+for\b|"
+                  r"\bexpan(?:d|ds|sion)\b|\bspell(?:ed|s)?\s+out\b|viết tắt"),
+    ("reverse", r"\bwhich\s+(?:\w+\s+){0,2}(?:term|name|word|concept)s?\b|\bwhat\s+(?:\w+\s+)?(?:term|name|word|concept)s?\b|"
+                r"\bwhat(?:'s|\s+is|\s+are)\s+(?:the\s+)?(?:\w+\s+)?(?:term|name|word)s?\s+(?:for|of|given\s+to|used\s+for)\b|"
+                r"\bwhat\s+(?:do|does|did)\s+(?:\w+\s+){0,4}call\b|\b(?:is|are)\s+(?:called|known\s+as|termed)\s*\??$|"
+                r"thuật ngữ nào|khái niệm nào|gọi là gì|được gọi là|tên gọi"),
+    ("role", r"\bwhat\s+(?:does|do)\s+(?:the\s+|an?\s+)?[\w-]+(?:\s+[\w-]+){0,5}\s+do\b|\broles?\b|"
+             r"\bfunction(?:s|ality|alities)?\s+of\b|\bpurpose\b|\bused\s+for\b|\bresponsibilit\w*\s+of\b|"
+             r"vai trò|chức năng|nhiệm vụ|dùng để"),
+    ("definition", r"\bwhat\s+(?:is|are|was|were)\b|\bwhat's\b|\bdefin\w*|\bmeaning\b|\bmeans?\b|\brefers?\s+to\b|"
+                   r"\bmeant\s+by\b|\bexplain\w*\b|\bdescribe\b|\btell\s+me\s+about\b|là gì|là như thế nào|nghĩa là|nghĩa của|"
+                   r"định nghĩa|khái niệm"),
+)
+_INTENTS = tuple((name, re.compile(cue, re.IGNORECASE)) for name, cue in INTENTS)
+# Words around an unlinked entity that are not part of it ("the term", "in 5G Core").
+_FRAME = re.compile(r"^(?:(?:the|an?|term|word|concept|of|is|are|does|do|by|for|describes?|means?|refers?\s+to|"
+                    r"về|của|cụm từ|chỉ|để chỉ|mô tả|là)\s+)+|"
+                    r"(?:\s+(?:in|within|of|for|trong)\s+(?:the\s+)?(?:5G|5GC|5GS|3GPP|NR|LTE)\b.*)$|"
+                    r"\s+(?:(?:là|của|cho|trong)\s+)*(?:gì|nào|cụm từ nào|như thế nào)$|\s+(?:is|are|mean|means|do)$",
+                    re.IGNORECASE)
 FUNCTION_CUES = ("is responsible for", "provides", "functionality", "functionalities",
                  "includes the following", "supports the following", "is used for", "is used to")
 NOT_ENOUGH_EN = "The loaded specifications do not contain enough information to answer this question."
@@ -50,9 +69,12 @@ SYSTEM_EN = ("You answer questions about 3GPP specifications. Use ONLY the numbe
 
 @dataclass(frozen=True)
 class QuestionAnalysis:
-    qtype: str                 # definition, comparison, other
-    entities: list[str]        # acronyms, or the defined phrase
-    phrase: str = ""           # definition questions: the words after "what is"
+    qtype: str                 # definition, expansion, reverse, comparison, role, other
+    entities: list[str]        # what the question is about: linked names, else acronyms or its phrase
+    phrase: str = ""           # the question without its intent cue
+    kinds: list[str] = field(default_factory=list)    # per entity: abbreviation, term or unlinked
+    links: list[dict] = field(default_factory=list)   # every span linked to the dictionary, and why
+    cue: str = ""              # the words that gave the intent
 
 
 @dataclass
@@ -83,21 +105,63 @@ class SpecConfig:
     function_chunks: int = 2      # function/role chunks per entity
     relation_chunks: int = 2      # comparison: chunks that name both entities
     bm25_chunks: int = 5          # other questions
+    description_terms: int = 3    # reverse lookups: dictionary entries whose definitions match
     extra: dict = field(default_factory=dict)
 
 
-def analyze_question(question: str) -> QuestionAnalysis:
-    """Question type and entities. Entities are acronyms written in capitals (common words
-    such as "IN" and generation names such as "5G" excluded); a definition question with no
-    acronym takes the phrase after "what is"."""
-    entities = acronyms_in(question)
-    if _COMPARISON.search(question) and len(entities) >= 2:
-        return QuestionAnalysis("comparison", entities[:2])
-    if _DEFINITION.search(question):
-        match = _PHRASE.search(question.strip())
-        phrase = match.group(1).strip(" ?.") if match else ""
-        return QuestionAnalysis("definition", entities[:1] or ([phrase] if phrase else []), phrase)
-    return QuestionAnalysis("other", entities)
+def classify_intent(question: str) -> tuple[str, str]:
+    """The intent the question's wording signals, and the cue that did: the first of
+    ``INTENTS`` whose cue occurs; "other" when none does."""
+    for name, cue in _INTENTS:
+        match = cue.search(question)
+        if match:
+            return name, match.group(0)
+    return "other", ""
+
+
+def strip_cue(question: str, cue: str) -> str:
+    """The question without its intent cue, its frame words and punctuation: "What is the
+    definition of Foo Bar in 5G?" → "Foo Bar"."""
+    text = question
+    for _, pattern in _INTENTS:     # every cue word, not just the one that decided
+        text = pattern.sub(" ", text)
+    text = re.sub(r"^\s*(?:what|which|how|who|tell me)\b|\b(?:what|which)\s*$|\bis\b\s*$", " ", text.strip(),
+                  flags=re.IGNORECASE)
+    text = " ".join(text.strip(" ?.!:;,'\"“”‘’").split())
+    for _ in range(3):
+        text = _FRAME.sub("", text).strip(" ?.!:;,'\"“”‘’")
+    return text
+
+
+def analyze_question(question: str, dictionary: TermDictionary | None = None) -> QuestionAnalysis:
+    """Intent from the wording, entities from what the question names: spans linked to the
+    store's term dictionary (abbreviations and term names, longest first), else acronyms
+    written in capitals, else, for a definition question, the phrase the cue leaves."""
+    qtype, cue = classify_intent(question)
+    phrase = strip_cue(question, cue)
+    links = dictionary.linker.link(question) if dictionary is not None else []
+    linked: list[tuple[str, str]] = []
+    for link in sorted(links, key=lambda l: (l.text.upper() in GENERATION_NAMES, -(l.end - l.start), l.start)):
+        if (link.label, link.kind) not in linked:
+            linked.append((link.label, link.kind))
+    if linked and len(linked) > 1:
+        # Spans naming the same entry twice ("Elementary File (EF)") are one entity.
+        first = dictionary.entries(linked[0][0], linked[0][1]) if dictionary else []
+        names = {t.full_name.lower() for t in first} | {t.abbreviation.upper() for t in first if t.abbreviation}
+        linked = [linked[0]] + [(l, k) for l, k in linked[1:] if l.lower() not in names and l.upper() not in names]
+    inside = " ".join(link.text for link in links).upper().split()
+    acronyms = [a for a in acronyms_in(question) if a.upper() not in inside]
+    entities = linked + [(a, "unlinked") for a in acronyms]
+    link_rows = [link.to_dict() for link in links]
+    if qtype == "comparison" and len(entities) < 2:
+        qtype = "definition" if entities else "other"
+    if qtype == "comparison":
+        chosen = entities[:2]
+    elif qtype in ("definition", "expansion", "role"):
+        chosen = entities[:1] or ([(phrase, "unlinked")] if phrase else [])
+    else:           # reverse lookups and other questions search; their links are only shown
+        chosen = entities if qtype == "other" else []
+    return QuestionAnalysis(qtype, [e for e, _ in chosen], phrase, [k for _, k in chosen], link_rows, cue)
 
 
 def related_terms(store: GraphStore, entity: str, limit: int = 3) -> list[Term]:
@@ -185,7 +249,7 @@ def function_evidence(store: GraphStore, entity: str, term: Term | None, limit: 
 
 
 def term_evidence(entity: str, terms: list[Term]) -> list[Evidence]:
-    """Stage 1 as evidence: every expansion of the abbreviation, with its specs."""
+    """Stage 1 as evidence: the dictionary's entries, one line each with their specs."""
     out = []
     for rank, t in enumerate(terms):
         if t.term_type == "abbreviation":
@@ -196,17 +260,43 @@ def term_evidence(entity: str, terms: list[Term]) -> list[Evidence]:
     return out
 
 
-def entity_evidence(store: GraphStore, entity: str, config: SpecConfig) -> tuple[list[Term], list[Evidence]]:
+MAX_EXPANSIONS = 5      # dictionary lines per abbreviation (TR 21.905 gives some four or more)
+MAX_DEFINITIONS = 2
+
+
+def dictionary_entries(store: GraphStore, entity: str, kind: str,
+                       dictionary: TermDictionary | None = None) -> list[Term]:
+    """The dictionary's entries for an entity: for a linked one, every expansion (best
+    first) and the definitions of the entity or its expansions; for an unlinked one, the
+    store's own lookups (abbreviation, then name)."""
+    if dictionary is not None and kind in ("abbreviation", "term"):
+        entries = dictionary.entries(entity, kind)
+    else:
+        entries = resolve_term(store, entity)
+    expansions = [t for t in entries if t.term_type == "abbreviation"][:MAX_EXPANSIONS]
+    definitions = [t for t in entries if t.term_type == "definition"][:MAX_DEFINITIONS]
+    # A defined term first when the question named it; an abbreviation's expansions first.
+    return definitions + expansions if kind == "term" else expansions + definitions
+
+
+def entity_evidence(store: GraphStore, entity: str, config: SpecConfig, kind: str = "unlinked",
+                    dictionary: TermDictionary | None = None) -> tuple[list[Term], list[Evidence]]:
     """Stages 1-3 for one entity. An unresolved entity still gets its sections and function
     chunks by name, plus near dictionary entries marked as hints ("related")."""
-    terms = resolve_term(store, entity)
-    best = terms[0] if terms else None
+    terms = dictionary_entries(store, entity, kind, dictionary)
+    best = next((t for t in terms if t.term_type == "abbreviation"), terms[0] if terms else None)
     hints = [] if terms else [Evidence(None, f"{t.abbreviation}: {t.full_name}", "related", entity, 0.0, t)
                               for t in related_terms(store, entity)]
     sections = section_evidence(store, entity, best, config.section_chunks)
     functions = function_evidence(store, entity, best, config.function_chunks,
                                   {e.chunk.chunk_id for e in sections})
-    return terms, term_evidence(entity, terms[:3]) + hints + sections + functions
+    return terms, term_evidence(entity, terms) + hints + sections + functions
+
+
+def description_evidence(dictionary: TermDictionary, description: str, limit: int) -> list[Evidence]:
+    """Reverse lookups: the defined terms whose definitions best match the description."""
+    return [Evidence(None, f"{t.full_name}: {t.definition}", "term", t.full_name, score, t)
+            for t, score in dictionary.describe(description, k=limit)]
 
 
 @lru_cache(maxsize=4)
@@ -222,7 +312,7 @@ def store_index(uri: str, signature: tuple) -> tuple[BM25Index, dict]:
 
 def bm25_evidence(store: GraphStore, query: str, limit: int) -> list[Evidence]:
     """Every chunk of the store, ranked by BM25 (for questions with no entity to resolve)."""
-    index, by_id = store_index(store.uri, tuple(sorted(store.counts().items())))
+    index, by_id = store_index(store.uri, store_signature(store))
     return [Evidence(by_id[h.doc_id], h.text, "bm25", "", h.score) for h in index.search(query, k=limit)]
 
 
@@ -232,14 +322,15 @@ def retrieve_spec_evidence(store: GraphStore, question: str, config: SpecConfig 
     config = config or SpecConfig()
     profiler = profiler or Profiler()
     with profiler.stage("analysis"):
-        analysis = analyze_question(question)
+        dictionary = term_dictionary(store)
+        analysis = analyze_question(question, dictionary)
     resolved: dict[str, list[Term]] = {}
     evidence: list[Evidence] = []
     with profiler.stage("retrieval"):
         if analysis.qtype == "comparison":
             per_entity = {}
-            for entity in analysis.entities:
-                resolved[entity], per_entity[entity] = entity_evidence(store, entity, config)
+            for entity, kind in zip(analysis.entities, analysis.kinds):
+                resolved[entity], per_entity[entity] = entity_evidence(store, entity, config, kind, dictionary)
             # A chunk found for both entities is about their relation, not about either one.
             seen: dict[str, set] = {e: {x.chunk.chunk_id for x in ev if x.chunk} for e, ev in per_entity.items()}
             shared = set.intersection(*seen.values()) if seen else set()
@@ -253,15 +344,16 @@ def retrieve_spec_evidence(store: GraphStore, question: str, config: SpecConfig 
             evidence += relation + relation_evidence(
                 store, analysis.entities, resolved, max(0, config.relation_chunks - len(relation)),
                 {e.chunk.chunk_id for e in evidence if e.chunk} | shared)
-        elif analysis.qtype == "definition" and analysis.entities:
-            entity = analysis.entities[0]
-            # "What is NF Set?": the whole phrase is a defined term, not just its acronym.
-            if analysis.phrase and analysis.phrase != entity and store.terms_by_name(analysis.phrase):
-                entity = analysis.phrase
-                analysis = QuestionAnalysis("definition", [entity], analysis.phrase)
-            resolved[entity], evidence = entity_evidence(store, entity, config)
-        if not evidence or analysis.qtype == "other":
-            evidence += bm25_evidence(store, question, config.bm25_chunks)
+        elif analysis.qtype in ("definition", "expansion", "role") and analysis.entities:
+            entity, kind = analysis.entities[0], analysis.kinds[0]
+            resolved[entity], evidence = entity_evidence(store, entity, config, kind, dictionary)
+        elif analysis.qtype == "reverse":
+            evidence = description_evidence(dictionary, analysis.phrase, config.description_terms)
+            for e in evidence:
+                resolved[e.entity] = [e.term]
+        if not evidence or analysis.qtype in ("other", "reverse"):
+            evidence += bm25_evidence(store, question if analysis.qtype == "other" else analysis.phrase or question,
+                                      config.bm25_chunks)
     return analysis, resolved, evidence
 
 
@@ -296,23 +388,43 @@ def _sentences(text: str, n: int) -> str:
     return " ".join(parts[:n])
 
 
+def _dictionary_lines(entity: str, term_ev: list[Evidence], numbered: dict) -> list[str]:
+    """What the dictionary says of an entity: its expansions in one line, each definition
+    in its own."""
+    lines = []
+    expansions = [e for e in term_ev if e.term.term_type == "abbreviation"]
+    if expansions:
+        first = expansions[0].term
+        line = (f"{first.abbreviation} stands for {first.full_name}, as defined in {first.primary_spec} "
+                f"[{numbered[id(expansions[0])]}]")
+        if len(expansions) > 1:
+            line += " (other expansions: " + "; ".join(
+                f"{e.term.full_name} [{numbered[id(e)]}]" for e in expansions[1:]) + ")"
+        lines.append(line + ".")
+    for e in term_ev:
+        if e.term.term_type == "definition":
+            lines.append(f"{e.term.full_name}: {_sentences(e.term.definition, 2)} [{numbered[id(e)]}]")
+    return lines
+
+
 def extractive_spec_answer(analysis: QuestionAnalysis, resolved: dict, evidence: list[Evidence]) -> str:
     """An answer assembled from the evidence only, each statement with its [n]."""
     numbered = {id(e): i + 1 for i, e in enumerate(evidence)}
     lines = []
+    if analysis.qtype == "reverse":
+        found = [e for e in evidence if e.stage == "term"]
+        if found:
+            best, others = found[0], found[1:]
+            lines.append(f"The term is {best.term.full_name} ({best.term.primary_spec}) [{numbered[id(best)]}]: "
+                         f"{_sentences(best.term.definition, 1)}")
+            if others:
+                lines.append("Close entries: " + "; ".join(
+                    f"{e.term.full_name} [{numbered[id(e)]}]" for e in others) + ".")
     for entity in analysis.entities:
-        terms = resolved.get(entity) or []
         term_ev = [e for e in evidence if e.stage == "term" and e.entity == entity]
-        if terms and term_ev:
-            t = terms[0]
-            if t.term_type == "abbreviation":
-                others = [x.full_name for x in terms[1:3] if x.term_type == "abbreviation"]
-                extra = f" (other expansions: {'; '.join(others)})" if others else ""
-                lines.append(f"{entity} stands for {t.full_name}, as defined in {t.primary_spec} "
-                             f"[{numbered[id(term_ev[0])]}]{extra}.")
-            else:
-                lines.append(f"{t.full_name}: {_sentences(t.definition, 2)} [{numbered[id(term_ev[0])]}]")
-        elif analysis.qtype in ("definition", "comparison"):
+        if term_ev:
+            lines.extend(_dictionary_lines(entity, term_ev, numbered))
+        elif analysis.qtype in ("definition", "expansion", "role", "comparison"):
             lines.append(f"{entity} is not defined in the term dictionary of the loaded specifications.")
             hints = [e.term for e in evidence if e.stage == "related" and e.entity == entity]
             if hints:

@@ -1,0 +1,237 @@
+"""Spec questions in the phrasings engineers use, answered by ``eval mcq`` and ``ask --pipeline spec``.
+
+The questions are composed at run time from the term dictionary of a store built from the
+shared TR 21.905 (.docx) and TS 23.501 (.pdf), with phrasings written for this benchmark
+(English and Vietnamese; nothing is copied from a question benchmark, and nothing from the
+specs is committed). Three intents, the ones the spec pipeline answers from its dictionary:
+
+- expansion: "What does SEPP stand for?", "SEPP viết tắt của gì?" ... (gold: an expansion);
+- definition: "What does the term Mobility refer to?", "Define operating band." ...
+  (gold: the term's definition);
+- reverse: "Which term describes the ability for the user to communicate whilst moving
+  ...?" (gold: the term).
+
+Each question has four options: the gold one and three distractors drawn from other entries
+that share words with it (so the wrong options look plausible). A fixed random seed picks the
+entries, phrasings and distractors; a third of the questions (every third, by id) is held out:
+measured, never looked at while building the question analysis.
+
+Measured per intent and split:
+- ``eval mcq`` accuracy (the deterministic scorer);
+- ``ask --pipeline spec --no-llm``: the answer states the gold expansion, the gold definition
+  (its first eight words) or names the gold term.
+
+    .venv/bin/python bench/spec_questions.py [--label after] [--n 180]
+        -> outputs/bench/spec_questions.json (the label's figures replace that label's)
+
+Run it with ``PYTHONPATH=<an earlier checkout>`` and ``--label before`` for the figures of
+earlier code (the store is built by whichever ragkit runs the script).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from _common import OUT, ROOT, SHARED, write
+
+SPECS = [SHARED / "3gpp" / "21905-h20.docx", SHARED / "3gpp" / "23501-g40.pdf"]
+CACHE = ROOT / "outputs" / "bench-cache"
+
+EXPANSION = [
+    "What does {a} stand for?",
+    "What is the full form of {a}?",
+    "{a} is short for what?",
+    "Expand the abbreviation {a}.",
+    "In 3GPP terminology, what does the acronym {a} mean?",
+    "What is {a} an abbreviation of?",
+    "{a} means?",
+    "What's the expansion of '{a}'?",
+    "{a} viết tắt của gì?",
+    "{a} là viết tắt của cụm từ nào?",
+]
+DEFINITION = [
+    "What is the definition of {t}?",
+    "What does the term {t} refer to?",
+    "Define {lt}.",
+    "What is meant by {lt}?",
+    "How do the 3GPP specifications define \"{t}\"?",
+    "{t} means?",
+    "Explain the term {t}.",
+    "What is {article} {lt}?",
+    "{t} là gì?",
+    "Định nghĩa của {lt} là gì?",
+]
+REVERSE = [
+    "Which term describes {d}?",
+    "What is the term for {d}?",
+    "What do the 3GPP specifications call {d}?",
+    "Which 3GPP term means {d}?",
+    "Thuật ngữ nào chỉ {d}?",
+]
+WORD = re.compile(r"[a-z0-9]+")
+
+
+def words(text: str) -> set[str]:
+    return {w for w in WORD.findall(text.lower()) if len(w) > 2}
+
+
+def first_sentence(text: str) -> str:
+    return re.split(r"(?<=[a-z0-9)])\.\s+(?=[A-Z])", " ".join(text.split()))[0].rstrip(". ")
+
+
+def build_store() -> str:
+    """The two specs built by the ragkit that runs this script (cached per version of its
+    spec-reading code)."""
+    import hashlib
+
+    import ragkit
+
+    code = Path(ragkit.__file__).parent / "specs"
+    digest = hashlib.sha1(b"".join(p.read_bytes() for p in sorted(code.glob("*.py")))).hexdigest()[:10]
+    CACHE.mkdir(parents=True, exist_ok=True)
+    store = CACHE / f"tr21905_ts23501-{digest}.json.gz"
+    if not store.exists():
+        subprocess.run([sys.executable, "-m", "ragkit.cli", "kg", "build", "--specs", *map(str, SPECS),
+                        "--store", str(store)], check=True, capture_output=True)
+    return str(store)
+
+
+def dictionary(store_path: str) -> tuple[list, list]:
+    from ragkit.specs.store import open_store
+
+    with open_store(store_path) as store:
+        terms = store.terms_containing("", limit=10 ** 6)
+    abbreviations = [t for t in terms if t.term_type == "abbreviation" and t.full_name
+                     and 2 <= len(t.abbreviation) <= 8]
+    definitions = [t for t in terms if t.term_type == "definition" and t.full_name
+                   and 12 <= len(first_sentence(t.definition).split()) <= 40
+                   and len(t.full_name.split()) <= 5]
+    return abbreviations, definitions
+
+
+def distractors(rng: random.Random, gold: str, pool: list[str], n: int = 3) -> list[str]:
+    """``n`` other texts, preferring those that share words with the gold one."""
+    gold_words = words(gold)
+    others = [p for p in pool if p.lower() != gold.lower()]
+    sharing = [p for p in others if words(p) & gold_words]
+    rng.shuffle(sharing)
+    picked = sharing[:n]
+    rest = [p for p in others if p not in picked]
+    picked += rng.sample(rest, n - len(picked))
+    return picked
+
+
+def compose(store_path: str, n: int, seed: int = 7) -> list[dict]:
+    rng = random.Random(seed)
+    abbreviations, definitions = dictionary(store_path)
+    by_abbreviation = defaultdict(list)
+    for t in abbreviations:
+        by_abbreviation[t.abbreviation].append(t.full_name)
+    single = sorted(a for a, names in by_abbreviation.items() if len(names) == 1)
+    names = sorted({t.full_name for t in abbreviations})
+    defined = sorted({t.full_name.lower(): t for t in definitions}.values(), key=lambda t: t.term_id)
+    gloss = [first_sentence(t.definition) for t in defined]
+    items = []
+    per = n // 3
+    for a in rng.sample(single, per):
+        gold = by_abbreviation[a][0]
+        items.append(("expansion", rng.choice(EXPANSION).format(a=a), gold, distractors(rng, gold, names), a))
+    for t in rng.sample(defined, per):
+        phrase = rng.choice(DEFINITION)
+        lt = t.full_name if t.full_name.isupper() or t.full_name.split()[0].isupper() else t.full_name.lower()
+        article = "an" if lt[0].lower() in "aeiou" else "a"
+        gold = first_sentence(t.definition)
+        items.append(("definition", phrase.format(t=t.full_name, lt=lt, article=article), gold,
+                      distractors(rng, gold, gloss), t.full_name))
+    # Reverse questions: descriptions that do not name their own term.
+    unnamed = [t for t in defined if not words(t.full_name) <= words(t.definition)]
+    for t in rng.sample(unnamed, per):
+        d = first_sentence(t.definition)
+        d = d[0].lower() + d[1:] if not d[:2].isupper() else d
+        d = re.sub(r"^(an?|the)\s+", "", d, flags=re.IGNORECASE) if rng.random() < 0.3 else d
+        question = rng.choice(REVERSE).format(d=d)
+        items.append(("reverse", question, t.full_name,
+                      distractors(rng, t.full_name, [x.full_name for x in defined]), t.full_name))
+    questions = []
+    for i, (intent, question, gold, wrong, subject) in enumerate(items):
+        options = [gold, *wrong]
+        rng.shuffle(options)
+        k = options.index(gold) + 1
+        questions.append({"id": f"q{i:03d}", "intent": intent, "split": "held-out" if i % 3 == 2 else "dev",
+                          "question": question, **{f"option {j}": o for j, o in enumerate(options, 1)},
+                          "answer": f"option {k}: {gold}", "gold": gold, "subject": subject})
+    return questions
+
+
+def stated(answer: str, intent: str, gold: str) -> bool:
+    """Whether the written answer states the gold expansion, definition or term."""
+    text = " ".join(answer.lower().split())
+    if intent == "definition":
+        return " ".join(gold.lower().split()[:8]) in text
+    return gold.lower() in text
+
+
+def measure(store_path: str, questions: list[dict], progress: bool) -> dict:
+    from ragkit.eval.mcq import evaluate_mcq
+    from ragkit.pipelines.spec import ask_spec
+    from ragkit.specs.store import open_store
+
+    path = CACHE / "spec_questions.json"
+    path.write_text(json.dumps(questions, ensure_ascii=False, indent=1))
+    groups = defaultdict(lambda: {"n": 0, "mcq": 0, "ask": 0})
+    failures = []
+    with open_store(store_path) as store:
+        started = time.perf_counter()
+        mcq = evaluate_mcq(path, store, progress=progress)
+        mcq_s = time.perf_counter() - started
+        started = time.perf_counter()
+        for q, detail in zip(questions, mcq["details"]):
+            answer = ask_spec(q["question"], store, use_llm=False).answer
+            ok_ask = stated(answer, q["intent"], q["gold"])
+            ok_mcq = detail["choice"] == detail["answer"]
+            for key in (q["intent"], q["split"], "all"):
+                groups[key]["n"] += 1
+                groups[key]["mcq"] += ok_mcq
+                groups[key]["ask"] += ok_ask
+            if q["split"] == "dev" and not (ok_mcq and ok_ask):
+                failures.append({"question": q["question"], "gold": q["gold"], "mcq": ok_mcq, "ask": ok_ask,
+                                 "answer": answer[:200]})
+        ask_s = time.perf_counter() - started
+    table = {k: {"n": v["n"], "mcq_accuracy": round(v["mcq"] / v["n"], 4),
+                 "ask_accuracy": round(v["ask"] / v["n"], 4)} for k, v in sorted(groups.items())}
+    return {"by_group": table, "mcq_ms_per_question": round(1000 * mcq_s / len(questions), 1),
+            "ask_ms_per_question": round(1000 * ask_s / len(questions), 1), "dev_failures": failures[:40]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--label", default="after")
+    parser.add_argument("--n", type=int, default=180)
+    parser.add_argument("--progress", action="store_true")
+    args = parser.parse_args()
+    import ragkit
+
+    store = build_store()
+    questions = compose(store, args.n)
+    result = measure(store, questions, args.progress)
+    result["code"] = str(Path(ragkit.__file__).parent)
+    previous = OUT / "spec_questions.json"
+    data = json.loads(previous.read_text()) if previous.exists() else {}
+    data.pop("machine", None)
+    data.update({"questions": len(questions), "specs": [p.name for p in SPECS],
+                 "command": f".venv/bin/python bench/spec_questions.py --label {args.label}",
+                 args.label: result})
+    write("spec_questions", data)
+    print(json.dumps(result["by_group"], indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,219 @@
+"""Entity linking: spans of a question matched to what a store knows.
+
+A ``Linker`` holds surfaces (term-dictionary abbreviations and names, KG node names and
+aliases, schema words), each pointing at a target in its store. ``link(question)`` returns
+the spans it finds, longest and best match first, never overlapping, each with how it
+matched and why. Phrasing patterns play no part here: the question's words link to a name
+the store holds, or they do not.
+
+Matching is tolerant of what users type:
+
+- case ("operating band" for "Operating Band"), quotes and parentheses ("Elementary File
+  (EF)"), hyphens and slashes ("non-3GPP" and "non 3GPP");
+- plurals ("Operating Bands"; every word is compared in its singular form);
+- diacritics only where the question writes none: "nang" may link to "nắng", "nặng" never
+  does (an accent-free match is tried only for spans written without any);
+- small typos ("Asprin"): an Indel similarity of at least ``fuzzy_cutoff`` on spans of five
+  or more letters, never on abbreviations or single common words.
+
+Abbreviations that are also common words ("IN", "AS", "NO") link only when the question
+writes them in capitals and is not itself written in capitals.
+
+    >>> linker = Linker([Surface("Service Communication Proxy", "term:scp", "term"),
+    ...                  Surface("SCP", "abbr:scp", "abbreviation")])
+    >>> [(l.text, l.target, l.how) for l in linker.link("What does the SCP do in 5G?")]
+    [('SCP', 'abbr:scp', 'exact')]
+    >>> [(l.text, l.how) for l in linker.link("what are service communication proxies?")]
+    [('service communication proxies', 'normalized')]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import asdict, dataclass
+from typing import Iterable, Sequence
+
+from rapidfuzz import fuzz, process
+
+from .text import ENGLISH_STOPWORDS, strip_accents
+
+# Capitalised words that are also English words: an abbreviation spelt like one of them
+# links only when written in capitals.
+COMMON_CAPITALS = frozenset(
+    """A AN AND ARE AS AT BE BETWEEN BY CAN DO DOES FOR FROM HOW IF IN INTO IS IT ITS NO NOT OF
+    ON OR OUT SO THAT THE THEN THIS TO UP US VS WE WHAT WHEN WHERE WHICH WHO WHY WITH ME MY
+    2G 3G 4G 5G 6G 3GPP""".split())
+# Names of mobile generations and of 3GPP itself: context in a question ("in 5G"), rarely its subject.
+GENERATION_NAMES = frozenset("2G 3G 4G 5G 6G 3GPP".split())
+HOW_RANK = {"exact": 0, "normalized": 1, "accent-free": 2, "fuzzy": 3}
+_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+
+
+def singular(word: str) -> str:
+    """An English plural's singular, by spelling only ("bands" → "band", "proxies" → "proxy",
+    "addresses" → "address"); words that do not look plural are returned as they are."""
+    if len(word) <= 3 or not word.isalpha() or not word.isascii():
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("sses", "xes", "ches", "shes", "zes")):
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is", "os")):
+        return word[:-1]
+    return word
+
+
+def tokens(text: str) -> list[tuple[str, int, int]]:
+    """Words of ``text`` with their character offsets (hyphens, slashes, quotes and
+    parentheses separate words)."""
+    text = unicodedata.normalize("NFC", text)
+    return [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+def key_of(words: Sequence[str]) -> str:
+    """The normalized form two surfaces are compared in: lower case, singular words."""
+    return " ".join(singular(w.lower().replace("’", "'")) for w in words)
+
+
+def has_diacritics(text: str) -> bool:
+    return strip_accents(text) != text
+
+
+@dataclass(frozen=True)
+class Surface:
+    """One way a store names something: ``text`` points at ``target`` (an id in the store)."""
+
+    text: str
+    target: str
+    kind: str                 # abbreviation, term, node, alias, type, relation ...
+    label: str = ""           # what the target is called (default: the text)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A span of the question linked to a store's target."""
+
+    text: str                 # the span as the question writes it
+    start: int                # character offsets in the question
+    end: int
+    target: str
+    label: str
+    kind: str
+    how: str                  # exact | normalized | accent-free | fuzzy
+    score: float
+    why: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Linker:
+    """Surfaces indexed by their normalized words, for linking spans of questions."""
+
+    def __init__(self, surfaces: Iterable[Surface], *, fuzzy_cutoff: float = 0.88,
+                 kinds_order: Sequence[str] = ()):
+        self.fuzzy_cutoff = fuzzy_cutoff
+        self.kinds_order = {k: i for i, k in enumerate(kinds_order)}
+        self.by_key: dict[str, list[Surface]] = {}
+        self.by_plain: dict[str, list[Surface]] = {}
+        self.size = 0
+        for s in surfaces:
+            words = [w for w, _, _ in tokens(s.text)]
+            if not words:
+                continue
+            key = key_of(words)
+            self.by_key.setdefault(key, []).append(s)
+            self.by_plain.setdefault(strip_accents(key), []).append(s)
+            self.size += 1
+        self.longest = max((len(k.split()) for k in self.by_key), default=0)
+        # Fuzzy candidates by length: a ratio of at least c needs lengths within a factor
+        # (2 - c) / c of each other, so most keys are never compared.
+        self._fuzzy_by_len: dict[int, list[str]] = {}
+        for key, found in self.by_key.items():
+            if len(key) >= 5 and any(s.kind != "abbreviation" for s in found):
+                self._fuzzy_by_len.setdefault(len(key), []).append(key)
+
+    def __len__(self) -> int:
+        return self.size
+
+    # ----------------------------------------------------------------- linking
+    def candidates(self, question: str) -> list[Link]:
+        """Every span that links, with every target it links to (overlapping)."""
+        toks = tokens(question)
+        shouting = sum(c.isupper() for c in question) > 0.6 * max(1, sum(c.isalpha() for c in question))
+        out: list[Link] = []
+        for n in range(min(self.longest, len(toks)), 0, -1):
+            for i in range(len(toks) - n + 1):
+                span = toks[i:i + n]
+                written = question[span[0][1]:span[-1][2]]
+                words = [w for w, _, _ in span]
+                out.extend(self._match(words, written, span[0][1], span[-1][2], shouting))
+        return out
+
+    def link(self, question: str, kinds: Sequence[str] | None = None) -> list[Link]:
+        """The best non-overlapping links, in question order: spans the store spells out
+        (exactly, up to case and plural, or without diacritics) longest first, then
+        misspelt ones in the words left."""
+        found = [c for c in self.candidates(question) if kinds is None or c.kind in kinds]
+        # Spans the store spells out first (longest first), then misspellings in the gaps.
+        found.sort(key=lambda c: (c.how == "fuzzy", -(c.end - c.start), HOW_RANK[c.how],
+                                  self.kinds_order.get(c.kind, 99), -c.score, c.start, c.target))
+        taken: list[Link] = []
+        for c in found:
+            if any(c.start < t.end and t.start < c.end for t in taken):
+                continue
+            # The same span may name several targets (an abbreviation with two expansions).
+            taken.append(c)
+        for c in found:
+            if c not in taken and any(c.start == t.start and c.end == t.end and c.how == t.how for t in taken):
+                taken.append(c)
+        return sorted(taken, key=lambda c: (c.start, HOW_RANK[c.how], self.kinds_order.get(c.kind, 99)))
+
+    def _match(self, words: list[str], written: str, start: int, end: int, shouting: bool) -> list[Link]:
+        key = key_of(words)
+        exact_text = " ".join(words)
+        out = []
+        for s in self.by_key.get(key, ()):
+            if s.kind == "abbreviation" and not self._abbreviation_ok(s, words, shouting):
+                continue
+            if s.kind != "abbreviation" and len(words) == 1 and words[0].lower() in ENGLISH_STOPWORDS:
+                continue
+            same = exact_text == " ".join(w for w, _, _ in tokens(s.text))
+            how = "exact" if same else "normalized"
+            why = f"{s.kind} {s.text!r}" + ("" if same else " (case, plural or punctuation differ)")
+            out.append(Link(written, start, end, s.target, s.label or s.text, s.kind, how, 1.0, why))
+        if out:
+            return out
+        if not has_diacritics(written):
+            for s in self.by_plain.get(strip_accents(key), ()):
+                if s.kind == "abbreviation" or (len(words) == 1 and words[0].lower() in ENGLISH_STOPWORDS):
+                    continue
+                out.append(Link(written, start, end, s.target, s.label or s.text, s.kind, "accent-free", 0.95,
+                                f"{s.kind} {s.text!r} written without its diacritics"))
+            if out:
+                return out
+        return self._fuzzy(key, words, written, start, end)
+
+    def _abbreviation_ok(self, s: Surface, words: list[str], shouting: bool) -> bool:
+        written = " ".join(words)
+        if written.upper() in COMMON_CAPITALS or written.lower() in ENGLISH_STOPWORDS:
+            return written == s.text and not shouting
+        return True
+
+    def _fuzzy(self, key: str, words: list[str], written: str, start: int, end: int) -> list[Link]:
+        if len(key) < 5 or words[0].lower() in ENGLISH_STOPWORDS or words[-1].lower() in ENGLISH_STOPWORDS:
+            return []
+        if any(w.isupper() and len(w) <= 6 for w in words) and len(words) == 1:
+            return []       # a short word in capitals is an abbreviation: it matches exactly or not at all
+        c = self.fuzzy_cutoff
+        low, high = math.ceil(len(key) * c / (2 - c)), math.floor(len(key) * (2 - c) / c)
+        keys = [k for n in range(low, high + 1) for k in self._fuzzy_by_len.get(n, ())]
+        best = process.extractOne(key, keys, scorer=fuzz.ratio, score_cutoff=c * 100) if keys else None
+        if not best or best[0].startswith(key) or key.startswith(best[0]):
+            return []       # "released" for "release" is an inflection, not a misspelling
+        score = round(best[1] / 100, 3)
+        return [Link(written, start, end, s.target, s.label or s.text, s.kind, "fuzzy", score,
+                     f"{s.kind} {s.text!r}, spelt differently (similarity {score})")
+                for s in self.by_key[best[0]] if s.kind != "abbreviation"]
