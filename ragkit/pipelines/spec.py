@@ -33,20 +33,23 @@ from ..specs.terms import acronyms_in, is_five_g_spec
 from ..text import Tokenizer
 from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
-# Intent cues, English and Vietnamese, tried in this order. They classify what is asked;
+# Intent cues, English and Vietnamese, tried in this order (a description may say
+# "different from" or "stands for": a reverse cue outranks them). They classify what is asked;
 # the entity is whatever span of the question names a dictionary entry (ragkit.linking).
 INTENTS = (
-    ("comparison", r"\b(?:compare|comparison|differen\w*|differ|versus|vs\.?|contrast)\b|so sánh|khác nhau|khác gì"),
-    ("expansion", r"\bstands?\s+for\b|\babbreviat\w*|\bacronyms?\b|\bfull\s+(?:form|name)\b|\bshort\s+for\b|"
-                  r"\bexpan(?:d|ds|sion)\b|\bspell(?:ed|s)?\s+out\b|viết tắt"),
     ("reverse", r"\bwhich\s+(?:\w+\s+){0,2}(?:term|name|word|concept)s?\b|\bwhat\s+(?:\w+\s+)?(?:term|name|word|concept)s?\b|"
-                r"\bwhat(?:'s|\s+is|\s+are)\s+(?:the\s+)?(?:\w+\s+)?(?:term|name|word)s?\s+(?:for|of|given\s+to|used\s+for)\b|"
+                r"\bwhat(?:'s|\s+is|\s+are)\s+(?:the\s+)?(?!full\s)(?:\w+\s+)?(?:term|name|word)s?\s+(?:for|of|given\s+to|used\s+for)\b|"
+                r"\bwhat(?:'s|\s+is|\s+are)\s+(?:it|this|that|they)\s+called\b|"
                 r"\bwhat\s+(?:do|does|did)\s+(?:\w+\s+){0,4}call\b|\b(?:is|are)\s+(?:called|known\s+as|termed)\s*\??$|"
                 r"thuật ngữ nào|khái niệm nào|gọi là gì|được gọi là|tên gọi"),
+    ("expansion", r"\bstands?\s+for\b|\babbreviat\w*|\bacronyms?\b|\bfull\s+(?:form|name)\b|\bshort\s+for\b|"
+                  r"\bexpan(?:d|ds|sion)\b|\bspell(?:ed|s)?\s+out\b|viết tắt"),
+    ("comparison", r"\b(?:compare[sd]?|comparison|differences?\s+between|differ(?:s|ent)?\s+(?:from|between)|versus|vs\.?|"
+                   r"contrast)\b|so sánh|khác nhau|khác gì"),
     ("role", r"\bwhat\s+(?:does|do)\s+(?:the\s+|an?\s+)?[\w-]+(?:\s+[\w-]+){0,5}\s+do\b|\broles?\b|"
              r"\bfunction(?:s|ality|alities)?\s+of\b|\bpurpose\b|\bused\s+for\b|\bresponsibilit\w*\s+of\b|"
              r"vai trò|chức năng|nhiệm vụ|dùng để"),
-    ("definition", r"\bwhat\s+(?:is|are|was|were)\b|\bwhat's\b|\bdefin\w*|\bmeaning\b|\bmeans?\b|\brefers?\s+to\b|"
+    ("definition", r"\bwhat\s+(?:exactly\s+|precisely\s+|then\s+)?(?:is|are|was|were)\b|\bwhat's\b|\bdefin\w*|\bmeaning\b|\bmeans?\b|\brefers?\s+to\b|"
                    r"\bmeant\s+by\b|\bexplain\w*\b|\bdescribe\b|\btell\s+me\s+about\b|là gì|là như thế nào|nghĩa là|nghĩa của|"
                    r"định nghĩa|khái niệm"),
 )
@@ -152,6 +155,8 @@ def analyze_question(question: str, dictionary: TermDictionary | None = None) ->
     inside = " ".join(link.text for link in links).upper().split()
     acronyms = [a for a in acronyms_in(question) if a.upper() not in inside]
     entities = linked + [(a, "unlinked") for a in acronyms]
+    if qtype == "expansion":    # what an abbreviation stands for: the abbreviation is the subject
+        entities.sort(key=lambda e: e[1] not in ("abbreviation", "unlinked"))
     link_rows = [link.to_dict() for link in links]
     if qtype == "comparison" and len(entities) < 2:
         qtype = "definition" if entities else "other"
