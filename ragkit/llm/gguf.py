@@ -60,7 +60,9 @@ class GGUFModel:
 
     def __init__(self, config: LLMConfig | None = None):
         self.config = config or LLMConfig.from_env()
-        self.path = check_gguf(self.config.model_path or default_model_path())
+        from ..models import resolve_model
+
+        self.path = check_gguf(resolve_model(self.config.model_path) or default_model_path())
         self.name = self.path.name
         self.n_ctx = self.config.n_ctx
         self._llama = None
