@@ -240,6 +240,27 @@ def _note_fallback(trace: dict) -> None:
         print(f"ragkit: note: {reason}; answered from the evidence", file=sys.stderr)
 
 
+def cmd_eval_answers(args: argparse.Namespace) -> int:
+    from .config import LLMConfig
+    from .eval.answers import evaluate_answers, load_questions
+    from .service import Service, Sources
+
+    items = load_questions(args.questions)[: args.limit]
+    store = {"spec_store": args.store} if args.pipeline == "spec" else {"kg_store": args.store}
+    sources = Sources(index=args.index, kg=args.kg, graph=args.graph, **store)
+    options = {"pipeline": args.pipeline, "no_llm": args.no_llm, "k": args.k, "method": args.method}
+    service = Service(sources, LLMConfig.from_env(model_path=args.model, max_tokens=args.max_tokens))
+    try:
+        result = evaluate_answers(items, service, options, progress=_progress(args))
+    finally:
+        service.close()
+    if not args.details:
+        result.pop("details")
+    shown = {k: v for k, v in result.items() if k != "details"}
+    _emit(result, args.json, "\n".join(f"{k:>20}: {v}" for k, v in shown.items()))
+    return 0
+
+
 def cmd_model(args: argparse.Namespace) -> int:
     from . import models
 
@@ -510,6 +531,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_graphqa)
+
+    p = ev.add_parser("answers", help="exact match, token F1 and citations of answers against gold answers")
+    p.add_argument("--questions", required=True, help="JSON lines: question, answers (or answer), evidence ids")
+    p.add_argument("--pipeline", choices=PIPELINES, default="lexical")
+    p.add_argument("--index", help="lexical: an index folder")
+    p.add_argument("--store", help="spec or kg: a store")
+    p.add_argument("--kg", help="causal: an evidence KG JSON")
+    p.add_argument("--graph", help="graph: a built graph folder")
+    p.add_argument("--method", default=LEXICAL.method, choices=METHODS)
+    p.add_argument("--k", type=int, default=LEXICAL.k, help="chunks of evidence (lexical)")
+    p.add_argument("--no-llm", action="store_true", help="evidence answers, no model")
+    p.add_argument("--model", help="a GGUF file or a catalog name (ragkit model list)")
+    p.add_argument("--max-tokens", type=int)
+    p.add_argument("--limit", type=int, help="the first N questions only")
+    p.add_argument("--details", action="store_true", help="every question's answer and scores")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_eval_answers)
 
     p = ev.add_parser("mcq", help="multiple-choice accuracy from the spec knowledge graph")
     p.add_argument("--questions", required=True)

@@ -44,3 +44,32 @@ def alqac_to_beir(passages: str | Path, questions: str | Path, out_dir: str | Pa
                 for gold in item["legal_passages"]:
                     qrels.write(f"{item['example_id']}\t{gold['law_id']}|{gold['article_id']}\t1\n")
     return Path(out_dir)
+
+
+def musique_to_questions(beir_dir: str | Path, questions: str | Path, out: str | Path) -> Path:
+    """MuSiQue's questions as ``eval answers`` input: each BEIR query with the gold answer and
+    its aliases (from the original question file, matched by the question's text) and the
+    supporting paragraphs (the qrels) as evidence ids."""
+    from ..corpus import load_beir_queries
+
+    beir_dir = Path(beir_dir)
+    queries = load_beir_queries(beir_dir / "queries.jsonl")
+    originals = {item["question"].strip(): item for item in _read_json(Path(questions), "questions")}
+    qrels_path = beir_dir / "qrels.tsv" if (beir_dir / "qrels.tsv").is_file() else beir_dir / "qrels" / "test.tsv"
+    if not qrels_path.is_file():
+        raise InputError(f"qrels {qrels_path}: no such file")
+    gold: dict[str, list[str]] = {}
+    for line in qrels_path.read_text(encoding="utf-8").splitlines()[1:]:
+        qid, doc, *_ = line.split("\t")
+        gold.setdefault(qid, []).append(doc)
+    rows = []
+    for qid, text in queries.items():
+        item = originals.get(text.strip())
+        if item is None:
+            raise InputError(f"questions {questions}: no question reads {text[:60]!r}")
+        rows.append({"id": qid, "question": text, "answers": [item["answer"], *item.get("answer_aliases", [])],
+                     "evidence": gold.get(qid, [])})
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return out

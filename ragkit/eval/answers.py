@@ -1,0 +1,158 @@
+"""``ragkit eval answers``: answers judged against gold answers, whatever pipeline writes them.
+
+Input: JSON lines (or a JSON list), one question per item::
+
+    {"id": "q1", "question": "...", "answers": ["gold", "an alias"], "evidence": ["p6", "p10"]}
+
+(``answer`` and ``answer_aliases`` are read too; ``evidence`` is optional: the ids of the
+documents that hold the answer.) Each question goes through the same ``Service`` that
+``ragkit ask`` uses, so the figures describe what users get.
+
+Per question and overall:
+
+- exact match and token F1 against the best gold answer, after SQuAD's normalisation
+  (lower case, no punctuation, no articles "a", "an", "the", single spaces); the model's
+  answer is judged as written, an evidence answer (quotes) too;
+- citation precision and recall against the gold evidence ids: the cited documents are those
+  whose ``[n]`` the answer writes (all the answer's citations when it writes none);
+- where the answer came from (``model``, ``fallback``, ``evidence``) and its median time.
+
+    ragkit eval answers --questions FILE --pipeline lexical --index DIR [--no-llm] [--limit N]
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import string
+import time
+from collections import Counter
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from ..errors import InputError
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_CITE = re.compile(r"\[(\d+)\]")
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's normalisation: lower case, punctuation and articles removed, spaces collapsed."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in set(string.punctuation))
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, gold: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(gold))
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """Harmonic mean of token precision and recall over the normalised answers."""
+    pred, ref = normalize_answer(prediction).split(), normalize_answer(gold).split()
+    if not pred or not ref:
+        return float(pred == ref)
+    common = sum((Counter(pred) & Counter(ref)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred), common / len(ref)
+    return 2 * precision * recall / (precision + recall)
+
+
+def best_of(metric, prediction: str, golds: list[str]) -> float:
+    return max((metric(prediction, g) for g in golds), default=0.0)
+
+
+def cited_documents(answer: str, citations: list[dict]) -> list[str]:
+    """The documents the answer cites by ``[n]``; all its citations when it cites none."""
+    by_id = {c["id"]: c["doc_id"] for c in citations}
+    cited = [by_id[int(n)] for n in _CITE.findall(answer) if int(n) in by_id]
+    return list(dict.fromkeys(cited or [c["doc_id"] for c in citations]))
+
+
+def base_document(doc_id: str) -> str:
+    """A chunk's document: ``p10#2`` and ``p10`` are the same document."""
+    return doc_id.split("#", 1)[0]
+
+
+def load_questions(path: str | Path) -> list[dict]:
+    """Questions with their gold answers (one-line errors naming the file and item)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"questions {path}: no such file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise InputError(f"questions {path}: neither JSON nor JSON lines ({exc.msg})") from None
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list) or not data:
+        raise InputError(f"questions {path}: holds no questions")
+    items = []
+    for i, item in enumerate(data, 1):
+        if not isinstance(item, dict) or not str(item.get("question") or "").strip():
+            raise InputError(f"questions {path}: item {i} has no 'question'")
+        golds = item.get("answers") or [item.get("answer")] + list(item.get("answer_aliases") or [])
+        golds = [str(g) for g in golds if g is not None and str(g).strip()]
+        if not golds:
+            raise InputError(f"questions {path}: item {i} has no 'answers' (or 'answer')")
+        evidence = item.get("evidence")
+        if evidence is not None and not isinstance(evidence, list):
+            raise InputError(f"questions {path}: item {i}: 'evidence' must be a list of document ids")
+        items.append({"id": str(item.get("id", i)), "question": str(item["question"]).strip(),
+                      "answers": golds, "evidence": [str(e) for e in evidence] if evidence else None})
+    return items
+
+
+def evaluate_answers(items: list[dict], service, request_options: dict, progress: bool = True) -> dict:
+    """Ask every question through ``service`` and score the answers."""
+    from ..service import AskRequest
+
+    rows = []
+    for item in tqdm(items, desc="answers", unit="q", disable=not progress):
+        started = time.perf_counter()
+        data = service.ask(AskRequest(question=item["question"], **request_options))
+        seconds = time.perf_counter() - started
+        answer = data["answer"]
+        row = {"id": item["id"], "question": item["question"], "answer": answer, "gold": item["answers"],
+               "em": best_of(exact_match, answer, item["answers"]),
+               "f1": round(best_of(token_f1, answer, item["answers"]), 4),
+               "contains_gold": any(normalize_answer(g) in normalize_answer(answer) for g in item["answers"]),
+               "answer_source": data["trace"].get("answer_source", ""),
+               "check_passed": (data["trace"].get("check") or {}).get("passed"),
+               "seconds": round(seconds, 3)}
+        if item["evidence"] is not None:
+            cited = {base_document(d) for d in cited_documents(answer, data["citations"])}
+            gold = {base_document(d) for d in item["evidence"]}
+            row["citation_precision"] = round(len(cited & gold) / len(cited), 4) if cited else 0.0
+            row["citation_recall"] = round(len(cited & gold) / len(gold), 4) if gold else None
+        rows.append(row)
+    return summarize(rows)
+
+
+def summarize(rows: list[dict]) -> dict:
+    n = len(rows)
+    mean = lambda key: round(sum(r[key] for r in rows if r.get(key) is not None) /
+                             max(1, sum(1 for r in rows if r.get(key) is not None)), 4)
+    sources = Counter(r["answer_source"] for r in rows)
+    out = {"n": n, "exact_match": mean("em"), "f1": mean("f1"), "contains_gold": mean("contains_gold"),
+           "answer_source": dict(sorted(sources.items())),
+           "median_seconds": round(statistics.median(r["seconds"] for r in rows), 3) if rows else None}
+    if any("citation_precision" in r for r in rows):
+        out["citation_precision"] = mean("citation_precision")
+        out["citation_recall"] = mean("citation_recall")
+    by_source = {}
+    for source in sources:
+        part = [r for r in rows if r["answer_source"] == source]
+        by_source[source] = {"n": len(part), "exact_match": round(sum(r["em"] for r in part) / len(part), 4),
+                             "f1": round(sum(r["f1"] for r in part) / len(part), 4)}
+    out["by_answer_source"] = by_source
+    out["details"] = rows
+    return out
