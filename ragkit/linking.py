@@ -73,8 +73,9 @@ def tokens(text: str) -> list[tuple[str, int, int]]:
 
 
 def key_of(words: Sequence[str]) -> str:
-    """The normalized form two surfaces are compared in: lower case, singular words."""
-    return " ".join(singular(w.lower().replace("’", "'")) for w in words)
+    """The normalized form two surfaces are compared in: lower case, singular words, no
+    possessive ("Curie's" → "curie")."""
+    return " ".join(singular(re.sub(r"'s$", "", w.lower().replace("’", "'"))) for w in words)
 
 
 def has_diacritics(text: str) -> bool:
@@ -112,7 +113,7 @@ class Link:
 class Linker:
     """Surfaces indexed by their normalized words, for linking spans of questions."""
 
-    def __init__(self, surfaces: Iterable[Surface], *, fuzzy_cutoff: float = 0.88,
+    def __init__(self, surfaces: Iterable[Surface], *, fuzzy_cutoff: float | None = 0.88,
                  kinds_order: Sequence[str] = ()):
         self.fuzzy_cutoff = fuzzy_cutoff
         self.kinds_order = {k: i for i, k in enumerate(kinds_order)}
@@ -128,7 +129,7 @@ class Linker:
             self.by_plain.setdefault(strip_accents(key), []).append(s)
             self.size += 1
         self.longest = max((len(k.split()) for k in self.by_key), default=0)
-        # Fuzzy candidates by length: a ratio of at least c needs lengths within a factor
+        # Fuzzy candidates by length (``fuzzy_cutoff=None``: no misspellings at all): a ratio of at least c needs lengths within a factor
         # (2 - c) / c of each other, so most keys are never compared.
         self._fuzzy_by_len: dict[int, list[str]] = {}
         for key, found in self.by_key.items():
@@ -203,7 +204,7 @@ class Linker:
         return True
 
     def _fuzzy(self, key: str, words: list[str], written: str, start: int, end: int) -> list[Link]:
-        if len(key) < 5 or words[0].lower() in ENGLISH_STOPWORDS or words[-1].lower() in ENGLISH_STOPWORDS:
+        if self.fuzzy_cutoff is None or len(key) < 5 or words[0].lower() in ENGLISH_STOPWORDS or words[-1].lower() in ENGLISH_STOPWORDS:
             return []
         if any(w.isupper() and len(w) <= 6 for w in words) and len(words) == 1:
             return []       # a short word in capitals is an abbreviation: it matches exactly or not at all

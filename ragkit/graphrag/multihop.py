@@ -36,6 +36,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from tqdm.auto import tqdm
 
+from ..linking import Linker, Surface
 from ..embeddings import default_embedder
 from ..stores.chroma import ChromaVectors
 from ..config import GraphConfig
@@ -148,7 +149,9 @@ class GraphRAG:
         self._names: dict[str, list[str]] = {}
         for node in graph.nodes:
             self._names.setdefault(_key(node), []).append(node)
-        self._max_words = max((len(k.split()) for k in self._names), default=1)
+        # Node names as linkable surfaces, spelt as written (a misspelt name is left to the
+        # vector search of the anchors stage, which ranks by meaning).
+        self.linker = Linker([Surface(display(n), n, "node") for n in graph.nodes], fuzzy_cutoff=None)
         self._by_relation: dict[str, dict[tuple[str, str], list[str]]] = {}
 
     # ----------------------------------------------------------------- building
@@ -207,17 +210,14 @@ class GraphRAG:
                 if m.group().lower() not in skip and len(m.group()) > 2]
 
     def _exact_entities(self, question: str) -> list[str]:
-        words = _key(question).split()
-        found, used = [], set()
-        for n in range(min(self._max_words, len(words)), 0, -1):
-            for i in range(len(words) - n + 1):
-                if any(j in used for j in range(i, i + n)):
-                    continue
-                key = " ".join(words[i:i + n])
-                if key in self._names and (n > 1 or len(key) > 2):
-                    found.append((i, key))
-                    used.update(range(i, i + n))
-        return [key for _, key in sorted(found)]
+        """Node names the question writes (``ragkit.linking``: case, plurals, possessives,
+        punctuation and missing diacritics tolerated), longest first, in question order."""
+        found = []
+        for link in self.linker.link(question):
+            key = _key(link.target)
+            if (" " in key or len(key) > 2) and key not in found:
+                found.append(key)
+        return found
 
     def anchors(self, entities: list[str], params: GraphQueryParams) -> list[dict]:
         out: list[dict] = []
