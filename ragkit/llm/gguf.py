@@ -55,6 +55,15 @@ def check_gguf(path: str | os.PathLike) -> Path:
     return path
 
 
+def available_cores() -> int:
+    """The cores this process may run on (llama.cpp's own default is half of them, which on
+    a 2-core machine leaves generation on one thread)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:      # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
 class GGUFModel:
     """A llama-cpp-python model behind the ``LLM`` interface."""
 
@@ -95,7 +104,8 @@ class GGUFModel:
         try:
             # llama.cpp logs context warnings on stderr even with verbose=False.
             with suppress_stdout_stderr(disable=False):
-                llama = Llama(model_path=str(self.path), n_ctx=cfg.n_ctx, n_threads=cfg.n_threads,
+                threads = cfg.n_threads or available_cores()
+                llama = Llama(model_path=str(self.path), n_ctx=cfg.n_ctx, n_threads=threads, n_threads_batch=threads,
                               seed=cfg.seed, use_mmap=cfg.use_mmap, use_mlock=cfg.use_mlock,
                               chat_format=cfg.chat_format, verbose=False)
         except (ValueError, RuntimeError) as exc:
