@@ -5,7 +5,8 @@
 - ``/ws`` takes the same requests as text frames, one after another on one connection, and
   answers each with events: ``start``, ``token`` (model text as it is written; without a
   model, the answer in pieces), then ``result`` (the ``/ask`` JSON, whose ``answer`` is the
-  checked one), or ``error``. A connection is a session: kg follow-ups see earlier turns.
+  checked one, with ``replaced``: whether it differs from the text the model streamed, and
+  ``replaced_because``), or ``error``. A connection is a session: kg follow-ups see earlier turns.
 - ``GET /health`` (the process is up) and ``GET /ready`` (every source loaded).
 
 Requests are bounded: the body size (413), the question length (400), the time to answer
@@ -33,6 +34,21 @@ from .service import AskRequest, Service
 
 log = logging.getLogger("ragkit.server")
 SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+def replacement(written: dict[int, list[str]], data: dict) -> dict:
+    """Whether the answer the check settled on differs from what the model streamed (its
+    last call), and why: the stream showed the model's words, the result may not keep them."""
+    if not written:
+        return {"replaced": False}
+    streamed = " ".join("".join(written[max(written)]).split())
+    final = " ".join(data["answer"].split())
+    if streamed == final:
+        return {"replaced": False}
+    trace = data.get("trace") or {}
+    why = trace.get("fallback_reason") or ("the model's text was cleaned up (thinking, cut-off or unsupported "
+                                            "sentences removed)" if trace.get("answer_source") == "model" else "")
+    return {"replaced": True, "replaced_because": why}
 
 
 @dataclass(frozen=True)
@@ -292,15 +308,20 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
             await send({"type": "start", "question": request.question, "pipeline": request.pipeline,
                         "session": session})
             streamed = False
+            written: dict[int, list[str]] = {}      # what the model streamed, per call
             while True:
                 getter = asyncio.ensure_future(queue.get())
                 done, _ = await asyncio.wait({job, getter}, return_when=asyncio.FIRST_COMPLETED)
                 if getter not in done:
                     break
-                await send(getter.result())
+                event = getter.result()
+                written.setdefault(event["call"], []).append(event["text"])
+                await send(event)
                 streamed = True
             while not queue.empty():
-                await send(queue.get_nowait())
+                event = queue.get_nowait()
+                written.setdefault(event["call"], []).append(event["text"])
+                await send(event)
                 streamed = True
             try:
                 data = job.result()
@@ -311,7 +332,7 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
             if not streamed:       # no model wrote it live: stream the answer in pieces
                 for piece in re.findall(r"\S+\s*", data["answer"]):
                     await send({"type": "token", "text": piece, "call": 0})
-            await send({"type": "result", **data})
+            await send({"type": "result", **replacement(written, data), **data})
         finally:
             # However this ends (the client left, the server stops), the worker stops at its
             # next token (answer() sets its stop on cancellation) and nothing is left pending.

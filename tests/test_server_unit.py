@@ -88,6 +88,7 @@ def test_websocket_events_come_in_order_and_the_connection_is_a_session():
         second = [ws.receive_json() for _ in range(4)]
     assert [e["type"] for e in events] == ["start", "token", "token", "token", "token", "result"]
     assert "".join(e["text"] for e in events[1:5]) == "echo: one two three "
+    assert events[-1]["replaced"] is False              # the streamed text is the answer
     assert [e["type"] for e in second] == ["start", "token", "token", "result"]
     assert second[1]["call"] == 0                       # no model: the answer in pieces
     assert second[-1]["trace"]["turn"]["history"] == 1  # the first turn was remembered
@@ -186,3 +187,14 @@ def test_binary_frames_and_bad_session_ids_on_the_websocket():
             assert ws.receive_json()["type"] == "start"
         with c.websocket_connect("/ws?session=" + "x" * 65) as ws:
             assert ws.receive_json()["error"].startswith("session: must be 1-64")
+
+
+def test_the_result_says_when_the_streamed_text_was_replaced():
+    from ragkit.server import replacement
+
+    data = {"answer": "The evidence says X [1].", "trace": {"answer_source": "fallback",
+                                                           "fallback_reason": "the check failed: 40% support"}}
+    assert replacement({1: ["Made ", "up."]}, data) == {"replaced": True,
+                                                        "replaced_because": "the check failed: 40% support"}
+    assert replacement({1: ["x"], 2: ["The evidence ", "says X [1]."]}, data) == {"replaced": False}  # the re-ask
+    assert replacement({}, data) == {"replaced": False}       # nothing streamed by a model
