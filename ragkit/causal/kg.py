@@ -79,6 +79,7 @@ def _without_nulls(value, schema: dict, path: list, data: dict, source: str):
     return value
 
 
+@lru_cache(maxsize=8)
 def known_fields(*path: str) -> frozenset[str]:
     """The fields the schema names for an edge (``known_fields("edges")``) or its evidence
     (``known_fields("edges", "evidence")``); anything else in a record is an extra field."""
