@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from ragkit.causal.chains import ChainConfig, edge_score, extract_entities, select_chains
+from ragkit.causal.chains import (ChainConfig, analyse_question, edge_score, extract_entities,
+                                  select_chains, split_by_direction, rank_chains)
 from ragkit.causal.conditions import check_condition, empirical_support, load_weather, relative_humidity
 from ragkit.causal.explain import hallucinations, template_answer
 from ragkit.causal.kg import build_kg, load_kg, validate_kg
@@ -121,6 +122,85 @@ def test_schema_errors_name_the_edge_and_field():
     data["edges"][1]["evidence"][0].pop("source_doi")
     with pytest.raises(InputError, match=r"edge 1 .*evidence"):
         validate_kg(data)
+
+
+def _write(tmp_path, data, name="kg.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(data, ensure_ascii=False))
+    return path
+
+
+def test_null_optional_fields_are_absent_and_earn_no_bonus(tmp_path):
+    data = json.loads(DEMO_KG.read_text())
+    assert data["edges"][0]["temporal_lag"] == "hours"
+    data["edges"][0].update(temporal_lag=None, mechanism=None, category=None)
+    data["edges"][0]["evidence"][0]["tier"] = None
+    data["edges"][3]["conditions"] = None
+    data["nodes"][1]["aliases"] = None
+    kg = load_kg(_write(tmp_path, data))
+    rh_alw = kg.graph.edges["relative_humidity", "aerosol_liquid_water"]
+    assert "temporal_lag" not in rh_alw and "mechanism" not in rh_alw
+    assert edge_score(rh_alw)[1]["temporal_lag"] == 0.0
+    assert kg.graph.edges["heterogeneous_chemistry", "nitrate"]["conditions"] == []
+    answer = explain("Tại sao độ ẩm cao làm PM2.5 tăng?", kg, use_llm=False)
+    step = answer.trace["selected_chains"][0]["steps"][0]
+    assert step["source"] == "relative_humidity" and step["temporal_lag"] == "" and step["mechanism"] == ""
+
+
+def test_missing_optional_fields_load(tmp_path):
+    data = {"nodes": [{"id": "wind_speed", "label": "Wind"}, {"id": "stagnation", "label": "Stagnation"},
+                      {"id": "pm25", "label": "PM2.5"}],
+            "edges": [{"source": "wind_speed", "target": "stagnation", "relation": "decreases",
+                       "confidence": "HIGH", "strength": "STRONG",
+                       "evidence": [{"source_url": URL, "source_quote": "Summary: wind breaks stagnation."}]},
+                      {"source": "stagnation", "target": "pm25", "relation": "increases",
+                       "confidence": "HIGH", "strength": "STRONG",
+                       "evidence": [{"source_doi": "10.1000/x", "source_quote": "Summary: stagnant air accumulates it."}]}]}
+    answer = explain("Why does weak wind raise PM2.5?", load_kg(_write(tmp_path, data)), use_llm=False)
+    chain = answer.trace["selected_chains"][0]
+    assert chain["nodes"] == ["wind_speed", "stagnation", "pm25"] and chain["score"] == 4.0
+    assert chain["steps"][0]["conditions"] == [] and answer.trace["check"]["problems"] == []
+
+
+def test_extra_fields_are_kept_and_shown(tmp_path):
+    data = json.loads(DEMO_KG.read_text())
+    data["edges"][0]["region"] = "North China Plain"
+    data["edges"][0]["evidence"][0]["year"] = 2018
+    kg = load_kg(_write(tmp_path, data))
+    assert kg.graph.edges["relative_humidity", "aerosol_liquid_water"]["region"] == "North China Plain"
+    answer = explain("Tại sao độ ẩm cao làm PM2.5 tăng?", kg, use_llm=False)
+    step = answer.trace["selected_chains"][0]["steps"][0]
+    assert step["extra"] == {"region": "North China Plain"}
+    assert step["evidence"][0]["extra"] == {"year": 2018}
+    assert answer.trace["selected_chains"][0]["steps"][1]["extra"] == {}
+    assert set(answer.trace["selected_chains"][0]["steps"][1]["evidence"][0]) == {"source_url", "source_doi", "source_quote"}
+
+
+def test_required_field_null_is_refused_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    data = json.loads(DEMO_KG.read_text())
+    data["edges"][4]["confidence"] = None
+    path = _write(tmp_path, data, "merged.json")
+    with pytest.raises(InputError, match=r"^kg .*merged.json: edge 4 \(sulfate → pm25\), field confidence: "
+                                         r"is null \(a required field\)$"):
+        load_kg(path)
+    data["edges"][4]["confidence"] = "HIGH"
+    data["edges"][4]["evidence"][0]["source_quote"] = None
+    with pytest.raises(InputError, match=r"edge 4 \(sulfate → pm25\), field evidence.0.source_quote: is null"):
+        validate_kg(data)
+    data["edges"][4]["evidence"][0]["source_quote"] = "Summary."
+    data["edges"][4]["strength"] = "HUGE"     # enumerations are still checked
+    with pytest.raises(InputError, match=r"edge 4 \(sulfate → pm25\), field strength: 'HUGE' is not one of"):
+        validate_kg(data)
+    data["edges"][4]["strength"] = None
+    _write(tmp_path, data, "merged.json")
+    out = subprocess.run([sys.executable, "-m", "ragkit.cli", "explain", "Vì sao PM2.5 tăng?", "--kg", str(path)],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip() == (f"ragkit: error: kg {path}: edge 4 (sulfate → pm25), field strength: "
+                                  f"is null (a required field)")
 
 
 def test_bad_kg_files(tmp_path):
@@ -254,3 +334,121 @@ def test_real_gguf_answer_is_checked(gguf):
     assert answer.trace["answer_source"] in ("model", "fallback")
     if answer.trace["answer_source"] == "fallback":
         assert "Nguyên nhân chính" in answer.answer
+
+
+# --------------------------------------------------------------------------- direction
+def _effect(chain: dict, levels: dict) -> int:
+    return levels.get(chain["nodes"][0], 1) * chain["direction"]
+
+
+@pytest.mark.parametrize("question", ["Tại sao độ ẩm cao làm PM2.5 tăng?", "Why does high humidity raise PM2.5?",
+                                      "Why is PM2.5 worse when humidity is high?"])
+def test_a_question_asking_why_pm25_rises_lists_no_lowering_chain_as_main_cause(question):
+    answer = explain(question, DEMO_KG, use_llm=False)
+    assert answer.trace["asked_direction"]["outcome"] == 1
+    main, opposing = answer.trace["selected_chains"], answer.trace["opposing_factors"]
+    assert main and all(c["direction"] == 1 for c in main)
+    # the cold surge dries the air: a chain that lowers PM2.5, kept as an opposing factor
+    assert not any(c["nodes"][0] == "cold_surge" for c in main)
+    assert any(c["nodes"][:2] == ["cold_surge", "relative_humidity"] for c in opposing)
+    assert all(c["direction"] == -1 and c["steps"][0]["evidence"][0]["source_quote"] for c in opposing)
+    assert answer.trace["check"]["problems"] == []
+
+
+def test_a_low_cause_turns_the_chain_round():
+    """"Gió yếu" (weak wind): the wind chain lowers PM2.5 when the wind rises, so with the
+    wind low it raises it: a main cause. The cold surge, which brings wind, opposes."""
+    for question in ("Vì sao gió yếu làm PM2.5 tăng?", "Why does weak wind make PM2.5 rise?"):
+        answer = explain(question, DEMO_KG, use_llm=False)
+        assert answer.trace["asked_direction"] == {"outcome": 1, "levels": {"wind_speed": -1}}
+        main = answer.trace["selected_chains"]
+        assert main[0]["nodes"][0] == "wind_speed" and all(_effect(c, {"wind_speed": -1}) == 1 for c in main)
+        assert [c["nodes"][0] for c in answer.trace["opposing_factors"]][:1] == ["cold_surge"]
+    assert "Vậy khi Tốc độ gió giảm, PM2.5 tăng." in answer.answer
+
+
+def test_a_question_asking_why_pm25_falls_keeps_rising_chains_out():
+    answer = explain("Vì sao mưa làm bụi mịn giảm?", DEMO_KG, use_llm=False)
+    assert answer.trace["asked_direction"]["outcome"] == -1
+    assert answer.trace["selected_chains"] and all(c["direction"] == -1 for c in answer.trace["selected_chains"])
+
+
+def test_no_direction_keeps_every_chain():
+    kg = load_kg(DEMO_KG)
+    for question in ("Độ ẩm ảnh hưởng thế nào tới PM2.5?", "How does humidity affect PM2.5?"):
+        entities, asked = analyse_question(kg, question)
+        assert asked.outcome == 0 and entities == ["relative_humidity"]
+        answer = explain(question, kg, use_llm=False)
+        assert answer.trace["opposing_factors"] == []
+        assert [c["nodes"] for c in answer.trace["selected_chains"]] == \
+            [c.nodes for c in select_chains(kg, ["relative_humidity"])[0]]
+
+
+def test_direction_words_inside_names_are_names():
+    """"Độ cao lớp biên" (boundary-layer height) and "Tăng trưởng hút ẩm" (hygroscopic
+    growth) hold "cao" and "tăng" as part of their names."""
+    kg = load_kg(DEMO_KG)
+    assert analyse_question(kg, "Độ cao lớp biên ảnh hưởng PM2.5 ra sao?")[1].outcome == 0
+    entities, asked = analyse_question(kg, "Tăng trưởng hút ẩm của hạt tác động PM2.5 thế nào?")
+    assert entities == ["hygroscopic_growth"] and asked.outcome == 0
+
+
+def test_split_by_direction_on_a_hand_built_kg():
+    kg = kg_of(["up", "down", "m", "pm25"],
+               [edge("up", "m"), edge("down", "m", rel="decreases"), edge("m", "pm25", rel="contributes_to")])
+    ranked, _, _ = rank_chains(kg, ["up", "down"])
+    _, rising = analyse_question(kg, "why does pm2.5 rise")
+    agree, oppose = split_by_direction(ranked, rising)
+    assert [c.nodes[0] for c in agree] == ["up"] and [c.nodes[0] for c in oppose] == ["down"]
+    _, none = analyse_question(kg, "what drives pm2.5")
+    assert split_by_direction(ranked, none) == (ranked, [])
+
+
+# --------------------------------------------------------------------------- names
+def test_names_match_with_their_diacritics():
+    kg = load_kg(DEMO_KG)
+    # "nặng" (heavy) is not "nắng" (sunshine): no summer photochemistry in a winter answer
+    assert extract_entities(kg, "Vì sao mùa đông ô nhiễm PM2.5 nặng hơn?") == ["seasonal_patterns"]
+    answer = explain("Vì sao mùa đông ô nhiễm PM2.5 nặng hơn?", kg, use_llm=False)
+    assert answer.trace["asked_direction"]["outcome"] == 1
+    assert not any("solar_radiation" in c["nodes"] or "photochemistry" in c["nodes"]
+                   for c in answer.trace["selected_chains"])
+    assert extract_entities(kg, "Nắng làm PM2.5 tăng thế nào?") == ["solar_radiation"]
+    # typed without any diacritics, the accent-free name still matches
+    assert extract_entities(kg, "vi sao nang lam pm2.5 tang") == ["solar_radiation"]
+    assert analyse_question(kg, "vi sao do am cao lam pm2.5 tang")[1].levels == {"relative_humidity": 1}
+
+
+def test_longer_names_win_over_names_inside_them():
+    kg = load_kg(DEMO_KG)
+    assert extract_entities(kg, "Gió mùa đông bắc ảnh hưởng PM2.5 thế nào?") == ["cold_surge"]
+    assert extract_entities(kg, "Sưởi ấm mùa đông làm PM2.5 tăng ra sao?") == ["winter_heating"]
+    assert extract_entities(kg, "Does a southerly wind bring PM2.5?") == ["southerly_flow"]
+    chains, _, _ = select_chains(kg, ["winter_heating"])
+    text = template_answer(kg, chains, [], [])
+    assert "Sưởi ấm mùa đông" in text and hallucinations(text, kg, chains, [], []) == []
+
+
+# --------------------------------------------------------------------------- markdown
+def _blocks(markdown: str) -> list[dict]:
+    import mistune   # the Markdown parser nbconvert renders notebooks with
+
+    return mistune.create_markdown(renderer=None)(markdown)
+
+
+def _text(node) -> str:
+    return node.get("raw", "") + "".join(_text(c) for c in node.get("children", []))
+
+
+@pytest.mark.parametrize("question,opposing", [("Tại sao độ ẩm cao làm PM2.5 tăng?", True),
+                                               ("Why does rain lower PM2.5?", False)])
+def test_answer_sections_render_as_markdown_headings(question, opposing):
+    answer = explain(question, DEMO_KG, use_llm=False)
+    blocks = _blocks(answer.answer)
+    headings = [_text(b) for b in blocks if b["type"] == "heading"]
+    assert headings == ["Nguyên nhân chính", "Yếu tố bổ trợ"] + ["Yếu tố ngược chiều"] * opposing + \
+        ["Điều kiện/ngoại lệ", "Nguồn trích dẫn"]
+    lists = [b for b in blocks if b["type"] == "list"]
+    assert not any(title in _text(item) for b in lists for item in b["children"] for title in headings)
+    sources = lists[-1]["children"]   # one list item per source, not one run-on paragraph
+    assert len(sources) >= 2 and all(_text(s).startswith("[") for s in sources)

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from ragkit.errors import GenerationError, InputError
-from ragkit.kgqa.answer import EMPTY_FINAL, EMPTY_STORE
+from ragkit.kgqa.answer import EMPTY_FINAL, EMPTY_STORE, check_entities
 from ragkit.kgqa.execute import FINAL_LIMIT
 from ragkit.kgqa.flow import KGQA
 from ragkit.kgqa.importer import import_kg
@@ -241,3 +241,19 @@ def test_written_answers_pass_the_entity_check_names_matched_longest_first(nx_kg
     assert "Back Pain" not in follow_up.trace["check"]["named"]
     made_up = ask_kg(Q1, nx_kg, use_llm=True, llm=Scripted("Aspirin treats Malaria, whose symptoms include Joint Pain."))
     assert made_up.trace["answer_source"] == "fallback" and "Malaria" in made_up.trace["check"]["reason"]
+
+
+def test_entity_check_matches_whole_names_longest_first():
+    """A final result "Liver" is not named by an answer that only says "Enlarged Liver", and
+    "Liver" inside "Enlarged Liver" is not a second entity; alone, it is named."""
+    nodes = [{"id": "n1", "name": "Liver"}, {"id": "n2", "name": "Enlarged Liver"},
+             {"id": "n3", "name": "Hepatitis"}]
+    store = {"final_result": [{"id": "n1", "name": "Liver"}], "hepatitis_affects": [{"id": "n3", "name": "Hepatitis"}]}
+    inside = check_entities("Hepatitis causes an enlarged liver.", store, nodes, question_entities={"n2"})
+    assert not inside.grounded and inside.reason == "names none of the final results"
+    assert inside.named == ["Enlarged Liver", "Hepatitis"] and inside.outside_context == []
+    alone = check_entities("Hepatitis affects the liver.", store, nodes)
+    assert alone.grounded and alone.named == ["Hepatitis", "Liver"]
+    both = check_entities("Hepatitis affects the liver; an enlarged liver follows.", store,
+                          nodes, question_entities={"n2"})
+    assert both.grounded and both.named == ["Enlarged Liver", "Hepatitis", "Liver"]

@@ -1,8 +1,9 @@
 """Causal chains toward PM2.5 (causal-chain design, sections 3 and 4).
 
 1. Entities: rule-based, from node ids, labels and aliases and the synonym dictionary,
-   matched on accent-stripped text (VI and EN). A question that names no variable gets the
-   core meteorology set.
+   matched with their diacritics, longest name first (VI and EN); accent-stripped names
+   only for words typed without diacritics. A question that names no variable gets the
+   core meteorology set. The question's asked direction comes from ``direction.py``.
 2. Candidate subgraph: k hops backwards from pm25 and forwards from the main entity,
    keeping edges that pass the confidence / tier / category filters, at most
    ``max_neighbours`` (best-scored) per node.
@@ -25,7 +26,8 @@ from typing import Iterable
 import networkx as nx
 
 from ..text import normalize
-from .kg import CONFIDENCE_POINTS, STRENGTH_POINTS, SYNONYMS, EvidenceKG
+from .direction import OUTCOME_WORDS, AskedDirection, asked_direction, net_direction
+from .kg import CONFIDENCE_POINTS, STRENGTH_POINTS, SYNONYMS, EvidenceKG, known_fields
 
 TARGET = "pm25"
 CORE_METEOROLOGY = ("temperature", "relative_humidity", "wind_speed", "pblh", "precipitation",
@@ -73,19 +75,34 @@ class Chain:
     score: float
     score_parts: list[dict] = field(default_factory=list)
 
+    @property
+    def direction(self) -> int:
+        """Net direction: +1 when the start rising raises PM2.5, -1 when it lowers it, 0
+        when an edge says no direction."""
+        return net_direction(self.edges)
+
     def to_dict(self) -> dict:
-        return {"score": round(self.score, 4), "nodes": self.nodes,
+        return {"score": round(self.score, 4), "nodes": self.nodes, "direction": self.direction,
                 "steps": [step_dict(e) for e in self.edges], "score_parts": self.score_parts}
 
 
+def _evidence_dict(ev: dict) -> dict:
+    """An evidence record as the contract shows it; fields the schema does not name go
+    under ``extra`` (only when there are some, so the contract's three keys stay as they are)."""
+    out = {"source_url": ev.get("source_url", ""), "source_doi": ev.get("source_doi", ""),
+           "source_quote": ev.get("source_quote", "")}
+    extra = {k: v for k, v in ev.items() if k not in known_fields("edges", "evidence")}
+    return {**out, "extra": extra} if extra else out
+
+
 def step_dict(edge: dict) -> dict:
-    """A step as the command-line contract shows it."""
+    """A step as the command-line contract shows it, with the KG's own extra fields."""
     return {"source": edge["source"], "target": edge["target"], "relation": edge["relation"],
             "confidence": edge["confidence"], "strength": edge["strength"],
-            "mechanism": edge.get("mechanism", ""), "temporal_lag": edge.get("temporal_lag", ""),
-            "conditions": edge.get("conditions", []),
-            "evidence": [{"source_url": ev.get("source_url", ""), "source_doi": ev.get("source_doi", ""),
-                          "source_quote": ev.get("source_quote", "")} for ev in edge["evidence"]]}
+            "mechanism": edge.get("mechanism") or "", "temporal_lag": edge.get("temporal_lag") or "",
+            "conditions": edge.get("conditions") or [],
+            "evidence": [_evidence_dict(ev) for ev in edge["evidence"]],
+            "extra": {k: v for k, v in edge.items() if k not in known_fields("edges")}}
 
 
 # --------------------------------------------------------------------------- entities
@@ -125,32 +142,79 @@ def name_index(kg: EvidenceKG) -> tuple[dict[str, set[str]], dict[str, set[str]]
     return raw, plain
 
 
-def find_names(text: str, index: dict[str, set[str]]) -> list[tuple[int, int, str]]:
-    """(position, words, node) for every name of the index in the text, longest first."""
-    words = _words(text)
-    found = []
+def question_words(text: str) -> list[str]:
+    """The words of a question or answer, lowercase, with their diacritics (NFC)."""
+    return [w for _, w in _words(unicodedata.normalize("NFC", text.lower()))]
+
+
+def _accent_free(word: str) -> bool:
+    return normalize(word) == word
+
+
+def match_names(words: list[str], kg: EvidenceKG) -> list[tuple[int, int, frozenset[str]]]:
+    """(first word, word count, nodes) for the KG names in ``words``, longest first and
+    never inside a longer matched name ("gió mùa đông bắc" is the cold surge, not wind and
+    season). Names match with their diacritics ("nặng" is not "nắng"); an accent-stripped
+    name matches only words typed without any diacritics, and only when one node has it.
+    O(words × MAX_NAME_WORDS) dictionary look-ups."""
+    raw, plain = name_index(kg)
+    candidates = []
     for i in range(len(words)):
         for n in range(min(MAX_NAME_WORDS, len(words) - i), 0, -1):
-            key = " ".join(w for _, w in words[i:i + n])
-            for node in sorted(index.get(key, ())):
-                found.append((words[i][0], n, node, key))
-    return [(pos, n, node) for pos, n, node, key in found if len(key) >= 2]
+            span = words[i:i + n]
+            key = " ".join(span)
+            if len(key) < 2:
+                continue
+            nodes = raw.get(key)
+            if not nodes and all(_accent_free(w) for w in span):
+                nodes = plain.get(key) if len(plain.get(key, ())) == 1 else None
+            if nodes:
+                candidates.append((i, n, frozenset(nodes)))
+    taken: set[int] = set()
+    found = []
+    for i, n, nodes in sorted(candidates, key=lambda c: (-c[1], c[0])):
+        if taken.isdisjoint(range(i, i + n)):
+            taken.update(range(i, i + n))
+            found.append((i, n, nodes))
+    return sorted(found, key=lambda f: f[0])
+
+
+def outcome_spans(words: list[str], kg: EvidenceKG, matches) -> list[tuple[int, int]]:
+    """Where the question names the outcome: the pm25 node's names and the pollution words."""
+    spans = [(i, n) for i, n, nodes in matches if TARGET in nodes]
+    taken = {j for i, n, _ in matches for j in range(i, i + n)}
+    phrases = sorted({tuple(p.split()) for p in OUTCOME_WORDS}, key=len, reverse=True)
+    for i in range(len(words)):
+        for phrase in phrases:
+            n = len(phrase)
+            if tuple(words[i:i + n]) == phrase and taken.isdisjoint(range(i, i + n)):
+                spans.append((i, n))
+                taken.update(range(i, i + n))
+                break
+    return sorted(spans)
+
+
+def analyse_question(kg: EvidenceKG, question: str) -> tuple[list[str], AskedDirection]:
+    """The question's entities (node ids in order of first mention, pm25 excluded) and the
+    direction it asks about."""
+    words = question_words(question)
+    matches = match_names(words, kg)
+    entities: list[str] = []
+    mentions = []
+    for i, n, nodes in matches:
+        for node in sorted(nodes):
+            if node != TARGET:
+                mentions.append((i, n, node))
+                if node not in entities:
+                    entities.append(node)
+    asked = asked_direction(words, mentions, outcome_spans(words, kg, matches))
+    return entities, asked
 
 
 def extract_entities(kg: EvidenceKG, question: str) -> list[str]:
-    """Node ids named in the question, in order of first mention (pm25 excluded).
-
-    Names are matched with their diacritics first ("mưa" is rain, "mùa" is season); a
-    question typed without diacritics falls back to accent-stripped names, skipping any
-    stripped name that two nodes share."""
-    raw, plain = name_index(kg)
-    found: dict[str, int] = {}
-    hits = find_names(unicodedata.normalize("NFC", question.lower()), raw)
-    hits += [h for h in find_names(normalize(question), {k: v for k, v in plain.items() if len(v) == 1})]
-    for pos, _, node in sorted(hits, key=lambda h: (h[0], -h[1], h[2])):
-        if node != TARGET and node not in found:
-            found[node] = pos
-    return sorted(found, key=lambda n: (found[n], n))
+    """Node ids named in the question, in order of first mention (pm25 excluded); see
+    ``match_names`` for how names match."""
+    return analyse_question(kg, question)[0]
 
 
 def question_categories(question: str) -> tuple[str, ...]:
@@ -160,18 +224,18 @@ def question_categories(question: str) -> tuple[str, ...]:
 
 # --------------------------------------------------------------------------- scoring
 def _tier(evidence: list[dict]) -> int:
-    tiers = [int(m.group(1)) for ev in evidence if (m := re.search(r"(\d+)", ev.get("tier", "") or ""))]
+    tiers = [int(m.group(1)) for ev in evidence if (m := re.search(r"(\d+)", str(ev.get("tier") or "")))]
     return min(tiers) if tiers else 99
 
 
 def has_threshold(edge: dict) -> bool:
     return any(c.get("op") in (">", ">=", "<", "<=") and isinstance(c.get("value"), (int, float))
-               for c in edge.get("conditions", []))
+               for c in edge.get("conditions") or [])
 
 
 def clear_quote(edge: dict) -> bool:
     """A quote long enough to say something and free of hedging words."""
-    return any(len(ev.get("source_quote", "")) >= 40 and not _HEDGES.search(ev.get("source_quote", ""))
+    return any(len(ev.get("source_quote") or "") >= 40 and not _HEDGES.search(ev.get("source_quote") or "")
                for ev in edge["evidence"])
 
 
@@ -179,7 +243,7 @@ def edge_score(edge: dict) -> tuple[float, dict]:
     """The design's points for one edge, with the parts that made them."""
     parts = {"confidence": CONFIDENCE_POINTS[edge["confidence"]],
              "strength": STRENGTH_POINTS[edge["strength"]],
-             "temporal_lag": LAG_BONUS if str(edge.get("temporal_lag", "")).strip() else 0.0,
+             "temporal_lag": LAG_BONUS if str(edge.get("temporal_lag") or "").strip() else 0.0,
              "threshold": THRESHOLD_BONUS if has_threshold(edge) else 0.0,
              "clear_quote": QUOTE_BONUS if clear_quote(edge) else 0.0}
     return float(sum(parts.values())), parts
@@ -191,7 +255,7 @@ def edge_passes(edge: dict, config: ChainConfig) -> bool:
         return False
     if _tier(edge["evidence"]) > config.max_tier and _tier(edge["evidence"]) != 99:
         return False
-    return not config.categories or edge.get("category", "") in config.categories
+    return not config.categories or (edge.get("category") or "") in config.categories
 
 
 # --------------------------------------------------------------------------- search
@@ -267,11 +331,10 @@ def score_chain(sub: nx.DiGraph, nodes: list[str]) -> Chain:
                  score_parts=parts)
 
 
-def select_chains(kg: EvidenceKG, entities: list[str], config: ChainConfig | None = None
-                  ) -> tuple[list[Chain], list[str], nx.DiGraph]:
-    """The best chains for the question's entities (or the core set): at most
-    ``max_chains``, each starting from a different node. Returns (chains, the entities
-    actually used, the candidate subgraph)."""
+def rank_chains(kg: EvidenceKG, entities: list[str], config: ChainConfig | None = None
+                ) -> tuple[list[Chain], list[str], nx.DiGraph]:
+    """Every candidate chain through the question's entities (or the core set), best
+    first. Returns (chains, the entities actually used, the candidate subgraph)."""
     config = config or ChainConfig()
     focus = [e for e in entities if e in kg.graph] or [c for c in CORE_METEOROLOGY if c in kg.graph]
     sub = candidate_subgraph(kg, focus if not entities else focus[:1], config)
@@ -282,36 +345,89 @@ def select_chains(kg: EvidenceKG, entities: list[str], config: ChainConfig | Non
     chains = [score_chain(sub, path) for path in candidate_chains(sub, config, prefer)]
     relevant = [c for c in chains if any(n in focus for n in c.nodes[:-1])]
     relevant.sort(key=lambda c: (-round(c.score, 9), len(c.edges), c.nodes))
+    return relevant, focus, sub
+
+
+def pick_chains(ranked: list[Chain], limit: int) -> list[Chain]:
+    """The first ``limit`` chains of a ranked list, each from a different start node."""
     picked: list[Chain] = []
     starts: set[str] = set()
-    for chain in relevant:
-        if chain.nodes[0] in starts:
-            continue
-        picked.append(chain)
-        starts.add(chain.nodes[0])
-        if len(picked) == config.max_chains:
-            break
-    return picked, focus, sub
+    for chain in ranked:
+        if chain.nodes[0] not in starts:
+            picked.append(chain)
+            starts.add(chain.nodes[0])
+            if len(picked) == limit:
+                break
+    return picked
+
+
+def split_by_direction(ranked: list[Chain], asked: AskedDirection) -> tuple[list[Chain], list[Chain]]:
+    """(chains that may answer, chains that push PM2.5 the other way). A chain opposes when
+    the question asks a direction and the chain's effect, read with the question's levels
+    ("gió yếu": the wind chain read with the wind low), is the other one. Chains without a
+    direction (an unsigned relation) do not oppose. No asked direction: nothing opposes."""
+    if not asked.outcome:
+        return list(ranked), []
+    agree, oppose = [], []
+    for chain in ranked:
+        effect = asked.effect(chain.nodes[0], chain.direction)
+        (oppose if effect == -asked.outcome else agree).append(chain)
+    return agree, oppose
+
+
+def select_chains(kg: EvidenceKG, entities: list[str], config: ChainConfig | None = None,
+                  asked: AskedDirection | None = None) -> tuple[list[Chain], list[str], nx.DiGraph]:
+    """The best chains for the question's entities (or the core set): at most
+    ``max_chains``, each starting from a different node, none against the ``asked``
+    direction. Returns (chains, the entities actually used, the candidate subgraph)."""
+    config = config or ChainConfig()
+    ranked, focus, sub = rank_chains(kg, entities, config)
+    agree, _ = split_by_direction(ranked, asked or AskedDirection())
+    return pick_chains(agree, config.max_chains), focus, sub
+
+
+def _opposes(asked: AskedDirection | None, start: str, edges: list[dict]) -> bool:
+    return bool(asked and asked.outcome) and asked.effect(start, net_direction(edges)) == -asked.outcome
 
 
 def supporting_factors(kg: EvidenceKG, sub: nx.DiGraph, chains: list[Chain], focus: list[str],
-                       config: ChainConfig) -> list[dict]:
-    """Direct influences on pm25 not already in a selected chain: focus nodes first, then
-    by edge score (at most ``max_supporting``)."""
+                       config: ChainConfig, asked: AskedDirection | None = None) -> list[dict]:
+    """Direct influences on pm25 not already in a selected chain and not against the asked
+    direction: focus nodes first, then by edge score (at most ``max_supporting``)."""
     used = {n for c in chains for n in c.nodes}
     rows = []
     for pred in sub.predecessors(TARGET) if TARGET in sub else []:
-        if pred in used:
-            continue
         edge = sub.edges[pred, TARGET]
+        if pred in used or _opposes(asked, pred, [edge]):
+            continue
         points, _ = edge_score(edge)
         rows.append((pred not in focus, -points, pred, edge))
     rows.sort(key=lambda r: r[:3])
     return [{"factor": pred, "label": kg.label(pred), "relation": edge["relation"],
              "confidence": edge["confidence"], "strength": edge["strength"],
-             "conditions": edge.get("conditions", []),
+             "direction": net_direction([edge]), "conditions": edge.get("conditions") or [],
              "evidence": step_dict(edge)["evidence"]} for _, _, pred, edge in rows[: config.max_supporting]]
 
 
-__all__ = ["Chain", "ChainConfig", "candidate_chains", "candidate_subgraph", "edge_score",
-           "extract_entities", "select_chains", "supporting_factors"]
+def opposing_factors(sub: nx.DiGraph, opposing: list[Chain], chains: list[Chain], focus: list[str],
+                     config: ChainConfig, asked: AskedDirection) -> list[Chain]:
+    """What pushes PM2.5 against the asked direction, with its evidence: the best opposing
+    chains (each from a different start), then the question's own entities (or the core
+    set) that act on pm25 directly against it (one-step chains), at most ``max_chains`` in
+    all. Empty when no direction is asked."""
+    if not asked.outcome:
+        return []
+    picked = pick_chains(opposing, config.max_chains)
+    used = {n for c in chains + picked for n in c.nodes[:-1]}
+    direct = []
+    for pred in sub.predecessors(TARGET) if TARGET in sub else []:
+        edge = sub.edges[pred, TARGET]
+        if pred in focus and pred not in used and _opposes(asked, pred, [edge]):
+            direct.append(score_chain(sub, [pred, TARGET]))
+    direct.sort(key=lambda c: (-round(c.score, 9), c.nodes))
+    return (picked + direct)[: config.max_chains]
+
+
+__all__ = ["Chain", "ChainConfig", "analyse_question", "candidate_chains", "candidate_subgraph",
+           "edge_score", "extract_entities", "match_names", "opposing_factors", "pick_chains", "rank_chains",
+           "select_chains", "split_by_direction", "supporting_factors"]

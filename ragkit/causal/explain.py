@@ -1,56 +1,83 @@
 """Answers for causal questions (causal-chain design, sections 6 and 7): the Vietnamese sections
-"Nguyên nhân chính", "Yếu tố bổ trợ", "Điều kiện/ngoại lệ", "Nguồn trích dẫn", a
-deterministic template, the LLM prompt, and the anti-hallucination check."""
+"Nguyên nhân chính", "Yếu tố bổ trợ", "Điều kiện/ngoại lệ", "Nguồn trích dẫn" (and
+"Yếu tố ngược chiều" when the question asks a direction that some chains go against), a
+deterministic template, the LLM prompt, and the anti-hallucination check.
+
+The answer is Markdown: each section is a ``###`` heading after a blank line, so it never
+runs on at the end of the list above it."""
 
 from __future__ import annotations
 
 import re
 import unicodedata
 
-from .chains import Chain
+from .chains import Chain, match_names, question_words
+from .direction import AskedDirection
 from .kg import EvidenceKG
 
 SECTIONS = ("Nguyên nhân chính", "Yếu tố bổ trợ", "Điều kiện/ngoại lệ", "Nguồn trích dẫn")
+OPPOSING_SECTION = "Yếu tố ngược chiều"
 RELATION_VI = {"increases": "làm tăng", "decreases": "làm giảm", "enables": "tạo điều kiện cho",
                "contributes_to": "góp phần vào", "precursor_of": "là tiền chất của",
                "modulates": "điều chỉnh", "drives": "thúc đẩy", "includes": "kéo theo",
                "strengthens": "làm mạnh thêm"}
-_NEGATIVE = {"decreases"}
-
 SYSTEM_VI = ("Bạn giải thích cơ chế hình thành PM2.5. CHỈ dùng các chuỗi nhân quả và bằng chứng "
              "được cung cấp; không thêm nguyên nhân mới, không thêm con số, không thêm nguồn. "
-             "Trả lời bằng tiếng Việt với đúng bốn mục: " + ", ".join(f"'{s}'" for s in SECTIONS) + ".")
+             "Trả lời bằng tiếng Việt với bốn mục: " + ", ".join(f"'{s}'" for s in SECTIONS) +
+             f", và mục '{OPPOSING_SECTION}' nếu có chuỗi ngược chiều. Mỗi mục mở đầu bằng một "
+             "dòng trống rồi một tiêu đề Markdown '### '.")
 
 
 def direction(chain: Chain) -> int:
-    """+1 when the chain as a whole raises PM2.5, -1 when it lowers it."""
-    sign = 1
-    for edge in chain.edges:
-        if edge["relation"] in _NEGATIVE:
-            sign = -sign
-    return sign
+    """The chain's net direction: +1 when its start rising raises PM2.5, -1 when it lowers
+    it, 0 when an edge says no direction."""
+    return chain.direction
+
+
+def section(title: str, lines: list[str]) -> list[str]:
+    """A Markdown section: a blank line, the heading, a blank line, its lines."""
+    return ["", f"### {title}", "", *lines]
+
+
+_EFFECT_VI = {1: "PM2.5 tăng", -1: "PM2.5 giảm", 0: "ảnh hưởng tới PM2.5 (chưa rõ chiều)"}
+
+
+def effect_text(kg: EvidenceKG, chain: Chain, asked: AskedDirection) -> str:
+    """"→ PM2.5 giảm." and, when the question says the start is low ("gió yếu"), how the
+    chain reads then: "Vậy khi Tốc độ gió giảm, PM2.5 tăng." """
+    text = f"→ {_EFFECT_VI[chain.direction]}."
+    start = chain.nodes[0]
+    if asked.level(start) < 0 and chain.direction:
+        text += f" Vậy khi {kg.label(start)} giảm, {_EFFECT_VI[asked.effect(start, chain.direction)]}."
+    return text
 
 
 def _condition_text(c: dict) -> str:
     return f"{c['variable']} {c['op']} {c['value']}{(' ' + c['unit']) if c.get('unit') else ''}"
 
 
-def sources(chains: list[Chain], factors: list[dict], limit: int = 5) -> list[str]:
-    """Distinct DOIs/URLs in chain order, then factors (at most ``limit``)."""
+def sources(chains: list[Chain], factors: list[dict], limit: int | None = None,
+            opposing: list[Chain] = ()) -> list[str]:
+    """Distinct DOIs/URLs in the answer's reading order: chains, factors, opposing chains
+    (all of them, or at most ``limit``)."""
     out: list[str] = []
     evidence = [ev for c in chains for e in c.edges for ev in e["evidence"]] + \
-        [ev for f in factors for ev in f["evidence"]]
+        [ev for f in factors for ev in f["evidence"]] + \
+        [ev for c in opposing for e in c.edges for ev in e["evidence"]]
     for ev in evidence:
         ref = f"doi:{ev['source_doi']}" if ev.get("source_doi") else ev.get("source_url", "")
         if ref and ref not in out:
             out.append(ref)
-    return out[:limit]
+    return out if limit is None else out[:limit]
 
 
 def template_answer(kg: EvidenceKG, chains: list[Chain], factors: list[dict],
-                    uncertainties: list[str]) -> str:
-    """The deterministic answer: every statement comes from a chain, a factor or a check."""
-    refs = sources(chains, factors)
+                    uncertainties: list[str], opposing: list[Chain] = (),
+                    asked: AskedDirection | None = None) -> str:
+    """The deterministic answer: every statement comes from a chain, a factor or a check,
+    and every statement cites its sources."""
+    asked = asked or AskedDirection()
+    refs = sources(chains, factors, opposing=opposing)
     number = {r: i + 1 for i, r in enumerate(refs)}
 
     def cite(edge) -> str:
@@ -59,28 +86,27 @@ def template_answer(kg: EvidenceKG, chains: list[Chain], factors: list[dict],
             ref = f"doi:{ev['source_doi']}" if ev.get("source_doi") else ev.get("source_url", "")
             if ref in number and number[ref] not in ids:
                 ids.append(number[ref])
-        return "".join(f"[{i}]" for i in ids)
+        return "".join(f" [{i}]" for i in ids)
 
-    lines = [f"**{SECTIONS[0]}**"]
-    if not chains:
-        lines.append("- Đồ thị tri thức không có chuỗi nhân quả đủ tin cậy cho câu hỏi này.")
-    for i, chain in enumerate(chains, 1):
+    def chain_line(chain: Chain) -> str:
         steps = [f"{kg.label(e['source'])} {RELATION_VI.get(e['relation'], e['relation'])} "
-                 f"{kg.label(e['target'])} {cite(e)}" for e in chain.edges]
-        effect = "tăng" if direction(chain) > 0 else "giảm"
-        lines.append(f"{i}) " + "; ".join(steps) + f" → PM2.5 {effect}.")
-    lines.append(f"**{SECTIONS[1]}**")
-    lines += [f"- {f['label']} {RELATION_VI.get(f['relation'], f['relation'])} PM2.5 "
-              f"(độ tin cậy {f['confidence']}) {cite(f)}" for f in factors] or ["- Không có."]
-    lines.append(f"**{SECTIONS[2]}**")
-    lines += [f"- {u}" for u in uncertainties] or ["- Các điều kiện của chuỗi đều đã được kiểm tra."]
-    lines.append(f"**{SECTIONS[3]}**")
-    lines += [f"[{number[r]}] {r}" for r in refs] or ["- Không có."]
+                 f"{kg.label(e['target'])}{cite(e)}" for e in chain.edges]
+        return "; ".join(steps) + " " + effect_text(kg, chain, asked)
+
+    main = [f"{i}) {chain_line(c)}" for i, c in enumerate(chains, 1)] or \
+        ["- Đồ thị tri thức không có chuỗi nhân quả đủ tin cậy cho câu hỏi này."]
+    lines = section(SECTIONS[0], main)[1:]
+    lines += section(SECTIONS[1], [f"- {f['label']} {RELATION_VI.get(f['relation'], f['relation'])} PM2.5 "
+                                   f"(độ tin cậy {f['confidence']}){cite(f)}" for f in factors] or ["- Không có."])
+    if opposing:
+        lines += section(OPPOSING_SECTION, [f"- {chain_line(c)}" for c in opposing])
+    lines += section(SECTIONS[2], [f"- {u}" for u in uncertainties] or
+                     ["- Các điều kiện của chuỗi đều đã được kiểm tra."])
+    lines += section(SECTIONS[3], [f"- [{number[r]}] {r}" for r in refs] or ["- Không có."])
     return "\n".join(lines)
 
 
-def prompt_messages(question: str, kg: EvidenceKG, chains: list[Chain], uncertainties: list[str]) -> list[dict]:
-    """The design's three input blocks: question, chains with evidence, uncertainties."""
+def _chain_blocks(kg: EvidenceKG, chains: list[Chain], name: str) -> list[str]:
     blocks = []
     for i, chain in enumerate(chains, 1):
         steps = []
@@ -88,10 +114,19 @@ def prompt_messages(question: str, kg: EvidenceKG, chains: list[Chain], uncertai
             quote = e["evidence"][0]
             ref = quote.get("source_doi") or quote.get("source_url")
             steps.append(f"  - {kg.label(e['source'])} --{e['relation']}--> {kg.label(e['target'])}: "
-                         f"{e.get('mechanism', '')} (nguồn: {ref})")
-        blocks.append(f"Chuỗi {i}:\n" + "\n".join(steps))
-    user = (f"CÂU HỎI: {question}\n\nCHUỖI NHÂN QUẢ:\n" + "\n".join(blocks) +
-            "\n\nĐIỀU KIỆN CHƯA KIỂM TRA ĐƯỢC:\n" + ("\n".join(f"- {u}" for u in uncertainties) or "- (không)"))
+                         f"{e.get('mechanism') or ''} (nguồn: {ref})")
+        blocks.append(f"{name} {i} ({_EFFECT_VI[chain.direction]}):\n" + "\n".join(steps))
+    return blocks
+
+
+def prompt_messages(question: str, kg: EvidenceKG, chains: list[Chain], uncertainties: list[str],
+                    opposing: list[Chain] = ()) -> list[dict]:
+    """The design's three input blocks: question, chains with evidence, uncertainties; and
+    the chains that go against the asked direction, when there are some."""
+    user = f"CÂU HỎI: {question}\n\nCHUỖI NHÂN QUẢ:\n" + "\n".join(_chain_blocks(kg, chains, "Chuỗi"))
+    if opposing:
+        user += "\n\nCHUỖI NGƯỢC CHIỀU:\n" + "\n".join(_chain_blocks(kg, list(opposing), "Ngược chiều"))
+    user += "\n\nĐIỀU KIỆN CHƯA KIỂM TRA ĐƯỢC:\n" + ("\n".join(f"- {u}" for u in uncertainties) or "- (không)")
     return [{"role": "system", "content": SYSTEM_VI}, {"role": "user", "content": user}]
 
 
@@ -101,31 +136,35 @@ def _allowed_numbers(chains: list[Chain], factors: list[dict], uncertainties: li
 
 
 def hallucinations(answer: str, kg: EvidenceKG, chains: list[Chain], factors: list[dict],
-                   uncertainties: list[str], question: str = "") -> list[str]:
+                   uncertainties: list[str], question: str = "", opposing: list[Chain] = ()) -> list[str]:
     """What the answer says that the selected chains do not: a cause (a KG node that is in
     no selected chain or factor), a number, or a source. Empty means the answer passes.
 
-    Names are compared with their diacritics ("mưa" is not "mùa"); the uncertainty lines,
-    which the answer may repeat, and the question's own words are not counted."""
-    from .chains import find_names, name_index
-
+    Names are compared with their diacritics ("mưa" is not "mùa"), longest first ("Sưởi
+    ấm mùa đông" does not also name the season); the uncertainty lines, which the answer may
+    repeat, and the question's own words are not counted. Opposing chains are evidence too."""
     problems = []
+    chains = list(chains) + list(opposing)
     allowed_nodes = {n for c in chains for n in c.nodes} | {f["factor"] for f in factors} | {"pm25"}
     text = unicodedata.normalize("NFC", answer.lower())
     for line in uncertainties:
         text = text.replace(unicodedata.normalize("NFC", line.lower()), " ")
-    raw, _ = name_index(kg)
-    asked = {node for _, _, node in find_names(unicodedata.normalize("NFC", question.lower()), raw)}
-    for _, _, node in find_names(text, raw):
-        if node not in allowed_nodes and node not in asked:
-            problems.append(f"cause not in the selected chains: {kg.label(node)}")
-    numbers = set(re.findall(r"\d+(?:[.,]\d+)?", answer)) - _allowed_numbers(chains, factors, uncertainties)
+    asked = {node for _, _, nodes in match_names(question_words(question), kg) for node in nodes}
+    for _, _, nodes in match_names(question_words(text), kg):
+        if nodes.isdisjoint(allowed_nodes) and nodes.isdisjoint(asked):
+            problems.append(f"cause not in the selected chains: {kg.label(min(nodes))}")
+    refs = set(sources(chains, factors))
+    # Citation marks [n] are numbers of sources, not claims: one past the sources is made up.
+    marks = {int(n) for n in re.findall(r"\[(\d+)\]", answer)}
+    problems += [f"source not in the evidence: [{n}]" for n in sorted(marks) if not 1 <= n <= len(refs)]
+    numbers = set(re.findall(r"\d+(?:[.,]\d+)?", re.sub(r"\[\d+\]", " ", answer)))
+    numbers -= _allowed_numbers(chains, factors, uncertainties)
     numbers -= {str(i) for i in range(0, 10)} | set(re.findall(r"\d+", question))  # list numbering
     numbers -= {"2.5", "2,5", "25"}                                                 # PM2.5 itself
     problems += [f"number not in the evidence: {n}" for n in sorted(numbers)]
-    refs = set(sources(chains, factors, limit=1000))
     for found in re.findall(r"(?:doi:\s*|doi\.org/)(10\.\S+?)(?=[\s)\],;]|$)", answer, re.IGNORECASE):
-        if f"doi:{found.rstrip('.')}" not in refs:
+        doi = found.rstrip(".")
+        if f"doi:{doi}" not in refs and not any(r.lower().endswith("doi.org/" + doi.lower()) for r in refs):
             problems.append(f"source not in the evidence: {found}")
     for url in re.findall(r"https?://\S+", answer):
         url = url.rstrip(".,;)]")

@@ -1,6 +1,10 @@
 """The evidence KG: loading with JSON-Schema validation, synonym normalization, merging.
 
-Validation errors name the edge (its index and source → target) and the field. Merging
+Merged KGs come as they are: an optional field that is missing or null is absent (it earns
+no score bonus), and a field the schema does not name is kept and shown with the step's
+evidence. A required field that is missing or null, or a value outside an enumeration, is
+refused with one line that names the file, the edge (its index and source → target) and
+the field. Merging
 several files maps node ids through the synonym dictionary (pm2.5 → pm25, RH →
 relative_humidity, Vietnamese and English names) and folds duplicate edges (same source,
 relation, target) into one that keeps every piece of evidence.
@@ -54,10 +58,44 @@ def _where(data: dict, path: list) -> str:
     return ".".join(str(p) for p in path) or "top level"
 
 
-def validate_kg(data, source: str = "kg") -> None:
-    """Raise a one-line InputError naming the edge and field of the first problem."""
+def _without_nulls(value, schema: dict, path: list, data: dict, source: str):
+    """A copy of ``value`` with every null optional field left out, following the schema's
+    ``properties`` and ``items``; a null required field is refused here, where its name is
+    known (jsonschema would only say "None is not of type 'string'")."""
+    if isinstance(value, dict):
+        required = set(schema.get("required", ()))
+        props = schema.get("properties", {})
+        out = {}
+        for key, item in value.items():
+            if item is None:
+                if key in required:
+                    raise InputError(f"{source}: {_where(data, path + [key])}: is null (a required field)")
+                continue
+            out[key] = _without_nulls(item, props.get(key, {}), path + [key], data, source)
+        return out
+    if isinstance(value, list):
+        items = schema.get("items", {})
+        return [_without_nulls(item, items, path + [i], data, source) for i, item in enumerate(value)]
+    return value
+
+
+@lru_cache(maxsize=8)
+def known_fields(*path: str) -> frozenset[str]:
+    """The fields the schema names for an edge (``known_fields("edges")``) or its evidence
+    (``known_fields("edges", "evidence")``); anything else in a record is an extra field."""
+    schema = _schema()
+    for key in path:
+        schema = schema["properties"][key]["items"]
+    return frozenset(schema["properties"])
+
+
+def validate_kg(data, source: str = "kg") -> dict:
+    """Check a KG document against the schema and return it with null optional fields left
+    out. Raise a one-line InputError naming the edge and field of the first problem."""
     import jsonschema
 
+    if isinstance(data, dict):
+        data = _without_nulls(data, _schema(), [], data, source)
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
@@ -77,6 +115,7 @@ def validate_kg(data, source: str = "kg") -> None:
             if canonical_id(edge[end], {}) not in ids and edge[end] not in ids:
                 raise InputError(f"{source}: {_where(data, ['edges', i])}, field {end}: "
                                  f"node {edge[end]!r} is not in nodes")
+    return data
 
 
 def canonical_id(name: str, aliases: dict[str, str]) -> str:
@@ -105,7 +144,7 @@ class EvidenceKG:
 def _alias_map(nodes: Iterable[dict]) -> dict[str, str]:
     out = {}
     for node in nodes:
-        for name in [node["id"], node.get("label", ""), *node.get("aliases", [])]:
+        for name in [node["id"], node.get("label") or "", *(node.get("aliases") or [])]:
             if name:
                 out.setdefault(normalize(name).strip(), node["id"])
     return out
@@ -120,9 +159,9 @@ def build_kg(datasets: list[tuple[str, dict]]) -> EvidenceKG:
         for node in data["nodes"]:
             nid = canonical_id(node["id"], aliases)
             if nid not in nodes:
-                nodes[nid] = {**node, "id": nid, "aliases": list(node.get("aliases", []))}
+                nodes[nid] = {**node, "id": nid, "aliases": list(node.get("aliases") or [])}
             else:
-                for alias in node.get("aliases", []):
+                for alias in node.get("aliases") or []:
                     if alias not in nodes[nid]["aliases"]:
                         nodes[nid]["aliases"].append(alias)
             aliases.update({k: nid for k, v in _alias_map([node]).items()})
@@ -132,7 +171,7 @@ def build_kg(datasets: list[tuple[str, dict]]) -> EvidenceKG:
     for _, data in datasets:
         for edge in data["edges"]:
             s, t = canonical_id(edge["source"], aliases), canonical_id(edge["target"], aliases)
-            record = {**edge, "source": s, "target": t, "conditions": list(edge.get("conditions", [])),
+            record = {**edge, "source": s, "target": t, "conditions": list(edge.get("conditions") or []),
                       "evidence": list(edge["evidence"])}
             if graph.has_edge(s, t):
                 merged = graph.edges[s, t]
@@ -160,6 +199,5 @@ def load_kg(paths: str | Path | Iterable[str | Path]) -> EvidenceKG:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise InputError(f"kg {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
-        validate_kg(data, f"kg {path}")
-        datasets.append((str(path), data))
+        datasets.append((str(path), validate_kg(data, f"kg {path}")))
     return build_kg(datasets)

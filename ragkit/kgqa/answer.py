@@ -138,6 +138,28 @@ class EntityCheck:
         return self.__dict__.copy()
 
 
+def whole_names(tokens: list[str], names) -> list[tuple[str, ...]]:
+    """The names (word tuples) that occur in ``tokens`` as whole names, longest first: the
+    words of a matched name are taken, so a name inside it ("Liver" in "Enlarged Liver")
+    is not found there, though it still is where it stands alone. In order of position.
+
+    >>> whole_names("an enlarged liver and a liver".split(), {("liver",), ("enlarged", "liver")})
+    [('enlarged', 'liver'), ('liver',)]
+    >>> whole_names("an enlarged liver".split(), {("liver",), ("enlarged", "liver")})
+    [('enlarged', 'liver')]
+    """
+    lengths = sorted({len(k) for k in names}, reverse=True)
+    taken = [False] * len(tokens)
+    found = []
+    for n in lengths:
+        for i in range(len(tokens) - n + 1):
+            key = tuple(tokens[i:i + n])
+            if key in names and not any(taken[i:i + n]):
+                taken[i:i + n] = [True] * n
+                found.append((i, key))
+    return [key for _, key in sorted(found)]
+
+
 def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
                    question_entities: set[str] = frozenset()) -> EntityCheck:
     """Every graph name the answer uses must be in the context store (or be one of the
@@ -147,26 +169,24 @@ def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
     Back Pain" does not also name "Back Pain", nor "Fatty Liver Disease" "Liver". Nodes that
     share a name count as named once, and are outside the evidence only if none of them is
     in it."""
-    text = " " + " ".join(words(answer)) + " "
+    tokens = words(answer)
+    text = " " + " ".join(tokens) + " "
     in_context = {i["id"] for v in context_store.values() if isinstance(v, list) for i in v}
     in_context |= set(question_entities)
-    by_key: dict[str, list[dict]] = {}
+    by_key: dict[tuple[str, ...], list[dict]] = {}
     for node in all_nodes:
-        key = " ".join(words(node["name"]))
-        if len(key) >= 3:
+        key = tuple(words(node["name"]))
+        if len(" ".join(key)) >= 3:
             by_key.setdefault(key, []).append(node)
+    finals = {tuple(words(i["name"])) for i in context_store.get("final_result", [])}
+    found = whole_names(tokens, by_key.keys() | finals)
     named, outside = [], []
-    remaining = text
-    for key in sorted(by_key, key=len, reverse=True):
-        if f" {key} " not in remaining:
-            continue
-        remaining = remaining.replace(f" {key} ", " | ")
+    for key in dict.fromkeys(k for k in found if k in by_key):
         nodes = by_key[key]
         named.append(nodes[0]["name"])
         if not any(n["id"] in in_context for n in nodes):
             outside.append(nodes[0]["name"])
     named.sort()
-    finals = {" ".join(words(i["name"])) for i in context_store.get("final_result", [])}
     # The design's prompt: never mention the JSON, its keys or AI.
     internals = [k for k in ("json", "ai", "language model") if f" {k} " in text]
     internals += [key for key in context_store if "_" in key and key in answer]
@@ -176,7 +196,7 @@ def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
     if outside:
         return EntityCheck(False, f"names entities that are not in the evidence: {', '.join(outside[:5])}",
                            named, outside)
-    if finals and not any(f" {f} " in text for f in finals):
+    if finals and finals.isdisjoint(found):
         return EntityCheck(False, "names none of the final results", named, outside)
     return EntityCheck(True, "", named, outside)
 

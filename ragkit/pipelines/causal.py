@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..causal.chains import ChainConfig, extract_entities, question_categories, select_chains, supporting_factors
-from ..causal.chains import Chain
+from ..causal.chains import (Chain, ChainConfig, analyse_question, opposing_factors, pick_chains,
+                             question_categories, rank_chains, split_by_direction, supporting_factors)
 from ..causal.conditions import (CHECKABLE, NOT_CHECKABLE_VI, check_condition, empirical_support,
                                  expected_direction, load_weather)
 from ..causal.explain import direction, hallucinations, prompt_messages, template_answer
@@ -25,14 +25,17 @@ def _cond(c: dict) -> str:
 
 @dataclass
 class CausalTrace(Trace):
-    """How a causal answer was made: the question's entities and focus, the selected chains
-    with their evidence, supporting factors, condition checks and what stays uncertain."""
+    """How a causal answer was made: the question's entities, focus and asked direction, the
+    selected chains with their evidence, supporting and opposing factors, condition checks
+    and what stays uncertain."""
 
     entities: list = field(default_factory=list)
+    asked_direction: dict = field(default_factory=dict)
     focus: Any = None
     categories: list = field(default_factory=list)
     selected_chains: list = field(default_factory=list)
     supporting_factors: list = field(default_factory=list)
+    opposing_factors: list = field(default_factory=list)
     uncertainties: list = field(default_factory=list)
     condition_checks: list = field(default_factory=list)
     empirical: list = field(default_factory=list)
@@ -62,30 +65,36 @@ class CausalPipeline(Pipeline):
         query = query or CausalQuery()
         profiler = ctx.profiler
         with profiler.stage("entities"):
-            entities = extract_entities(kg, question)
+            entities, asked = analyse_question(kg, question)
             config = query.chains or ChainConfig()
             categories = question_categories(question)
         with profiler.stage("chains"):
-            chains, focus, sub = select_chains(kg, entities, replace(config, categories=categories)
-                                               if categories else config)
-            if not chains and categories:  # a category word must not empty the answer
-                chains, focus, sub = select_chains(kg, entities, config)
-            factors = supporting_factors(kg, sub, chains, focus, config)
+            ranked, focus, sub = rank_chains(kg, entities, replace(config, categories=categories)
+                                             if categories else config)
+            if not ranked and categories:  # a category word must not empty the answer
+                ranked, focus, sub = rank_chains(kg, entities, config)
+            agree, against = split_by_direction(ranked, asked)
+            chains = pick_chains(agree, config.max_chains)
+            factors = supporting_factors(kg, sub, chains, focus, config, asked)
+            opposing = opposing_factors(sub, against, chains, focus, config, asked)
         with profiler.stage("conditions"):
             checks, uncertainties = condition_checks(kg, chains, weather, query.at)
             empirical = [{"chain": i, "checks": chain_empirical(chain, weather)}
                          for i, chain in enumerate(chains, 1)] if weather is not None else []
-        trace = CausalTrace(entities=entities, focus=focus, categories=list(categories),
-                            selected_chains=[c.to_dict() for c in chains], supporting_factors=factors,
+        trace = CausalTrace(entities=entities, asked_direction=asked.to_dict(), focus=focus,
+                            categories=list(categories), selected_chains=[c.to_dict() for c in chains],
+                            supporting_factors=factors, opposing_factors=[c.to_dict() for c in opposing],
                             uncertainties=uncertainties, condition_checks=checks, empirical=empirical,
                             subgraph={"nodes": sub.number_of_nodes(), "edges": sub.number_of_edges()})
 
         def check(text: str) -> Check:
-            problems = hallucinations(text, kg, chains, factors, uncertainties, question)
+            problems = hallucinations(text, kg, chains, factors, uncertainties, question, opposing)
             return Check(not problems, "; ".join(problems), {"problems": problems})
 
-        prompt = (lambda _model: (prompt_messages(question, kg, chains, uncertainties), None)) if chains else None
-        draft = Draft(evidence_answer=template_answer(kg, chains, factors, uncertainties), check=check,
+        prompt = (lambda _model: (prompt_messages(question, kg, chains, uncertainties, opposing), None)
+                  ) if chains else None
+        draft = Draft(evidence_answer=template_answer(kg, chains, factors, uncertainties, opposing, asked),
+                      check=check,
                       prompt=prompt, language="vi")
         return Gathered(draft, chain_citations(chains), trace)
 
@@ -165,6 +174,9 @@ def chain_empirical(chain, weather) -> list[dict]:
             # else from the edge that carries the condition.
             start = chain.nodes.index(cond["variable"]) if cond["variable"] in chain.nodes[:-1] else i
             effect = direction(Chain(chain.nodes[start:], chain.edges[start:], 0.0))
+            if not effect:   # an unsigned relation on the way: no direction to test
+                out.append({"conditions": [key], "verdict": "no_direction"})
+                continue
             out.append(empirical_support([cond], expected_direction(cond, effect), weather))
     return out
 
@@ -173,7 +185,8 @@ def explain_json(answer: Answer) -> dict:
     """The contract of ``ragkit explain --json``."""
     t = answer.trace
     return {"question": answer.question, "selected_chains": t.selected_chains,
-            "supporting_factors": t.supporting_factors, "uncertainties": t.uncertainties,
+            "supporting_factors": t.supporting_factors, "opposing_factors": t.opposing_factors,
+            "asked_direction": t.asked_direction, "uncertainties": t.uncertainties,
             "condition_checks": t.condition_checks, "empirical": t.empirical,
             "entities": t.entities, "answer": answer.answer, "answer_source": t.answer_source,
             "check": t.check.to_dict() if t.check else None, "timings_ms": answer.timings_ms}
