@@ -172,7 +172,7 @@ QUESTIONS = [
      "Which drugs for dysmenorrhea do not cause GI bleeding?"),
     ("exclusion", "d:rheumatoid_arthritis <TREATS - {c:methotrexate}",
      "Excluding methotrexate, which medicines treat rheumatoid arthritis?"),
-    ("exclusion", "a:lungs <AFFECTS - {d:asthma}", "Những bệnh nào ảnh hưởng đến phổi ngoại trừ asthma?"),
+    ("exclusion", "a:lungs <AFFECTS - {d:asthma}", "Những bệnh nào ảnh hưởng đến phổi (lungs) ngoại trừ hen suyễn (asthma)?"),
     ("exclusion", "c:celecoxib >TREATS - c:diclofenac >TREATS", "What does celecoxib treat that diclofenac doesn't?"),
     # ------------------------------------------------------------ counts
     ("count", "#c:aspirin >TREATS", "How many diseases does Aspirin treat?"),
