@@ -12,7 +12,7 @@ import httpx
 import pytest
 import websockets
 
-from ragkit.kgqa.answer import EMPTY_STORE
+from ragkit.kgqa.answer import NOT_MAPPED
 from ragkit.launch import free_port, running_http, serve_command
 
 pytestmark = pytest.mark.slow
@@ -109,10 +109,11 @@ def test_a_session_carries_kg_follow_ups(server):
     assert alone["trace"]["standalone"] == FOLLOW_UP     # another session has no history
 
 
-def test_an_empty_store_answer_is_the_seeds_message(server):
+def test_a_question_naming_nothing_in_the_graph_is_answered_as_not_mapped(server):
     response = post(server, {"question": "Who is Zorro?", "pipeline": "kg", "no_llm": True})
     assert response.status_code == 200
-    assert response.json()["answer"] == EMPTY_STORE
+    assert response.json()["answer"].startswith(NOT_MAPPED)
+    assert response.json()["trace"]["plan"] is None
 
 
 @pytest.mark.parametrize("body, status, message", [

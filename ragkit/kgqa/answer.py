@@ -21,6 +21,7 @@ from .resolve import words
 
 EMPTY_STORE = "Based on the available data, I cannot find an answer to your question in the knowledge base."
 EMPTY_FINAL = "Based on the data, I followed the steps but could not find a final answer for your question."
+NOT_MAPPED = "I could not map this question to the graph"
 SHOWN = 8     # names listed per intermediate step in the written answer
 
 PROMPT = """You are an expert biomedical reasoning agent. Your task is to answer the user's
@@ -74,8 +75,8 @@ def _count(n: int, type_name: str) -> str:
 
 def _type_of(plan: Plan, key: str, items: list[dict]) -> str:
     step = next(s for s in plan.steps if s["key"] == key)
-    if step.get("target_type"):
-        return step["target_type"]
+    if step.get("target_type") or step.get("type"):
+        return step.get("target_type") or step["type"]
     if step.get("inputs"):
         return _type_of(plan, step["inputs"][0], items)
     return items[0]["type"] if items else "Item"
@@ -94,8 +95,12 @@ def written_answer(question: str, plan: Plan, context_store: dict, nodes: dict[s
         listed = f" ({_names(items, SHOWN)})." if items else "."
         if step["op"] == "expand":
             lines.append(f"{_arrow(plan, step, nodes)} {found}{listed}")
-        elif step["op"] in ("intersection", "union"):
-            lines.append(f"{'In common' if step['op'] == 'intersection' else 'Together'}: {found}{listed}")
+        elif step["op"] in ("intersection", "union", "difference"):
+            lines.append(f"{JOINED[step['op']]}: {found}{listed}")
+        elif step["op"] == "nodes":
+            lines.append(f"Named: {found}{listed}")
+        elif step["op"] == "all":
+            lines.append(f"In the graph: {found}{listed}")
         elif step["op"] == "given":
             lines.append(f"From the previous answer: {found}{listed}")
     final = context_store.get("final_result", [])
@@ -106,9 +111,13 @@ def written_answer(question: str, plan: Plan, context_store: dict, nodes: dict[s
     shown = f" ({len(final)} of {total} shown)" if total > len(final) else ""
     found = _count(total, _type_of(plan, plan.final, final))
     head = f"{_arrow(plan, last, nodes)} " if last["op"] == "expand" else \
-        ("In common: " if last["op"] == "intersection" else "Together: ")
-    answer = f"Answer: {head}{found}{shown}: {_names(final, FINAL_LIMIT)}."
+        (f"{JOINED[last['op']]}: " if last["op"] in JOINED else "")
+    number = f"{total}. " if plan.count else ""
+    answer = f"Answer: {number}{head}{found}{shown}: {_names(final, FINAL_LIMIT)}."
     return "Based on the data: " + " ".join(lines + [answer])
+
+
+JOINED = {"intersection": "In common", "union": "Together", "difference": "Taking those away"}
 
 
 def _arrow(plan: Plan, step: dict, nodes: dict[str, dict]) -> str:
@@ -122,8 +131,8 @@ def _arrow(plan: Plan, step: dict, nodes: dict[str, dict]) -> str:
 
 def label_of(plan: Plan, key: str) -> str:
     step = next(s for s in plan.steps if s["key"] == key)
-    if step.get("target_type"):
-        return plural(step["target_type"]).replace("_", " ")
+    if step.get("target_type") or step.get("type"):
+        return plural(step.get("target_type") or step["type"]).replace("_", " ")
     return label_of(plan, step["inputs"][0]) if step.get("inputs") else "items"
 
 
@@ -221,6 +230,7 @@ def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str
     model) and the entity check."""
     written = written_answer(question, plan, context_store, nodes) if context_store else EMPTY_STORE
     asked = {s["from"]["entity"] for s in plan.steps if "entity" in s.get("from", {})}
+    asked |= {i for s in plan.steps if s["op"] == "nodes" for i in s["ids"]}
 
     def prompt(_model) -> tuple[list[dict], None]:
         context = json.dumps(prompt_context(context_store), indent=1, ensure_ascii=False)
@@ -234,3 +244,21 @@ def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str
     return Draft(evidence_answer=written, check=check,
                  prompt=prompt if context_store.get("final_result") else None,
                  clean=lambda text: re.sub(r"\s+\n", "\n", text).strip())
+
+
+def not_mapped_answer(reason: str, linked: dict) -> str:
+    """"I could not map this question to the graph", why, and what of it was found."""
+    entities = ", ".join(f"{e['name']} ({e['type']})" for e in linked.get("entities", [])) or "none"
+    types = ", ".join(linked.get("types", [])) or "none"
+    relations = ", ".join(linked.get("relations", [])) or "none"
+    why = reason.removeprefix("plan: ")
+    return (f"{NOT_MAPPED}: {why}. Found in it: entities {entities}; types {types}; "
+            f"relations {relations}.")
+
+
+def not_mapped_draft(reason: str, linked: dict) -> Draft:
+    """A question the planner could not map: the answer says so (no model is asked, there
+    is no evidence to ask about)."""
+    text = not_mapped_answer(reason, linked)
+    return Draft(evidence_answer=text, check=lambda _text: Check(False, "not the answer for this question"),
+                 refusals=(text,))

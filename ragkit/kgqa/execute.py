@@ -26,7 +26,8 @@ class Execution:
 
 
 def execute(plan: Plan, store: TypedStore, nodes: dict[str, dict], history: dict | None = None) -> Execution:
-    """Run ``plan`` on ``store``; ``nodes`` maps ids to nodes (for entity names)."""
+    """Run ``plan`` on ``store``; ``nodes`` maps ids to nodes (for named nodes and for every
+    node of a type, which need no query)."""
     run = Execution()
     results: dict[str, list[dict]] = {}
     for step in plan.steps:
@@ -43,6 +44,13 @@ def execute(plan: Plan, store: TypedStore, nodes: dict[str, dict], history: dict
         elif op == "union":
             merged = {n["id"]: n for k in step["inputs"] for n in results[k]}
             results[key] = sorted(merged.values(), key=node_key)
+        elif op == "difference":
+            drop = {n["id"] for k in step["inputs"][1:] for n in results[k]}
+            results[key] = [n for n in results[step["inputs"][0]] if n["id"] not in drop]
+        elif op == "nodes":
+            results[key] = sorted((item(nodes[i]) for i in step["ids"]), key=node_key)
+        elif op == "all":
+            results[key] = sorted((item(n) for n in nodes.values() if n["type"] == step["type"]), key=node_key)
         elif op == "given":
             results[key] = list(history[step["history"]]["items"])
         run.counts[key] = len(results[key])

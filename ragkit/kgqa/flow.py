@@ -13,13 +13,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..llm.base import LLM
 from ..profiler import Profiler
 from .execute import execute
 from .plan import ANAPHORS, Plan, PlanError, RulePlanner, history_lists, parse_plan_json, plural, validate
-from .resolve import NameIndex, words
+from .resolve import NameIndex, Resolved, words
 from .store import TypedStore
 
 PLANNER_PROMPT = """You plan queries over a knowledge graph. Reply with one JSON object only.
@@ -58,6 +59,19 @@ class KGQA:
         self.nodes = {n["id"]: n for n in store.all_nodes()}
         self.names = NameIndex(list(self.nodes.values()))
         self.rules = RulePlanner(self.schema)
+        self.same_name = same_name_index(self.nodes.values())
+
+    def alternatives(self, entities: list[Resolved]) -> dict[str, list[Resolved]]:
+        """For each entity, the nodes of other types its words also name ("fever": the
+        symptom Fever and the disease "Fever (Pyrexia)"), so the planner can take the one
+        the question's relations fit."""
+        out = {}
+        for e in entities:
+            others = [self.nodes[i] for i in self.same_name.get(e.mention, ()) if self.nodes[i]["type"] != e.type]
+            if others:
+                out[e.id] = [Resolved(e.mention, n["id"], n["name"], n["type"], "same name", e.score, e.start)
+                             for n in others]
+        return out
 
     # ----------------------------------------------------------------- stages
     def standalone(self, question: str, history: list[Turn], plan: Plan | None) -> str:
@@ -90,8 +104,8 @@ class KGQA:
                 info = {"planner": "rules", "llm_plan_rejected": str(exc)}
             except Exception as exc:  # a model failure falls back to the rules, and says so
                 info = {"planner": "rules", "llm_plan_rejected": f"{type(exc).__name__}: {exc}"}
-        plan = self.rules.plan(question, entities, history_map)
-        return validate(plan, self.schema, node_ids, history_map), info
+        plan = self.rules.plan(question, entities, history_map, self.alternatives(entities))
+        return validate(plan, self.schema, node_ids, history_map), {**info, "linked": plan.linked}
 
     # ----------------------------------------------------------------- the flow
     def ask(self, question: str, history: list[Turn] | None = None, model: LLM | None = None,
@@ -108,7 +122,8 @@ class KGQA:
                 plan, planner_info = self.plan(question, entities, history_map, model, use_llm_planner)
         except PlanError as exc:
             return {"standalone": question, "entities": [e.__dict__ for e in entities], "plan": None,
-                    "plan_error": str(exc), "context_store": {}, "edges": []}
+                    "plan_error": str(exc), "linked": getattr(exc, "linked", {}), "context_store": {},
+                    "edges": []}
         with profiler.stage("query_writing"):
             standalone = self.standalone(question, history, plan)
         with profiler.stage("execute"):
@@ -120,6 +135,21 @@ class KGQA:
         return {"standalone": standalone, "entities": [e.__dict__ for e in entities], "plan": plan,
                 **planner_info, "context_store": run.context_store, "counts": run.counts,
                 "edges": edges, "turn": turn.to_dict()}
+
+
+def same_name_index(nodes) -> dict[str, list[str]]:
+    """Each way a node is written (its name, the name without a bracketed part and that
+    part, "Fever (Pyrexia)" → fever, pyrexia; its aliases), as words, → the node ids."""
+    index: dict[str, list[str]] = {}
+    for n in nodes:
+        name = str(n.get("name", ""))
+        forms = {name, re.sub(r"\s*\([^)]*\)", "", name), *re.findall(r"\(([^)]*)\)", name)}
+        forms |= {a for a in n.get("aliases") or [] if a}
+        for form in forms:
+            key = " ".join(words(form))
+            if key and n["id"] not in index.setdefault(key, []):
+                index[key].append(n["id"])
+    return index
 
 
 def turn_from_dict(data: dict) -> Turn:

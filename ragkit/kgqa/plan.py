@@ -1,23 +1,32 @@
 """Explicit query plans (the KG QA design's executor steps), their validation against the graph's
 own schema, and the rule-based planner.
 
-A plan is JSON: ``{"steps": [...], "final": KEY}``. Each step has a ``key`` and is one of
+A plan is JSON: ``{"steps": [...], "final": KEY}`` (and ``"count": true`` when the question
+asks how many). Each step has a ``key`` and is one of
 - ``{"op": "expand", "from": {"entity": ID} | {"step": KEY}, "relation": REL,
   "direction": "out" | "in", "target_type": TYPE}``: the nodes one edge away;
-- ``{"op": "intersection" | "union", "inputs": [KEY, KEY, ...]}``;
+- ``{"op": "intersection" | "union" | "difference", "inputs": [KEY, KEY, ...]}``
+  (difference: the first list without the others);
+- ``{"op": "nodes", "ids": [ID, ...], "type": TYPE}``: named nodes ("other than gout");
+- ``{"op": "all", "type": TYPE}``: every node of a type ("which genes are not ...");
 - ``{"op": "given", "history": KEY}``: a list from the previous turn's context store.
 
 The rule planner reads the question's words against the schema: which node types it names
-("symptoms", "diseases"), which relations its verbs name ("treated" → TREATS), where its
-entities are. It finds, for each entity, the schema path from the entity's type to the
-asked type that covers the most of those words in the fewest hops; with two entities and
-"both"/"common" (or "either"/"or") the two paths meet by intersection (or union) as early as
-they can. An anaphor ("which of them affect the liver?") is bound to the previous turn's
-list whose type the relation needs.
+("drugs", "illnesses"), which relations its verbs name ("treated", "linked to"), which type
+it asks for ("which organs ...", "... affect which organs?"), where its entities are and
+which of them are excluded ("not treated by B", "other than gout"). Each entity starts a
+chain of relation steps (one to three) to the asked type; the chains chosen use the most of
+the question's words at the least cost, kept chains meet by intersection (or union, for
+"either ... or") as early as they can, and excluded chains are taken away at the end. A
+question whose type or relation words no chain can use, or that names nothing in the graph,
+is not planned (``NotMapped``): a shorter plan would answer another question. An anaphor
+("which of them affect the liver?") is bound to the previous turn's list whose type the
+relation needs.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from dataclasses import dataclass, field
@@ -26,10 +35,10 @@ from ..errors import InputError
 from ..text import ENGLISH_STOPWORDS, _english_stemmer
 from .resolve import Resolved, words
 from .store import SchemaEdge
+from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, EXCLUDE, NAME_FILLERS, RELATION_WORDS,
+                         TYPE_WORDS, UNION)
 
 MAX_HOPS = 3
-INTERSECT_WORDS = {"both", "common", "shared", "share", "also", "all"}
-UNION_WORDS = {"either", "or", "any"}
 ANAPHORS = {"them", "they", "those", "these", "it", "ones"}
 
 
@@ -39,17 +48,25 @@ class PlanError(InputError):
 
 @dataclass
 class Plan:
+    """Steps, the key of the answer's step, and whether the question asks how many
+    (``count``). ``linked`` is what the planner read in the question (for the trace)."""
+
     steps: list[dict] = field(default_factory=list)
     final: str = ""
+    count: bool = False
+    linked: dict = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict:
-        return {"steps": self.steps, "final": self.final}
+        out = {"steps": self.steps, "final": self.final}
+        if self.count:
+            out["count"] = True
+        return out
 
     @classmethod
     def from_dict(cls, data) -> "Plan":
         if not isinstance(data, dict) or not isinstance(data.get("steps"), list) or not data.get("final"):
             raise PlanError("plan: needs a list 'steps' and a 'final' key")
-        return cls(steps=[dict(s) for s in data["steps"]], final=str(data["final"]))
+        return cls(steps=[dict(s) for s in data["steps"]], final=str(data["final"]), count=bool(data.get("count")))
 
 
 def validate(plan: Plan, schema: list[SchemaEdge], node_ids: set[str], history: dict | None = None) -> Plan:
@@ -85,17 +102,27 @@ def validate(plan: Plan, schema: list[SchemaEdge], node_ids: set[str], history: 
                                 f"{'-' if direction == 'out' else '<-'}[{relation}]"
                                 f"{'->' if direction == 'out' else '-'} {target} edges")
             types[key] = target
-        elif op in ("intersection", "union"):
+        elif op in ("intersection", "union", "difference"):
             inputs = step.get("inputs")
             if not isinstance(inputs, list) or len(inputs) < 2 or any(k not in types for k in inputs):
                 raise PlanError(f"{where}: {op} needs two or more earlier step keys")
             types[key] = types[inputs[0]]
+        elif op == "nodes":
+            ids = step.get("ids")
+            if not isinstance(ids, list) or not ids or any(i not in node_ids for i in ids):
+                raise PlanError(f"{where}: nodes needs a list of node ids of the graph (got {ids!r})")
+            types[key] = step.get("type")
+        elif op == "all":
+            if step.get("type") not in {s.source_type for s in schema} | {s.target_type for s in schema}:
+                raise PlanError(f"{where}: {step.get('type')!r} is not a node type of the graph")
+            types[key] = step["type"]
         elif op == "given":
             if not history or step.get("history") not in history:
                 raise PlanError(f"{where}: {step.get('history')!r} is not in the previous turn's context")
             types[key] = history[step["history"]]["type"] if isinstance(history[step["history"]], dict) else None
         else:
-            raise PlanError(f"{where}: unknown op {op!r} (expand, intersection, union, given)")
+            raise PlanError(f"{where}: unknown op {op!r} (expand, intersection, union, difference, "
+                            f"nodes, all, given)")
     if plan.final not in types:
         raise PlanError(f"plan: final {plan.final!r} is not one of its steps")
     return plan
@@ -114,12 +141,24 @@ def parse_plan_json(text: str) -> Plan:
 
 
 # --------------------------------------------------------------------------- the rule planner
+_STEMMER = None
+
+
 def _stem(word: str) -> str:
-    return _english_stemmer().stemWord(word)
+    global _STEMMER
+    if _STEMMER is None:
+        _STEMMER = _english_stemmer()
+    return _STEMMER.stemWord(word)
 
 
-def _stems(text: str) -> list[str]:
-    return [_stem(w) for w in words(text.replace("_", " ")) if w not in ENGLISH_STOPWORDS]
+def name_words(name: str) -> list[str]:
+    """A type or relation name as words: "CAUSES_SIDE_EFFECT" → causes side effect,
+    "BiologicalProcess" → biological process."""
+    return words(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " "))
+
+
+def _phrase(text: str) -> tuple[str, ...]:
+    return tuple(_stem(w) for w in words(text))
 
 
 def plural(type_name: str) -> str:
@@ -141,149 +180,381 @@ class Hop:
     to_type: str
 
 
+@dataclass(frozen=True)
+class Mention:
+    """Words of the question that name node types or relations of the schema."""
+
+    start: int
+    end: int
+    text: str
+    types: frozenset
+    relations: frozenset
+
+
+class NotMapped(PlanError):
+    """The question cannot be planned on this graph; ``linked`` says what of it was found."""
+
+    def __init__(self, message: str, linked: dict):
+        super().__init__(message)
+        self.linked = linked
+
+
+@dataclass
+class Reading:
+    """What the planner read in a question: the entities (and which are excluded), the
+    type and relation words, the asked type, and the shape."""
+
+    tokens: list[str]
+    entities: list[Resolved]
+    mentions: list[Mention]
+    negated: set[int]                   # indexes into entities
+    asked: str | None = None
+    asked_unknown: str | None = None    # "which hospitals": a word the schema does not know
+    count: bool = False
+    join: str = "intersection"
+    coordinated: list[tuple[int, int]] = field(default_factory=list)    # "A and B", "A, B or C"
+
+    @property
+    def shape(self) -> str:
+        if self.count:
+            return "count"
+        return "exclusion" if self.negated else "list"
+
+    def linked(self) -> dict:
+        return {"shape": self.shape, "asked_type": self.asked,
+                "entities": [{"mention": e.mention, "id": e.id, "name": e.name, "type": e.type,
+                              "excluded": i in self.negated} for i, e in enumerate(self.entities)],
+                "types": sorted({t for m in self.mentions for t in m.types}),
+                "relations": sorted({r for m in self.mentions for r in m.relations}),
+                "words": [m.text for m in self.mentions]}
+
+
+def _cues(tokens: list[str], phrases: tuple[str, ...]) -> list[tuple[int, int]]:
+    """(start, end) of each cue phrase in the tokens, longest first, not overlapping."""
+    cues = sorted((tuple(p.split()) for p in phrases), key=len, reverse=True)
+    found, taken = [], set()
+    for cue in cues:
+        for i in range(len(tokens) - len(cue) + 1):
+            span = range(i, i + len(cue))
+            if tuple(tokens[i:i + len(cue)]) == cue and not taken & set(span):
+                found.append((i, i + len(cue)))
+                taken |= set(span)
+    return sorted(found)
+
+
 class RulePlanner:
-    """Plans from the schema and the question's words (no model)."""
+    """Plans from the schema and the question's words (no model).
+
+    The schema gives the words: each type's and relation's name split into words, with the
+    other words people use for them (``vocabulary``). A question's entities are the start
+    of chains of relation steps that all end at the asked type; the chains chosen are the
+    ones that use the most of the question's type and relation words, then the shortest.
+    Words that name a type or relation that no chain uses make the question unmappable:
+    a shorter plan would answer another question."""
+
+    MAX_OPTIONS = 8      # chains kept per entity before they are combined
 
     def __init__(self, schema: list[SchemaEdge]):
         self.schema = schema
         self.types = sorted({s.source_type for s in schema} | {s.target_type for s in schema})
-        self.type_stems = {t: set(_stems(t)) | {_stem(w) for w in words(plural(t).replace("_", " "))}
-                           for t in self.types}
-        self.rel_stems = {s.relation: set(_stems(s.relation)) - {"has", "have"} for s in schema}
+        self.lexicon = self._lexicon()
 
+    def _lexicon(self) -> dict[tuple[str, ...], tuple[frozenset, frozenset]]:
+        """Stemmed phrase → (types, relations) it names."""
+        type_words = {_phrase(k): v for k, v in TYPE_WORDS.items()}
+        relation_words = {_phrase(k): v for k, v in RELATION_WORDS.items()}
+        names: dict[tuple[str, ...], tuple[set, set]] = {}
+
+        def add(phrase: tuple[str, ...], kind: int, name: str) -> None:
+            if phrase and not all(p in ENGLISH_STOPWORDS for p in phrase):
+                names.setdefault(phrase, (set(), set()))[kind].add(name)
+
+        for t in self.types:
+            own = _phrase(" ".join(name_words(t)))
+            add(own, 0, t)
+            for synonym in type_words.get(own, ()):
+                add(_phrase(synonym), 0, t)
+        for s in self.schema:
+            content = [w for w in name_words(s.relation) if w not in NAME_FILLERS]
+            parts = {tuple(content[i:j]) for i in range(len(content)) for j in range(i + 1, len(content) + 1)}
+            for part in parts:
+                own = tuple(_stem(w) for w in part)
+                add(own, 1, s.relation)
+                for synonym in relation_words.get(own, ()):
+                    add(_phrase(synonym), 1, s.relation)
+        return {k: (frozenset(a), frozenset(b)) for k, (a, b) in names.items()}
+
+    # ----------------------------------------------------------------- reading the question
+    def read(self, question: str, entities: list[Resolved]) -> Reading:
+        tokens = words(question)
+        stems = [_stem(t) for t in tokens]
+        spans = {i for e in entities for i in range(e.start, e.start + len(e.mention.split()))}
+        mentions, i = [], 0
+        longest = max((len(k) for k in self.lexicon), default=1)
+        while i < len(tokens):
+            for n in range(min(longest, len(tokens) - i), 0, -1):
+                if spans & set(range(i, i + n)):
+                    continue
+                meaning = self.lexicon.get(tuple(stems[i:i + n]))
+                if meaning:
+                    mentions.append(Mention(i, i + n, " ".join(tokens[i:i + n]), *meaning))
+                    i += n
+                    break
+            else:
+                i += 1
+        plain = [("not" if t.endswith("n't") else t) for t in tokens]
+        reading = Reading(tokens, entities, mentions, set())
+        reading.count = bool(_cues(plain, COUNT))
+        reading.join = "union" if _cues(plain, UNION) else "intersection"
+        reading.negated = self._negated(question, plain, entities, mentions)
+        reading.coordinated = [(k, k + 1) for k, (a, b) in enumerate(zip(entities, entities[1:]))
+                               if all(t in COORDINATION for t in plain[a.start + len(a.mention.split()):b.start])]
+        reading.asked, reading.asked_unknown = self._asked(plain, entities, mentions, spans)
+        return reading
+
+    @staticmethod
+    def _negated(question: str, tokens: list[str], entities: list[Resolved],
+                 mentions: list[Mention]) -> set[int]:
+        """The entities an exclusion cue ("not", "except", "other than") applies to: those
+        after it in its clause, up to the next relation word after one of them ("diseases not
+        treated by A are treated by B": A), else those before it in its clause ("that B does
+        not")."""
+        bounds = {s for s, _ in _cues(tokens, CLAUSE)}
+        bounds |= {len(words(question[:m.start()])) for m in re.finditer(r"[,;:]", question)}
+        out: set[int] = set()
+        for start, end in _cues(tokens, EXCLUDE):
+            low = max((b for b in bounds if b <= start), default=0)
+            high = min((b for b in bounds if b > start), default=len(tokens))
+            chosen: list[int] = []
+            for k, e in enumerate(entities):
+                if not end <= e.start < high:
+                    continue
+                if chosen and any(m.relations and entities[chosen[-1]].start < m.start < e.start for m in mentions):
+                    break
+                chosen.append(k)
+            if not chosen:
+                chosen = [k for k, e in enumerate(entities) if low <= e.start < start]
+            out |= set(chosen)
+        return out
+
+    def _asked(self, tokens: list[str], entities: list[Resolved], mentions: list[Mention],
+               spans: set[int]) -> tuple[str | None, str | None]:
+        """The type the question asks for: named right after "which/what/how many" (right
+        before Vietnamese "nao"/"gi"), else the first type named that is not a descriptor of
+        an entity ("the drug Aspirin"). A word after the first which/what that names nothing
+        in the schema is returned as unknown ("which hospitals")."""
+        starts = {m.start: m for m in mentions}
+        ends = {m.end: m for m in mentions}
+        unknown = None
+        for n, (start, end) in enumerate(_cues(tokens, ASK_BEFORE)):
+            i = end
+            while i < len(tokens) and tokens[i] in ENGLISH_STOPWORDS and i not in spans:
+                i += 1
+            for j in (i, i + 1):     # one modifier may come first: "which common symptoms"
+                if j in starts and self._type_of(starts[j]) and (j == i or starts[j].types):
+                    return self._type_of(starts[j]), None
+            if (n == 0 and tokens[start] in ("which", "what") and i < len(tokens) and i not in spans
+                    and i not in starts):
+                unknown = tokens[i]
+        for start, _ in _cues(tokens, ASK_AFTER):
+            if start in ends and self._type_of(ends[start]):
+                return self._type_of(ends[start]), None
+        entity_edges = {e.start for e in entities} | {e.start + len(e.mention.split()) for e in entities}
+        for m in mentions:
+            if m.types and m.end not in entity_edges and m.start not in entity_edges:
+                return sorted(m.types)[0], unknown
+        return None, unknown
+
+    def _type_of(self, mention: Mention) -> str | None:
+        """A type word names its type; a relation word asked for ("which side effects") the
+        type at the relation's far end."""
+        if mention.types:
+            return sorted(mention.types)[0]
+        targets = {s.target_type for s in self.schema if s.relation in mention.relations}
+        return targets.pop() if len(targets) == 1 else None
+
+    # ----------------------------------------------------------------- schema paths
     def hops_from(self, node_type: str) -> list[Hop]:
         out = [Hop(s.relation, "out", s.source_type, s.target_type) for s in self.schema if s.source_type == node_type]
         out += [Hop(s.relation, "in", s.target_type, s.source_type) for s in self.schema if s.target_type == node_type]
         return sorted(set(out), key=lambda h: (h.relation, h.direction, h.to_type))
 
-    def mentioned_types(self, stems: list[str]) -> list[str]:
-        """Node types the question names, in order of first mention."""
-        order = []
-        for s in stems:
-            for t in self.types:
-                if s in self.type_stems[t] and t not in order:
-                    order.append(t)
-        return order
-
-    def mentioned_relations(self, stems: set[str]) -> set[str]:
-        return {r for r, rs in self.rel_stems.items() if rs and rs & stems}
-
-    def paths(self, start: str, goal: str | None, stems: set[str], named_types: list[str],
-              relations: set[str]) -> list[tuple[float, list[Hop]]]:
-        """Schema paths from ``start`` (to ``goal`` if given), best first."""
-        found = []
-        frontier: list[list[Hop]] = [[]]
+    def paths(self, start: str, goal: str | None) -> list[list[Hop]]:
+        """Every schema path of one to MAX_HOPS steps from ``start`` (ending at ``goal`` if given)."""
+        found, frontier = [], [[]]
         for _ in range(MAX_HOPS):
-            following = []
-            for path in frontier:
-                here = path[-1].to_type if path else start
-                for hop in self.hops_from(here):
-                    if any(h.relation == hop.relation and h.direction != hop.direction for h in path[-1:]):
-                        continue    # straight back along the same relation
-                    following.append(path + [hop])
-            for path in following:
-                if goal is None or path[-1].to_type == goal:
-                    found.append((self._score(path, named_types, relations, goal), path))
-            frontier = following
-        return sorted(found, key=lambda x: (-x[0], len(x[1]), [(h.relation, h.direction) for h in x[1]]))
+            frontier = [path + [hop] for path in frontier
+                        for hop in self.hops_from(path[-1].to_type if path else start)]
+            found += [p for p in frontier if goal is None or p[-1].to_type == goal]
+        return found
 
     @staticmethod
-    def _score(path: list[Hop], named_types: list[str], relations: set[str], goal: str | None) -> float:
-        rels = [h.relation for h in path]
-        score = sum(1.0 for r in dict.fromkeys(rels) if r in relations)
-        score += sum(1.0 for h in path[:-1] if h.to_type in named_types)     # named intermediate types
-        score -= 0.5 * len(path)
-        if goal is None:    # the asked type was not named: the path must at least use named verbs
-            score += 0.5 * (path[-1].relation in relations)
-        return score
+    def _judge(chains: list[tuple[Resolved, list[Hop]]], goal: str, reading: Reading,
+               alternative: int) -> tuple:
+        """Sort key of a set of chains: the most question words used first, then the least
+        cost (steps, types passed through that the question does not name, steps straight
+        back along the relation just taken, entities named together ("both A and B") read
+        along different relations, entities read as another node of that name)."""
+        named = {t for m in reading.mentions for t in m.types}
+        relations = {h.relation for _, hops in chains for h in hops}
+        types = {goal} | {e.type for e, _ in chains} | {h.to_type for _, hops in chains for h in hops}
+        used = sum(1 for m in reading.mentions if m.relations & relations or m.types & types)
+        cost = 0.0
+        for _, hops in chains:
+            cost += 0.5 * len(hops)
+            cost += sum(1.0 for h in hops[:-1] if h.to_type not in named)
+            cost += sum(1.0 for a, b in zip(hops, hops[1:]) if a.relation == b.relation and a.direction != b.direction)
+        if len(chains) == len(reading.entities):    # entities named together are read alike
+            cost += sum(2.0 for a, b in reading.coordinated if chains[a][1] != chains[b][1])
+        return (-used, cost + 0.25 * alternative)
 
-    def plan(self, question: str, entities: list[Resolved], history: dict | None = None) -> Plan:
-        toks = words(question)
-        stems = [_stem(w) for w in toks if w not in ENGLISH_STOPWORDS]
-        entity_words = {_stem(w) for e in entities for w in e.mention.split()}
-        stems = [s for s in stems if s not in entity_words]
-        named = self.mentioned_types(stems)
-        relations = self.mentioned_relations(set(stems))
-        anaphor = history is not None and bool(ANAPHORS & set(toks))
+    def _options(self, k: int, reading: Reading, goal: str,
+                 alternatives: dict[str, list[Resolved]]) -> list[tuple[int, Resolved, list[Hop]]]:
+        """Chains for entity ``k`` to ``goal``: from its node or a node of another type with
+        the same name; an excluded entity of the asked type is taken as itself."""
+        entity = reading.entities[k]
+        out = []
+        for alt, node in enumerate([entity] + alternatives.get(entity.id, [])):
+            if node.type == goal and k in reading.negated:
+                out.append((alt, node, []))
+            out += [(alt, node, p) for p in self.paths(node.type, goal)]
+        out.sort(key=lambda o: self._judge([(o[1], o[2])], goal, reading, o[0]))
+        return out[:self.MAX_OPTIONS]
+
+    def choose(self, reading: Reading, alternatives: dict[str, list[Resolved]]):
+        """The best chain per entity (and the goal type they meet at)."""
+        goals = [reading.asked] if reading.asked else self.types
+        best = None
+        for goal in goals:
+            options = [self._options(k, reading, goal, alternatives) for k in range(len(reading.entities))]
+            if not all(options):
+                continue
+            for combo in itertools.product(*options):
+                chains = [(node, hops) for _, node, hops in combo]
+                key = self._judge(chains, goal, reading, sum(o[0] for o in combo))
+                if best is None or key < best[0]:
+                    best = (key, goal, chains)
+        return best
+
+    def plan(self, question: str, entities: list[Resolved], history: dict | None = None,
+             alternatives: dict[str, list[Resolved]] | None = None) -> Plan:
+        """The plan for ``question``; ``alternatives``: for an entity id, the nodes of other
+        types that go by the same name ("fever": the symptom and the disease)."""
+        reading = self.read(question, entities)
+        anaphor = history is not None and bool(ANAPHORS & set(reading.tokens))
         if anaphor:
-            return self._follow_up(entities, named, relations, set(stems), history)
+            named = [t for m in reading.mentions for t in sorted(m.types)]
+            return self._follow_up(entities, reading, named, history)
+        linked = reading.linked()
+        if reading.asked_unknown:
+            raise NotMapped(f"plan: the question asks for {reading.asked_unknown!r}, which names no type "
+                            f"or relation of the graph", linked)
         if not entities:
-            raise PlanError("plan: the question names nothing found in the graph")
-        entity_types = {e.type for e in entities}
-        goal = next((t for t in named if t not in entity_types), None)
-        chains = []
-        for e in entities:
-            options = self.paths(e.type, goal, set(stems), named, relations)
-            if not options:
-                raise PlanError(f"plan: no path in the graph's schema from {e.type} ({e.name}) to "
-                                f"{goal or 'anything the question asks'}")
-            chains.append((e, options[0][1]))
-            goal = goal or options[0][1][-1].to_type    # the first entity's answer type binds the rest
-        op = "union" if UNION_WORDS & set(toks) and not INTERSECT_WORDS & set(toks) else "intersection"
-        return self._join(chains, op)
+            if reading.asked and not any(m.relations for m in reading.mentions):
+                plan = Plan(count=reading.count, linked=linked)
+                plan.steps.append({"key": f"all_{plural(reading.asked)}", "op": "all", "type": reading.asked})
+                plan.final = plan.steps[-1]["key"]
+                return plan
+            raise NotMapped("plan: the question names nothing found in the graph", linked)
+        if not reading.mentions:
+            raise NotMapped("plan: the question names no type or relation of the graph to ask about", linked)
+        best = self.choose(reading, alternatives or {})
+        if best is None:
+            raise NotMapped(f"plan: no path in the graph's schema joins "
+                            f"{', '.join(f'{e.name} ({e.type})' for e in entities)} to "
+                            f"{reading.asked or 'anything the question asks'}", linked)
+        _, goal, chains = best
+        relations = {h.relation for _, hops in chains for h in hops}
+        types = {goal} | {e.type for e, _ in chains} | {h.to_type for _, hops in chains for h in hops}
+        unused = [m.text for m in reading.mentions if not (m.relations & relations or m.types & types)]
+        if unused:
+            raise NotMapped(f"plan: no path in the graph's schema from "
+                            f"{', '.join(f'{e.name} ({e.type})' for e in entities)} uses what "
+                            f"{', '.join(repr(u) for u in unused)} names", linked)
+        entities = [node for node, _ in chains]
+        linked["entities"] = [dict(d, id=e.id, name=e.name, type=e.type) for d, e in zip(linked["entities"], entities)]
+        linked["asked_type"] = goal
+        plan = self._join(chains, goal, reading)
+        plan.count, plan.linked = reading.count, linked
+        return plan
 
-    def _join(self, chains: list[tuple[Resolved, list[Hop]]], op: str) -> Plan:
+    # ----------------------------------------------------------------- building the plan
+    def _join(self, chains: list[tuple[Resolved, list[Hop]]], goal: str, reading: Reading) -> Plan:
+        """The kept chains meet as early as their shared tail allows ("symptoms of diseases
+        treated by both A and B": the diseases first); excluded chains are taken away at the end."""
         plan = Plan()
-        if len(chains) == 1:
-            entity, hops = chains[0]
-            last = self._walk(plan, {"entity": entity.id}, entity, hops)
-            plan.final = last
-            return plan
-        same = len({tuple(h for h in hops) for _, hops in chains}) == 1
-        # Identical chains meet after their first step, as in the design (diseases_A ∩ diseases_B);
-        # different ones at their common end type.
-        meet = 1 if same else None
-        ends = []
-        for entity, hops in chains:
-            ends.append(self._walk(plan, {"entity": entity.id}, entity, hops[:meet] if meet else hops))
-        joined_type = (chains[0][1][0].to_type if meet else chains[0][1][-1].to_type)
-        key = f"{'common' if op == 'intersection' else 'all'}_{plural(joined_type)}"
-        plan.steps.append({"key": key, "op": op, "inputs": ends})
-        last = key
-        if meet:
-            last = self._walk(plan, {"step": key}, None, chains[0][1][1:], start_key=key)
+        keep = [c for k, c in enumerate(chains) if k not in reading.negated]
+        drop = [c for k, c in enumerate(chains) if k in reading.negated]
+        if not keep:
+            plan.steps.append({"key": f"all_{plural(goal)}", "op": "all", "type": goal})
+            last = plan.steps[-1]["key"]
+        elif len(keep) == 1:
+            last = self._walk(plan, keep[0][0], keep[0][1])
+        else:
+            shared = 0
+            while (shared < min(len(h) for _, h in keep) - 1
+                   and len({tuple(h[len(h) - shared - 1:]) for _, h in keep}) == 1):
+                shared += 1
+            ends = [self._walk(plan, e, hops[:len(hops) - shared]) for e, hops in keep]
+            joined = keep[0][1][len(keep[0][1]) - shared - 1].to_type
+            key = self._new_key(plan, f"{'common' if reading.join == 'intersection' else 'all'}_{plural(joined)}")
+            plan.steps.append({"key": key, "op": reading.join, "inputs": ends})
+            last = self._walk(plan, None, keep[0][1][len(keep[0][1]) - shared:], start_key=key)
+        if drop:
+            out = [self._walk(plan, e, hops) if hops else self._named(plan, e) for e, hops in drop]
+            key = self._new_key(plan, f"{last}_without_{'_'.join(slug(e.name) for e, _ in drop)}"[:80])
+            plan.steps.append({"key": key, "op": "difference", "inputs": [last] + out})
+            last = key
         plan.final = last
         return plan
 
-    def _walk(self, plan: Plan, source: dict, entity: Resolved | None, hops: list[Hop],
-              start_key: str | None = None) -> str:
+    @staticmethod
+    def _new_key(plan: Plan, key: str) -> str:
+        while any(s["key"] == key for s in plan.steps):
+            key += "_"
+        return key
+
+    def _named(self, plan: Plan, entity: Resolved) -> str:
+        key = self._new_key(plan, slug(entity.name))
+        plan.steps.append({"key": key, "op": "nodes", "ids": [entity.id], "type": entity.type})
+        return key
+
+    def _walk(self, plan: Plan, entity: Resolved | None, hops: list[Hop], start_key: str | None = None) -> str:
         key = start_key
         for i, hop in enumerate(hops):
-            origin = slug(entity.name) if (entity and i == 0) else key
-            new_key = f"{plural(hop.to_type)}_{hop.relation.lower()}{'' if hop.direction == 'out' else '_by'}_{origin}"
-            new_key = new_key[:80]
-            while any(s["key"] == new_key for s in plan.steps):
-                new_key += "_"
-            step = {"key": new_key, "op": "expand", "from": source if i == 0 else {"step": key},
+            first = entity is not None and i == 0
+            origin = slug(entity.name) if first else key
+            by = "" if hop.direction == "out" else "_by"
+            new_key = self._new_key(plan, f"{plural(hop.to_type)}_{hop.relation.lower()}{by}_{origin}"[:80])
+            step = {"key": new_key, "op": "expand", "from": {"entity": entity.id} if first else {"step": key},
                     "relation": hop.relation, "direction": hop.direction, "target_type": hop.to_type}
-            if i == 0 and "entity" in source:
+            if first:
                 step["from_type"] = hop.from_type
             plan.steps.append(step)
             key = new_key
         return key
 
-    def _follow_up(self, entities: list[Resolved], named: list[str], relations: set[str],
-                   stems: set[str], history: dict) -> Plan:
+    def _follow_up(self, entities: list[Resolved], reading: Reading, named: list[str], history: dict) -> Plan:
         """"Which of them affect the liver?": the previous turn's list of the type that the
         named relation joins to the new entity, filtered by that relation."""
         lists = {k: v for k, v in history.items() if isinstance(v, dict) and v.get("type")}
         if not lists:
             raise PlanError("plan: 'them' refers to nothing (no earlier answer in this conversation)")
-        plan = Plan()
         if not entities:
             raise PlanError("plan: the follow-up names nothing found in the graph to filter by")
         entity = entities[0]
         best = None
         for key, value in lists.items():     # in plan order: on a tie, the later (narrower) list
-            for score, path in self.paths(entity.type, value["type"], stems, named, relations):
-                if len(path) == 1 and (best is None or score >= best[0]):
-                    best = (score, key, path)
-                break
+            for hops in self.paths(entity.type, value["type"]):
+                score = self._judge([(entity, hops)], value["type"], reading, 0)
+                if len(hops) == 1 and (best is None or score <= best[0]):
+                    best = (score, key, hops)
         if best is None:
             raise PlanError(f"plan: no relation joins {entity.name} to an earlier list")
         _, key, path = best
+        plan = Plan()
         plan.steps.append({"key": f"previous_{key}", "op": "given", "history": key})
-        found = self._walk(plan, {"entity": entity.id}, entity, path)
+        found = self._walk(plan, entity, path)
         plan.steps.append({"key": f"{key}_filtered", "op": "intersection", "inputs": [f"previous_{key}", found]})
         plan.final = f"{key}_filtered"
         return plan
@@ -295,8 +566,10 @@ def history_lists(context_store: dict, plan: dict) -> dict:
     for s in plan.get("steps", []):
         if s["op"] == "expand":
             types[s["key"]] = s["target_type"]
-        elif s["op"] in ("intersection", "union"):
+        elif s["op"] in ("intersection", "union", "difference"):
             types[s["key"]] = types.get(s["inputs"][0])
+        elif s["op"] in ("nodes", "all"):
+            types[s["key"]] = s.get("type")
         else:   # given: the type it had in its own turn
             types[s["key"]] = None
     out = {}
@@ -306,4 +579,5 @@ def history_lists(context_store: dict, plan: dict) -> dict:
     return out
 
 
-__all__ = ["Plan", "PlanError", "RulePlanner", "history_lists", "parse_plan_json", "plural", "validate"]
+__all__ = ["NotMapped", "Plan", "PlanError", "Reading", "RulePlanner", "history_lists", "parse_plan_json", "plural",
+           "validate"]

@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import LLMConfig
-from ..kgqa.answer import answer_draft
+from ..kgqa.answer import answer_draft, not_mapped_draft
 from ..kgqa.flow import KGQA, Turn, turn_from_dict
-from ..kgqa.plan import Plan
 from ..kgqa.store import TypedStore, open_typed_store
 from ..llm.base import LLM
 from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
@@ -19,9 +18,10 @@ MAX_CITATIONS = 20
 
 @dataclass
 class KGTrace(Trace):
-    """How a KG answer was made: the standalone question, the entities found, the plan (and
-    who wrote it), the context store each step filled, the edges followed, and the turn a
-    follow-up question passes back (with the history it carried)."""
+    """How a KG answer was made: the standalone question, the entities found, what the
+    planner linked (entities, types, relations, the asked type and the shape), the plan (and
+    who wrote it) or why there is none, the context store each step filled, the edges
+    followed, and the turn a follow-up question passes back (with the history it carried)."""
 
     standalone: str = ""
     entities: list = field(default_factory=list)
@@ -30,6 +30,7 @@ class KGTrace(Trace):
     llm_plan: str | None = None
     llm_plan_rejected: str | None = None
     plan_error: str | None = None
+    linked: dict = field(default_factory=dict)
     context_store: dict = field(default_factory=dict)
     counts: dict = field(default_factory=dict)
     edges: list = field(default_factory=list)
@@ -72,7 +73,10 @@ class KGPipeline(Pipeline):
         plan = result.pop("plan")
         trace = KGTrace(plan=plan.to_dict() if plan is not None else None,
                         history=[t.to_dict() for t in turns], **result)
-        draft = answer_draft(trace.standalone, plan or Plan(), trace.context_store, qa.nodes)
+        if plan is None:
+            draft = not_mapped_draft(trace.plan_error or "", trace.linked)
+        else:
+            draft = answer_draft(trace.standalone, plan, trace.context_store, qa.nodes)
         draft.max_tokens = ctx.llm_config.max_tokens
         return Gathered(draft, citations_for(trace.context_store, trace.edges, qa.nodes), trace)
 

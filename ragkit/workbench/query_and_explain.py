@@ -360,13 +360,17 @@ def plan_table(answer: Answer) -> pd.DataFrame:
     rows = []
     for i, step in enumerate(plan["steps"], 1):
         src = step.get("from", {})
-        if step["op"] in ("intersection", "union"):
-            origin = (" ∩ " if step["op"] == "intersection" else " ∪ ").join(step["inputs"])
+        if step["op"] in ("intersection", "union", "difference"):
+            origin = {"intersection": " ∩ ", "union": " ∪ ", "difference": " − "}[step["op"]].join(step["inputs"])
+        elif step["op"] == "nodes":
+            origin = ", ".join(step["ids"])
+        elif step["op"] == "all":
+            origin = f"every {step['type']}"
         else:
             origin = src.get("entity") or src.get("step") or f"previous turn: {step.get('history')}"
         rows.append({"step": i, "key": step["key"], "op": step["op"], "from": origin,
                      "relation": step.get("relation", ""), "direction": step.get("direction", ""),
-                     "target_type": step.get("target_type", ""), "found": counts.get(step["key"], 0),
+                     "target_type": step.get("target_type") or step.get("type", ""), "found": counts.get(step["key"], 0),
                      "final": step["key"] == plan.get("final")})
     return pd.DataFrame(rows)
 

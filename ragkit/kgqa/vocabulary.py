@@ -1,0 +1,54 @@
+"""The words a KG question uses for a graph's node types and relations, beyond the schema's own
+names, and the words that say what shape of answer it asks for. Kept here as data, in one
+place, so a new graph or a new language adds words, not code.
+
+``TYPE_WORDS`` and ``RELATION_WORDS`` map a word (or phrase) that appears in type or relation
+names — "compound", "treat", "side effect" — to the other words people use for it, in English
+and in Vietnamese (written without tone marks: questions are matched after accents are
+removed). A schema
+whose names use none of these words is still read by its own names, split into words.
+"""
+
+from __future__ import annotations
+
+TYPE_WORDS: dict[str, tuple[str, ...]] = {
+    "compound": ("drug", "medicine", "medication", "medicament", "pharmaceutical", "inhibitor",
+                 "thuoc", "duoc pham"),
+    "disease": ("illness", "condition", "disorder", "ailment", "sickness", "benh", "chung benh"),
+    "symptom": ("sign", "manifestation", "trieu chung", "dau hieu"),
+    "gene": ("gen",),
+    "anatomy": ("organ", "body part", "part of the body", "parts of the body", "tissue",
+                "co quan", "bo phan"),
+}
+RELATION_WORDS: dict[str, tuple[str, ...]] = {
+    "treat": ("cure", "heal", "used for", "used to treat", "used against", "prescribed for",
+              "given for", "indicated for", "dieu tri", "chua"),
+    "associated": ("linked", "related", "tied", "connected", "implicated", "lien quan", "gan voi"),
+    "inhibit": ("inhibitor", "block", "target", "suppress", "uc che"),
+    "affect": ("involve", "attack", "anh huong", "tac dong"),
+    "cause": ("trigger", "induce", "gay ra"),
+    "side effect": ("adverse effect", "adverse reaction", "adverse event", "tac dung phu"),
+    # "X causes fever", "X presents with a rash": fever, a rash are symptoms of X
+    "symptom": ("cause", "present with", "include"),
+}
+
+# Words that carry no type or relation in relation names ("HAS_SYMPTOM", "ASSOCIATED_WITH").
+NAME_FILLERS = {"has", "have", "is", "of", "with", "to", "in", "on", "by", "for", "a", "the"}
+
+# The question's shape. Single tokens unless written with a space (matched as a phrase).
+COUNT = ("how many", "number of", "count", "bao nhieu", "so luong")
+EXCLUDE = ("not", "except", "excluding", "without", "besides", "other than", "apart from",
+           "aside from", "never", "khong", "ngoai tru", "tru")
+UNION = ("either", "or", "hoac")
+# Words that may stand between entities named together ("A and B", "both A as well as B").
+COORDINATION = ("and", "or", "nor", "both", "either", "neither", "as", "well", "plus", "va", "hoac", "ca")
+# Where a clause ends: an exclusion cue reaches no further than its own clause.
+CLAUSE = ("that", "which", "who", "whose", "but", "while", "whereas", "ma", "nhung")
+# Words that ask for a type: the type named right after them (English) or right before them
+# (Vietnamese "thuoc nao", "trieu chung gi") is what the question asks for.
+ASK_BEFORE = ("which", "what", "how many", "list", "name", "find", "show", "count", "number of",
+              "bao nhieu")
+ASK_AFTER = ("nao", "gi")
+
+__all__ = ["ASK_AFTER", "ASK_BEFORE", "CLAUSE", "COORDINATION", "COUNT", "EXCLUDE", "NAME_FILLERS",
+           "RELATION_WORDS", "TYPE_WORDS", "UNION"]
