@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from ragkit.errors import GenerationError, InputError
-from ragkit.kgqa.answer import EMPTY_FINAL, EMPTY_STORE, NOT_MAPPED, check_entities
+from ragkit.kgqa.answer import EMPTY_FINAL, NOT_MAPPED, check_entities
 from ragkit.kgqa.execute import FINAL_LIMIT
 from ragkit.kgqa.flow import KGQA
 from ragkit.kgqa.importer import import_kg
