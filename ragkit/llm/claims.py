@@ -86,15 +86,29 @@ def _sentence_cuts(line: str) -> list[int]:
     return cuts
 
 
+def _lines(text: str):
+    """(start, line) of the logical lines of ``text``: a line wrapped in the middle of a
+    sentence (it ends without punctuation and the next starts in lower case) is joined with
+    the next, with a space for the line break."""
+    offset, pending, start = 0, "", 0
+    for line in text.split("\n"):
+        if pending and line[:1].islower() and not re.search(r"[.!?:;]\W*$", pending):
+            pending += " " + line
+        else:
+            if pending or offset:
+                yield start, pending
+            pending, start = line, offset
+        offset += len(line) + 1
+    yield start, pending
+
+
 def _pieces(answer: str):
-    """(start, end) of every sentence of every line of ``answer``."""
-    offset = 0
-    for line in answer.split("\n"):
+    """(start, end) of every sentence of every logical line of ``answer``."""
+    for offset, line in _lines(answer):
         starts = [0, *_sentence_cuts(line)]
         for a, b in zip(starts, [*starts[1:], len(line)]):
             if line[a:b].strip():
                 yield offset + a, offset + b
-        offset += len(line) + 1
 
 
 def split_claims(answer: str) -> list[Claim]:
@@ -128,7 +142,7 @@ def remove_claims(answer: str, dropped: list[Claim]) -> str:
 
 def split_sentences(text: str) -> list[str]:
     """The sentences of an evidence text (the same cut as for claims, citations kept)."""
-    return [text[a:b].strip() for a, b in _pieces(text)]
+    return [text[a:b].replace("\n", " ").strip() for a, b in _pieces(text)]
 
 
 __all__ = ["Claim", "citations", "remove_claims", "split_claims", "split_sentences", "strip_citations"]

@@ -131,9 +131,9 @@ def check_grounding(answer: str, evidence: Iterable[str], question: str = "",
 # - negation: a word the claim negates ("not", "never", "không", "chưa" before it) is negated
 #   in the span too, and a word the span negates is negated in the claim;
 # - names and roles: every name it uses (a capitalised, all-capitals or letter-and-digit word
-#   such as "AMF", "Marie Curie", "N4") is in the span, and two names linked by a predicate
-#   stand in the same order there ("the NRF selects the SMF" is not "the SMF selects the NRF");
-#   a passive "by"/"bởi"/"được" between them reverses the order.
+#   such as "AMF", "Marie Curie", "N4") is in the span, and two names that are not merely
+#   listed ("A, B and C") stand in the same order there ("the NRF selects the SMF" is not
+#   "the SMF selects the NRF"); a passive "by"/"bởi"/"được" between them reverses the order.
 #
 # The trace names, for every claim, the span that supports it or why none does.
 
@@ -144,6 +144,7 @@ _NEGATIONS = frozenset("not no never none nor neither without cannot không chư
 _NOT_NEGATING = {"không": frozenset("khí gian tải quân trung".split())}
 _NEGATION_SCOPE = 3          # content words after a negation that it negates
 _PASSIVE = frozenset({"by", "bởi", "được"})
+_COORDINATION = frozenset({",", ";", "(", ")", "and", "or", "nor", "và", "hoặc", "hay", "cùng", "với"})
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_][\w'’]*|\d+\w*|[,;:.!?()]")
 _BOUNDARY = frozenset(",;:.!?()")
 _REFUSAL_CUES = (
@@ -191,7 +192,8 @@ class _Text:
     tokens: tuple[str, ...]           # original case
     lower: tuple[str, ...]
     keys: frozenset                   # stems of its words, and accent-stripped forms
-    negated: frozenset                # stems negated at every occurrence
+    negated: frozenset                # stems negated at one occurrence at least
+    only_negated: frozenset           # stems negated at every occurrence
     names: tuple[tuple[int, tuple[str, ...]], ...]   # (position, lowercased words) of each name
 
     @classmethod
@@ -202,7 +204,7 @@ class _Text:
         for w in lower:
             keys.add(_stem(w))
             keys.add("~" + strip_accents(w))
-        return cls(tokens, lower, frozenset(keys), _negated(lower), _names(tokens, lowercase_vocabulary))
+        return cls(tokens, lower, frozenset(keys), *_negated(lower), _names(tokens, lowercase_vocabulary))
 
     def has(self, word: str) -> bool:
         """Whether a (lowercase) word is in this text: by stem, or accent-free for a word
@@ -210,9 +212,10 @@ class _Text:
         return _stem(word) in self.keys or (strip_accents(word) == word and "~" + word in self.keys)
 
 
-def _negated(lower: tuple[str, ...]) -> frozenset:
-    """Stems of the content words that follow a negation (up to ``_NEGATION_SCOPE`` of them,
-    within its clause) at every place they occur."""
+def _negated(lower: tuple[str, ...]) -> tuple[frozenset, frozenset]:
+    """Stems of the content words and numbers that follow a negation (up to
+    ``_NEGATION_SCOPE`` of them, within its clause): those negated somewhere, and those
+    negated everywhere they occur."""
     inside, outside = set(), set()
     scope = 0
     for i, w in enumerate(lower):
@@ -225,7 +228,7 @@ def _negated(lower: tuple[str, ...]) -> frozenset:
         if _claim_word(w) or _is_number(w):
             (inside if scope else outside).add(_stem(w))
             scope = max(scope - 1, 0)
-    return frozenset(inside - outside)
+    return frozenset(inside), frozenset(inside - outside)
 
 
 def _is_name_word(token: str, first: bool, lowercase_vocabulary: frozenset) -> bool:
@@ -267,11 +270,21 @@ def _names(tokens: tuple[str, ...], lowercase_vocabulary: frozenset) -> tuple:
 
 
 def _name_positions(name: tuple[str, ...], span: _Text) -> list[int]:
-    """Where a name is in a span: the places of its first word when all its words are there
-    (a name may be written longer in the evidence: "Marie Curie" / "Marie Skłodowska Curie")."""
-    if not all(w in span.lower for w in name):
-        return []
-    return [i for i, w in enumerate(span.lower) if w == name[0]]
+    """Where a name is in a span: the places where its words stand in order with at most two
+    other words among them (a name may be written longer in the evidence: "Marie Curie" /
+    "Marie Skłodowska Curie"), not scattered over the span."""
+    out = []
+    for i, w in enumerate(span.lower):
+        if w != name[0]:
+            continue
+        j, rest = i + 1, list(name[1:])
+        while rest and j < min(len(span.lower), i + len(name) + 2):
+            if span.lower[j] == rest[0]:
+                rest.pop(0)
+            j += 1
+        if not rest:
+            out.append(i)
+    return out
 
 
 def _order_problem(claim: _Text, span: _Text) -> str:
@@ -284,7 +297,7 @@ def _order_problem(claim: _Text, span: _Text) -> str:
         found.append((pos, name, where))
     for (pa, a, wa), (pb, b, wb) in zip(found, found[1:]):
         between = claim.lower[pa + len(a):pb]
-        if a == b or not any(_claim_word(w) for w in between):
+        if a == b or all(w in _COORDINATION for w in between):
             continue       # a list ("AMF, SMF and UPF") orders nothing
         passive = any(w in _PASSIVE for w in between)
 
@@ -317,11 +330,12 @@ def _number_problem(claim: _Text, span: _Text) -> str:
 
 
 def _negation_problem(claim: _Text, span: _Text, shared: set[str]) -> str:
-    """A word negated in one of claim and span but not in the other."""
+    """A word the claim negates that the span never negates, or one the span only ever
+    negates that the claim states plainly."""
     added = sorted((claim.negated - span.negated) & shared)
     if added:
         return f"it negates {added[0]!r}, which the span does not"
-    dropped = sorted((span.negated - claim.negated) & shared)
+    dropped = sorted((span.only_negated - claim.only_negated) & shared)
     if dropped:
         return f"the span negates {dropped[0]!r}, which the claim does not"
     return ""
@@ -342,8 +356,10 @@ class ClaimVerdict:
     borderline: bool = False        # unsupported only for coverage, by a little: a judge may confirm it
 
     def to_dict(self) -> dict:
-        out = {"text": self.text, "verdict": self.verdict, "cited": self.cited,
-               "support": self.support, "why": self.why, "coverage": self.coverage}
+        out = {"text": self.text, "verdict": self.verdict, "supported": self.verdict != "unsupported",
+               "cited": self.cited, "support": self.support,
+               "evidence": self.support["evidence"] if self.support else None,
+               "why": self.why, "coverage": self.coverage}
         if self.borderline:
             out["borderline"] = True
         return out
@@ -378,14 +394,18 @@ def is_refusal(text: str, refusals: Iterable[str] = ()) -> bool:
     return any(cue in plain for cue in _REFUSAL_CUES) and len(plain.split()) <= 25
 
 
-def _spans(evidence: list[str], numbers: Iterable[int], vocabulary: frozenset):
-    """(evidence number, span text, analysed span) for every sentence and pair of adjacent
-    sentences of the chosen evidence items."""
+def _spans(evidence: list[str], numbers: Iterable[int], words: tuple[str, ...], vocabulary: frozenset):
+    """(evidence number, span text, analysed span) for every sentence of the chosen evidence
+    items, and every pair of adjacent sentences that each hold a claim word (not a name) the
+    other lacks (a claim may join two sentences; one sentence must not borrow a number or a
+    name from the next)."""
     for n in numbers:
         sentences = split_sentences(evidence[n - 1])
+        analysed = [_Text.of(sentence, vocabulary) for sentence in sentences]
+        found = [{w for w in words if a.has(w)} for a in analysed]
         for i, sentence in enumerate(sentences):
-            yield n, sentence, _Text.of(sentence, vocabulary)
-            if i + 1 < len(sentences):
+            yield n, sentence, analysed[i]
+            if i + 1 < len(sentences) and found[i] - found[i + 1] and found[i + 1] - found[i]:
                 pair = f"{sentence} {sentences[i + 1]}"
                 yield n, pair, _Text.of(pair, vocabulary)
 
@@ -404,14 +424,17 @@ def _judge_claim(claim: Claim, evidence: list[str], spans_of, question_words: _T
         return ClaimVerdict(claim.text, "unsupported", cited, None,
                             f"cites [{outside[0]}], but the evidence has {len(evidence)} items")
     numbers = [n for n in cited if n not in outside] or range(1, len(evidence) + 1)
+    numbers_in = {t for t in text.lower if _is_number(t)}
     best: tuple | None = None
-    for n, span_text, span in spans_of(tuple(numbers)):
+    in_names = {w for _, name in text.names for w in name}
+    for n, span_text, span in spans_of(tuple(numbers), tuple(w for w in words if w not in in_names)):
         found = [w for w in words if span.has(w) or question_words.has(w)]
         coverage = len(found) / len(words) if words else 1.0
         rules = ""
         if coverage >= BORDERLINE_SUPPORT:    # the other rules, only on spans that may support it
             rules = _number_problem(text, span) or \
-                _negation_problem(text, span, {_stem(w) for w in words if span.has(w)}) or _order_problem(text, span)
+                _negation_problem(text, span, {_stem(w) for w in words if span.has(w)} | numbers_in) or \
+                _order_problem(text, span)
         short = coverage < min_support and not rules
         problem = rules
         if coverage < min_support and not rules:
@@ -456,10 +479,10 @@ def check_claims(answer: str, evidence: Iterable[str], question: str = "", *,
     question_words = _Text.of(question)
     cache: dict[tuple, list] = {}
 
-    def spans_of(numbers: tuple) -> list:
-        if numbers not in cache:
-            cache[numbers] = list(_spans(evidence, numbers, vocabulary))
-        return cache[numbers]
+    def spans_of(numbers: tuple, words: tuple) -> list:
+        if (numbers, words) not in cache:
+            cache[numbers, words] = list(_spans(evidence, numbers, words, vocabulary))
+        return cache[numbers, words]
 
     claims = split_claims(answer)
     verdicts = [_judge_claim(c, evidence, spans_of, question_words, vocabulary, refusals, min_support)
@@ -520,7 +543,7 @@ def judge_borderline(details: dict, judge) -> tuple[dict, list[dict]]:
                                                        YES + NO))
         judged.append({"claim": i + 1, "logodds": round(logodds, 4)})
         if logodds > 0:
-            claims[i] = {**claim, "verdict": "supported", "borderline": False,
+            claims[i] = {**claim, "verdict": "supported", "supported": True, "borderline": False,
                          "why": f"the model judge says the span supports it (log-odds {logodds:.2f})"}
     reason = claims_reason(claims, details.get("core"), details.get("distinct_trigrams", 1.0))
     return {**details, "claims": claims, "passed": not reason, "reason": reason}, judged
