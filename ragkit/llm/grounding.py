@@ -419,6 +419,8 @@ def _judge_claim(claim: Claim, evidence: list[str], spans_of, question_words: _T
     words = sorted({w for w in text.lower if _claim_word(w)})
     if not words and not any(_is_number(t) for t in text.lower):
         return ClaimVerdict(claim.text, "no claim", cited, None, "no content words")
+    if claim.body.rstrip().endswith(":") and len(claim.body.split()) <= 4 and not cited:
+        return ClaimVerdict(claim.text, "no claim", cited, None, "a lead-in (ends with ':')")
     outside = [n for n in cited if not 1 <= n <= len(evidence)]
     if cited and len(outside) == len(cited):
         return ClaimVerdict(claim.text, "unsupported", cited, None,
