@@ -87,6 +87,7 @@ bench: install
 	$(BIN)/python bench/pathquestion.py
 	$(BIN)/python bench/graph_scale.py
 	$(BIN)/python bench/kgqa_serve.py
+	$(BIN)/python bench/grounding_check.py
 	$(BIN)/python bench/hybrid.py
 	$(BIN)/python bench/rerank.py
 
