@@ -88,6 +88,7 @@ bench: install
 	$(BIN)/python bench/graph_scale.py
 	$(BIN)/python bench/kgqa_serve.py
 	$(BIN)/python bench/kgqa_questions.py
+	$(BIN)/python bench/grounding_check.py
 	$(BIN)/python bench/hybrid.py
 	$(BIN)/python bench/rerank.py
 

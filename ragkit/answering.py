@@ -12,6 +12,14 @@ prompt to ask the model, and how to check what the model wrote. The stage return
 - ``check``: ``{"passed", "reason", ...}``: the check of the model's answer whenever a model
   answered, else of the evidence answer itself.
 
+The default check judges each claim (sentence, list item) of an answer against the evidence
+it cites (``llm.grounding.check_claims``; ``check.claims`` holds each verdict and its span).
+A model answer whose core claim (its first) is supported but some later claims are not is
+given without them (``dropped_claims`` lists them and why); one whose core claim fails is
+replaced by the evidence answer, and ``fallback_reason`` says so. With
+``LLMConfig.judge_claims`` the model may confirm borderline claims (its own "claim_judge"
+stage) before that.
+
 Model failures follow one policy. A model that cannot be loaded (a missing or broken GGUF, a
 bad server URL) raises ``ModelError`` before anything is answered. A model that fails while
 writing the answer (a server that is down or too slow, an HTTP error, a cut stream: a
@@ -27,7 +35,8 @@ from typing import Any, Callable, Sequence
 
 from .config import LLMConfig
 from .errors import GenerationError
-from .llm.grounding import check_grounding
+from .llm.claims import remove_claims, split_claims
+from .llm.grounding import check_claims, judge_borderline
 from .llm.postprocess import filter_think_tags, looks_english
 from .llm.prompts import REASK_VI
 from .profiler import Profiler
@@ -48,15 +57,15 @@ class Check:
 
 
 def grounding_check(evidence: Sequence[str], question: str = "") -> Callable[[str], Check]:
-    """The default check: the answer's content words and numbers must be in the evidence
-    (``llm.grounding.check_grounding``)."""
+    """The default check: every claim of the answer must be supported by the evidence it
+    cites: its words, numbers and units, negations and the roles of its names
+    (``llm.grounding.check_claims``). ``[n]`` in an answer is ``evidence[n - 1]``."""
+    evidence = list(evidence)
 
     def check(answer: str) -> Check:
-        report = check_grounding(answer, evidence, question)
-        details = report.to_dict()
-        details.pop("grounded")
-        reason = details.pop("reason")
-        return Check(report.grounded, reason, details)
+        details = check_claims(answer, evidence, question).to_dict()
+        passed, reason = details.pop("passed"), details.pop("reason")
+        return Check(passed, reason, details)
 
     return check
 
@@ -105,6 +114,8 @@ class Outcome:
     completion_tokens: int = 0
     finish_reason: str = ""
     kept_evidence: int | None = None      # evidence items the prompt kept (None: all)
+    dropped_claims: list[dict] = field(default_factory=list)   # {text, why} of claims left out
+    claim_judge: list[dict] = field(default_factory=list)      # {claim, logodds} the model judged
 
     def to_dict(self) -> dict:
         out = {"answer_source": self.answer_source, "check": self.check.to_dict()}
@@ -114,6 +125,10 @@ class Outcome:
                         "finish_reason": self.finish_reason})
         if self.fallback_reason:
             out["fallback_reason"] = self.fallback_reason
+        if self.dropped_claims:
+            out["dropped_claims"] = self.dropped_claims
+        if self.claim_judge:
+            out["claim_judge"] = self.claim_judge
         return out
 
 
@@ -151,13 +166,51 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
                        kept_evidence=kept)
     with profiler.stage("check"):
         check = draft.judge(text) if text.strip() else Check(False, "the model wrote nothing")
+    judged: list[dict] = []
+    if not check.passed and llm_config.judge_claims and hasattr(model, "choice_logprobs") \
+            and any(c.get("borderline") for c in check.details.get("claims", ())):
+        with profiler.stage("claim_judge"):
+            details, judged = judge_borderline({"passed": check.passed, "reason": check.reason,
+                                                **check.details}, model)
+        check = Check(details.pop("passed"), details.pop("reason"), details)
     common = dict(model_answer=text, raw_answer=raw, reasked=reasked,
                   completion_tokens=gen.completion_tokens, finish_reason=gen.finish_reason,
-                  kept_evidence=kept)
+                  kept_evidence=kept, claim_judge=judged)
     if check.passed:
         return Outcome(text, "model", check, **common)
-    return Outcome(_with_note(draft), "fallback", check,
-                   fallback_reason=f"the check failed: {check.reason}", **common)
+    with profiler.stage("check"):
+        kept_answer = drop_unsupported(text, check, draft)
+    if kept_answer is not None:
+        kept_text, kept_check, dropped = kept_answer
+        return Outcome(kept_text, "model", kept_check, dropped_claims=dropped, **common)
+    return Outcome(_with_note(draft), "fallback", check, fallback_reason=_fallback_reason(check), **common)
+
+
+def drop_unsupported(text: str, check: Check, draft: Draft) -> tuple[str, Check, list[dict]] | None:
+    """The answer without its unsupported claims, when its core claim holds and what is left
+    passes the check again; ``None`` when the answer must be replaced instead (its core claim
+    fails, the check is not claim-level, or the answer loops)."""
+    claims = check.details.get("claims")
+    core = check.details.get("core")
+    if not claims or core is None or claims[core]["verdict"] not in ("supported", "refusal"):
+        return None
+    parts = split_claims(text)
+    dropped = [i for i, c in enumerate(claims) if c["verdict"] == "unsupported"]
+    if len(parts) != len(claims) or not dropped:
+        return None
+    kept_text = remove_claims(text, [parts[i] for i in dropped])
+    kept_check = draft.judge(kept_text)
+    if not kept_check.passed:
+        return None
+    return kept_text, kept_check, [{"text": claims[i]["text"], "why": claims[i]["why"]} for i in dropped]
+
+
+def _fallback_reason(check: Check) -> str:
+    """Why the model's answer was replaced: its core claim, when the check is claim-level."""
+    claims, core = check.details.get("claims"), check.details.get("core")
+    if claims and core is not None and claims[core]["verdict"] == "unsupported":
+        return f"the core claim (claim {core + 1}) is not supported: {claims[core]['why']}"
+    return f"the check failed: {check.reason}"
 
 
 def _tidy(text: str, draft: Draft) -> str:
@@ -169,4 +222,4 @@ def _with_note(draft: Draft) -> str:
     return f"{draft.evidence_answer}\n\n{draft.fallback_note}" if draft.fallback_note else draft.evidence_answer
 
 
-__all__ = ["ANSWER_SOURCES", "Check", "Draft", "Outcome", "answer", "grounding_check"]
+__all__ = ["ANSWER_SOURCES", "Check", "Draft", "Outcome", "answer", "drop_unsupported", "grounding_check"]

@@ -232,6 +232,48 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def read_evidence(path: str) -> tuple[list[str], list]:
+    """Evidence texts and their ids from ``--evidence``: a JSON list of strings or of
+    {"id", "text"} objects, or JSON lines of either (ids default to 1, 2, ...)."""
+    file = Path(path)
+    if not file.is_file():
+        raise InputError(f"--evidence {path}: no such file")
+    raw = file.read_text(encoding="utf-8-sig").strip()
+    try:
+        items = json.loads(raw) if raw.startswith("[") else [json.loads(line) for line in raw.splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise InputError(f"--evidence {path}: not JSON or JSON lines ({exc.msg}, line {exc.lineno})") from None
+    texts, ids = [], []
+    for n, item in enumerate(items, 1):
+        if isinstance(item, dict) and isinstance(item.get("text"), str):
+            texts.append(item["text"])
+            ids.append(item["id"] if item.get("id") is not None else n)
+        elif isinstance(item, str):
+            texts.append(item)
+            ids.append(n)
+        else:
+            raise InputError(f"--evidence {path}: item {n} is neither a string nor an object with a text")
+    if not any(t.strip() for t in texts):
+        raise InputError(f"--evidence {path}: holds no evidence text")
+    return texts, ids
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .llm.grounding import check_claims
+
+    if not args.answer.strip():
+        raise InputError("--answer: is empty")
+    texts, ids = read_evidence(args.evidence)
+    data = check_claims(args.answer, texts, args.question or "").to_dict()
+    for claim in data["claims"]:          # the evidence's own ids, where the file gave them
+        if claim["support"]:
+            claim["evidence"] = claim["support"]["evidence"] = ids[claim["support"]["evidence"] - 1]
+    lines = [f"{'ok ' if c['supported'] else 'NO '} {c['verdict']:<11} {c['text']}"
+             + (f"\n      {c['why']}" if c["why"] and not c["supported"] else "") for c in data["claims"]]
+    _emit(data, args.json, f"passed: {data['passed']}  {data['reason']}\n" + "\n".join(lines))
+    return 0
+
+
 def _note_fallback(trace: dict) -> None:
     """A model that failed while answering does not fail the command (the evidence answer
     is given), but it is said on stderr as well as in the trace."""
@@ -582,6 +624,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=4, help="questions answered at once")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     p.set_defaults(func=cmd_serve, json=False)
+
+    p = sub.add_parser("check", help="check an answer's claims against evidence")
+    p.add_argument("--answer", required=True, help="the answer text ([n] cites the n-th evidence item)")
+    p.add_argument("--evidence", required=True, help="a JSON list of evidence texts or {id, text} objects, or JSON lines")
+    p.add_argument("--question", help="the question (an answer may restate its words)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("run", help="run a notebook with papermill into outputs/runs/")
     p.add_argument("notebook")

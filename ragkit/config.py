@@ -143,6 +143,7 @@ class LLMConfig:
     use_mmap: bool = True
     use_mlock: bool = False
     reask_vietnamese: bool = True
+    judge_claims: bool = False      # the model confirms claims the claim check finds borderline
     server_url: str | None = None   # an OpenAI-compatible server instead of the GGUF in process
     server_timeout: float = 120.0   # seconds for one request to that server
     api_key: str | None = field(default=None, repr=False)   # that server's bearer token

@@ -69,7 +69,9 @@ def test_ungrounded_model_answer_is_replaced_by_the_evidence(manual_index, gguf)
     llm = ScriptedLLM(["<think>hmm</think>Tốc độ trục chính là 9000 vòng/phút."], gguf)
     answer = ask_lexical("Tốc độ trục chính máy phay?", manual_index, llm=llm)
     assert answer.trace["answer_source"] == "fallback"
-    assert "9000" in answer.trace["check"]["unsupported_numbers"]
+    claim = answer.trace["check"]["claims"][0]
+    assert claim["verdict"] == "unsupported" and "the number 9000 is not in the span" in claim["why"]
+    assert answer.trace["fallback_reason"].startswith("the core claim (claim 1) is not supported")
     assert "9000" not in answer.answer and "<think>" not in answer.trace["model_answer"]
 
 
