@@ -12,8 +12,9 @@ Query flow, with the design's parameters:
 4. paths: with two or more anchors, simple paths between them in the undirected view
    (``cutoff = max_hops``, ``path_candidate_multiplier × top_k_paths`` candidates),
    formatted ``A -[rel]-> B ; B -[rel2]-> C`` and reranked. Beyond the design: with one anchor,
-   the paths that start at it (up to ``max_hops`` edges, bounded per node) are ranked by
-   how close their relation sequence ("spouse ; nationality") is to the question with the
+   relation sequences that leave it (up to ``max_hops`` edges) are found by a beam search
+   that scores each hop against the question words earlier hops left unused, then ranked by
+   how close the whole sequence ("spouse ; nationality") is to the question with the
    anchor's name removed, so "what is the nationality of X's spouse" finds
    X → spouse → Y → nationality → Z;
 5. answer: the end of the best path (the most frequent end when several paths share the best
@@ -51,6 +52,8 @@ GRAPH_FILE = "graph.json"
 # question words (accent-free). Vietnamese kinship words such as "con" are kept.
 QUESTION_STOPWORDS = ENGLISH_STOPWORDS | frozenset(
     "name named called ai gi nao dau bao nhieu la cua co nhung cac mot va khong duoc o tai ten".split())
+# Words that join two names for one thing ("father or mother"), accent-free.
+COORDINATORS = frozenset({"or", "hoac"})
 
 
 # The query parameters live with every other default, in ragkit.config.
@@ -124,6 +127,34 @@ def merge_entities(question: str, found: list[str], proposed: list[str]) -> list
             out.append(name.strip())
             keys.add(key)
     return out
+
+
+def question_units(asked: str) -> list[str]:
+    """The question's content words, each a thing a relation may answer to: lowercase,
+    possessive "'s" dropped, question and function words left out. Words joined by a
+    coordinator ("father or mother", "cha hoặc mẹ") name one thing asked in two ways, so they
+    are one unit: read apart, they would ask for two hops.
+
+    >>> question_units("Who is the father or mother of Ada's wife?")
+    ['father or mother', 'wife']
+    """
+    text = re.sub(r"['’]s\b", " ", display(asked).lower())
+    units: list[str] = []
+    joining = follows_unit = False
+    for word in re.findall(r"[^\W_]+", text):
+        key = strip_accents(word)
+        if key in COORDINATORS and follows_unit:
+            joining, follows_unit = True, False
+            continue
+        if len(word) < 2 or key in QUESTION_STOPWORDS:
+            joining = follows_unit = False
+            continue
+        if joining:
+            units[-1] = f"{units[-1]} {word}"
+        else:
+            units.append(word)
+        joining, follows_unit = False, True
+    return units
 
 
 @dataclass
@@ -357,40 +388,35 @@ class GraphRAG:
                 "relations": [r for _, r, _ in steps],
                 "text": " ; ".join(f"{display(s)} -[{r}]-> {display(t)}" for s, r, t in steps)}
 
-    def paths_from(self, question: str, anchor: str, params: GraphQueryParams) -> list[dict]:
-        """Beyond the design: paths that start at the one anchor. The relation sequences that
-        leave it (up to ``max_hops`` relations, found from at most ``branch_limit`` nodes per
-        sequence and step, ``max_sequences`` in all) are ranked against the question without
-        the anchor's name; the best sequence is then followed from the anchor, and the node
-        most walks along it reach is the answer (its ``votes``)."""
-        sequences: list[tuple[str, ...]] = []
-        level: dict[tuple[str, ...], list[str]] = {(): [anchor]}
-        for _ in range(params.max_hops):
-            following: dict[tuple[str, ...], list[str]] = {}
-            for seq, nodes in level.items():
-                for node in nodes:
-                    for (rel, direction), ends in self._edges_by_relation(node).items():
-                        if direction != "out":
-                            continue
-                        sample = following.setdefault(seq + (rel,), [])
-                        if len(sample) < params.branch_limit:
-                            sample.extend(e for e in ends[: params.branch_limit - len(sample)] if e not in sample)
-            room = params.max_sequences - len(sequences)
-            level = dict(list(following.items())[:room])
-            sequences.extend(level)
-            if not level or len(sequences) >= params.max_sequences:
-                break
-        if not sequences:
-            return []
+    def paths_from(self, question: str, anchor: str, params: GraphQueryParams,
+                   profiler: Profiler | None = None) -> list[dict]:
+        """Beyond the design: paths that start at the one anchor. Candidate relation sequences
+        (up to ``max_hops`` relations) come from a beam search over the anchor's out-relations
+        (:meth:`relation_beam`); they are ranked against the question without the anchor's
+        name; the best sequence is then followed from the anchor, and the node most walks
+        along it reach is the answer (its ``votes``). Stages, timed in ``profiler``:
+        ``relation_beam``, ``sequence_ranking``, ``path_follow``."""
+        profiler = profiler or Profiler()
         asked = re.sub(re.escape(display(anchor)), " ", display(question), flags=re.IGNORECASE)
         asked = re.sub(re.escape(anchor), " ", asked, flags=re.IGNORECASE)
-        sequences.sort()
-        texts = [" ; ".join(display(r) for r in seq) for seq in sequences]
-        whole = (self.embedder.encode(texts) @ self.embedder.encode([asked])[0]).tolist()
-        aligned = self._alignment(asked, sequences) if params.alignment_weight else [0.0] * len(sequences)
-        scores = {seq: w + params.alignment_weight * a - params.hop_penalty * (len(seq) - 1)
-                  for seq, w, a in zip(sequences, whole, aligned)}
-        ranked = sorted(sequences, key=lambda seq: (-scores[seq], len(seq), seq))
+        with profiler.stage("relation_beam"):
+            sequences = sorted(self.relation_beam(asked, anchor, params))
+        if not sequences:
+            return []
+        with profiler.stage("sequence_ranking"):
+            texts = [" ; ".join(display(r) for r in seq) for seq in sequences]
+            whole = (self.embedder.encode(texts) @ self.embedder.encode([asked])[0]).tolist()
+            aligned = self._alignment(asked, sequences) if params.alignment_weight else [0.0] * len(sequences)
+            scores = {seq: w + params.alignment_weight * a - params.hop_penalty * (len(seq) - 1)
+                      for seq, w, a in zip(sequences, whole, aligned)}
+            ranked = sorted(sequences, key=lambda seq: (-scores[seq], len(seq), seq))
+        with profiler.stage("path_follow"):
+            return self._walks(anchor, ranked, scores, params)
+
+    def _walks(self, anchor: str, ranked: list[tuple[str, ...]], scores: dict[tuple[str, ...], float],
+               params: GraphQueryParams) -> list[dict]:
+        """The best sequence's walks from ``anchor`` (with the votes of their ends), then the
+        best walk of each following sequence, ``top_k_paths`` in all."""
         out: list[dict] = []
         for rank, seq in enumerate(ranked):
             ends = self._follow(anchor, seq, params.frontier_limit)
@@ -409,6 +435,54 @@ class GraphRAG:
                     continue
                 break     # other sequences: their best walk only
         return out
+
+    def relation_beam(self, asked: str, anchor: str, params: GraphQueryParams) -> list[tuple[str, ...]]:
+        """Relation sequences that leave ``anchor`` along out-edges, up to ``max_hops`` long,
+        found by beam search rather than listed in full (their number grows as the out-degree
+        to the power of the hops). A sequence's score is the sum, over its hops, of how well
+        the hop's relation matches the best question word no earlier hop has used (cosine,
+        rescaled above the embedder's unrelated level; a hop that matches no word adds 0).
+        At each length the ``beam_width`` best sequences are kept and extended by the
+        out-relations of the nodes they reach (at most ``branch_limit`` nodes a sequence), so
+        a first hop that matches a word less well than a rival's, but leads on to the rest of
+        the question, is still followed. Every kept sequence, of any length, is returned."""
+        units = question_units(asked)
+        unit_vecs = self.embedder.encode(units) if units else None
+        base = self.embedder.unrelated_cosine
+        beam: list[tuple[float, tuple[str, ...], frozenset[int], list[str]]] = [(0.0, (), frozenset(), [anchor])]
+        kept: list[tuple[str, ...]] = []
+        for _ in range(params.max_hops):
+            grown = []
+            for score, seq, used, nodes in beam:
+                reached = self._out_relations(nodes, params.branch_limit)
+                if not reached:
+                    continue
+                free = [j for j in range(len(units)) if j not in used]
+                relations = sorted(reached)
+                if free:
+                    rel_vecs = self.embedder.encode([display(r) for r in relations])
+                    sims = np.clip((rel_vecs @ unit_vecs[free].T - base) / (1.0 - base), 0.0, None)
+                for i, rel in enumerate(relations):
+                    gain, word = (float(sims[i].max()), free[int(sims[i].argmax())]) if free else (0.0, None)
+                    taken = used | {word} if word is not None and gain > 0 else used
+                    grown.append((score + gain, seq + (rel,), taken, reached[rel]))
+            beam = sorted(grown, key=lambda state: (-state[0], state[1]))[: params.beam_width]
+            if not beam:
+                break
+            kept.extend(state[1] for state in beam)
+        return kept
+
+    def _out_relations(self, nodes: list[str], branch: int) -> dict[str, list[str]]:
+        """relation → the nodes it reaches from ``nodes`` (at most ``branch`` of them, in order)."""
+        reached: dict[str, list[str]] = {}
+        for node in nodes:
+            for (rel, direction), ends in self._edges_by_relation(node).items():
+                if direction != "out":
+                    continue
+                sample = reached.setdefault(rel, [])
+                if len(sample) < branch:
+                    sample.extend(e for e in ends[: branch - len(sample)] if e not in sample)
+        return reached
 
     def _follow(self, start: str, seq: tuple[str, ...], limit: int) -> Counter:
         """How many walks along ``seq`` from ``start`` end at each node (at most ``limit`` nodes a step)."""
@@ -442,10 +516,9 @@ class GraphRAG:
         relation covers, scores lower; so "where does X's parent work" prefers
         parents → institution to parents alone, and "X's son's wife" prefers two hops to three.
         Vietnamese writes words as space-separated syllables ("quốc tịch"), so there the
-        content syllables are also read as the best split into one- and two-syllable words."""
-        text = re.sub(r"['’]s\b", " ", display(asked).lower())
-        tokens = [w for w in re.findall(r"[^\W_]+", text)
-                  if len(w) > 1 and strip_accents(w) not in QUESTION_STOPWORDS]
+        content syllables are also read as the best split into one- and two-syllable words.
+        Words joined by "or" count as one (:func:`question_units`)."""
+        tokens = question_units(asked)
         if not tokens:
             return [0.0] * len(sequences)
         splits = _splits(len(tokens)) if vietnamese_char_count(asked) else [[(i, i + 1) for i in range(len(tokens))]]
@@ -474,7 +547,8 @@ class GraphRAG:
               more_entities: list[str] | None = None, profiler: Profiler | None = None) -> dict:
         """Anchors, neighbours, paths and the answer for ``question``. ``more_entities``
         (for example the LLM's) are added after the rule matcher's, if the question holds them.
-        Each stage is timed in ``profiler`` (entities, anchors, neighbours, paths)."""
+        Each stage is timed in ``profiler`` (entities, anchors, neighbours, paths between
+        anchors; with one entity, the walk's relation_beam, sequence_ranking, path_follow)."""
         params = params or GraphQueryParams()
         profiler = profiler or Profiler()
         with profiler.stage("entities"):
@@ -495,8 +569,8 @@ class GraphRAG:
             firsts = list(dict.fromkeys(a["entity"] for a in anchors))
             ends = [next(a["node"] for a in anchors if a["entity"] == e) for e in firsts]
             paths = self.paths_between(qvec, ends, params) if len(ends) >= 2 else []
-            if not paths:
-                paths = self.paths_from(question, ends[0], params)
+        if not paths:
+            paths = self.paths_from(question, ends[0], params, profiler)
         answer = None
         if paths:
             votes = paths[0].get("votes")
@@ -510,4 +584,4 @@ class GraphRAG:
                 "answer": answer}
 
 
-__all__ = ["GraphQueryParams", "GraphRAG", "NOT_ENOUGH", "merge_entities", "read_edges"]
+__all__ = ["GraphQueryParams", "GraphRAG", "NOT_ENOUGH", "merge_entities", "question_units", "read_edges"]
