@@ -157,6 +157,99 @@ def question_units(asked: str) -> list[str]:
     return units
 
 
+@dataclass(frozen=True)
+class AskedWords:
+    """The question's content words (:func:`question_units`) around the anchor's name, in
+    the order a chain of relations from that name is written. A chain reads outward from
+    its name: forward through possessives ("X's son's wife"), backward through "of" ("the
+    wife of the son of X"), or both ("the nationality of X's son's wife"); words after the
+    name that no possessive joins to it ("... of X born?", "... of X married to?") say what
+    is asked last. So the hops should meet, in order (``outward``): the possessive chain
+    after the name, the words before the name from the name back, the other words after it.
+    Only the first word after the last possessive is taken into the chain ("X's son's wife
+    die": wife is, die is not)."""
+
+    chain: tuple[str, ...]
+    before: tuple[str, ...]
+    rest: tuple[str, ...]
+    ordered: bool           # False: the name was not found, word order says nothing
+    vietnamese: bool
+
+    @classmethod
+    def read(cls, question: str, names: list[str]) -> "AskedWords":
+        text = display(question)
+        vietnamese = bool(vietnamese_char_count(text))
+        for name in names:
+            found = re.search(re.escape(name), text, flags=re.IGNORECASE)
+            if found:
+                chain, rest = _possessive_chain(text[found.end():])
+                return cls(chain, tuple(question_units(text[:found.start()])), rest, True, vietnamese)
+        return cls((), tuple(question_units(text)), (), False, vietnamese)
+
+    def parts(self) -> list[tuple[str, ...]]:
+        """The word groups in hop order (``before`` reversed when the name was found)."""
+        if not self.ordered:
+            return [self.before]
+        return [self.chain, self.before[::-1], self.rest]
+
+    def readings(self) -> list[list[str]]:
+        """The words in the order hops should take them; for Vietnamese, every way of
+        reading each group's syllables as one- and two-syllable words."""
+        readings: list[list[str]] = [[]]
+        for part in self.parts():
+            if self.vietnamese and len(part) > 1:
+                ways = [[" ".join(part[a:b]) for a, b in split] for split in _splits(len(part), limit=16)]
+            else:
+                ways = [list(part)]
+            readings = [r + w for r in readings for w in ways][:256]
+        return readings
+
+    def outward(self) -> list[str]:
+        return [w for part in self.parts() for w in part]
+
+
+_POSSESSIVE = re.compile(r"\s*['’]\s*s\b")
+
+
+def _possessive_chain(after: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Split the words after a name into the possessive chain that hangs from it ("'s son's
+    wife") and the rest (the first word after the last "'s" joins the chain)."""
+    chain: list[str] = []
+    while (mark := _POSSESSIVE.match(after)):
+        after = after[mark.end():]
+        following = re.search(r"['’]\s*s\b", after)
+        if following:
+            chain.extend(question_units(after[:following.start()]))
+            after = after[following.start():]
+            continue
+        words = question_units(after)
+        return tuple(chain + words[:1]), tuple(words[1:])
+    return tuple(chain), tuple(question_units(after))
+
+
+def monotone_alignment(sims: np.ndarray) -> float:
+    """The largest total similarity of matching hops to words in order: hop i to word j and
+    hop i' > i to word j' > j, each used once, some left out (a weighted longest common
+    subsequence, O(hops × words)). ``sims`` is hops × words.
+
+    >>> monotone_alignment(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    1.0
+    """
+    row = np.zeros(sims.shape[1] + 1)
+    for hop in sims:
+        row = _extend(row, hop)
+    return float(row[-1])
+
+
+def _extend(row: np.ndarray, hop: np.ndarray) -> np.ndarray:
+    """The alignment row after one more hop: ``new[j]`` is the best total with the words
+    before ``j``, from ``row`` (the same without this hop) and this hop's similarities."""
+    new = np.zeros_like(row)
+    for j in range(1, len(row)):
+        new[j] = max(new[j - 1], row[j], row[j - 1] + hop[j - 1])
+    return new
+
+
 @dataclass
 class BuildReport:
     nodes: int
@@ -399,14 +492,15 @@ class GraphRAG:
         profiler = profiler or Profiler()
         asked = re.sub(re.escape(display(anchor)), " ", display(question), flags=re.IGNORECASE)
         asked = re.sub(re.escape(anchor), " ", asked, flags=re.IGNORECASE)
+        words = AskedWords.read(question, [display(anchor), anchor])
         with profiler.stage("relation_beam"):
-            sequences = sorted(self.relation_beam(asked, anchor, params))
+            sequences = sorted(self.relation_beam(words, anchor, params))
         if not sequences:
             return []
         with profiler.stage("sequence_ranking"):
             texts = [" ; ".join(display(r) for r in seq) for seq in sequences]
             whole = (self.embedder.encode(texts) @ self.embedder.encode([asked])[0]).tolist()
-            aligned = self._alignment(asked, sequences) if params.alignment_weight else [0.0] * len(sequences)
+            aligned = self._alignment(words, sequences) if params.alignment_weight else [0.0] * len(sequences)
             scores = {seq: w + params.alignment_weight * a - params.hop_penalty * (len(seq) - 1)
                       for seq, w, a in zip(sequences, whole, aligned)}
             ranked = sorted(sequences, key=lambda seq: (-scores[seq], len(seq), seq))
@@ -436,40 +530,51 @@ class GraphRAG:
                 break     # other sequences: their best walk only
         return out
 
-    def relation_beam(self, asked: str, anchor: str, params: GraphQueryParams) -> list[tuple[str, ...]]:
+    def relation_beam(self, words: AskedWords, anchor: str, params: GraphQueryParams) -> list[tuple[str, ...]]:
         """Relation sequences that leave ``anchor`` along out-edges, up to ``max_hops`` long,
         found by beam search rather than listed in full (their number grows as the out-degree
-        to the power of the hops). A sequence's score is the sum, over its hops, of how well
-        the hop's relation matches the best question word no earlier hop has used (cosine,
-        rescaled above the embedder's unrelated level; a hop that matches no word adds 0).
-        At each length the ``beam_width`` best sequences are kept and extended by the
-        out-relations of the nodes they reach (at most ``branch_limit`` nodes a sequence), so
-        a first hop that matches a word less well than a rival's, but leads on to the rest of
-        the question, is still followed. Every kept sequence, of any length, is returned."""
-        units = question_units(asked)
-        unit_vecs = self.embedder.encode(units) if units else None
+        to the power of the hops). Each hop is scored against the part of the question no
+        earlier hop has used: with the anchor's name found, the words after the last word an
+        earlier hop matched, in the outward order of :class:`AskedWords` (exactly, by the
+        running row of :func:`monotone_alignment`); without it, any word not yet matched.
+        Similarities are cosines rescaled above the embedder's unrelated level, so a hop
+        that matches no word adds 0. At each length the ``beam_width`` best sequences are
+        kept and extended by the out-relations of the nodes they reach (at most
+        ``branch_limit`` nodes a sequence); so a first hop that matches a word less well than
+        a rival's, but leads on to the rest of the question, is still followed. Every kept
+        sequence, of any length, is returned."""
+        units = words.outward()
+        unit_vecs = self.embedder.encode(units) if units else np.zeros((0, 1), dtype=np.float32)
         base = self.embedder.unrelated_cosine
-        beam: list[tuple[float, tuple[str, ...], frozenset[int], list[str]]] = [(0.0, (), frozenset(), [anchor])]
+        # a state: (score, sequence, alignment row or used words, nodes reached)
+        start = np.zeros(len(units) + 1) if words.ordered else frozenset()
+        beam: list[tuple[float, tuple[str, ...], object, list[str]]] = [(0.0, (), start, [anchor])]
         kept: list[tuple[str, ...]] = []
         for _ in range(params.max_hops):
             grown = []
-            for score, seq, used, nodes in beam:
+            for _score, seq, state, nodes in beam:
                 reached = self._out_relations(nodes, params.branch_limit)
-                if not reached:
-                    continue
-                free = [j for j in range(len(units)) if j not in used]
                 relations = sorted(reached)
-                if free:
+                if not relations:
+                    continue
+                sims = np.zeros((len(relations), len(units)))
+                if units:
                     rel_vecs = self.embedder.encode([display(r) for r in relations])
-                    sims = np.clip((rel_vecs @ unit_vecs[free].T - base) / (1.0 - base), 0.0, None)
-                for i, rel in enumerate(relations):
-                    gain, word = (float(sims[i].max()), free[int(sims[i].argmax())]) if free else (0.0, None)
-                    taken = used | {word} if word is not None and gain > 0 else used
-                    grown.append((score + gain, seq + (rel,), taken, reached[rel]))
-            beam = sorted(grown, key=lambda state: (-state[0], state[1]))[: params.beam_width]
+                    sims = np.clip((rel_vecs @ unit_vecs.T - base) / (1.0 - base), 0.0, None)
+                for rel, hop in zip(relations, sims):
+                    if words.ordered:
+                        row = _extend(state, hop)
+                        grown.append((float(row[-1]), seq + (rel,), row, reached[rel]))
+                        continue
+                    free = [j for j in range(len(units)) if j not in state]
+                    best = max(free, key=lambda j: hop[j], default=None)
+                    gain = float(hop[best]) if best is not None else 0.0
+                    used = state | {best} if gain > 0 else state
+                    grown.append((_score + gain, seq + (rel,), used, reached[rel]))
+            beam = sorted(grown, key=lambda st: (-st[0], st[1]))[: params.beam_width]
             if not beam:
                 break
-            kept.extend(state[1] for state in beam)
+            kept.extend(st[1] for st in beam)
         return kept
 
     def _out_relations(self, nodes: list[str], branch: int) -> dict[str, list[str]]:
@@ -508,37 +613,38 @@ class GraphRAG:
             return None
         return walk(start, 0, [start])
 
-    def _alignment(self, asked: str, sequences: list[tuple[str, ...]]) -> list[float]:
+    def _alignment(self, words: AskedWords, sequences: list[tuple[str, ...]]) -> list[float]:
         """How well each relation sequence and the question's content words explain each
-        other: every relation matched to a distinct word (one-to-one, the best assignment by
-        cosine), the matched similarity summed and divided by the larger of the two counts.
-        A sequence with a relation the question does not ask about, or a question word no
-        relation covers, scores lower; so "where does X's parent work" prefers
-        parents → institution to parents alone, and "X's son's wife" prefers two hops to three.
-        Vietnamese writes words as space-separated syllables ("quốc tịch"), so there the
-        content syllables are also read as the best split into one- and two-syllable words.
-        Words joined by "or" count as one (:func:`question_units`)."""
-        tokens = question_units(asked)
-        if not tokens:
+        other: relations matched to distinct words, the matched similarity summed and divided
+        by the larger of the two counts. A sequence with a relation the question does not ask
+        about, or a question word no relation covers, scores lower; so "where does X's parent
+        work" prefers parents → institution to parents alone, and "X's son's wife" prefers two
+        hops to three. With the anchor's name found in the question, the matches must follow
+        the outward word order of :class:`AskedWords` (:func:`monotone_alignment`), so "X's
+        son's wife" is children → spouse, not spouse → children; without it, any one-to-one
+        assignment counts (the best, by cosine). Vietnamese writes words as space-separated
+        syllables ("quốc tịch"), so there the syllables are also read as the best split
+        into one- and two-syllable words."""
+        readings = [r for r in words.readings() if r]
+        if not readings:
             return [0.0] * len(sequences)
-        splits = _splits(len(tokens)) if vietnamese_char_count(asked) else [[(i, i + 1) for i in range(len(tokens))]]
-        spans = sorted({span for split in splits for span in split})
-        span_vecs = dict(zip(spans, self.embedder.encode([" ".join(tokens[a:b]) for a, b in spans])))
+        texts = sorted({w for reading in readings for w in reading})
+        word_vecs = dict(zip(texts, self.embedder.encode(texts)))
         relations = sorted({r for seq in sequences for r in seq})
         rel_vecs = dict(zip(relations, self.embedder.encode([display(r) for r in relations])))
         base = self.embedder.unrelated_cosine
-
-        def rescale(sims: np.ndarray) -> np.ndarray:
-            return np.clip((sims - base) / (1.0 - base), 0.0, None)
-
         out = []
         for seq in sequences:
             rels = np.stack([rel_vecs[r] for r in seq])
             best = 0.0
-            for split in splits:
-                sims = rescale(rels @ np.stack([span_vecs[span] for span in split]).T)
-                rows, cols = linear_sum_assignment(-sims)
-                best = max(best, float(sims[rows, cols].sum()) / max(len(seq), len(split)))
+            for reading in readings:
+                sims = np.clip((rels @ np.stack([word_vecs[w] for w in reading]).T - base) / (1.0 - base), 0.0, None)
+                if words.ordered:
+                    total = monotone_alignment(sims)
+                else:
+                    rows, cols = linear_sum_assignment(-sims)
+                    total = float(sims[rows, cols].sum())
+                best = max(best, total / max(len(seq), len(reading)))
             out.append(best)
         return out
 
@@ -584,4 +690,5 @@ class GraphRAG:
                 "answer": answer}
 
 
-__all__ = ["GraphQueryParams", "GraphRAG", "NOT_ENOUGH", "merge_entities", "question_units", "read_edges"]
+__all__ = ["AskedWords", "GraphQueryParams", "GraphRAG", "NOT_ENOUGH", "merge_entities", "monotone_alignment",
+           "question_units", "read_edges"]
