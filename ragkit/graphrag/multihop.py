@@ -135,25 +135,25 @@ def question_units(asked: str) -> list[str]:
     coordinator ("father or mother", "cha hoặc mẹ") name one thing asked in two ways, so they
     are one unit: read apart, they would ask for two hops.
 
-    >>> question_units("Who is the father or mother of Ada's wife?")
-    ['father or mother', 'wife']
+    >>> question_units("Who is the wife of the father or mother?")
+    ['wife', 'father or mother']
     """
     text = re.sub(r"['’]s\b", " ", display(asked).lower())
     units: list[str] = []
-    joining = follows_unit = False
+    joining, follows_unit = "", False
     for word in re.findall(r"[^\W_]+", text):
         key = strip_accents(word)
         if key in COORDINATORS and follows_unit:
-            joining, follows_unit = True, False
+            joining, follows_unit = word, False
             continue
         if len(word) < 2 or key in QUESTION_STOPWORDS:
-            joining = follows_unit = False
+            joining, follows_unit = "", False
             continue
         if joining:
-            units[-1] = f"{units[-1]} {word}"
+            units[-1] = f"{units[-1]} {joining} {word}"
         else:
             units.append(word)
-        joining, follows_unit = False, True
+        joining, follows_unit = "", True
     return units
 
 
