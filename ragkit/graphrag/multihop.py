@@ -181,6 +181,11 @@ class AskedWords:
         vietnamese = bool(vietnamese_char_count(text))
         for name in names:
             found = re.search(re.escape(name), text, flags=re.IGNORECASE)
+            if found and vietnamese:
+                # Vietnamese syllables are read into words across the whole question, the
+                # name taken out; the outward order is measured on English phrasings only.
+                return cls((), tuple(question_units(text[:found.start()] + " " + text[found.end():])), (),
+                           False, True)
             if found:
                 chain, rest = _possessive_chain(text[found.end():])
                 return cls(chain, tuple(question_units(text[:found.start()])), rest, True, vietnamese)
