@@ -98,7 +98,8 @@ class GraphConfig:
     max_hops: int = 3                   # longest path, in edges
     top_k_paths: int = 2                # paths kept after reranking
     path_candidate_multiplier: int = 3
-    max_sequences: int = 400            # beyond the design: relation sequences from one anchor to rank
+    beam_width: int = 8                 # beyond the design: relation sequences kept per length
+                                        # in the walk from one anchor (beam search)
     hop_penalty: float = 0.0            # subtracted per extra hop when ranking those sequences
     alignment_weight: float = 1.0       # weight of the relation-to-question-word alignment
     branch_limit: int = 50              # neighbours followed per node when enumerating paths
@@ -109,7 +110,8 @@ class GraphConfig:
 
     def __post_init__(self) -> None:
         for name in ("depth", "anchor_per_entity", "max_anchors", "neighbor_top_k",
-                     "neighbor_candidate_multiplier", "max_hops", "top_k_paths", "path_candidate_multiplier"):
+                     "neighbor_candidate_multiplier", "max_hops", "top_k_paths", "path_candidate_multiplier",
+                     "beam_width"):
             _check(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
 
 

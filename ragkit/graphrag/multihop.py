@@ -12,8 +12,9 @@ Query flow, with the design's parameters:
 4. paths: with two or more anchors, simple paths between them in the undirected view
    (``cutoff = max_hops``, ``path_candidate_multiplier × top_k_paths`` candidates),
    formatted ``A -[rel]-> B ; B -[rel2]-> C`` and reranked. Beyond the design: with one anchor,
-   the paths that start at it (up to ``max_hops`` edges, bounded per node) are ranked by
-   how close their relation sequence ("spouse ; nationality") is to the question with the
+   relation sequences that leave it (up to ``max_hops`` edges) are found by a beam search
+   that scores each hop against the question words earlier hops left unused, then ranked by
+   how close the whole sequence ("spouse ; nationality") is to the question with the
    anchor's name removed, so "what is the nationality of X's spouse" finds
    X → spouse → Y → nationality → Z;
 5. answer: the end of the best path (the most frequent end when several paths share the best
@@ -51,6 +52,8 @@ GRAPH_FILE = "graph.json"
 # question words (accent-free). Vietnamese kinship words such as "con" are kept.
 QUESTION_STOPWORDS = ENGLISH_STOPWORDS | frozenset(
     "name named called ai gi nao dau bao nhieu la cua co nhung cac mot va khong duoc o tai ten".split())
+# Words that join two names for one thing ("father or mother"), accent-free.
+COORDINATORS = frozenset({"or", "hoac"})
 
 
 # The query parameters live with every other default, in ragkit.config.
@@ -124,6 +127,132 @@ def merge_entities(question: str, found: list[str], proposed: list[str]) -> list
             out.append(name.strip())
             keys.add(key)
     return out
+
+
+def question_units(asked: str) -> list[str]:
+    """The question's content words, each a thing a relation may answer to: lowercase,
+    possessive "'s" dropped, question and function words left out. Words joined by a
+    coordinator ("father or mother", "cha hoặc mẹ") name one thing asked in two ways, so they
+    are one unit: read apart, they would ask for two hops.
+
+    >>> question_units("Who is the wife of the father or mother?")
+    ['wife', 'father or mother']
+    """
+    text = re.sub(r"['’]s\b", " ", display(asked).lower())
+    units: list[str] = []
+    joining, follows_unit = "", False
+    for word in re.findall(r"[^\W_]+", text):
+        key = strip_accents(word)
+        if key in COORDINATORS and follows_unit:
+            joining, follows_unit = word, False
+            continue
+        if len(word) < 2 or key in QUESTION_STOPWORDS:
+            joining, follows_unit = "", False
+            continue
+        if joining:
+            units[-1] = f"{units[-1]} {joining} {word}"
+        else:
+            units.append(word)
+        joining, follows_unit = "", True
+    return units
+
+
+@dataclass(frozen=True)
+class AskedWords:
+    """The question's content words (:func:`question_units`) around the anchor's name, in
+    the order a chain of relations from that name is written. A chain reads outward from
+    its name: forward through possessives ("X's son's wife"), backward through "of" ("the
+    wife of the son of X"), or both ("the nationality of X's son's wife"); words after the
+    name that no possessive joins to it ("... of X born?", "... of X married to?") say what
+    is asked last. So the hops should meet, in order (``outward``): the possessive chain
+    after the name, the words before the name from the name back, the other words after it.
+    Only the first word after the last possessive is taken into the chain ("X's son's wife
+    die": wife is, die is not)."""
+
+    chain: tuple[str, ...]
+    before: tuple[str, ...]
+    rest: tuple[str, ...]
+    ordered: bool           # False: the name was not found, word order says nothing
+    vietnamese: bool
+
+    @classmethod
+    def read(cls, question: str, names: list[str]) -> "AskedWords":
+        text = display(question)
+        vietnamese = bool(vietnamese_char_count(text))
+        for name in names:
+            found = re.search(re.escape(name), text, flags=re.IGNORECASE)
+            if found and vietnamese:
+                # Vietnamese syllables are read into words across the whole question, the
+                # name taken out; the outward order is measured on English phrasings only.
+                return cls((), tuple(question_units(text[:found.start()] + " " + text[found.end():])), (),
+                           False, True)
+            if found:
+                chain, rest = _possessive_chain(text[found.end():])
+                return cls(chain, tuple(question_units(text[:found.start()])), rest, True, vietnamese)
+        return cls((), tuple(question_units(text)), (), False, vietnamese)
+
+    def parts(self) -> list[tuple[str, ...]]:
+        """The word groups in hop order (``before`` reversed when the name was found)."""
+        if not self.ordered:
+            return [self.before]
+        return [self.chain, self.before[::-1], self.rest]
+
+    def readings(self) -> list[list[str]]:
+        """The words in the order hops should take them; for Vietnamese, every way of
+        reading each group's syllables as one- and two-syllable words."""
+        readings: list[list[str]] = [[]]
+        for part in self.parts():
+            if self.vietnamese and len(part) > 1:
+                ways = [[" ".join(part[a:b]) for a, b in split] for split in _splits(len(part), limit=16)]
+            else:
+                ways = [list(part)]
+            readings = [r + w for r in readings for w in ways][:256]
+        return readings
+
+    def outward(self) -> list[str]:
+        return [w for part in self.parts() for w in part]
+
+
+_POSSESSIVE = re.compile(r"\s*['’]\s*s\b")
+
+
+def _possessive_chain(after: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Split the words after a name into the possessive chain that hangs from it ("'s son's
+    wife") and the rest (the first word after the last "'s" joins the chain)."""
+    chain: list[str] = []
+    while (mark := _POSSESSIVE.match(after)):
+        after = after[mark.end():]
+        following = re.search(r"['’]\s*s\b", after)
+        if following:
+            chain.extend(question_units(after[:following.start()]))
+            after = after[following.start():]
+            continue
+        words = question_units(after)
+        return tuple(chain + words[:1]), tuple(words[1:])
+    return tuple(chain), tuple(question_units(after))
+
+
+def monotone_alignment(sims: np.ndarray) -> float:
+    """The largest total similarity of matching hops to words in order: hop i to word j and
+    hop i' > i to word j' > j, each used once, some left out (a weighted longest common
+    subsequence, O(hops × words)). ``sims`` is hops × words.
+
+    >>> monotone_alignment(np.array([[0.0, 1.0], [1.0, 0.0]]))
+    1.0
+    """
+    row = np.zeros(sims.shape[1] + 1)
+    for hop in sims:
+        row = _extend(row, hop)
+    return float(row[-1])
+
+
+def _extend(row: np.ndarray, hop: np.ndarray) -> np.ndarray:
+    """The alignment row after one more hop: ``new[j]`` is the best total with the words
+    before ``j``, from ``row`` (the same without this hop) and this hop's similarities."""
+    new = np.zeros_like(row)
+    for j in range(1, len(row)):
+        new[j] = max(new[j - 1], row[j], row[j - 1] + hop[j - 1])
+    return new
 
 
 @dataclass
@@ -357,40 +486,36 @@ class GraphRAG:
                 "relations": [r for _, r, _ in steps],
                 "text": " ; ".join(f"{display(s)} -[{r}]-> {display(t)}" for s, r, t in steps)}
 
-    def paths_from(self, question: str, anchor: str, params: GraphQueryParams) -> list[dict]:
-        """Beyond the design: paths that start at the one anchor. The relation sequences that
-        leave it (up to ``max_hops`` relations, found from at most ``branch_limit`` nodes per
-        sequence and step, ``max_sequences`` in all) are ranked against the question without
-        the anchor's name; the best sequence is then followed from the anchor, and the node
-        most walks along it reach is the answer (its ``votes``)."""
-        sequences: list[tuple[str, ...]] = []
-        level: dict[tuple[str, ...], list[str]] = {(): [anchor]}
-        for _ in range(params.max_hops):
-            following: dict[tuple[str, ...], list[str]] = {}
-            for seq, nodes in level.items():
-                for node in nodes:
-                    for (rel, direction), ends in self._edges_by_relation(node).items():
-                        if direction != "out":
-                            continue
-                        sample = following.setdefault(seq + (rel,), [])
-                        if len(sample) < params.branch_limit:
-                            sample.extend(e for e in ends[: params.branch_limit - len(sample)] if e not in sample)
-            room = params.max_sequences - len(sequences)
-            level = dict(list(following.items())[:room])
-            sequences.extend(level)
-            if not level or len(sequences) >= params.max_sequences:
-                break
-        if not sequences:
-            return []
+    def paths_from(self, question: str, anchor: str, params: GraphQueryParams,
+                   profiler: Profiler | None = None) -> list[dict]:
+        """Beyond the design: paths that start at the one anchor. Candidate relation sequences
+        (up to ``max_hops`` relations) come from a beam search over the anchor's out-relations
+        (:meth:`relation_beam`); they are ranked against the question without the anchor's
+        name; the best sequence is then followed from the anchor, and the node most walks
+        along it reach is the answer (its ``votes``). Stages, timed in ``profiler``:
+        ``relation_beam``, ``sequence_ranking``, ``path_follow``."""
+        profiler = profiler or Profiler()
         asked = re.sub(re.escape(display(anchor)), " ", display(question), flags=re.IGNORECASE)
         asked = re.sub(re.escape(anchor), " ", asked, flags=re.IGNORECASE)
-        sequences.sort()
-        texts = [" ; ".join(display(r) for r in seq) for seq in sequences]
-        whole = (self.embedder.encode(texts) @ self.embedder.encode([asked])[0]).tolist()
-        aligned = self._alignment(asked, sequences) if params.alignment_weight else [0.0] * len(sequences)
-        scores = {seq: w + params.alignment_weight * a - params.hop_penalty * (len(seq) - 1)
-                  for seq, w, a in zip(sequences, whole, aligned)}
-        ranked = sorted(sequences, key=lambda seq: (-scores[seq], len(seq), seq))
+        words = AskedWords.read(question, [display(anchor), anchor])
+        with profiler.stage("relation_beam"):
+            sequences = sorted(self.relation_beam(words, anchor, params))
+        if not sequences:
+            return []
+        with profiler.stage("sequence_ranking"):
+            texts = [" ; ".join(display(r) for r in seq) for seq in sequences]
+            whole = (self.embedder.encode(texts) @ self.embedder.encode([asked])[0]).tolist()
+            aligned = self._alignment(words, sequences) if params.alignment_weight else [0.0] * len(sequences)
+            scores = {seq: w + params.alignment_weight * a - params.hop_penalty * (len(seq) - 1)
+                      for seq, w, a in zip(sequences, whole, aligned)}
+            ranked = sorted(sequences, key=lambda seq: (-scores[seq], len(seq), seq))
+        with profiler.stage("path_follow"):
+            return self._walks(anchor, ranked, scores, params)
+
+    def _walks(self, anchor: str, ranked: list[tuple[str, ...]], scores: dict[tuple[str, ...], float],
+               params: GraphQueryParams) -> list[dict]:
+        """The best sequence's walks from ``anchor`` (with the votes of their ends), then the
+        best walk of each following sequence, ``top_k_paths`` in all."""
         out: list[dict] = []
         for rank, seq in enumerate(ranked):
             ends = self._follow(anchor, seq, params.frontier_limit)
@@ -409,6 +534,65 @@ class GraphRAG:
                     continue
                 break     # other sequences: their best walk only
         return out
+
+    def relation_beam(self, words: AskedWords, anchor: str, params: GraphQueryParams) -> list[tuple[str, ...]]:
+        """Relation sequences that leave ``anchor`` along out-edges, up to ``max_hops`` long,
+        found by beam search rather than listed in full (their number grows as the out-degree
+        to the power of the hops). Each hop is scored against the part of the question no
+        earlier hop has used: with the anchor's name found, the words after the last word an
+        earlier hop matched, in the outward order of :class:`AskedWords` (exactly, by the
+        running row of :func:`monotone_alignment`); without it, any word not yet matched.
+        Similarities are cosines rescaled above the embedder's unrelated level, so a hop
+        that matches no word adds 0. At each length the ``beam_width`` best sequences are
+        kept and extended by the out-relations of the nodes they reach (at most
+        ``branch_limit`` nodes a sequence); so a first hop that matches a word less well than
+        a rival's, but leads on to the rest of the question, is still followed. Every kept
+        sequence, of any length, is returned."""
+        units = words.outward()
+        unit_vecs = self.embedder.encode(units) if units else np.zeros((0, 1), dtype=np.float32)
+        base = self.embedder.unrelated_cosine
+        # a state: (score, sequence, alignment row or used words, nodes reached)
+        start = np.zeros(len(units) + 1) if words.ordered else frozenset()
+        beam: list[tuple[float, tuple[str, ...], object, list[str]]] = [(0.0, (), start, [anchor])]
+        kept: list[tuple[str, ...]] = []
+        for _ in range(params.max_hops):
+            grown = []
+            for _score, seq, state, nodes in beam:
+                reached = self._out_relations(nodes, params.branch_limit)
+                relations = sorted(reached)
+                if not relations:
+                    continue
+                sims = np.zeros((len(relations), len(units)))
+                if units:
+                    rel_vecs = self.embedder.encode([display(r) for r in relations])
+                    sims = np.clip((rel_vecs @ unit_vecs.T - base) / (1.0 - base), 0.0, None)
+                for rel, hop in zip(relations, sims):
+                    if words.ordered:
+                        row = _extend(state, hop)
+                        grown.append((float(row[-1]), seq + (rel,), row, reached[rel]))
+                        continue
+                    free = [j for j in range(len(units)) if j not in state]
+                    best = max(free, key=lambda j: hop[j], default=None)
+                    gain = float(hop[best]) if best is not None else 0.0
+                    used = state | {best} if gain > 0 else state
+                    grown.append((_score + gain, seq + (rel,), used, reached[rel]))
+            beam = sorted(grown, key=lambda st: (-st[0], st[1]))[: params.beam_width]
+            if not beam:
+                break
+            kept.extend(st[1] for st in beam)
+        return kept
+
+    def _out_relations(self, nodes: list[str], branch: int) -> dict[str, list[str]]:
+        """relation → the nodes it reaches from ``nodes`` (at most ``branch`` of them, in order)."""
+        reached: dict[str, list[str]] = {}
+        for node in nodes:
+            for (rel, direction), ends in self._edges_by_relation(node).items():
+                if direction != "out":
+                    continue
+                sample = reached.setdefault(rel, [])
+                if len(sample) < branch:
+                    sample.extend(e for e in ends[: branch - len(sample)] if e not in sample)
+        return reached
 
     def _follow(self, start: str, seq: tuple[str, ...], limit: int) -> Counter:
         """How many walks along ``seq`` from ``start`` end at each node (at most ``limit`` nodes a step)."""
@@ -434,38 +618,38 @@ class GraphRAG:
             return None
         return walk(start, 0, [start])
 
-    def _alignment(self, asked: str, sequences: list[tuple[str, ...]]) -> list[float]:
+    def _alignment(self, words: AskedWords, sequences: list[tuple[str, ...]]) -> list[float]:
         """How well each relation sequence and the question's content words explain each
-        other: every relation matched to a distinct word (one-to-one, the best assignment by
-        cosine), the matched similarity summed and divided by the larger of the two counts.
-        A sequence with a relation the question does not ask about, or a question word no
-        relation covers, scores lower; so "where does X's parent work" prefers
-        parents → institution to parents alone, and "X's son's wife" prefers two hops to three.
-        Vietnamese writes words as space-separated syllables ("quốc tịch"), so there the
-        content syllables are also read as the best split into one- and two-syllable words."""
-        text = re.sub(r"['’]s\b", " ", display(asked).lower())
-        tokens = [w for w in re.findall(r"[^\W_]+", text)
-                  if len(w) > 1 and strip_accents(w) not in QUESTION_STOPWORDS]
-        if not tokens:
+        other: relations matched to distinct words, the matched similarity summed and divided
+        by the larger of the two counts. A sequence with a relation the question does not ask
+        about, or a question word no relation covers, scores lower; so "where does X's parent
+        work" prefers parents → institution to parents alone, and "X's son's wife" prefers two
+        hops to three. With the anchor's name found in the question, the matches must follow
+        the outward word order of :class:`AskedWords` (:func:`monotone_alignment`), so "X's
+        son's wife" is children → spouse, not spouse → children; without it, any one-to-one
+        assignment counts (the best, by cosine). Vietnamese writes words as space-separated
+        syllables ("quốc tịch"), so there the syllables are also read as the best split
+        into one- and two-syllable words."""
+        readings = [r for r in words.readings() if r]
+        if not readings:
             return [0.0] * len(sequences)
-        splits = _splits(len(tokens)) if vietnamese_char_count(asked) else [[(i, i + 1) for i in range(len(tokens))]]
-        spans = sorted({span for split in splits for span in split})
-        span_vecs = dict(zip(spans, self.embedder.encode([" ".join(tokens[a:b]) for a, b in spans])))
+        texts = sorted({w for reading in readings for w in reading})
+        word_vecs = dict(zip(texts, self.embedder.encode(texts)))
         relations = sorted({r for seq in sequences for r in seq})
         rel_vecs = dict(zip(relations, self.embedder.encode([display(r) for r in relations])))
         base = self.embedder.unrelated_cosine
-
-        def rescale(sims: np.ndarray) -> np.ndarray:
-            return np.clip((sims - base) / (1.0 - base), 0.0, None)
-
         out = []
         for seq in sequences:
             rels = np.stack([rel_vecs[r] for r in seq])
             best = 0.0
-            for split in splits:
-                sims = rescale(rels @ np.stack([span_vecs[span] for span in split]).T)
-                rows, cols = linear_sum_assignment(-sims)
-                best = max(best, float(sims[rows, cols].sum()) / max(len(seq), len(split)))
+            for reading in readings:
+                sims = np.clip((rels @ np.stack([word_vecs[w] for w in reading]).T - base) / (1.0 - base), 0.0, None)
+                if words.ordered:
+                    total = monotone_alignment(sims)
+                else:
+                    rows, cols = linear_sum_assignment(-sims)
+                    total = float(sims[rows, cols].sum())
+                best = max(best, total / max(len(seq), len(reading)))
             out.append(best)
         return out
 
@@ -474,7 +658,8 @@ class GraphRAG:
               more_entities: list[str] | None = None, profiler: Profiler | None = None) -> dict:
         """Anchors, neighbours, paths and the answer for ``question``. ``more_entities``
         (for example the LLM's) are added after the rule matcher's, if the question holds them.
-        Each stage is timed in ``profiler`` (entities, anchors, neighbours, paths)."""
+        Each stage is timed in ``profiler`` (entities, anchors, neighbours, paths between
+        anchors; with one entity, the walk's relation_beam, sequence_ranking, path_follow)."""
         params = params or GraphQueryParams()
         profiler = profiler or Profiler()
         with profiler.stage("entities"):
@@ -495,8 +680,8 @@ class GraphRAG:
             firsts = list(dict.fromkeys(a["entity"] for a in anchors))
             ends = [next(a["node"] for a in anchors if a["entity"] == e) for e in firsts]
             paths = self.paths_between(qvec, ends, params) if len(ends) >= 2 else []
-            if not paths:
-                paths = self.paths_from(question, ends[0], params)
+        if not paths:
+            paths = self.paths_from(question, ends[0], params, profiler)
         answer = None
         if paths:
             votes = paths[0].get("votes")
@@ -510,4 +695,5 @@ class GraphRAG:
                 "answer": answer}
 
 
-__all__ = ["GraphQueryParams", "GraphRAG", "NOT_ENOUGH", "merge_entities", "read_edges"]
+__all__ = ["AskedWords", "GraphQueryParams", "GraphRAG", "NOT_ENOUGH", "merge_entities", "monotone_alignment",
+           "question_units", "read_edges"]
