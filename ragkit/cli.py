@@ -139,7 +139,7 @@ def cmd_terms_resolve(args: argparse.Namespace) -> int:
     from .pipelines.spec import resolve_term
 
     term = _check_term(args.term)
-    with open_store(args.store) as store:
+    with open_store(args.store, must_exist=True) as store:
         matches = [t for t in resolve_term(store, term) if t.term_type == "abbreviation"]
     rows = [{"abbreviation": t.abbreviation, "full_name": t.full_name, "term_type": t.term_type,
              "source_specs": t.source_specs, "primary_spec": t.primary_spec} for t in matches]
@@ -154,7 +154,7 @@ def cmd_terms_define(args: argparse.Namespace) -> int:
     from .specs.store import rank_terms
 
     term = _check_term(args.term)
-    with open_store(args.store) as store:
+    with open_store(args.store, must_exist=True) as store:
         matches = store.terms_by_name(term, "definition") or \
             store.terms_containing(term, "definition", limit=10)
     rows = [{"term": t.full_name, "definition": t.definition, "source_specs": t.source_specs}
@@ -181,7 +181,7 @@ def cmd_eval_mcq(args: argparse.Namespace) -> int:
         from .llm.backends import default_llm
 
         llm = default_llm(LLMConfig.from_env(model_path=args.model))
-    with open_store(args.store) as store:
+    with open_store(args.store, must_exist=True) as store:
         result = evaluate_mcq(args.questions, store, progress=_progress(args), llm=llm)
     if not args.details:
         result.pop("details")

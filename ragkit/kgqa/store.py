@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 import networkx as nx
 
 from ..errors import InputError
-from ..stores.files import read_graph, write_graph
+from ..stores.files import read_graph, require_file, write_graph
 from ..stores.neo4j import Neo4jConnection, is_neo4j_uri
 
 FORMAT = "ragkit-typed-kg"
@@ -236,9 +236,12 @@ def _plain(props) -> dict:
     return {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in dict(props).items()}
 
 
-def open_typed_store(store: str) -> TypedStore:
+def open_typed_store(store: str, must_exist: bool = False) -> TypedStore:
     """A file path opens the embedded store; ``bolt://`` / ``neo4j://`` URIs open Neo4j
-    (user and password from NEO4J_USER / NEO4J_PASSWORD)."""
+    (user and password from NEO4J_USER / NEO4J_PASSWORD). Readers pass ``must_exist``, so a
+    mistyped path is an error rather than an empty graph; imports create the file."""
     if is_neo4j_uri(store):
         return Neo4jTypedStore(store)
+    if must_exist:
+        require_file(store, "import one with 'ragkit kg import'")
     return NxTypedStore(store)
