@@ -208,3 +208,146 @@ def test_asking_a_store_path_that_does_not_exist_is_one_line(pipeline, hint, tmp
     assert code == 2
     assert capsys.readouterr().err == f"ragkit: error: store {missing}: no such store ({hint})\n"
     assert not missing.parent.exists()
+
+
+# --------------------------------------------------------------------------- typed KG import
+BIOMED = ROOT / "data" / "biomed"
+
+
+@pytest.fixture(params=["networkx", pytest.param("neo4j", marks=pytest.mark.slow)])
+def empty_typed_store(request, tmp_path):
+    from ragkit.kgqa.store import Neo4jTypedStore, NxTypedStore
+
+    if request.param == "networkx":
+        yield NxTypedStore(tmp_path / "kg.json.gz")
+        return
+    from .conftest import NEO4J_PASSWORD
+
+    store = Neo4jTypedStore(request.getfixturevalue("neo4j_uri"), password=NEO4J_PASSWORD)
+    store.clear()
+    yield store
+    store.clear()
+    store.close()
+
+
+def edited_biomed(tmp_path):
+    """The demo KG with Naproxen gone (and its edges), Aspirin's aliases and source changed,
+    Aspirin no longer TREATS osteoarthritis, and a source note reworded."""
+    import csv
+
+    def rewrite(name, change):
+        with (BIOMED / name).open(encoding="utf-8", newline="") as handle:
+            reader = csv.DictReader(handle)
+            fields, rows = reader.fieldnames, [r for r in (change(r) for r in reader) if r]
+        out = tmp_path / name
+        with out.open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.DictWriter(handle, fields)
+            writer.writeheader()
+            writer.writerows(rows)
+        return out
+
+    def node(row):
+        if row["id"] == "compound:naproxen":
+            return None
+        if row["id"] == "compound:aspirin":
+            return {**row, "aliases": "ASA", "source": "https://example.org/aspirin-label-2025"}
+        return row
+
+    def edge(row):
+        if "compound:naproxen" in (row["source"], row["target"]):
+            return None
+        if (row["source"], row["relation"], row["target"]) == \
+                ("compound:aspirin", "TREATS", "disease:osteoarthritis"):
+            return None
+        if (row["source"], row["target"]) == ("compound:aspirin", "disease:rheumatoid_arthritis"):
+            return {**row, "source_note": "reworded note"}
+        return row
+
+    return rewrite("nodes.csv", node), rewrite("edges.csv", edge)
+
+
+def test_reimporting_an_edited_kg_leaves_nothing_of_the_old(empty_typed_store, tmp_path):
+    from ragkit.kgqa.importer import import_kg
+    from ragkit.kgqa.store import NxTypedStore
+
+    store = empty_typed_store
+    import_kg(BIOMED / "nodes.csv", BIOMED / "edges.csv", store)
+    nodes, edges = edited_biomed(tmp_path)
+    report = import_kg(nodes, edges, store)
+    assert report["nodes_removed"] == 1 and report["edges_removed"] > 1
+
+    fresh = NxTypedStore(tmp_path / "fresh.json.gz")
+    import_kg(nodes, edges, fresh)
+    assert store.all_nodes() == fresh.all_nodes() and store.counts() == fresh.counts()
+    assert store.schema() == fresh.schema()
+    assert "compound:naproxen" not in {n["id"] for n in store.all_nodes()}
+    aspirin = next(n for n in store.all_nodes() if n["id"] == "compound:aspirin")
+    assert aspirin["aliases"] == ["ASA"] and aspirin["source"] == "https://example.org/aspirin-label-2025"
+    treated, via = store.expand(["compound:aspirin"], "TREATS", "out")
+    assert "disease:osteoarthritis" not in {n["id"] for n in treated}
+    assert {e.target: e.properties for e in via}["disease:rheumatoid_arthritis"] == {"source_note": "reworded note"}
+    assert store.expand(["disease:osteoarthritis"], "TREATS", "in")[0] == \
+        fresh.expand(["disease:osteoarthritis"], "TREATS", "in")[0]
+
+
+def test_a_failed_reimport_leaves_the_kg_as_it_was(empty_typed_store, tmp_path, monkeypatch):
+    from ragkit.kgqa.importer import import_kg
+    from ragkit.kgqa.store import Edge, NxTypedStore
+
+    store = empty_typed_store
+    import_kg(BIOMED / "nodes.csv", BIOMED / "edges.csv", store)
+    before = (store.all_nodes(), store.counts(), store.schema())
+    nodes = [{"id": "x", "name": "X", "type": "Compound", "aliases": []}]
+    if isinstance(store, NxTypedStore):
+        def fail(*args, **kwargs):
+            raise OSError("disk full")
+        monkeypatch.setattr("ragkit.kgqa.store.write_graph", fail)
+        with pytest.raises(OSError):
+            store.replace_graph(nodes, [])
+        monkeypatch.undo()
+        stores = [store, NxTypedStore(store.path)]
+    else:
+        from neo4j.exceptions import Neo4jError
+
+        # A map is not a storable property value: the edge write fails after the delete ran.
+        with pytest.raises(Neo4jError):
+            store.replace_graph(nodes, [Edge("x", "TREATS", "x", {"bad": {"nested": 1}})])
+        stores = [store]
+    for s in stores:
+        assert (s.all_nodes(), s.counts(), s.schema()) == before
+
+
+# --------------------------------------------------------------------------- graph RAG build
+@pytest.mark.slow
+def test_rebuilding_a_graph_leaves_no_stale_node_edge_or_vector(tmp_path):
+    import csv
+
+    from ragkit.graphrag.multihop import GraphRAG
+
+    edges = tmp_path / "edges.csv"
+    shutil.copy(ROOT / "data" / "nobel_edges.csv", edges)
+    out = tmp_path / "graph"
+    GraphRAG.build(edges, out, progress=False)
+
+    with edges.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    # Vietnam leaves the graph with its one edge; every "spouse" edge becomes "married_to".
+    rows = [r for r in rows if "Vietnam" not in (r["source"], r["target"])]
+    rows = [{**r, "relation": "married_to" if r["relation"] == "spouse" else r["relation"]} for r in rows]
+    rows[0]["source_note"] = "reworded note"
+    with edges.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    report = GraphRAG.build(edges, out, progress=False)
+    assert report.embedded == 0 and report.reused == report.nodes   # names unchanged: vectors kept
+
+    rebuilt = GraphRAG.load(out)
+    fresh_dir = tmp_path / "fresh"
+    GraphRAG.build(edges, fresh_dir, progress=False)
+    fresh = GraphRAG.load(fresh_dir)
+    assert sorted(rebuilt.graph.nodes) == sorted(fresh.graph.nodes) and "Vietnam" not in rebuilt.graph
+    assert sorted(rebuilt.graph.edges(keys=True, data=True)) == sorted(fresh.graph.edges(keys=True, data=True))
+    assert "spouse" not in {k for _, _, k in rebuilt.graph.edges(keys=True)}
+    assert sorted(rebuilt.vectors.fingerprints()) == sorted(rebuilt.graph.nodes)
+    assert rebuilt.vectors.count() == fresh.vectors.count() == rebuilt.graph.number_of_nodes()
