@@ -115,7 +115,8 @@ def cmd_kg_build(args: argparse.Namespace) -> int:
 
     with open_store(args.store) as store:  # every spec is read before anything is written
         info = build_kg(args.specs, store, progress=_progress(args))
-    _emit(info, args.json, f"built {', '.join(info['specs'])} into {info['store']}: "
+    replaced = f" (replacing the stored {', '.join(info['replaced'])})" if info["replaced"] else ""
+    _emit(info, args.json, f"built {', '.join(info['specs'])} into {info['store']}{replaced}: "
                            f"{info['chunks']} chunks, {info['terms']} terms; graph {info['counts']}")
     return 0
 
@@ -127,7 +128,9 @@ def cmd_kg_import(args: argparse.Namespace) -> int:
     with open_typed_store(args.store) as store:   # both files are checked before anything is written
         info = import_kg(args.nodes, args.edges, store)
         info["counts"] = store.counts()
-    _emit(info, args.json, f"imported {info['nodes']} nodes, {info['edges']} edges into {info['store']} "
+    removed = (f" (replacing the stored graph: {info['nodes_removed']} nodes and {info['edges_removed']} "
+               f"edges are gone)" if info["nodes_removed"] or info["edges_removed"] else "")
+    _emit(info, args.json, f"imported {info['nodes']} nodes, {info['edges']} edges into {info['store']}{removed} "
                            f"in {info['seconds']} s; schema:\n" +
           "\n".join(f"  {s['source_type']} -[{s['relation']}]-> {s['target_type']}: {s['count']}"
                     for s in info["schema"]))
