@@ -58,7 +58,12 @@ _DELETE_CHUNKS = "MATCH (c:Chunk) WHERE c.spec_id IN $specs DETACH DELETE c"
 _DELETE_DOCUMENTS = (
     "MATCH (d:Document) WHERE d.spec_id IN $specs WITH d, d.spec_id AS spec_id DETACH DELETE d RETURN spec_id")
 _DELETE_TERMS = "UNWIND $rows AS id MATCH (t:Term {term_id: id}) DETACH DELETE t"
-_UNLINK_TERMS = "UNWIND $rows AS id MATCH (:Term {term_id: id})-[r:DEFINED_IN]->() DELETE r"
+_UNLINK_TERMS = """
+UNWIND $rows AS row
+MATCH (:Term {term_id: row.id})-[r:DEFINED_IN]->(d:Document)
+WHERE d.spec_id IN row.specs
+DELETE r
+"""
 _TERM_FIELDS = ("term_id", "term_type", "abbreviation", "full_name", "definition", "source_specs",
                 "primary_spec", "sections")
 _CHUNK_FIELDS = ("chunk_id", "spec_id", "section_id", "section_title", "content", "chunk_type",
@@ -73,6 +78,19 @@ def _term(props) -> Term:
 def _term_row(term: Term, wordings: Sequence[str] | None = None) -> dict:
     row = {**term.to_dict(), "abbreviation_key": term.abbreviation.lower()}
     return {**row, SPEC_DEFINITIONS: list(wordings)} if wordings is not None else row
+
+
+def _dropped_links(plan, stored: dict, specs: Sequence[str]) -> list[dict]:
+    """DEFINED_IN links to cut besides those of the replaced documents (which went with
+    them): a term that no longer lists another document. Rare, since replacing changes only
+    the replaced documents' parts; it needs terms naming documents not being written."""
+    out = []
+    for term, _ in plan.terms:
+        before = stored[term.term_id][0].source_specs if term.term_id in stored else []
+        dropped = [x for x in before if x not in term.source_specs and x not in specs]
+        if dropped:
+            out.append({"id": term.term_id, "specs": dropped})
+    return out
 
 
 def _chunk(props) -> Chunk:
@@ -121,7 +139,7 @@ class Neo4jStore(GraphStore):
             replaced = tuple(r["spec_id"] for r in tx.run(_DELETE_DOCUMENTS, specs=specs))
             batched = self.connection.batched_in
             batched(tx, _DELETE_TERMS, plan.removed)
-            batched(tx, _UNLINK_TERMS, [t.term_id for t, _ in plan.terms])
+            batched(tx, _UNLINK_TERMS, _dropped_links(plan, stored, specs))
             batched(tx, _WRITE_DOCUMENTS, [d.to_dict() for d in docs])
             batched(tx, _WRITE_CHUNKS, chunk_rows(chunks))
             batched(tx, _WRITE_TERMS, [_term_row(t, w) for t, w in plan.terms])
