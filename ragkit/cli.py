@@ -115,7 +115,8 @@ def cmd_kg_build(args: argparse.Namespace) -> int:
 
     with open_store(args.store) as store:  # every spec is read before anything is written
         info = build_kg(args.specs, store, progress=_progress(args))
-    _emit(info, args.json, f"built {', '.join(info['specs'])} into {info['store']}: "
+    replaced = f" (replacing the stored {', '.join(info['replaced'])})" if info["replaced"] else ""
+    _emit(info, args.json, f"built {', '.join(info['specs'])} into {info['store']}{replaced}: "
                            f"{info['chunks']} chunks, {info['terms']} terms; graph {info['counts']}")
     return 0
 
@@ -127,7 +128,9 @@ def cmd_kg_import(args: argparse.Namespace) -> int:
     with open_typed_store(args.store) as store:   # both files are checked before anything is written
         info = import_kg(args.nodes, args.edges, store)
         info["counts"] = store.counts()
-    _emit(info, args.json, f"imported {info['nodes']} nodes, {info['edges']} edges into {info['store']} "
+    removed = (f" (replacing the stored graph: {info['nodes_removed']} nodes and {info['edges_removed']} "
+               f"edges are gone)" if info["nodes_removed"] or info["edges_removed"] else "")
+    _emit(info, args.json, f"imported {info['nodes']} nodes, {info['edges']} edges into {info['store']}{removed} "
                            f"in {info['seconds']} s; schema:\n" +
           "\n".join(f"  {s['source_type']} -[{s['relation']}]-> {s['target_type']}: {s['count']}"
                     for s in info["schema"]))
@@ -139,7 +142,7 @@ def cmd_terms_resolve(args: argparse.Namespace) -> int:
     from .pipelines.spec import resolve_term
 
     term = _check_term(args.term)
-    with open_store(args.store) as store:
+    with open_store(args.store, must_exist=True) as store:
         matches = [t for t in resolve_term(store, term) if t.term_type == "abbreviation"]
     rows = [{"abbreviation": t.abbreviation, "full_name": t.full_name, "term_type": t.term_type,
              "source_specs": t.source_specs, "primary_spec": t.primary_spec} for t in matches]
@@ -154,7 +157,7 @@ def cmd_terms_define(args: argparse.Namespace) -> int:
     from .specs.store import rank_terms
 
     term = _check_term(args.term)
-    with open_store(args.store) as store:
+    with open_store(args.store, must_exist=True) as store:
         matches = store.terms_by_name(term, "definition") or \
             store.terms_containing(term, "definition", limit=10)
     rows = [{"term": t.full_name, "definition": t.definition, "source_specs": t.source_specs}
@@ -181,7 +184,7 @@ def cmd_eval_mcq(args: argparse.Namespace) -> int:
         from .llm.backends import default_llm
 
         llm = default_llm(LLMConfig.from_env(model_path=args.model))
-    with open_store(args.store) as store:
+    with open_store(args.store, must_exist=True) as store:
         result = evaluate_mcq(args.questions, store, progress=_progress(args), llm=llm)
     if not args.details:
         result.pop("details")

@@ -27,6 +27,12 @@ class GenerationError(ModelError):
     at all stays a ``ModelError``."""
 
 
+class StoreUnavailableError(RagkitError):
+    """A store the command or the server depends on (Neo4j, a Chroma server) that cannot be
+    reached or refuses our credentials: a failure on the serving side, not in the request,
+    so the server answers 503 and the CLI exits non-zero with this one line."""
+
+
 class ContextTooLongError(InputError):
     """A question that does not fit in the model's context with its prompt."""
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse, Response
 
-from .errors import IndexFormatError, InputError, ModelError, RagkitError
+from .errors import IndexFormatError, InputError, ModelError, RagkitError, StoreUnavailableError
 from .service import AskRequest, Service
 
 log = logging.getLogger("ragkit.server")
@@ -106,7 +106,7 @@ def problem_for(exc: BaseException) -> HTTPProblem:
         return exc
     if isinstance(exc, InputError):
         return HTTPProblem(400, str(exc))
-    if isinstance(exc, IndexFormatError):
+    if isinstance(exc, (IndexFormatError, StoreUnavailableError)):
         return HTTPProblem(503, str(exc))
     if isinstance(exc, ModelError):
         return HTTPProblem(502, str(exc))

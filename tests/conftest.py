@@ -120,14 +120,41 @@ def nx_spec_store(parsed_specs, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def neo4j_spec_store(parsed_specs, neo4j_uri):
+def neo4j_spec_connection(neo4j_uri):
     from ragkit.specs.neo4j_store import Neo4jStore
 
     store = Neo4jStore(neo4j_uri, password=NEO4J_PASSWORD)
-    store.clear()
-    store.write(parsed_specs.docs, parsed_specs.chunks, parsed_specs.terms)
     yield store
     store.close()
+
+
+@pytest.fixture
+def neo4j_spec_store(parsed_specs, neo4j_spec_connection):
+    """The three real specs in Neo4j: written once, and again after a test that needed the
+    database empty (Neo4j Community has one database, which the tests share)."""
+    store = neo4j_spec_connection
+    if [d["spec_id"] for d in store.documents()] != sorted(d.spec_id for d in parsed_specs.docs):
+        store.clear()
+        store.write(parsed_specs.docs, parsed_specs.chunks, parsed_specs.terms)
+    return store
+
+
+@pytest.fixture
+def empty_neo4j_spec_store(neo4j_spec_connection):
+    """The shared Neo4j with no spec graph in it, emptied again after the test."""
+    neo4j_spec_connection.clear()
+    yield neo4j_spec_connection
+    neo4j_spec_connection.clear()
+
+
+@pytest.fixture(params=["networkx", pytest.param("neo4j", marks=pytest.mark.slow)])
+def empty_spec_store(request, tmp_path):
+    """An empty store of each implementation, for tests that build their own graph."""
+    if request.param == "networkx":
+        from ragkit.specs.nx_store import NetworkXStore
+
+        return NetworkXStore(tmp_path / "specs.json.gz")
+    return request.getfixturevalue("empty_neo4j_spec_store")
 
 
 @pytest.fixture(params=["networkx", "neo4j"])

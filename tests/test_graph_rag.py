@@ -11,7 +11,7 @@ import time
 import pytest
 
 from ragkit.config import LLMConfig
-from ragkit.errors import InputError
+from ragkit.errors import InputError, StoreUnavailableError
 from ragkit.graphrag.multihop import GraphQueryParams, GraphRAG
 from ragkit.pipelines.graph_rag import ask_graph
 
@@ -93,7 +93,7 @@ def test_bad_inputs(tmp_path, monkeypatch):
     from ragkit.stores.neo4j_launcher import free_port
 
     monkeypatch.setenv("CHROMA_URL", f"http://127.0.0.1:{free_port()}")
-    with pytest.raises(InputError, match="server not reachable"):
+    with pytest.raises(StoreUnavailableError, match="server not reachable"):
         GraphRAG.build(EDGES, tmp_path / "w", progress=False)
 
 

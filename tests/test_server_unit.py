@@ -7,7 +7,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from ragkit.config import LLMConfig
-from ragkit.errors import ModelError
+from ragkit.errors import InputError, ModelError, StoreUnavailableError
 from ragkit.pipelines.base import Answer
 from ragkit.pipelines.kg import KGTrace
 from ragkit.kgqa.answer import check_entities
@@ -69,6 +69,8 @@ def test_a_slow_answer_is_a_504_and_the_server_goes_on():
 
 
 @pytest.mark.parametrize("fail, status", [(ModelError("llm server x: not reachable"), 502),
+                                          (StoreUnavailableError("store bolt://x: Neo4j is not reachable"), 503),
+                                          (InputError("question: is empty"), 400),
                                           (RuntimeError("boom"), 500)])
 def test_errors_map_to_statuses_with_one_line(fail, status):
     with client(StandIn(fail=fail)) as c:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from ragkit.errors import InputError
+from ragkit.errors import InputError, StoreUnavailableError
 from ragkit.specs.nx_store import NetworkXStore
 from ragkit.pipelines.spec import analyze_question, ask_spec
 from ragkit.specs.build import parse_specs
@@ -300,9 +300,9 @@ def test_corrupt_docx_and_textless_pdf(tmp_path):
 def test_neo4j_down_or_wrong_password(neo4j_uri):
     from ragkit.specs.neo4j_store import Neo4jStore
 
-    with pytest.raises(InputError, match="not reachable"):
+    with pytest.raises(StoreUnavailableError, match="not reachable"):
         Neo4jStore(f"bolt://127.0.0.1:{_closed_port()}")
-    with pytest.raises(InputError, match="refused user 'neo4j'"):
+    with pytest.raises(StoreUnavailableError, match="refused user 'neo4j'"):
         Neo4jStore(neo4j_uri, password="not-the-password")
 
 

@@ -1,6 +1,7 @@
 """``ragkit kg import``: nodes.csv (id, name, type, extra properties) and edges.csv (source,
 relation, target as node ids, extra properties) into a typed store. Everything is checked
-before anything is written, so a bad file leaves the store as it was."""
+before anything is written, so a bad file leaves the store as it was; a good pair replaces
+what the store held, so re-importing an edited file leaves nothing of the old version."""
 
 from __future__ import annotations
 
@@ -68,5 +69,5 @@ def read_edges(path: str | Path, node_ids: set[str]) -> list[Edge]:
 def import_kg(nodes_csv: str | Path, edges_csv: str | Path, store: TypedStore) -> dict:
     nodes = read_nodes(nodes_csv)
     edges = read_edges(edges_csv, {n["id"] for n in nodes})
-    report = store.write(nodes, edges)
+    report = store.replace_graph(nodes, edges)
     return {"store": store.uri, **report, "schema": [s.__dict__ for s in store.schema()]}

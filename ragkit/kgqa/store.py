@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 import networkx as nx
 
 from ..errors import InputError
-from ..stores.files import read_graph, write_graph
+from ..stores.files import read_graph, require_file, write_graph
 from ..stores.neo4j import Neo4jConnection, is_neo4j_uri
 
 FORMAT = "ragkit-typed-kg"
@@ -61,8 +61,11 @@ class TypedStore(ABC):
     uri: str
 
     @abstractmethod
-    def write(self, nodes: Sequence[dict], edges: Sequence[Edge]) -> dict:
-        """Merge nodes and edges (idempotent); returns counts and seconds."""
+    def replace_graph(self, nodes: Sequence[dict], edges: Sequence[Edge]) -> dict:
+        """Make the store hold exactly these nodes and edges, all or nothing: nodes, edges
+        and properties of an earlier import that the new files lack are gone (a typed store
+        holds one graph; ``ragkit kg import`` checks the files before calling this).
+        Returns counts, the nodes and edges it removed, and seconds."""
 
     @abstractmethod
     def clear(self) -> None:
@@ -123,14 +126,20 @@ class NxTypedStore(TypedStore):
     def _save(self) -> None:
         write_graph(self.path, self.graph, {"format": FORMAT, "format_version": FORMAT_VERSION})
 
-    def write(self, nodes: Sequence[dict], edges: Sequence[Edge]) -> dict:
+    def replace_graph(self, nodes: Sequence[dict], edges: Sequence[Edge]) -> dict:
+        """A new graph, saved in one atomic file write before this object switches to it."""
         started = time.perf_counter()
+        graph = nx.MultiDiGraph()
         for node in nodes:
-            self.graph.add_node(node["id"], **node)
+            graph.add_node(node["id"], **node)
         for e in edges:
-            self.graph.add_edge(e.source, e.target, key=e.relation, relation=e.relation, **e.properties)
-        self._save()
-        return {"nodes": len(nodes), "edges": len(edges), "seconds": round(time.perf_counter() - started, 3)}
+            graph.add_edge(e.source, e.target, key=e.relation, relation=e.relation, **e.properties)
+        write_graph(self.path, graph, {"format": FORMAT, "format_version": FORMAT_VERSION})
+        removed = {"nodes_removed": sum(1 for n in self.graph if n not in graph),
+                   "edges_removed": sum(1 for s, t, k in self.graph.edges(keys=True) if not graph.has_edge(s, t, k))}
+        self.graph = graph
+        return {"nodes": len(nodes), "edges": len(edges), **removed,
+                "seconds": round(time.perf_counter() - started, 3)}
 
     def clear(self) -> None:
         self.graph = nx.MultiDiGraph()
@@ -181,24 +190,41 @@ class Neo4jTypedStore(TypedStore):
         self.uri = uri
         self._run("CREATE CONSTRAINT ragkit_kgnode IF NOT EXISTS FOR (n:KGNode) REQUIRE n.id IS UNIQUE")
 
-    def write(self, nodes: Sequence[dict], edges: Sequence[Edge]) -> dict:
+    def replace_graph(self, nodes: Sequence[dict], edges: Sequence[Edge]) -> dict:
+        """One write transaction: the old graph's nodes and edges are deleted and the new
+        ones created (so no label, property or edge of the old version survives); Neo4j
+        commits all of it or none. The KG files are small enough for one transaction (the
+        demo graph's 200 rows take milliseconds)."""
         started = time.perf_counter()
         by_type: dict[str, list[dict]] = {}
         for node in nodes:
             by_type.setdefault(node["type"], []).append(node)
-        for node_type, rows in sorted(by_type.items()):
-            for start in range(0, len(rows), 1000):
-                self._run("UNWIND $rows AS row MERGE (n:KGNode {id: row.id}) SET n += row SET n:$($type)",
-                          rows=rows[start:start + 1000], type=node_type)
         by_rel: dict[str, list[dict]] = {}
         for e in edges:
             by_rel.setdefault(e.relation, []).append({"s": e.source, "t": e.target, "props": e.properties})
-        for relation, rows in sorted(by_rel.items()):
-            for start in range(0, len(rows), 1000):
-                self._run("UNWIND $rows AS row MATCH (s:KGNode {id: row.s}) MATCH (t:KGNode {id: row.t}) "
-                          "MERGE (s)-[r:$($rel)]->(t) SET r += row.props",
-                          rows=rows[start:start + 1000], rel=relation)
-        return {"nodes": len(nodes), "edges": len(edges), "seconds": round(time.perf_counter() - started, 3)}
+        new_edges = {(e.source, e.relation, e.target) for e in edges}
+        new_ids = {n["id"] for n in nodes}
+
+        def work(tx) -> dict:
+            old_ids = [r["id"] for r in tx.run("MATCH (n:KGNode) RETURN n.id AS id")]
+            old_edges = [tuple(r.values()) for r in tx.run(
+                "MATCH (s:KGNode)-[r]->(t:KGNode) RETURN s.id AS s, type(r) AS rel, t.id AS t")]
+            tx.run("MATCH (n:KGNode) DETACH DELETE n").consume()
+            for node_type, rows in sorted(by_type.items()):
+                for start in range(0, len(rows), 1000):
+                    tx.run("UNWIND $rows AS row CREATE (n:KGNode) SET n = row SET n:$($type)",
+                           rows=rows[start:start + 1000], type=node_type).consume()
+            for relation, rows in sorted(by_rel.items()):
+                for start in range(0, len(rows), 1000):
+                    tx.run("UNWIND $rows AS row MATCH (s:KGNode {id: row.s}) MATCH (t:KGNode {id: row.t}) "
+                           "CREATE (s)-[r:$($rel)]->(t) SET r = row.props",
+                           rows=rows[start:start + 1000], rel=relation).consume()
+            return {"nodes_removed": sum(1 for i in old_ids if i not in new_ids),
+                    "edges_removed": sum(1 for e in old_edges if e not in new_edges)}
+
+        removed = self._conn.write_transaction(work)
+        return {"nodes": len(nodes), "edges": len(edges), **removed,
+                "seconds": round(time.perf_counter() - started, 3)}
 
     def clear(self) -> None:
         self._run("MATCH (n:KGNode) DETACH DELETE n")
@@ -236,9 +262,12 @@ def _plain(props) -> dict:
     return {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in dict(props).items()}
 
 
-def open_typed_store(store: str) -> TypedStore:
+def open_typed_store(store: str, must_exist: bool = False) -> TypedStore:
     """A file path opens the embedded store; ``bolt://`` / ``neo4j://`` URIs open Neo4j
-    (user and password from NEO4J_USER / NEO4J_PASSWORD)."""
+    (user and password from NEO4J_USER / NEO4J_PASSWORD). Readers pass ``must_exist``, so a
+    mistyped path is an error rather than an empty graph; imports create the file."""
     if is_neo4j_uri(store):
         return Neo4jTypedStore(store)
+    if must_exist:
+        require_file(store, "import one with 'ragkit kg import'")
     return NxTypedStore(store)

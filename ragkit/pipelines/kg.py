@@ -56,7 +56,7 @@ class KGPipeline(Pipeline):
     flag = "--store"
 
     def load(self, where: str, sources: Sources) -> KGQA:
-        return KGQA(open_typed_store(where))
+        return KGQA(open_typed_store(where, must_exist=True))
 
     def close(self, loaded: KGQA) -> None:
         loaded.store.close()
@@ -104,7 +104,7 @@ def ask_kg(question: str, store: str | TypedStore | KGQA, *, history: list[Turn 
         if isinstance(store, KGQA):
             qa = store
         else:
-            qa = KGQA(open_typed_store(store) if isinstance(store, str) else store)
+            qa = KGQA(open_typed_store(store, must_exist=True) if isinstance(store, str) else store)
     return KGPipeline().ask(question, qa, KGQuery(tuple(history or ()), llm_planner), ctx)
 
 

@@ -481,7 +481,7 @@ class SpecPipeline(Pipeline):
     flag = "--store"
 
     def load(self, where: str, sources: Sources) -> GraphStore:
-        return open_store(where)
+        return open_store(where, must_exist=True)
 
     def config_from(self, request) -> SpecConfig:
         return SpecConfig()
@@ -522,7 +522,7 @@ def ask_spec(question: str, store: GraphStore | str, *, config: SpecConfig | Non
     ctx = AskContext(llm_config, use_llm, llm)
     own_store = isinstance(store, str)
     with ctx.profiler.stage("load_store"):
-        store = open_store(store) if own_store else store
+        store = open_store(store, must_exist=True) if own_store else store
     try:
         return SpecPipeline().ask(question, store, config, ctx)
     finally:

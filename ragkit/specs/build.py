@@ -51,11 +51,19 @@ def parse_specs(paths: Sequence[str | Path], progress: bool = True) -> ParsedSpe
                        len(definitions), seconds)
 
 
+def terms_per_spec(docs: Sequence[SpecDocument]) -> list[Term]:
+    """Each spec's terms as that spec alone gives them, one list after another: the store
+    keeps every spec's own wording, so that rebuilding one spec later leaves what the
+    others say."""
+    return [term for doc in docs for term in merge_terms(*extract_terms(doc))]
+
+
 def build_kg(paths: Sequence[str | Path], store: GraphStore, progress: bool = True) -> dict:
-    """Parse the specs and merge them into ``store``; a summary of what was written."""
+    """Parse the specs and write them into ``store``, replacing any version of them already
+    there; a summary of what was written."""
     parsed = parse_specs(paths, progress)
-    stats = store.write(parsed.docs, parsed.chunks, parsed.terms)
-    return {"store": store.uri, "specs": [d.spec_id for d in parsed.docs],
-            "documents": stats.documents, "chunks": stats.chunks, "terms": stats.terms,
+    stats = store.replace_documents(parsed.docs, parsed.chunks, terms_per_spec(parsed.docs))
+    return {"store": store.uri, "specs": [d.spec_id for d in parsed.docs], "replaced": list(stats.replaced),
+            "terms_removed": stats.terms_removed, "documents": stats.documents, "chunks": stats.chunks, "terms": stats.terms,
             "abbreviations": parsed.abbreviations, "definitions": parsed.definitions,
             "parse_s": parsed.seconds, "write_s": round(stats.seconds, 3), "counts": store.counts()}

@@ -1,8 +1,9 @@
 """The Neo4j graph store, through the official driver over Bolt.
 
 Writes are batched ``UNWIND $rows`` statements with idempotent ``MERGE`` (the 3GPP spec design wrote one
-MERGE per row; ``bench/kg_build.py`` measures both). Uniqueness constraints are created once
-per store object. Every query takes its values as parameters: user text is data, never
+MERGE per row; ``bench/kg_build.py`` measures both), all in one transaction per build: the
+replaced documents' old rows are deleted and the new ones written, or nothing happens.
+Uniqueness constraints are created once per store object. Every query takes its values as parameters: user text is data, never
 Cypher, so a term such as ``SCP' OR 1=1 //`` is simply looked up and not found.
 """
 
@@ -13,7 +14,7 @@ from typing import Sequence
 
 from ..stores.neo4j import Neo4jConnection
 from .model import Chunk, SpecDocument, Term
-from .store import GraphStore, WriteStats, chunk_rows, lowered, merge_existing
+from .store import SPEC_DEFINITIONS, GraphStore, WriteStats, chunk_rows, lowered, plan_replacement
 
 _SCHEMA = (
     "CREATE CONSTRAINT ragkit_document IF NOT EXISTS FOR (d:Document) REQUIRE d.spec_id IS UNIQUE",
@@ -21,17 +22,19 @@ _SCHEMA = (
     "CREATE CONSTRAINT ragkit_term IF NOT EXISTS FOR (t:Term) REQUIRE t.term_id IS UNIQUE",
     # Lookups are case-insensitive: a lowercased copy of the abbreviation is indexed.
     "CREATE INDEX ragkit_term_abbreviation IF NOT EXISTS FOR (t:Term) ON (t.abbreviation_key)",
+    # Replacing a document finds its chunks by spec_id.
+    "CREATE INDEX ragkit_chunk_spec IF NOT EXISTS FOR (c:Chunk) ON (c.spec_id)",
 )
 
 _WRITE_DOCUMENTS = """
 UNWIND $rows AS row
 MERGE (d:Document {spec_id: row.spec_id})
-SET d += row
+SET d = row
 """
 _WRITE_CHUNKS = """
 UNWIND $rows AS row
 MERGE (c:Chunk {chunk_id: row.chunk_id})
-SET c += row
+SET c = row
 WITH c, row
 MATCH (d:Document {spec_id: row.spec_id})
 MERGE (c)-[:PART_OF]->(d)
@@ -39,11 +42,27 @@ MERGE (c)-[:PART_OF]->(d)
 _WRITE_TERMS = """
 UNWIND $rows AS row
 MERGE (t:Term {term_id: row.term_id})
-SET t += row
+SET t = row
 WITH t, row
 UNWIND row.source_specs AS spec
 MATCH (d:Document {spec_id: spec})
 MERGE (t)-[:DEFINED_IN]->(d)
+"""
+# What replacing documents removes first (the replaced documents' old version).
+_STORED_TERMS = """
+MATCH (t:Term)
+WHERE t.term_id IN $ids OR any(spec IN t.source_specs WHERE spec IN $specs)
+RETURN properties(t) AS t
+"""
+_DELETE_CHUNKS = "MATCH (c:Chunk) WHERE c.spec_id IN $specs DETACH DELETE c"
+_DELETE_DOCUMENTS = (
+    "MATCH (d:Document) WHERE d.spec_id IN $specs WITH d, d.spec_id AS spec_id DETACH DELETE d RETURN spec_id")
+_DELETE_TERMS = "UNWIND $rows AS id MATCH (t:Term {term_id: id}) DETACH DELETE t"
+_UNLINK_TERMS = """
+UNWIND $rows AS row
+MATCH (:Term {term_id: row.id})-[r:DEFINED_IN]->(d:Document)
+WHERE d.spec_id IN row.specs
+DELETE r
 """
 _TERM_FIELDS = ("term_id", "term_type", "abbreviation", "full_name", "definition", "source_specs",
                 "primary_spec", "sections")
@@ -56,8 +75,22 @@ def _term(props) -> Term:
                    for k in _TERM_FIELDS})
 
 
-def _term_row(term: Term) -> dict:
-    return {**term.to_dict(), "abbreviation_key": term.abbreviation.lower()}
+def _term_row(term: Term, wordings: Sequence[str] | None = None) -> dict:
+    row = {**term.to_dict(), "abbreviation_key": term.abbreviation.lower()}
+    return {**row, SPEC_DEFINITIONS: list(wordings)} if wordings is not None else row
+
+
+def _dropped_links(plan, stored: dict, specs: Sequence[str]) -> list[dict]:
+    """DEFINED_IN links to cut besides those of the replaced documents (which went with
+    them): a term that no longer lists another document. Rare, since replacing changes only
+    the replaced documents' parts; it needs terms naming documents not being written."""
+    out = []
+    for term, _ in plan.terms:
+        before = stored[term.term_id][0].source_specs if term.term_id in stored else []
+        dropped = [x for x in before if x not in term.source_specs and x not in specs]
+        if dropped:
+            out.append({"id": term.term_id, "specs": dropped})
+    return out
 
 
 def _chunk(props) -> Chunk:
@@ -85,15 +118,36 @@ class Neo4jStore(GraphStore):
         self.connection.batched(query, rows)
 
     # ----------------------------------------------------------------- writes
-    def write(self, docs: Sequence[SpecDocument], chunks: Sequence[Chunk],
-              terms: Sequence[Term]) -> WriteStats:
+    def replace_documents(self, docs: Sequence[SpecDocument], chunks: Sequence[Chunk],
+                          terms: Sequence[Term]) -> WriteStats:
+        """One write transaction: read the terms involved, delete the replaced documents'
+        chunks and Document nodes and the terms only they gave, then write the new version.
+        Neo4j commits all of it or, on any error, none of it."""
         started = time.perf_counter()
         self.ensure_schema()
-        self._batched(_WRITE_DOCUMENTS, [d.to_dict() for d in docs])
-        self._batched(_WRITE_CHUNKS, chunk_rows(chunks))
-        terms = merge_existing(terms, self.terms_by_ids([t.term_id for t in terms]))
-        self._batched(_WRITE_TERMS, [_term_row(t) for t in terms])
-        return WriteStats(len(docs), len(chunks), len(terms), time.perf_counter() - started)
+        specs = [d.spec_id for d in docs]
+        ids = sorted({t.term_id for t in terms})
+
+        def work(tx):
+            stored = {}
+            for record in tx.run(_STORED_TERMS, ids=ids, specs=specs):
+                props = record["t"]
+                wordings = props.get(SPEC_DEFINITIONS)
+                stored[props["term_id"]] = (_term(props), list(wordings) if wordings is not None else None)
+            plan = plan_replacement(specs, terms, stored)
+            tx.run(_DELETE_CHUNKS, specs=specs).consume()
+            replaced = tuple(r["spec_id"] for r in tx.run(_DELETE_DOCUMENTS, specs=specs))
+            batched = self.connection.batched_in
+            batched(tx, _DELETE_TERMS, plan.removed)
+            batched(tx, _UNLINK_TERMS, _dropped_links(plan, stored, specs))
+            batched(tx, _WRITE_DOCUMENTS, [d.to_dict() for d in docs])
+            batched(tx, _WRITE_CHUNKS, chunk_rows(chunks))
+            batched(tx, _WRITE_TERMS, [_term_row(t, w) for t, w in plan.terms])
+            return plan, replaced
+
+        plan, replaced = self.connection.write_transaction(work)
+        return WriteStats(len(docs), len(chunks), len(plan.terms), time.perf_counter() - started,
+                          tuple(s for s in specs if s in replaced), len(plan.removed))
 
     def write_terms_one_by_one(self, terms: Sequence[Term]) -> float:
         """The design's way: one MERGE statement (and its DEFINED_IN links) per term. Kept so

@@ -13,7 +13,7 @@ import networkx as nx
 from ..errors import InputError
 from ..stores.files import read_graph, write_graph
 from .model import Chunk, SpecDocument, Term
-from .store import GraphStore, WriteStats, chunk_rows, lowered, merge_existing
+from .store import SPEC_DEFINITIONS, GraphStore, WriteStats, chunk_rows, lowered, plan_replacement
 
 FORMAT_VERSION = 1
 
@@ -43,29 +43,48 @@ class NetworkXStore(GraphStore):
         write_graph(self.path, self.graph, {"format_version": FORMAT_VERSION})
 
     # ----------------------------------------------------------------- writes
-    def write(self, docs: Sequence[SpecDocument], chunks: Sequence[Chunk],
-              terms: Sequence[Term]) -> WriteStats:
+    def replace_documents(self, docs: Sequence[SpecDocument], chunks: Sequence[Chunk],
+                          terms: Sequence[Term]) -> WriteStats:
+        """Edits a copy of the graph and saves it in one atomic file write; only then does
+        this store object see the new graph, so a failure anywhere leaves file and object
+        as they were."""
         started = time.perf_counter()
-        g = self.graph
+        specs = [d.spec_id for d in docs]
+        g = self.graph.copy()
+        replaced = tuple(s for s in specs if g.has_node(_node("doc", s)))
+        g.remove_nodes_from([n for n, d in g.nodes(data=True)
+                             if d["label"] in ("Document", "Chunk") and d["spec_id"] in specs])
+        plan = plan_replacement(specs, terms, self._stored_terms(g, specs, {t.term_id for t in terms}))
+        g.remove_nodes_from(_node("term", tid) for tid in plan.removed)
         for doc in docs:
             g.add_node(_node("doc", doc.spec_id), label="Document", **doc.to_dict())
         for row in chunk_rows(chunks):
             node = _node("chunk", row["chunk_id"])
             g.add_node(node, label="Chunk", **row)
-            self._link(node, _node("doc", row["spec_id"]), "PART_OF")
-        terms = merge_existing(terms, self.terms_by_ids([t.term_id for t in terms]))
-        for term in terms:
+            g.add_edge(node, _node("doc", row["spec_id"]), key="PART_OF", type="PART_OF")
+        for term, wordings in plan.terms:
             node = _node("term", term.term_id)
-            g.add_node(node, label="Term", **term.to_dict())
+            if g.has_node(node):
+                g.remove_node(node)          # no stale property or link survives
+            g.add_node(node, label="Term", **term.to_dict(), **{SPEC_DEFINITIONS: wordings})
             for spec in term.source_specs:
                 if g.has_node(_node("doc", spec)):
-                    self._link(node, _node("doc", spec), "DEFINED_IN")
-        self.save()
-        return WriteStats(len(docs), len(chunks), len(terms), time.perf_counter() - started)
+                    g.add_edge(node, _node("doc", spec), key="DEFINED_IN", type="DEFINED_IN")
+        write_graph(self.path, g, {"format_version": FORMAT_VERSION})
+        self.graph = g
+        return WriteStats(len(docs), len(chunks), len(plan.terms), time.perf_counter() - started,
+                          replaced, len(plan.removed))
 
-    def _link(self, source: str, target: str, rel: str) -> None:
-        if not self.graph.has_edge(source, target, key=rel):
-            self.graph.add_edge(source, target, key=rel, type=rel)
+    @staticmethod
+    def _stored_terms(g: nx.MultiDiGraph, specs: Sequence[str],
+                      ids: set[str]) -> dict[str, tuple[Term, list[str] | None]]:
+        """Stored terms that one of ``specs`` gives or whose id is in ``ids``, with their
+        per-spec wordings."""
+        out = {}
+        for _, data in g.nodes(data=True):
+            if data["label"] == "Term" and (data["term_id"] in ids or set(data["source_specs"]) & set(specs)):
+                out[data["term_id"]] = (NetworkXStore._term(data), data.get(SPEC_DEFINITIONS))
+        return out
 
     def clear(self) -> None:
         self.graph = nx.MultiDiGraph()
@@ -77,7 +96,7 @@ class NetworkXStore(GraphStore):
 
     @staticmethod
     def _term(data: dict) -> Term:
-        return Term(**{k: v for k, v in data.items() if k != "label"})
+        return Term(**{k: v for k, v in data.items() if k not in ("label", SPEC_DEFINITIONS)})
 
     @staticmethod
     def _chunk(data: dict) -> Chunk:

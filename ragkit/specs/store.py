@@ -7,7 +7,11 @@ Schema:
     (:Chunk {chunk_id, spec_id, section_id, section_title, content, chunk_type,
              complexity_score, key_terms, ordinal}) -[:PART_OF]-> (:Document)
     (:Term {term_id, term_type, abbreviation, full_name, definition, source_specs,
-            primary_spec, sections}) -[:DEFINED_IN]-> (:Document)
+            primary_spec, sections, spec_definitions}) -[:DEFINED_IN]-> (:Document)
+
+Building a spec that is already in a store replaces it (``replace_documents``): the store
+keeps, per term, each source spec's own wording (``spec_definitions``) so that dropping one
+spec's contribution leaves exactly what the other specs say.
 
 Store queries are plain filters (exact or case-insensitive substring) with a fixed order,
 so both stores return the same rows; ranking happens above them, in Python, once.
@@ -16,7 +20,7 @@ so both stores return the same rows; ranking happens above them, in Python, once
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 from .model import Chunk, SpecDocument, Term
@@ -29,6 +33,8 @@ class WriteStats:
     chunks: int
     terms: int
     seconds: float
+    replaced: tuple[str, ...] = ()     # documents that were in the store and were replaced
+    terms_removed: int = 0             # terms only the replaced documents gave, now gone
 
     @property
     def rows(self) -> int:
@@ -41,21 +47,72 @@ def rank_terms(terms: Iterable[Term]) -> list[Term]:
                                         t.term_id))
 
 
-def merge_existing(new: Sequence[Term], existing: dict[str, Term]) -> list[Term]:
-    """Fold terms already in the store into the new ones: source specs and sections are
-    united, so building one spec at a time gives the same graph as building all at once."""
-    merged = []
+# Each source spec's own wording of a term, kept on the Term beside ``source_specs`` (same
+# order), so that replacing one spec can fall back to what the others say.
+SPEC_DEFINITIONS = "spec_definitions"
+
+
+def spec_parts(term: Term, definitions: Sequence[str] | None = None) -> dict[str, Term]:
+    """The term as each of its source specs gives it: one single-spec Term per spec, with
+    that spec's sections and wording. ``definitions`` lists the wordings in ``source_specs``
+    order; without it (terms merged by one build, a store written before wordings were
+    kept) every spec is credited with the term's definition."""
+    parts = {}
+    for i, spec in enumerate(term.source_specs):
+        wording = definitions[i] if definitions is not None and i < len(definitions) else term.definition
+        parts[spec] = replace(term, source_specs=[spec], primary_spec=spec, definition=wording,
+                              sections=[x for x in term.sections if x.startswith(f"{spec}:")])
+    return parts
+
+
+def combine(parts: Sequence[Term]) -> tuple[Term, list[str]]:
+    """One Term from its per-spec parts, in source order, and the wordings in that order.
+    The primary spec follows ``primary_spec`` and its wording is the definition: the first
+    5G spec's, else the first spec's, the same choice ``merge_terms`` makes within a build."""
+    sources = [p.source_specs[0] for p in parts]
+    wordings = [p.definition for p in parts]
+    primary = primary_spec(sources)
+    term = replace(parts[0], source_specs=sources, primary_spec=primary,
+                   sections=[x for p in parts for x in p.sections],
+                   definition=wordings[sources.index(primary)] or next((w for w in wordings if w), ""))
+    return term, wordings
+
+
+@dataclass
+class Replacement:
+    """What replacing some documents does to the terms: rows to write (each with its
+    per-spec wordings) and the ids of terms no document gives any more."""
+
+    terms: list[tuple[Term, list[str]]]
+    removed: list[str]
+
+
+def plan_replacement(specs: Iterable[str], new: Sequence[Term],
+                     stored: dict[str, tuple[Term, list[str] | None]]) -> Replacement:
+    """The terms after the documents ``specs`` are replaced by a version that gives ``new``.
+
+    ``stored`` holds every stored term that one of ``specs`` gives or that ``new`` names,
+    with its wordings. What the replaced specs said is dropped; what other specs say is
+    kept; a spec already listed keeps its place among the sources, a new one goes last (so
+    building specs one at a time gives the graph a single build of them all gives).
+    ``new`` may hold one Term per spec or terms merged across the specs of one build."""
+    specs = set(specs)
+    fresh: dict[str, dict[str, Term]] = {}
     for term in new:
-        old = existing.get(term.term_id)
-        if old is not None:
-            # The store saw these specs first: they keep their place in the order.
-            term.source_specs = old.source_specs + [x for x in term.source_specs if x not in old.source_specs]
-            term.sections = old.sections + [x for x in term.sections if x not in old.sections]
-            if old.definition and not (is_five_g_spec(term.primary_spec) and not is_five_g_spec(old.primary_spec)):
-                term.definition = old.definition
-            term.primary_spec = primary_spec(term.source_specs)
-        merged.append(term)
-    return merged
+        for spec, part in spec_parts(term).items():
+            have = fresh.setdefault(term.term_id, {}).setdefault(spec, part)
+            have.sections += [x for x in part.sections if x not in have.sections]
+    rows, removed = [], []
+    for tid in list(stored) + [t for t in fresh if t not in stored]:
+        old = spec_parts(*stored[tid]) if tid in stored else {}
+        now = fresh.get(tid, {})
+        order = list(old) + [s for s in now if s not in old]
+        parts = [now[s] if s in now else old[s] for s in order if s in now or s not in specs]
+        if parts:
+            rows.append(combine(parts))
+        else:
+            removed.append(tid)
+    return Replacement(rows, removed)
 
 
 def chunk_rows(chunks: Sequence[Chunk]) -> list[dict]:
@@ -70,9 +127,22 @@ class GraphStore(ABC):
 
     # ----------------------------------------------------------------- writes
     @abstractmethod
+    def replace_documents(self, docs: Sequence[SpecDocument], chunks: Sequence[Chunk],
+                          terms: Sequence[Term]) -> WriteStats:
+        """Write ``docs`` with their chunks and terms, replacing any stored version of them,
+        all or nothing (one transaction, one atomic file write).
+
+        What only a replaced document gave goes: its Document node, chunks, DEFINED_IN
+        links, and terms, expansions and definitions no other document gives. Terms other
+        documents give too keep those sources and their wording. Writing the same
+        documents twice changes nothing. ``terms``: one list per document, concatenated
+        (exact), or terms merged across ``docs`` (a definition two of them give is then
+        credited to both in the merged wording)."""
+
     def write(self, docs: Sequence[SpecDocument], chunks: Sequence[Chunk],
               terms: Sequence[Term]) -> WriteStats:
-        """Merge documents, chunks and terms (idempotent: writing twice changes nothing)."""
+        """``replace_documents``, by its short name."""
+        return self.replace_documents(docs, chunks, terms)
 
     @abstractmethod
     def terms_by_ids(self, term_ids: Sequence[str]) -> dict[str, Term]:
@@ -131,9 +201,11 @@ def lowered(values: Sequence[str] | None) -> list[str] | None:
     return [v.lower() for v in values] if values else None
 
 
-def open_store(store: str) -> GraphStore:
+def open_store(store: str, must_exist: bool = False) -> GraphStore:
     """A file path opens the embedded networkx store; ``bolt://`` / ``neo4j://`` URIs open
-    Neo4j (user and password from NEO4J_USER / NEO4J_PASSWORD)."""
+    Neo4j (user and password from NEO4J_USER / NEO4J_PASSWORD). Readers pass ``must_exist``:
+    a path with no store behind it is a mistyped path, not an empty dictionary to answer from;
+    builds leave it off, since they create the file."""
     from ..stores.neo4j import is_neo4j_uri
 
     if is_neo4j_uri(store):
@@ -142,4 +214,9 @@ def open_store(store: str) -> GraphStore:
         return Neo4jStore(store)
     from .nx_store import NetworkXStore
 
+    if must_exist:
+        from ..stores.files import require_file
+
+        require_file(store, "build one with 'ragkit kg build'")
     return NetworkXStore(store)
+

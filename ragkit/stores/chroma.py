@@ -14,7 +14,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from ..config import Settings
-from ..errors import InputError
+from ..errors import InputError, StoreUnavailableError
 
 
 @dataclass
@@ -38,7 +38,7 @@ class ChromaVectors:
                                                   ssl=url.scheme == "https", settings=settings)
                 self.client.heartbeat()
             except Exception as exc:  # chromadb raises several connection error types
-                raise InputError(f"chroma {location}: server not reachable ({type(exc).__name__}); "
+                raise StoreUnavailableError(f"chroma {location}: server not reachable ({type(exc).__name__}); "
                                  f"start one with 'chroma run --host 127.0.0.1' or unset CHROMA_URL") from None
         else:
             Path(location).mkdir(parents=True, exist_ok=True)

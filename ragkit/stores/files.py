@@ -60,6 +60,15 @@ def remove_path(path: str | os.PathLike) -> None:
             path.unlink()
 
 
+def require_file(path: str | os.PathLike, hint: str) -> None:
+    """A one-line error naming ``path`` when it is not an existing store file; ``hint``
+    says how to make one."""
+    path = Path(path)
+    if not path.is_file():
+        what = "a folder, not a store file" if path.is_dir() else "no such store"
+        raise InputError(f"store {path}: {what} ({hint})")
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder."""
     atomic_write_bytes(path, text.encode("utf-8"))

@@ -2,15 +2,22 @@
 graph and of the typed KG both run their Cypher through it.
 
 Every query takes its values as parameters (``run(query, **params)``): user text is data,
-never Cypher. ``batched`` writes rows as ``UNWIND $rows`` statements, ``BATCH`` at a time.
+never Cypher. ``batched`` writes rows as ``UNWIND $rows`` statements, ``BATCH`` at a time;
+``write_transaction`` runs several statements as one transaction (all or nothing).
+
+A Neo4j that is down, goes away mid-query, or refuses the password raises
+``StoreUnavailableError``: a failure on the serving side, not in the user's input.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+import contextlib
+from typing import Callable, Iterator, Sequence, TypeVar
 
 from ..config import Settings
-from ..errors import InputError
+from ..errors import StoreUnavailableError
+
+T = TypeVar("T")
 
 BATCH = 1000
 DEFAULT_USER = "neo4j"
@@ -42,22 +49,47 @@ class Neo4jConnection:
             self.driver.verify_connectivity()
         except AuthError:
             self.driver.close()
-            raise InputError(f"store {uri}: Neo4j refused user {user!r} and its password "
-                             f"(set NEO4J_USER / NEO4J_PASSWORD)") from None
+            raise StoreUnavailableError(f"store {uri}: Neo4j refused user {user!r} and its password "
+                                        f"(set NEO4J_USER / NEO4J_PASSWORD)") from None
         except (ServiceUnavailable, OSError) as exc:
             self.driver.close()
-            raise InputError(f"store {uri}: Neo4j is not reachable ({type(exc).__name__}); "
-                             f"start one with 'make neo4j' or set NEO4J_URI") from None
+            raise StoreUnavailableError(f"store {uri}: Neo4j is not reachable ({type(exc).__name__}); "
+                                        f"start one with 'make neo4j' or set NEO4J_URI") from None
+
+    @contextlib.contextmanager
+    def _reachable(self) -> Iterator[None]:
+        """Turn a connection lost after start-up into the same one-line error."""
+        from neo4j.exceptions import ServiceUnavailable, SessionExpired
+
+        try:
+            yield
+        except (ServiceUnavailable, SessionExpired, OSError) as exc:
+            raise StoreUnavailableError(f"store {self.uri}: Neo4j stopped answering "
+                                        f"({type(exc).__name__})") from None
 
     def run(self, query: str, **params) -> list:
         """The records of one auto-committed, parameterized query."""
-        records, _, _ = self.driver.execute_query(query, params, database_=self.database)
+        with self._reachable():
+            records, _, _ = self.driver.execute_query(query, params, database_=self.database)
         return records
 
     def batched(self, query: str, rows: Sequence[dict], batch: int = BATCH) -> None:
         """``query`` (an ``UNWIND $rows`` statement) over ``rows``, ``batch`` rows at a time."""
         for start in range(0, len(rows), batch):
             self.run(query, rows=list(rows[start:start + batch]))
+
+    def write_transaction(self, work: Callable[["neo4j.ManagedTransaction"], T]) -> T:
+        """``work(tx)`` in one write transaction: committed when it returns, rolled back
+        (nothing written) when it raises. The driver may call ``work`` again after a
+        transient error, so it must read what it needs through ``tx``."""
+        with self._reachable(), self.driver.session(database=self.database) as session:
+            return session.execute_write(work)
+
+    @staticmethod
+    def batched_in(tx, query: str, rows: Sequence[dict], batch: int = BATCH) -> None:
+        """``batched`` inside the transaction ``tx``."""
+        for start in range(0, len(rows), batch):
+            tx.run(query, rows=list(rows[start:start + batch])).consume()
 
     def close(self) -> None:
         self.driver.close()
