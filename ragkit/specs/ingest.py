@@ -29,6 +29,7 @@ the release is the document's "(Release 16)", else the version's major number.
 
 from __future__ import annotations
 
+import html
 import re
 import zipfile
 from collections import Counter
@@ -404,8 +405,9 @@ def markdown_segments(text: str) -> list[tuple[str, bool]]:
         segments.append((match.group(1) or match.group(2), True))
         at = match.end()
     segments.append((text[at:], False))
-    restore = re.compile("[\ue000-\ue07f]")
-    return [(restore.sub(lambda m: chr(ord(m.group(0)) - 0xE000), t), bold) for t, bold in segments if t]
+    restore = re.compile("[\ue000-\ue07f]")     # then HTML entities, as docling writes "&amp;"
+    return [(html.unescape(restore.sub(lambda m: chr(ord(m.group(0)) - 0xE000), t)), bold)
+            for t, bold in segments if t]
 
 
 def markdown_text(text: str) -> str:

@@ -112,7 +112,8 @@ def _abbreviation_shaped(token: str) -> bool:
 def abbreviation_entries(lines: list[str], tabs_only: bool) -> list[tuple[str, str]]:
     """Every (abbreviation, expansion) a clause's lines give. A line that is not an entry but
     names something ("Comfort Noise" after "CN<TAB>Core Network") is a further expansion of
-    the abbreviation above it, as TR 21.905 lists an abbreviation's meanings one a line."""
+    the abbreviation above it, as TR 21.905 lists an abbreviation's meanings one a line; a
+    sentence (a note, a wrapped remark) is not."""
     out: list[tuple[str, str]] = []
     for line in lines:
         pair = split_abbreviation_line(line, tabs_only)
@@ -120,7 +121,7 @@ def abbreviation_entries(lines: list[str], tabs_only: bool) -> list[tuple[str, s
             out.append(pair)
             continue
         text = " ".join(line.split())
-        if out and text[:1].isalnum() and not _BOILERPLATE.match(text) and len(text.split()) <= 12:
+        if out and text[:1].isalnum() and not _BOILERPLATE.match(text) and not text.endswith("."):
             out.append((out[-1][0], text))
     return out
 
