@@ -43,6 +43,13 @@ $(CHROMEDRIVER):
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver \
 		|| ($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium chromium-driver)
 
+# Debian's pandoc: the spec tests and bench/spec_forms.py convert the shared .docx specs to
+# markdown at run time (tests/test_spec_forms.py).
+PANDOC := /usr/bin/pandoc
+$(PANDOC):
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends pandoc \
+		|| ($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends pandoc)
+
 ## Neo4j for users: bolt://127.0.0.1:$(NEO4J_PORT), user neo4j, password $$NEO4J_PASSWORD
 ## (default ragkit-neo4j), data in $(NEO4J_DATA). Ctrl-C stops it cleanly.
 neo4j: $(NEO4J_LAUNCHER)
@@ -64,7 +71,7 @@ rebuild-kg: install
 	$(BIN)/ragkit rebuild notebooks/01_kg_builder.ipynb notebooks/03_index_build.ipynb
 
 ## The tests: unit, integration (real GGUF, real datasets from ../shared), papermill and nbval.
-test: install $(CHROMEDRIVER)
+test: install $(CHROMEDRIVER) $(PANDOC)
 	$(BIN)/python -m pytest tests notebooks $(PYTEST_NBVAL)
 
 test-fast: install
@@ -77,12 +84,13 @@ docs-check: install
 	$(BIN)/python tools/docs_check.py $(DOCS_CHECK_ARGS)
 
 ## Benchmarks: write JSON to outputs/bench/ (committed).
-bench: install
+bench: install $(PANDOC)
 	$(BIN)/python bench/bm25.py
 	$(BIN)/python bench/retrieval_quality.py
 	$(BIN)/python bench/llm_latency.py
 	$(BIN)/python bench/kg_build.py
 	$(BIN)/python bench/term_extraction.py
+	$(BIN)/python bench/spec_forms.py
 	$(BIN)/python bench/explain.py
 	$(BIN)/python bench/pathquestion.py
 	$(BIN)/python bench/graph_scale.py

@@ -78,13 +78,13 @@ def test_intents_in_english_and_vietnamese(question, intent):
 # --------------------------------------------------------------------------- real documents
 def test_real_specs_parse_with_their_clauses(parsed_specs):
     by_id = {d.spec_id: d for d in parsed_specs.docs}
-    assert set(by_id) == {"tr_21.905", "ts_29.500", "ts_23.501"}
-    pdf = by_id["ts_23.501"]
+    assert set(by_id) == {"tr_21.905@17.2.0", "ts_29.500@18.10.0", "ts_23.501@16.4.0"}
+    pdf = by_id["ts_23.501@16.4.0"]
     assert pdf.section("6.2.19").title == "SCP"
     assert pdf.section("6.2.3").title == "UPF" and pdf.section("6.2.2").title == "SMF"
     assert "Service Communication Proxy (SCP)" in " ".join(pdf.section("6.2.19").lines)
     assert all("3GPP TS 23.501 V16.4.0" not in line for s in pdf.sections for line in s.lines)  # no page furniture
-    chunk = next(c for c in parsed_specs.chunks if c.chunk_id == "ts_23.501:6.2.19:1")
+    chunk = next(c for c in parsed_specs.chunks if c.chunk_id == "ts_23.501@16.4.0:6.2.19:1")
     assert chunk.chunk_type == "function" and "SCP" in chunk.key_terms and 0 < chunk.complexity_score <= 1
     assert all(len(c.content) <= 1500 for c in parsed_specs.chunks)
 
@@ -92,10 +92,10 @@ def test_real_specs_parse_with_their_clauses(parsed_specs):
 def test_terms_from_the_real_specs(parsed_specs):
     abbr = {(t.abbreviation, t.full_name): t for t in parsed_specs.terms if t.term_type == "abbreviation"}
     scp = abbr[("SCP", "Service Communication Proxy")]
-    assert set(scp.source_specs) == {"ts_29.500", "ts_23.501"} and scp.primary_spec.startswith("ts_")
+    assert set(scp.source_specs) == {"ts_29.500@18.10.0", "ts_23.501@16.4.0"} and scp.primary_spec.startswith("ts_")
     amf = [t for (a, _), t in abbr.items() if a == "AMF"]
     assert {t.full_name for t in amf} >= {"Access and Mobility Management Function", "Authentication Management Field"}
-    assert abbr[("5G-AN PDB", "5G Access Network Packet Delay Budget")].source_specs == ["ts_23.501"]
+    assert abbr[("5G-AN PDB", "5G Access Network Packet Delay Budget")].source_specs == ["ts_23.501@16.4.0"]
     defs = {t.full_name: t for t in parsed_specs.terms if t.term_type == "definition"}
     assert "interchangeable NF instances" in defs["NF Set"].definition
 
@@ -111,7 +111,10 @@ def test_counts(spec_store, parsed_specs):
 def test_resolution_puts_5g_expansions_first(spec_store):
     from ragkit.pipelines.spec import resolve_term
 
-    assert [t.full_name for t in resolve_term(spec_store, "SCP")] == ["Service Communication Proxy"]
+    scp = resolve_term(spec_store, "SCP")
+    # TR 21.905 also expands SCP (read since .docx smart tags no longer hide the abbreviation).
+    assert [(t.full_name, t.primary_spec) for t in scp] == [
+        ("Service Communication Proxy", "ts_29.500@18.10.0"), ("Service Control Point", "tr_21.905@17.2.0")]
     amf = resolve_term(spec_store, "AMF")
     assert amf[0].full_name == "Access and Mobility Management Function" and len(amf) >= 2
 
@@ -125,7 +128,7 @@ def test_cypher_injection_is_data(spec_store):
 
 
 def test_both_stores_return_the_same_rows(nx_spec_store, neo4j_spec_store):
-    queries = [dict(title_any=["scp"]), dict(content_all=["upf", "smf"], spec_ids=["ts_23.501"]),
+    queries = [dict(title_any=["scp"]), dict(content_all=["upf", "smf"], spec_ids=["ts_23.501@16.4.0"]),
                dict(content_any=["is responsible for"], chunk_types=["function"]), dict(limit=25)]
     for q in queries:
         a = [c.to_dict() for c in nx_spec_store.find_chunks(**q)]
@@ -170,7 +173,7 @@ def test_what_is_scp(spec_store):
     assert resolved[0]["full_name"] == "Service Communication Proxy"
     assert "Service Communication Proxy" in answer.answer
     sections = [(c.spec_id, c.section_id) for c in answer.citations if c.stage == "section"]
-    assert sections[0] == ("ts_23.501", "6.2.19")
+    assert sections[0] == ("ts_23.501@16.4.0", "6.2.19")
     assert answer.trace["check"]["passed"]
 
 
@@ -221,7 +224,7 @@ def test_definition_phrasings_link_to_the_dictionary_entry(nx_spec_store, questi
     assert analysis["qtype"] == "definition" and analysis["entities"] == ["Operating band"], analysis
     assert any(l["target"] == "operating band" and l["kind"] == "term" for l in analysis["links"])
     assert "A frequency range in which E-UTRA operates" in answer.answer
-    assert answer.citations[0].title == "term dictionary" and answer.citations[0].spec_id == "tr_21.905"
+    assert answer.citations[0].title == "term dictionary" and answer.citations[0].spec_id == "tr_21.905@17.2.0"
 
 
 @pytest.mark.parametrize("question", ["What does SEPP stand for?", "SEPP is short for what?",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..specs.ingest import load_spec, split_heading
+from ..specs.ingest import docx_segments, load_spec, split_heading
 from ..specs.terms import extract_terms
 
 
@@ -26,9 +26,11 @@ def docx_term_truth(path: str | Path) -> tuple[set[tuple[str, str]], set[str]]:
     abbreviations: set[tuple[str, str]] = set()
     definitions: set[str] = set()
     clause = ""
+    previous = ""            # the abbreviation of the last "EW" entry
     for para in document.paragraphs:
         style = para.style.name if para.style is not None else ""
-        text = para.text.strip()
+        segments = docx_segments(para._p)    # every run: python-docx's text skips smart tags
+        text = "".join(t for t, _ in segments).strip()
         if style.startswith("Heading"):
             number, title = split_heading(text)
             if number:
@@ -40,12 +42,17 @@ def docx_term_truth(path: str | Path) -> tuple[set[tuple[str, str]], set[str]]:
             abbr, _, expansion = text.partition("\t")
             if abbr.strip() and expansion.strip():
                 abbreviations.add((abbr.strip(), _norm(expansion)))
-        elif "definition" in clause and "abbreviation" not in clause and para.runs and para.runs[0].bold:
+                previous = abbr.strip()
+        elif "abbreviation" in clause and style == "EW" and previous and text[:1].isalnum():
+            # An "EW" line with no abbreviation column: another expansion of the entry above
+            # ("CN<TAB>Core Network", then "Comfort Noise").
+            abbreviations.add((previous, _norm(text)))
+        elif "definition" in clause and "abbreviation" not in clause and segments and segments[0][1]:
             bold = ""
-            for run in para.runs:
-                if not run.bold:
+            for run_text, is_bold in segments:
+                if not is_bold:
                     break
-                bold += run.text
+                bold += run_text
             if ":" in bold or text[len(bold):].lstrip().startswith(":"):
                 term = _norm(bold.split(":")[0])
                 if term:

@@ -38,6 +38,8 @@ class Citation:
     section_id: str = ""
     entity: str = ""
     stage: str = ""
+    version: str = ""     # spec answers: the cited spec's version ("16.4.0")
+    page: int = 0         # spec answers from a PDF: the page the cited text starts on (1-based)
 
 
 @dataclass

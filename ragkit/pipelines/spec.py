@@ -28,7 +28,7 @@ from ..llm.budget import fit_context
 from ..profiler import Profiler
 from ..linking import GENERATION_NAMES
 from ..specs.dictionary import TermDictionary, store_signature, term_dictionary
-from ..specs.model import Chunk, Term
+from ..specs.model import Chunk, Term, spec_version
 from ..specs.terms import acronyms_in, is_five_g_spec
 from ..text import Tokenizer
 from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
@@ -95,11 +95,14 @@ class Evidence:
             spec, _, section = where.partition(":")
             return Citation(id=number, doc_id=self.term.term_id if self.term else "", title="term dictionary",
                             source=f"{spec} §{section}", score=round(self.score, 4), spec_id=spec,
-                            section_id=section, entity=self.entity, stage=self.stage)
+                            section_id=section, entity=self.entity, stage=self.stage,
+                            version=spec_version(spec))
         c = self.chunk
+        page = c.pages[0] if c.pages else 0
         return Citation(id=number, doc_id=c.chunk_id, title=c.section_title,
-                        source=f"{c.spec_id} §{c.section_id}", score=round(self.score, 4),
-                        spec_id=c.spec_id, section_id=c.section_id, entity=self.entity, stage=self.stage)
+                        source=f"{c.spec_id} §{c.section_id}" + (f", p. {page}" if page else ""),
+                        score=round(self.score, 4), spec_id=c.spec_id, section_id=c.section_id,
+                        entity=self.entity, stage=self.stage, version=spec_version(c.spec_id), page=page)
 
 
 @dataclass

@@ -31,7 +31,7 @@ def parse_specs(paths: Sequence[str | Path], progress: bool = True) -> ParsedSpe
     """Read every spec, cut it into chunks and extract its terms; all-or-nothing: a bad spec
     stops the build before anything is written."""
     if not paths:
-        raise InputError("--specs: give at least one .docx, .pdf or .md file")
+        raise InputError("--specs: give at least one .docx, .pdf or .md file, or a folder of .md clause files")
     docs, chunks, abbreviations, definitions = [], [], [], []
     seconds: dict[str, float] = {}
     seen = set()

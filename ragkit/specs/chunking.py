@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ..corpus import pack
 from .model import Chunk, Section, SpecDocument
 from .terms import COMMON_WORDS
 
@@ -72,8 +71,22 @@ def _pieces(line: str, max_chars: int) -> list[str]:
     return pieces + ([line] if line else [])
 
 
-def _parts(lines: list[str], max_chars: int) -> list[str]:
-    return pack((piece for raw in lines for piece in _pieces(raw, max_chars)), max_chars, "\n")
+def _parts(section: Section, max_chars: int) -> list[tuple[str, list[int]]]:
+    """A section's lines packed into chunks under the size limit, each with the PDF pages
+    (1-based) its lines start on; no pages for sources without them."""
+    pieces = [(piece, section.line_pages[i] + 1 if i < len(section.line_pages) else 0)
+              for i, raw in enumerate(section.lines) for piece in _pieces(raw, max_chars)]
+    parts: list[tuple[str, list[int]]] = []
+    current, pages = "", set()
+    for piece, page in pieces:     # as corpus.pack: whole pieces while under the limit
+        if current and len(current) + 1 + len(piece) > max_chars:
+            parts.append((current, sorted(pages)))
+            current, pages = "", set()
+        current = f"{current}\n{piece}" if current else piece
+        pages |= {page} if page else set()
+    if current:
+        parts.append((current, sorted(pages)))
+    return parts
 
 
 def chunk_document(doc: SpecDocument, max_chars: int = MAX_CHARS) -> list[Chunk]:
@@ -83,11 +96,11 @@ def chunk_document(doc: SpecDocument, max_chars: int = MAX_CHARS) -> list[Chunk]
         head = f"{section.title} {section.lines[0] if section.lines else ''}".lower()
         if any(skip in head for skip in SKIPPED_TITLES):
             continue
-        for n, content in enumerate(_parts(section.lines, max_chars), 1):
+        for n, (content, pages) in enumerate(_parts(section, max_chars), 1):
             chunks.append(Chunk(chunk_id=f"{doc.spec_id}:{section.section_id}:{n}",
                                 spec_id=doc.spec_id, section_id=section.section_id,
                                 section_title=section.title, content=content,
                                 chunk_type=chunk_type(section, content),
                                 complexity_score=complexity_score(content),
-                                key_terms=key_terms(content)))
+                                key_terms=key_terms(content), pages=pages))
     return chunks

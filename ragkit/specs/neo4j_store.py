@@ -67,7 +67,7 @@ DELETE r
 _TERM_FIELDS = ("term_id", "term_type", "abbreviation", "full_name", "definition", "source_specs",
                 "primary_spec", "sections")
 _CHUNK_FIELDS = ("chunk_id", "spec_id", "section_id", "section_title", "content", "chunk_type",
-                 "complexity_score", "key_terms")
+                 "complexity_score", "key_terms", "pages")
 
 
 def _term(props) -> Term:
@@ -94,7 +94,8 @@ def _dropped_links(plan, stored: dict, specs: Sequence[str]) -> list[dict]:
 
 
 def _chunk(props) -> Chunk:
-    return Chunk(**{k: (list(props[k]) if k == "key_terms" else props[k]) for k in _CHUNK_FIELDS})
+    return Chunk(**{k: (list(props.get(k) or []) if k in ("key_terms", "pages") else props[k])
+                    for k in _CHUNK_FIELDS})
 
 
 class Neo4jStore(GraphStore):

@@ -3,9 +3,9 @@ stores share. Implementations: ``nx_store.NetworkXStore`` (embedded default, one
 ``neo4j_store.Neo4jStore`` (Bolt). The same conformance tests run against both.
 
 Schema:
-    (:Document {spec_id, title, version, source})
+    (:Document {spec_id, title, version, release, source})    spec_id: "ts_23.501@16.4.0"
     (:Chunk {chunk_id, spec_id, section_id, section_title, content, chunk_type,
-             complexity_score, key_terms, ordinal}) -[:PART_OF]-> (:Document)
+             complexity_score, key_terms, pages, ordinal}) -[:PART_OF]-> (:Document)
     (:Term {term_id, term_type, abbreviation, full_name, definition, source_specs,
             primary_spec, sections, spec_definitions}) -[:DEFINED_IN]-> (:Document)
 

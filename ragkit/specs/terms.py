@@ -17,7 +17,7 @@ import re
 from typing import Iterable
 
 from .ingest import definition_clauses
-from .model import Abbreviation, Definition, SpecDocument, Term
+from .model import Abbreviation, Definition, SpecDocument, Term, spec_number
 
 # Words that look like acronyms in questions but are ordinary English ("in 5G Core").
 COMMON_WORDS = frozenset(
@@ -28,12 +28,12 @@ COMMON_WORDS = frozenset(
 
 _FIVE_G = re.compile(r"^ts_2[39]\.5\d\d$")
 _BOILERPLATE = re.compile(r"^(for the purposes of|the following|void\b|note\b|example\b)", re.IGNORECASE)
-_ABBR_TOKEN = re.compile(r"^[0-9A-Za-z][0-9A-Za-z\-/&.+()']*$")
+_ABBR_TOKEN = re.compile(r"^[0-9A-Za-z(][0-9A-Za-z\-/&.+()':,]*$")
 
 
 def is_five_g_spec(spec_id: str) -> bool:
-    """ts_23.5xx and ts_29.5xx: the 5G System architecture and its service specs."""
-    return bool(_FIVE_G.match(spec_id))
+    """ts_23.5xx and ts_29.5xx (any version): the 5G System architecture and its service specs."""
+    return bool(_FIVE_G.match(spec_number(spec_id)))
 
 
 def _looks_like_abbreviation(token: str) -> bool:
@@ -43,24 +43,39 @@ def _looks_like_abbreviation(token: str) -> bool:
 
 
 def _initials(expansion: str) -> list[str]:
-    """Word initials; a word in capitals or with digits ("5G", "QoS") gives all its letters."""
+    """Word initials; a word with digits ("5G") gives all its characters, a word with
+    capitals ("QoS", "eXchange") all its capitals."""
     out = []
     for word in re.findall(r"[A-Za-z0-9]+", expansion):
-        if any(c.isdigit() for c in word) or sum(c.isupper() for c in word) >= 2:
+        if any(c.isdigit() for c in word):
             out.extend(c.upper() for c in word)
+        elif any(c.isupper() for c in word[1:]):
+            out.extend(c for c in word if c.isupper())
         else:
             out.append(word[0].upper())
     return out
 
 
-def _initials_match(abbreviation: str, expansion: str) -> float:
-    """Share of the abbreviation's letters met, in order, among the expansion's initials."""
+def _common_letters(abbreviation: str, expansion: str) -> tuple[int, int, int]:
+    """(letters the expansion's initials spell in order, the abbreviation's letters, the
+    expansion's initials): the longest common subsequence of the two."""
     wanted = [c for c in abbreviation.upper() if c.isalnum()]
-    i = 0
-    for c in _initials(expansion):
-        if i < len(wanted) and c == wanted[i]:
-            i += 1
-    return i / len(wanted) if wanted else 0.0
+    initials = _initials(expansion)
+    row = [0] * (len(initials) + 1)
+    for c in wanted:
+        previous_diagonal = 0
+        for j, d in enumerate(initials, 1):
+            above = row[j]
+            row[j] = previous_diagonal + 1 if c == d else max(row[j], row[j - 1])
+            previous_diagonal = above
+    return row[-1], len(wanted), len(initials)
+
+
+def _initials_match(abbreviation: str, expansion: str) -> float:
+    """Share of the abbreviation's letters that the expansion's initials spell, in order:
+    "Pref CUG" / "Preferential CUG" → 4 of 7."""
+    common, wanted, _ = _common_letters(abbreviation, expansion)
+    return common / wanted if wanted else 0.0
 
 
 def split_abbreviation_line(line: str, tabs_only: bool = False) -> tuple[str, str] | None:
@@ -79,18 +94,58 @@ def split_abbreviation_line(line: str, tabs_only: bool = False) -> tuple[str, st
             return abbr, expansion
         return None
     tokens = line.split()
-    if len(tokens) < 2 or not _looks_like_abbreviation(tokens[0]):
+    if len(tokens) < 2 or not _ABBR_TOKEN.match(tokens[0]) or len(tokens[0]) > 24:
         return None
-    best, best_score = 1, -1.0
-    for k in range(1, min(3, len(tokens) - 1) + 1):
-        if not all(_looks_like_abbreviation(t) for t in tokens[:k]):
-            break
-        score = _initials_match("".join(tokens[:k]), " ".join(tokens[k:]))
-        if _looks_like_abbreviation(tokens[k]) and not any(c.isdigit() for c in tokens[k]):
-            score -= 0.1  # an expansion rarely starts with another acronym ("CN | PDB Core ...")
+    k = split_point(tokens)
+    abbreviation, expansion = " ".join(tokens[:k]), " ".join(tokens[k:])
+    if not _abbreviation_shaped(tokens[0]) and _initials_match(abbreviation, expansion) < 0.5:
+        return None      # "Comfort Noise": words, not an abbreviation ("Mcps Mega-chips ..." is one)
+    return abbreviation, expansion
+
+
+def _abbreviation_shaped(token: str) -> bool:
+    """"SCP", "5GC", "eMLPP", "C-plane", "Kc", "ftn": capitals with another capital or a
+    digit, a digit first, a hyphen, or at most three characters; "Comfort" is a word."""
+    return _looks_like_abbreviation(token) or token[:1].isdigit() or "-" in token or len(token) <= 3
+
+
+def abbreviation_entries(lines: list[str], tabs_only: bool) -> list[tuple[str, str]]:
+    """Every (abbreviation, expansion) a clause's lines give. A line that is not an entry but
+    names something ("Comfort Noise" after "CN<TAB>Core Network") is a further expansion of
+    the abbreviation above it, as TR 21.905 lists an abbreviation's meanings one a line; a
+    sentence (a note, a wrapped remark) is not."""
+    out: list[tuple[str, str]] = []
+    for line in lines:
+        pair = split_abbreviation_line(line, tabs_only)
+        if pair:
+            out.append(pair)
+            continue
+        text = " ".join(line.split())
+        if out and text[:1].isalnum() and not _BOILERPLATE.match(text) and not text.endswith("."):
+            out.append((out[-1][0], text))
+    return out
+
+
+def split_point(tokens: list[str], longest: int = 4) -> int:
+    """How many leading tokens of a space-separated abbreviation line are the abbreviation,
+    read from the tokens' shape alone (no list of known terms): the split whose expansion's
+    initials best spell the abbreviation ("CN PDB | Core Network Packet Delay Budget",
+    "JAR file | Java Archive file"), where an expansion starts like a name (a capital or a
+    digit, not another acronym) and the shortest abbreviation wins a tie."""
+    best, best_score = 1, float("-inf")
+    for k in range(1, min(longest, len(tokens) - 1) + 1):
+        first = tokens[k]
+        common, wanted, initials = _common_letters("".join(tokens[:k]), " ".join(tokens[k:]))
+        # Mostly the abbreviation's letters spelt; a little, the expansion's initials used
+        # ("OSI RM | OSI Reference Model" uses them all, "OSI | RM OSI ..." three of seven).
+        score = common / max(wanted, 1) + 0.2 * common / max(initials, 1)
+        if not any(c.isupper() or c.isdigit() for c in first):
+            score -= 0.5    # "CUG | index": an expansion starts a name (but "BI | all Barring ...")
+        elif _looks_like_abbreviation(first) and not any(c.isdigit() for c in first):
+            score -= 0.1    # an expansion rarely starts with another acronym ("CN | PDB Core ...")
         if score > best_score + 1e-9:
             best, best_score = k, score
-    return " ".join(tokens[:best]), " ".join(tokens[best:])
+    return best
 
 
 _DEFINITION = re.compile(r"^(?P<term>[^:]{2,120}?):\s+(?P<text>\S.*)$")
@@ -120,10 +175,8 @@ def extract_terms(doc: SpecDocument) -> tuple[list[Abbreviation], list[Definitio
             # Where the clause uses tabs (the .docx, the PDF's layout text), a line without
             # one is a wrapped remainder or a note, not an entry.
             tabs_only = sum("\t" in line for line in section.lines) * 2 > len(section.lines)
-            for line in section.lines:
-                pair = split_abbreviation_line(line, tabs_only)
-                if pair:
-                    abbreviations.append(Abbreviation(pair[0], pair[1], doc.spec_id, section.section_id))
+            for abbreviation, expansion in abbreviation_entries(section.lines, tabs_only):
+                abbreviations.append(Abbreviation(abbreviation, expansion, doc.spec_id, section.section_id))
         elif "definition" in title:
             for line in section.lines:
                 pair = split_definition(line)
