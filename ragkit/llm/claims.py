@@ -89,10 +89,10 @@ def _sentence_cuts(line: str) -> list[int]:
 def _lines(text: str):
     """(start, line) of the logical lines of ``text``: a line wrapped in the middle of a
     sentence (it ends without punctuation and the next starts in lower case) is joined with
-    the next, with a space for the line break."""
+    the next, with a space for the line break. A line that ends with a citation is whole."""
     offset, pending, start = 0, "", 0
     for line in text.split("\n"):
-        if pending and line[:1].islower() and not re.search(r"[.!?:;]\W*$", pending):
+        if pending and line[:1].islower() and not re.search(r"[.!?:;]\W*$|\[\d+\]\W*$", pending):
             pending += " " + line
         else:
             if pending or offset:

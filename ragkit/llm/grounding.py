@@ -399,6 +399,11 @@ def _spans(evidence: list[str], numbers: Iterable[int], words: tuple[str, ...], 
     items, and every pair of adjacent sentences that each hold a claim word (not a name) the
     other lacks (a claim may join two sentences; one sentence must not borrow a number or a
     name from the next)."""
+    numbers = tuple(numbers)
+    if len(numbers) > 1 and len(numbers) < len(evidence):
+        # A claim that cites several items may join them ("X [1] (also: Y [2])").
+        joined = " ".join(evidence[n - 1] for n in numbers)
+        yield numbers[0], joined, _Text.of(joined, vocabulary)
     for n in numbers:
         sentences = split_sentences(evidence[n - 1])
         analysed = [_Text.of(sentence, vocabulary) for sentence in sentences]
@@ -426,6 +431,11 @@ def _judge_claim(claim: Claim, evidence: list[str], spans_of, question_words: _T
         return ClaimVerdict(claim.text, "unsupported", cited, None,
                             f"cites [{outside[0]}], but the evidence has {len(evidence)} items")
     numbers = [n for n in cited if n not in outside] or range(1, len(evidence) + 1)
+    quoted = " ".join(claim.body.split()).rstrip(" .;:")
+    for n in numbers:           # a quote says exactly what its evidence says
+        if len(quoted) >= 20 and quoted in " ".join(evidence[n - 1].split()):
+            return ClaimVerdict(claim.text, "supported", cited, {"evidence": n, "span": quoted},
+                                "", 1.0)
     numbers_in = {t for t in text.lower if _is_number(t)}
     best: tuple | None = None
     in_names = {w for _, name in text.names for w in name}

@@ -458,6 +458,14 @@ def extractive_spec_answer(analysis: QuestionAnalysis, resolved: dict, evidence:
     return "\n".join(lines)
 
 
+def _located(e: Evidence) -> str:
+    """An evidence text prefixed by its place, in the words the answers use."""
+    if e.chunk is None:
+        return e.text
+    c = e.chunk
+    return f"{c.spec_id} clause {c.section_id} ({c.section_title}): {e.text}"
+
+
 def _evidence_block(number: int, e: Evidence) -> str:
     label = f"({e.entity}) " if e.entity else ""
     where = f"{e.chunk.spec_id} §{e.chunk.section_id} {e.chunk.section_title}" if e.chunk else "term dictionary"
@@ -509,7 +517,9 @@ class SpecPipeline(Pipeline):
                     {"role": "user", "content": user_head + context.text}], context.kept
 
         def check(text: str) -> Check:
-            return grounding_check([e.text for e in evidence[: kept["n"]]], question)(text)
+            # Each item with where it comes from, as the prompt shows it: an answer may say
+            # "TS 23.501 clause 6.2.19 (SCP): ..." without inventing the clause number.
+            return grounding_check([_located(e) for e in evidence[: kept["n"]]], question)(text)
 
         draft = Draft(evidence_answer=extractive_spec_answer(analysis, resolved, evidence), check=check,
                       prompt=prompt if evidence else None, language="en",
