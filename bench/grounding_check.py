@@ -59,26 +59,26 @@ DISTRACTORS = 2
 
 
 # ----------------------------------------------------------------------------- chunks
-def manual_chunks() -> list[dict]:
-    """Each '##' section of each manual."""
+def markdown_sections(folder: str, split_at: str, prefix: str) -> list[dict]:
+    """Each section (text up to the next heading matched by ``split_at``) of each markdown
+    file in ``DATA / folder``, when it holds more than 20 words."""
     out = []
-    for path in sorted((DATA / "manuals").glob("*.md")):
-        for i, section in enumerate(re.split(r"\n(?=## )", path.read_text(encoding="utf-8"))):
+    for path in sorted((DATA / folder).glob("*.md")):
+        for i, section in enumerate(re.split(split_at, path.read_text(encoding="utf-8"))):
             title, _, body = section.partition("\n")
             if len(body.split()) > 20:
-                out.append({"id": f"manual:{path.stem}:{i}", "text": f"{title.strip('# ')}\n{body.strip()}"})
+                out.append({"id": f"{prefix}:{path.stem}:{i}", "text": f"{title.strip('# ')}\n{body.strip()}"})
     return out
+
+
+def manual_chunks() -> list[dict]:
+    """Each '##' section of each manual."""
+    return markdown_sections("manuals", r"\n(?=## )", "manual")
 
 
 def spec_chunks() -> list[dict]:
     """Each clause of the spec primers (text between headings)."""
-    out = []
-    for path in sorted((DATA / "specs").glob("*.md")):
-        for i, section in enumerate(re.split(r"\n(?=#+ )", path.read_text(encoding="utf-8"))):
-            title, _, body = section.partition("\n")
-            if len(body.split()) > 20:
-                out.append({"id": f"spec:{path.stem}:{i}", "text": f"{title.strip('# ')}\n{body.strip()}"})
-    return out
+    return markdown_sections("specs", r"\n(?=#+ )", "spec")
 
 
 _RELATION_WORDS = {"TREATS": "treats", "HAS_SYMPTOM": "has the symptom", "INHIBITS": "inhibits",

@@ -189,3 +189,51 @@ def chroma_url(tmp_path_factory):
     yield url
     proc.terminate()
     proc.wait(timeout=30)
+
+
+# --------------------------------------------------------------------------- the demo typed KG
+BIOMED_NODES = ROOT / "data" / "biomed" / "nodes.csv"
+BIOMED_EDGES = ROOT / "data" / "biomed" / "edges.csv"
+
+
+@pytest.fixture(scope="module")
+def nx_kg(tmp_path_factory):
+    """The demo biomedical KG in the embedded typed store, behind KGQA (once per module)."""
+    from ragkit.kgqa.flow import KGQA
+    from ragkit.kgqa.importer import import_kg
+    from ragkit.kgqa.store import NxTypedStore
+
+    store = NxTypedStore(tmp_path_factory.mktemp("biomed") / "biomed.json.gz")
+    import_kg(BIOMED_NODES, BIOMED_EDGES, store)
+    return KGQA(store)
+
+
+@pytest.fixture(scope="module")
+def neo4j_kg(neo4j_uri):
+    """The same KG in the real Neo4j (cleared and imported once per module)."""
+    from ragkit.kgqa.flow import KGQA
+    from ragkit.kgqa.importer import import_kg
+    from ragkit.kgqa.store import Neo4jTypedStore
+
+    store = Neo4jTypedStore(neo4j_uri, password=NEO4J_PASSWORD)
+    store.clear()
+    import_kg(BIOMED_NODES, BIOMED_EDGES, store)
+    yield KGQA(store)
+    store.close()
+
+
+@pytest.fixture(params=["networkx", pytest.param("neo4j", marks=pytest.mark.slow)])
+def kg(request):
+    """Each KG test once per typed store."""
+    return request.getfixturevalue("nx_kg" if request.param == "networkx" else "neo4j_kg")
+
+
+def write_edges(path, rows):
+    """An edges.csv (source, relation, target) with ``rows``, for graph tests."""
+    import csv
+
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["source", "relation", "target"])
+        writer.writerows(rows)
+    return path

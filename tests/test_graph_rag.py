@@ -15,7 +15,7 @@ from ragkit.errors import InputError, StoreUnavailableError
 from ragkit.graphrag.multihop import GraphQueryParams, GraphRAG
 from ragkit.pipelines.graph_rag import ask_graph
 
-from .conftest import ROOT, shared
+from .conftest import ROOT, shared, write_edges
 
 pytestmark = pytest.mark.slow
 EDGES = ROOT / "data" / "nobel_edges.csv"
@@ -113,16 +113,6 @@ def test_pathquestion_hits_at_1(tmp_path):
 
 
 # --------------------------------------------------------------------------- ranking, hubs, LLM, E5
-def write_edges(path, rows):
-    import csv
-
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["source", "relation", "target"])
-        writer.writerows(rows)
-    return path
-
-
 @pytest.fixture(scope="module")
 def family(tmp_path_factory):
     """Where two hops and one hop compete: a parent with a job, a spouse with a spouse."""

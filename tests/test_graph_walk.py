@@ -3,7 +3,6 @@ written, the monotone alignment, the beam over relation sequences (hand-built gr
 the real MiniLM embedder), two-hop answers on the demo graph, and three hops on PathQuestion's
 KB from ../shared."""
 
-import csv
 import sys
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 
 from ragkit.graphrag.multihop import AskedWords, GraphQueryParams, GraphRAG, monotone_alignment, question_units
 
-from .conftest import ROOT, shared
+from .conftest import ROOT, shared, write_edges
 
 
 # --------------------------------------------------------------------------- word order
@@ -45,14 +44,6 @@ def test_monotone_alignment_keeps_the_order():
 
 
 # --------------------------------------------------------------------------- the beam
-def write_edges(path, rows):
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["source", "relation", "target"])
-        writer.writerows(rows)
-    return path
-
-
 @pytest.fixture(scope="module")
 def mentors(tmp_path_factory):
     """Ada's own nationality and her spouse's match words of the question better at the

@@ -13,11 +13,11 @@ from ragkit.kgqa.execute import FINAL_LIMIT
 from ragkit.kgqa.flow import KGQA
 from ragkit.kgqa.importer import import_kg
 from ragkit.kgqa.plan import PlanError
-from ragkit.kgqa.store import Neo4jTypedStore, NxTypedStore
+from ragkit.kgqa.store import NxTypedStore
 from ragkit.llm.base import Generation
 from ragkit.pipelines.kg import ask_kg
 
-from .conftest import NEO4J_PASSWORD, ROOT
+from .conftest import ROOT
 
 NODES = ROOT / "data" / "biomed" / "nodes.csv"
 EDGES = ROOT / "data" / "biomed" / "edges.csv"
@@ -32,27 +32,6 @@ def written(qa, question, history=None) -> dict:
     """The trace of a KG answer written without a model, with the answer beside it."""
     answer = ask_kg(question, qa, history=history, use_llm=False)
     return {**answer.trace.to_dict(), "answer": answer.answer}
-
-
-@pytest.fixture(scope="module")
-def nx_kg(tmp_path_factory):
-    store = NxTypedStore(tmp_path_factory.mktemp("kgqa") / "biomed.json.gz")
-    import_kg(NODES, EDGES, store)
-    return KGQA(store)
-
-
-@pytest.fixture(scope="module")
-def neo4j_kg(neo4j_uri):
-    store = Neo4jTypedStore(neo4j_uri, password=NEO4J_PASSWORD)
-    store.clear()
-    import_kg(NODES, EDGES, store)
-    yield KGQA(store)
-    store.close()
-
-
-@pytest.fixture(params=["networkx", pytest.param("neo4j", marks=pytest.mark.slow)])
-def kg(request):
-    return request.getfixturevalue("nx_kg" if request.param == "networkx" else "neo4j_kg")
 
 
 def names(items):

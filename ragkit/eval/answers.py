@@ -22,7 +22,6 @@ Per question and overall:
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 import string
@@ -33,6 +32,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ..errors import InputError
+from .datasets import read_json_or_lines
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _CITE = re.compile(r"\[(\d+)\]")
@@ -81,16 +81,7 @@ def base_document(doc_id: str) -> str:
 def load_questions(path: str | Path) -> list[dict]:
     """Questions with their gold answers (one-line errors naming the file and item)."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"questions {path}: no such file")
-    text = path.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as exc:
-            raise InputError(f"questions {path}: neither JSON nor JSON lines ({exc.msg})") from None
+    data = read_json_or_lines(path, "questions")
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list) or not data:

@@ -19,6 +19,22 @@ def _read_json(path: Path, what: str):
         raise InputError(f"{what} {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
 
 
+def read_json_or_lines(path: str | Path, what: str):
+    """A JSON document, or JSON lines when the file is not one JSON document (one-line
+    errors naming ``what`` and the file)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{what} {path}: no such file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{what} {path}: neither JSON nor JSON lines ({exc.msg})") from None
+
+
 def alqac_to_beir(passages: str | Path, questions: str | Path, out_dir: str | Path) -> Path:
     """ALQAC 2023 (Vietnamese laws and legal statements) as a BEIR collection.
 

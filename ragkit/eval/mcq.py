@@ -22,7 +22,6 @@ its best option has some support.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -31,9 +30,10 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ..errors import InputError
+from .datasets import read_json_or_lines
 from ..specs.store import GraphStore
 from ..pipelines.spec import bm25_evidence, retrieve_spec_evidence
-from ..specs.dictionary import TermDictionary, term_dictionary, words_of
+from ..specs.dictionary import TermDictionary, store_signature, term_dictionary, words_of
 from ..text import Tokenizer
 
 _OPTION = re.compile(r"^option\s*(\d+)$", re.IGNORECASE)
@@ -44,16 +44,7 @@ _SENTENCES = re.compile(r"(?<=[.;:!?])\s+|\n+")
 def load_mcq(path: str | Path) -> list[dict]:
     """Questions with their options in order and the correct option number (or None)."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"questions {path}: no such file")
-    text = path.read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        try:
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError as exc:
-            raise InputError(f"questions {path}: neither JSON nor JSON lines ({exc.msg})") from None
+    data = read_json_or_lines(path, "questions")
     if isinstance(data, dict):
         data = [data] if "question" in data else list(data.values())
     items = []
@@ -132,23 +123,23 @@ class OptionScores:
 def score_options(store: GraphStore, question: str, options: list[tuple[int, str]]) -> OptionScores:
     """Score every option against the evidence; the best one is the choice."""
     from ..pipelines.spec import store_index
-    from ..specs.dictionary import store_signature
 
-    analysis, resolved, question_evidence = retrieve_spec_evidence(store, question)
+    signature = store_signature(store)      # read once per question: a query on Neo4j
+    analysis, resolved, question_evidence = retrieve_spec_evidence(store, question, signature=signature)
     evidence = list(question_evidence)
     seen = {e.chunk.chunk_id for e in evidence if e.chunk}
     for _, text in options:
-        for e in bm25_evidence(store, f"{question} {text}", 3):
+        for e in bm25_evidence(store, f"{question} {text}", 3, signature):
             if e.chunk.chunk_id not in seen:
                 seen.add(e.chunk.chunk_id)
                 evidence.append(e)
     sentences = [set(_TOKENIZER(s)) for e in evidence for s in _SENTENCES.split(e.text) if s.strip()]
-    index, _ = store_index(store.uri, store_signature(store))
+    index, _ = store_index(store.uri, signature)
     q_tokens = set(_TOKENIZER(question))
     option_tokens = [set(_TOKENIZER(text)) for _, text in options]
     weights = _weights(list(q_tokens.union(*option_tokens)), index)
     expansions = [t.full_name.lower() for terms in resolved.values() for t in terms[:2]]
-    from_dictionary = dictionary_scores(term_dictionary(store), analysis, question_evidence, options)
+    from_dictionary = dictionary_scores(term_dictionary(store, signature), analysis, question_evidence, options)
     scores = []
     for (_, text), tokens, known in zip(options, option_tokens, from_dictionary):
         asked = q_tokens - tokens  # words the option repeats from the question prove nothing

@@ -44,10 +44,10 @@ class NameIndex:
         found = []
         for link in self.linker.link(question):
             mention = " ".join(words(link.text))
-            if len(mention) < 3 or any(r.start == len(words(question[:link.start])) for r in found):
+            position = len(words(question[:link.start]))
+            if len(mention) < 3 or any(r.start == position for r in found):
                 continue     # one node per span: the first (exact names before aliases)
             node = self.nodes[link.target]
             how = "fuzzy" if link.how == "fuzzy" else ("alias" if link.kind == "alias" else "exact")
-            found.append(Resolved(mention, link.target, node["name"], node["type"], how, link.score,
-                                  len(words(question[:link.start]))))
+            found.append(Resolved(mention, link.target, node["name"], node["type"], how, link.score, position))
         return sorted(found, key=lambda r: r.start)

@@ -49,7 +49,7 @@ INTENTS = (
     ("role", r"\bwhat\s+(?:does|do)\s+(?:the\s+|an?\s+)?[\w-]+(?:\s+[\w-]+){0,5}\s+do\b|\broles?\b|"
              r"\bfunction(?:s|ality|alities)?\s+of\b|\bpurpose\b|\bused\s+for\b|\bresponsibilit\w*\s+of\b|"
              r"vai trò|chức năng|nhiệm vụ|dùng để"),
-    ("definition", r"\bwhat\s+(?:exactly\s+|precisely\s+|then\s+)?(?:is|are|was|were)\b|\bwhat's\b|\bdefin\w*|\bmeaning\b|\bmeans?\b|\brefers?\s+to\b|"
+    ("definition", r"\bwhat\s+(?:\w+ly\s+|then\s+)?(?:is|are|was|were)\b|\bwhat's\b|\bdefin\w*|\bmeaning\b|\bmeans?\b|\brefers?\s+to\b|"
                    r"\bmeant\s+by\b|\bexplain\w*\b|\bdescribe\b|\btell\s+me\s+about\b|là gì|là như thế nào|nghĩa là|nghĩa của|"
                    r"định nghĩa|khái niệm"),
 )
@@ -318,19 +318,22 @@ def store_index(uri: str, signature: tuple) -> tuple[BM25Index, dict]:
     return BM25Index.build(docs, Tokenizer(lang="en"), progress=False), {c.chunk_id: c for c in chunks}
 
 
-def bm25_evidence(store: GraphStore, query: str, limit: int) -> list[Evidence]:
+def bm25_evidence(store: GraphStore, query: str, limit: int, signature: tuple | None = None) -> list[Evidence]:
     """Every chunk of the store, ranked by BM25 (for questions with no entity to resolve)."""
-    index, by_id = store_index(store.uri, store_signature(store))
+    index, by_id = store_index(store.uri, signature or store_signature(store))
     return [Evidence(by_id[h.doc_id], h.text, "bm25", "", h.score) for h in index.search(query, k=limit)]
 
 
 def retrieve_spec_evidence(store: GraphStore, question: str, config: SpecConfig | None = None,
-                           profiler: Profiler | None = None) -> tuple[QuestionAnalysis, dict, list[Evidence]]:
-    """Analysis, resolved terms per entity, and the evidence in stage-then-relevance order."""
+                           profiler: Profiler | None = None,
+                           signature: tuple | None = None) -> tuple[QuestionAnalysis, dict, list[Evidence]]:
+    """Analysis, resolved terms per entity, and the evidence in stage-then-relevance order
+    (``signature``: the store's ``store_signature``, read here when not given)."""
     config = config or SpecConfig()
     profiler = profiler or Profiler()
     with profiler.stage("analysis"):
-        dictionary = term_dictionary(store)
+        signature = signature or store_signature(store)
+        dictionary = term_dictionary(store, signature)
         analysis = analyze_question(question, dictionary)
     resolved: dict[str, list[Term]] = {}
     evidence: list[Evidence] = []
@@ -361,7 +364,7 @@ def retrieve_spec_evidence(store: GraphStore, question: str, config: SpecConfig 
                 resolved[e.entity] = [e.term]
         if not evidence or analysis.qtype in ("other", "reverse"):
             evidence += bm25_evidence(store, question if analysis.qtype == "other" else analysis.phrase or question,
-                                      config.bm25_chunks)
+                                      config.bm25_chunks, signature)
     return analysis, resolved, evidence
 
 

@@ -104,9 +104,10 @@ def store_signature(store: GraphStore) -> tuple:
     return (*sorted(store.counts().items()), ("written", written))
 
 
-def term_dictionary(store: GraphStore) -> TermDictionary:
-    """The store's dictionary, built once per store content."""
-    return _dictionary(store.uri, store_signature(store))
+def term_dictionary(store: GraphStore, signature: tuple | None = None) -> TermDictionary:
+    """The store's dictionary, built once per store content (``signature``: the store's
+    ``store_signature`` when the caller has it already: each one is a query on Neo4j)."""
+    return _dictionary(store.uri, signature or store_signature(store))
 
 
 def words_of(text: str) -> set[str]:
