@@ -287,11 +287,15 @@ def _name_positions(name: tuple[str, ...], span: _Text) -> list[int]:
     return out
 
 
-def _order_problem(claim: _Text, span: _Text) -> str:
-    """Why the claim's names do not stand as in the span ('' when they do)."""
+def _order_problem(claim: _Text, span: _Text, question: _Text | None = None) -> str:
+    """Why the claim's names do not stand as in the span ('' when they do). A name the span
+    lacks but the question uses is the question's framing ("... in the 5G Core"), not a
+    claim; it takes no part in the roles."""
     found = []
     for pos, name in claim.names:
         where = _name_positions(name, span)
+        if not where and question is not None and _name_positions(name, question):
+            continue
         if not where:
             return f"names {' '.join(claim.tokens[pos:pos + len(name)])!r}, which the span does not"
         found.append((pos, name, where))
@@ -446,7 +450,7 @@ def _judge_claim(claim: Claim, evidence: list[str], spans_of, question_words: _T
         if coverage >= BORDERLINE_SUPPORT:    # the other rules, only on spans that may support it
             rules = _number_problem(text, span) or \
                 _negation_problem(text, span, {_stem(w) for w in words if span.has(w)} | numbers_in) or \
-                _order_problem(text, span)
+                _order_problem(text, span, question_words)
         short = coverage < min_support and not rules
         problem = rules
         if coverage < min_support and not rules:
