@@ -76,6 +76,21 @@ def gguf():
     return GGUFModel(LLMConfig(n_threads=2))
 
 
+@pytest.fixture(scope="session")
+def instruct_model():
+    """Qwen2.5-Coder-1.5B-Instruct, assembled from its PyPI wheels by ``make model`` (which
+    ``make test`` runs first), loaded once."""
+    from ragkit.config import LLMConfig
+    from ragkit.llm.gguf import GGUFModel
+    from ragkit.models import installed_path
+
+    path = installed_path("qwen2.5-coder-1.5b")
+    assert path is not None, "qwen2.5-coder-1.5b is not installed: run 'make model'"
+    model = GGUFModel(LLMConfig(model_path=str(path)))
+    yield model
+    model.close()
+
+
 # --------------------------------------------------------------------------- Neo4j and specs
 SPECS = ["21905-h20.docx", "29500-ia0.docx", "23501-g40.pdf"]
 DEMO_SPEC = ROOT / "data" / "specs" / "demo_5gc.md"
