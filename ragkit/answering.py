@@ -20,6 +20,11 @@ replaced by the evidence answer, and ``fallback_reason`` says so. With
 ``LLMConfig.judge_claims`` the model may confirm borderline claims (its own "claim_judge"
 stage) before that.
 
+A model that runs out of tokens (``finish_reason`` "length") is marked ``truncated``; its
+unfinished last claim is trimmed off (``cut_claim``) and the whole claims before it are
+checked as any answer. ``generation`` in the trace holds the prompt and completion tokens
+and, where the backend measures them, prompt and generation tokens per second.
+
 Model failures follow one policy. A model that cannot be loaded (a missing or broken GGUF, a
 bad server URL) raises ``ModelError`` before anything is answered. A model that fails while
 writing the answer (a server that is down or too slow, an HTTP error, a cut stream: a
@@ -35,7 +40,7 @@ from typing import Any, Callable, Sequence
 
 from .config import LLMConfig
 from .errors import GenerationError
-from .llm.claims import remove_claims, split_claims
+from .llm.claims import remove_claims, split_claims, trim_to_whole_claims
 from .llm.grounding import check_claims, judge_borderline
 from .llm.postprocess import filter_think_tags, looks_english
 from .llm.prompts import REASK_VI
@@ -92,6 +97,7 @@ class Draft:
     fallback_note: str = ""           # appended to the evidence answer when it replaces the model's
     clean: Callable[[str], str] | None = None   # pipeline-specific tidying after <think> removal
     max_tokens: int | None = None     # None: the LLM config's
+    cites: Sequence[int] | None = None  # the citation id of each evidence item the check reads (None: n is n)
 
     def judge(self, text: str) -> Check:
         plain = _plain(text)
@@ -116,13 +122,19 @@ class Outcome:
     kept_evidence: int | None = None      # evidence items the prompt kept (None: all)
     dropped_claims: list[dict] = field(default_factory=list)   # {text, why} of claims left out
     claim_judge: list[dict] = field(default_factory=list)      # {claim, logodds} the model judged
+    truncated: bool = False               # the model hit max_tokens (finish_reason "length")
+    cut_claim: str = ""                   # the unfinished last claim that was trimmed off
+    generation: dict = field(default_factory=dict)  # prompt/completion tokens and tokens per second
 
     def to_dict(self) -> dict:
         out = {"answer_source": self.answer_source, "check": self.check.to_dict()}
         if self.answer_source != "evidence":
             out.update({"model_answer": self.model_answer, "raw_answer": self.raw_answer,
                         "reasked": self.reasked, "completion_tokens": self.completion_tokens,
-                        "finish_reason": self.finish_reason})
+                        "finish_reason": self.finish_reason, "truncated": self.truncated,
+                        "generation": self.generation})
+            if self.cut_claim:
+                out["cut_claim"] = self.cut_claim
         if self.fallback_reason:
             out["fallback_reason"] = self.fallback_reason
         if self.dropped_claims:
@@ -159,13 +171,18 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
                 gen = model.chat(follow_up, max_tokens=max_tokens,
                                  temperature=llm_config.temperature, seed=llm_config.seed)
                 text = _tidy(gen.text, draft)
+        truncated = gen.finish_reason == "length"
+        cut_claim = ""
+        if truncated:   # cut off by max_tokens: keep the whole claims only
+            text, cut_claim = trim_to_whole_claims(text)
     except GenerationError as exc:
         reason = f"model failed: {exc}"
         return Outcome(_with_note(draft), "fallback", Check(False, reason), model_answer=text or None,
                        raw_answer=raw or None, fallback_reason=reason, reasked=reasked,
                        kept_evidence=kept)
     with profiler.stage("check"):
-        check = draft.judge(text) if text.strip() else Check(False, "the model wrote nothing")
+        nothing = "the model was cut off before it finished a claim" if truncated else "the model wrote nothing"
+        check = draft.judge(text) if text.strip() else Check(False, nothing)
     judged: list[dict] = []
     if not check.passed and llm_config.judge_claims and hasattr(model, "choice_logprobs") \
             and any(c.get("borderline") for c in check.details.get("claims", ())):
@@ -175,7 +192,8 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
         check = Check(details.pop("passed"), details.pop("reason"), details)
     common = dict(model_answer=text, raw_answer=raw, reasked=reasked,
                   completion_tokens=gen.completion_tokens, finish_reason=gen.finish_reason,
-                  kept_evidence=kept, claim_judge=judged)
+                  kept_evidence=kept, claim_judge=judged, truncated=truncated, cut_claim=cut_claim,
+                  generation=generation_figures(gen))
     if check.passed:
         return Outcome(text, "model", check, **common)
     with profiler.stage("check"):
@@ -184,6 +202,18 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
         kept_text, kept_check, dropped = kept_answer
         return Outcome(kept_text, "model", kept_check, dropped_claims=dropped, **common)
     return Outcome(_with_note(draft), "fallback", check, fallback_reason=_fallback_reason(check), **common)
+
+
+def generation_figures(gen) -> dict:
+    """Tokens in and out of one generation, and its prompt and generation speed in tokens
+    per second when the backend measured them (llama.cpp's own counters)."""
+    out = {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.completion_tokens}
+    extra = gen.extra or {}
+    for what, tokens, ms in (("prompt", "prompt_tokens", "prompt_ms"), ("generation", "eval_tokens", "eval_ms")):
+        if extra.get(ms):
+            out[f"{what}_ms"] = round(extra[ms], 1)
+            out[f"{what}_tokens_per_s"] = round(1000 * extra[tokens] / extra[ms], 1)
+    return out
 
 
 def drop_unsupported(text: str, check: Check, draft: Draft) -> tuple[str, Check, list[dict]] | None:
@@ -222,4 +252,5 @@ def _with_note(draft: Draft) -> str:
     return f"{draft.evidence_answer}\n\n{draft.fallback_note}" if draft.fallback_note else draft.evidence_answer
 
 
-__all__ = ["ANSWER_SOURCES", "Check", "Draft", "Outcome", "answer", "drop_unsupported", "grounding_check"]
+__all__ = ["ANSWER_SOURCES", "Check", "Draft", "Outcome", "answer", "drop_unsupported", "generation_figures",
+           "grounding_check"]

@@ -46,8 +46,9 @@ def replacement(written: dict[int, list[str]], data: dict) -> dict:
     if streamed == final:
         return {"replaced": False}
     trace = data.get("trace") or {}
-    why = trace.get("fallback_reason") or ("the model's text was cleaned up (thinking, cut-off or unsupported "
-                                            "sentences removed)" if trace.get("answer_source") == "model" else "")
+    why = trace.get("fallback_reason") or ("the model's text was tidied (thinking, an unfinished last sentence "
+                                            "or unsupported sentences removed; citations added or numbered "
+                                            "as the citation list)" if trace.get("answer_source") == "model" else "")
     return {"replaced": True, "replaced_because": why}
 
 

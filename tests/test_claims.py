@@ -153,3 +153,13 @@ def test_ragkit_check_refuses_bad_evidence_in_one_line(tmp_path, content, proble
     done = run_check("--answer", "x", "--evidence", str(path))
     assert done.returncode == 2 and done.stdout == ""
     assert problem in done.stderr and str(path) in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_examples_in_the_claim_modules_docstrings_hold():
+    import doctest
+
+    from ragkit.llm import claims, grounding
+
+    for module in (claims, grounding):
+        failed, tried = doctest.testmod(module)
+        assert tried > 0 and failed == 0, module.__name__

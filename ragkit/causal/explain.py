@@ -25,7 +25,9 @@ SYSTEM_VI = ("Bạn giải thích cơ chế hình thành PM2.5. CHỈ dùng các
              "được cung cấp; không thêm nguyên nhân mới, không thêm con số, không thêm nguồn. "
              "Trả lời bằng tiếng Việt với bốn mục: " + ", ".join(f"'{s}'" for s in SECTIONS) +
              f", và mục '{OPPOSING_SECTION}' nếu có chuỗi ngược chiều. Mỗi mục mở đầu bằng một "
-             "dòng trống rồi một tiêu đề Markdown '### '.")
+             "dòng trống rồi một tiêu đề Markdown '### '. Sau mỗi câu hoặc mỗi dòng, ghi số nguồn "
+             "của nó trong ngoặc vuông như [1], lấy từ mục NGUỒN; mục 'Nguồn trích dẫn' liệt kê "
+             "các nguồn đã dùng dạng '- [n] nguồn'.")
 
 
 def direction(chain: Chain) -> int:
@@ -56,18 +58,31 @@ def _condition_text(c: dict) -> str:
     return f"{c['variable']} {c['op']} {c['value']}{(' ' + c['unit']) if c.get('unit') else ''}"
 
 
+def _ref(ev: dict) -> str:
+    return f"doi:{ev['source_doi']}" if ev.get("source_doi") else ev.get("source_url", "")
+
+
+def source_evidence(chains: list[Chain], factors: list[dict], opposing: list[Chain] = ()):
+    """(reference, evidence item, what it backs, stage) for every evidence item in the
+    answer's reading order: chains, factors, opposing chains."""
+    for c in chains:
+        for e in c.edges:
+            for ev in e["evidence"]:
+                yield _ref(ev), ev, f"{e['source']}->{e['target']}", "chain"
+    for f in factors:
+        for ev in f["evidence"]:
+            yield _ref(ev), ev, f"{f['factor']}->pm25", "factor"
+    for c in opposing:
+        for e in c.edges:
+            for ev in e["evidence"]:
+                yield _ref(ev), ev, f"{e['source']}->{e['target']}", "opposing"
+
+
 def sources(chains: list[Chain], factors: list[dict], limit: int | None = None,
             opposing: list[Chain] = ()) -> list[str]:
     """Distinct DOIs/URLs in the answer's reading order: chains, factors, opposing chains
-    (all of them, or at most ``limit``)."""
-    out: list[str] = []
-    evidence = [ev for c in chains for e in c.edges for ev in e["evidence"]] + \
-        [ev for f in factors for ev in f["evidence"]] + \
-        [ev for c in opposing for e in c.edges for ev in e["evidence"]]
-    for ev in evidence:
-        ref = f"doi:{ev['source_doi']}" if ev.get("source_doi") else ev.get("source_url", "")
-        if ref and ref not in out:
-            out.append(ref)
+    (all of them, or at most ``limit``); source ``[n]`` is the n-th."""
+    out = list(dict.fromkeys(ref for ref, *_ in source_evidence(chains, factors, opposing) if ref))
     return out if limit is None else out[:limit]
 
 
@@ -83,7 +98,7 @@ def template_answer(kg: EvidenceKG, chains: list[Chain], factors: list[dict],
     def cite(edge) -> str:
         ids = []
         for ev in edge["evidence"]:
-            ref = f"doi:{ev['source_doi']}" if ev.get("source_doi") else ev.get("source_url", "")
+            ref = _ref(ev)
             if ref in number and number[ref] not in ids:
                 ids.append(number[ref])
         return "".join(f" [{i}]" for i in ids)
@@ -106,27 +121,43 @@ def template_answer(kg: EvidenceKG, chains: list[Chain], factors: list[dict],
     return "\n".join(lines)
 
 
-def _chain_blocks(kg: EvidenceKG, chains: list[Chain], name: str) -> list[str]:
+def _chain_blocks(kg: EvidenceKG, chains: list[Chain], name: str, number: dict[str, int]) -> list[str]:
     blocks = []
     for i, chain in enumerate(chains, 1):
         steps = []
         for e in chain.edges:
-            quote = e["evidence"][0]
-            ref = quote.get("source_doi") or quote.get("source_url")
-            steps.append(f"  - {kg.label(e['source'])} --{e['relation']}--> {kg.label(e['target'])}: "
-                         f"{e.get('mechanism') or ''} (nguồn: {ref})")
+            cited = "".join(f"[{n}]" for n in dict.fromkeys(number[_ref(ev)] for ev in e["evidence"]
+                                                             if _ref(ev) in number))
+            steps.append(f"  - {kg.label(e['source'])} {RELATION_VI.get(e['relation'], e['relation'])} "
+                         f"{kg.label(e['target'])}: {e.get('mechanism') or ''} {cited}".rstrip())
         blocks.append(f"{name} {i} ({_EFFECT_VI[chain.direction]}):\n" + "\n".join(steps))
     return blocks
 
 
 def prompt_messages(question: str, kg: EvidenceKG, chains: list[Chain], uncertainties: list[str],
-                    opposing: list[Chain] = ()) -> list[dict]:
-    """The design's three input blocks: question, chains with evidence, uncertainties; and
-    the chains that go against the asked direction, when there are some."""
-    user = f"CÂU HỎI: {question}\n\nCHUỖI NHÂN QUẢ:\n" + "\n".join(_chain_blocks(kg, chains, "Chuỗi"))
+                    opposing: list[Chain] = (), factors: list[dict] = (),
+                    empirical: list[dict] = ()) -> list[dict]:
+    """The design's input blocks: the question, the chains with their mechanisms, the
+    supporting factors, the opposing chains (when some go against the asked direction), the
+    open conditions, what the measured series say of each chain, and the numbered sources
+    every line cites, so the model has each of its four sections' material and cites it as
+    the template answer does."""
+    refs = sources(chains, list(factors), opposing=list(opposing))
+    number = {r: i for i, r in enumerate(refs, 1)}
+    user = f"CÂU HỎI: {question}\n\nCHUỖI NHÂN QUẢ:\n" + "\n".join(_chain_blocks(kg, chains, "Chuỗi", number))
+    user += "\n\nYẾU TỐ BỔ TRỢ:\n" + ("\n".join(
+        f"- {f['label']} {RELATION_VI.get(f['relation'], f['relation'])} PM2.5 "
+        + "".join(f"[{n}]" for n in dict.fromkeys(number[_ref(ev)] for ev in f["evidence"] if _ref(ev) in number))
+        for f in factors) or "- (không)")
     if opposing:
-        user += "\n\nCHUỖI NGƯỢC CHIỀU:\n" + "\n".join(_chain_blocks(kg, list(opposing), "Ngược chiều"))
+        user += "\n\nCHUỖI NGƯỢC CHIỀU:\n" + "\n".join(_chain_blocks(kg, list(opposing), "Ngược chiều", number))
     user += "\n\nĐIỀU KIỆN CHƯA KIỂM TRA ĐƯỢC:\n" + ("\n".join(f"- {u}" for u in uncertainties) or "- (không)")
+    if empirical:
+        user += "\n\nSỐ LIỆU ĐO:\n" + "\n".join(
+            f"- Chuỗi {e['chain']}: " + ("; ".join(f"{', '.join(c.get('conditions', []))}: {c.get('verdict')}"
+                                                  for c in e["checks"]) or "không có điều kiện đo được")
+            for e in empirical)
+    user += "\n\nNGUỒN:\n" + "\n".join(f"[{n}] {r}" for r, n in number.items())
     return [{"role": "system", "content": SYSTEM_VI}, {"role": "user", "content": user}]
 
 
@@ -150,6 +181,9 @@ def hallucinations(answer: str, kg: EvidenceKG, chains: list[Chain], factors: li
     for line in uncertainties:
         text = text.replace(unicodedata.normalize("NFC", line.lower()), " ")
     asked = {node for _, _, nodes in match_names(question_words(question), kg) for node in nodes}
+    # What the chains' mechanisms name is evidence too: the prompt shows them.
+    shown = " ".join(e.get("mechanism") or "" for c in chains for e in c.edges)
+    allowed_nodes |= {node for _, _, nodes in match_names(question_words(shown), kg) for node in nodes}
     for _, _, nodes in match_names(question_words(text), kg):
         if nodes.isdisjoint(allowed_nodes) and nodes.isdisjoint(asked):
             problems.append(f"cause not in the selected chains: {kg.label(min(nodes))}")

@@ -1,5 +1,5 @@
-"""The AnswerGenerator (KG QA design): the answer from the context store, with the design's prompt
-and its two messages for an empty store and an empty final result (the context store is
+"""The AnswerGenerator (KG QA design): the answer from the context store, with a prompt that
+shows the reasoning path without the store's keys and numbers the edges, and the design's two messages for an empty store and an empty final result (the context store is
 kept either way; a model that fails gives the written answer, as every pipeline does).
 
 Without a model the answer is written from the plan: each step's list in turn, so the
@@ -10,11 +10,11 @@ the final result; otherwise the written answer is given, with the reason in the 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from ..answering import Check, Draft
+from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .execute import FINAL_LIMIT
 from .plan import Plan, plural
 from .resolve import words
@@ -24,37 +24,17 @@ EMPTY_FINAL = "Based on the data, I followed the steps but could not find a fina
 NOT_MAPPED = "I could not map this question to the graph"
 SHOWN = 8     # names listed per intermediate step in the written answer
 
-PROMPT = """You are an expert biomedical reasoning agent. Your task is to answer the user's
-question in clear, natural language, providing a step-by-step rationale.
-You MUST base your answer ONLY on the structured JSON context provided below.
-Do not use any external knowledge.
-
-The JSON context is a dictionary. Each key (e.g., "diseases_list", "final_result")
-represents the data found at a specific step of the query.
-- The "final_result" key holds the primary list of items that answer the question.
-- The *other keys* (e.g., "diseases_list") provide the intermediate *reasoning path*
-  or *evidence* that connects the query to the final answer.
-
-User's Question:
-"{nlq}"
-
-Data Context from Knowledge Graph (all steps):
-```json
-{context_str}
-```
-
-Instructions:
-1. Analyze the user's question: "{nlq}"
-2. Look at the "final_result" key. This is the primary list of items to answer the question.
-3. Look at the *other keys* in the JSON (e.g., "diseases_list", "side_effects_list")
-   to understand the *connection* or *reasoning* path.
-4. Formulate a direct answer.
-5. **Crucially, explain *how* you found the answer by referencing the intermediate steps.**
-
-If the "final_result" list is empty, state that no results were found after
-following the steps.
-Do not mention the JSON file, keys (like "final_result"), or AI. Weave the
-reasoning into a natural language answer."""
+KG_TASK = {
+    "en": ("You answer questions from a knowledge graph. The STEPS say how the query went from the "
+           "question's entities to the answer, ANSWER lists what it found, and the numbered evidence "
+           "holds the graph edges it followed. Start with the answer: name the items found. Then "
+           "explain the path in plain sentences. Never mention JSON, keys, lists or data structures."),
+    "vi": ("Bạn trả lời câu hỏi từ một đồ thị tri thức. Mục CÁC BƯỚC nói truy vấn đi từ các thực thể "
+           "của câu hỏi tới câu trả lời thế nào, mục TRẢ LỜI liệt kê những gì tìm được, và các đoạn "
+           "bằng chứng đánh số là các cạnh của đồ thị đã đi qua. Mở đầu bằng câu trả lời: nêu tên các "
+           "mục tìm được. Sau đó giải thích đường đi bằng câu văn thường. Không nhắc tới JSON, khóa, "
+           "danh sách hay cấu trúc dữ liệu."),
+}
 
 
 def _names(items: list[dict], limit: int) -> str:
@@ -210,31 +190,27 @@ def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
     return EntityCheck(True, "", named, outside)
 
 
-def prompt_context(context_store: dict) -> dict:
-    """The context store as the model sees it: names only, at most 15 per list (the count
-    is kept), so a small model's context window holds it."""
-    out: dict = {}
-    for key, value in context_store.items():
-        if isinstance(value, list):
-            out[key] = [i["name"] for i in value[:FINAL_LIMIT]]
-            if len(value) > FINAL_LIMIT:
-                out[f"{key}_total"] = len(value)
-        else:
-            out[key] = value
-    return out
-
-
-def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str, dict]) -> Draft:
-    """The answer stage's input: the written answer, the design's prompt (only when there is a
-    final result to explain: an empty store or final result gets the design's message, no
-    model) and the entity check."""
+def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str, dict],
+                 edges: list[str] = ()) -> Draft:
+    """The answer stage's input: the written answer, the prompt (only when there is a final
+    result to explain: an empty store or final result gets the design's message, no model)
+    and the entity check. ``edges`` are the cited edges ("A -[REL]-> B"), in citation order:
+    the prompt numbers them as its evidence."""
     written = written_answer(question, plan, context_store, nodes) if context_store else EMPTY_STORE
     asked = {s["from"]["entity"] for s in plan.steps if "entity" in s.get("from", {})}
     asked |= {i for s in plan.steps if s["op"] == "nodes" for i in s["ids"]}
+    language = answer_language(question, "en")
 
     def prompt(_model) -> tuple[list[dict], None]:
-        context = json.dumps(prompt_context(context_store), indent=1, ensure_ascii=False)
-        return [{"role": "user", "content": PROMPT.format(nlq=question, context_str=context)}], None
+        final = context_store.get("final_result", [])
+        total = context_store.get("final_result_total", len(final))
+        steps = written.removeprefix("Based on the data: ").split(" Answer: ")[0]
+        head = ("CÁC BƯỚC", "TRẢ LỜI", "trong số") if language == "vi" else ("STEPS", "ANSWER", "of")
+        shown = f" ({len(final)} {head[2]} {total})" if total > len(final) else ""
+        found = f"{head[0]}: {steps}\n{head[1]}{shown}: {_names(final, FINAL_LIMIT)}"
+        # The plan found an answer: the model explains it and is not offered a refusal.
+        return answer_messages(KG_TASK[language], question, numbered_evidence(edges), language, None,
+                               preamble=found), None
 
     def check(text: str) -> Check:
         result = check_entities(text, context_store, list(nodes.values()), asked)

@@ -140,9 +140,62 @@ def remove_claims(answer: str, dropped: list[Claim]) -> str:
     return "\n".join(lines).strip()
 
 
+def renumber_citations(text: str, numbers: dict[int, int]) -> str:
+    """``text`` with each cited number ``n`` written as ``numbers[n]`` (numbers not in the
+    map are left out; a marker left with none is removed). A range is written as a list.
+
+    >>> renumber_citations("A [3]. B [1-2]. C [9].", {3: 1, 1: 2, 2: 3})
+    'A [1]. B [2, 3]. C.'
+    """
+    def write(match: re.Match) -> str:
+        kept = [numbers[n] for n in citations(match.group(0)) if n in numbers]
+        return f"[{', '.join(str(n) for n in dict.fromkeys(kept))}]" if kept else ""
+
+    text = _CITATION.sub(write, text)
+    return re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
+
+
+def add_citations(text: str, additions: dict[int, int]) -> str:
+    """``text`` with ``[n]`` added at the end of claim ``i`` (its index in ``split_claims``)
+    for each ``i: n`` of ``additions``, before the claim's closing full stop.
+
+    >>> add_citations("The AMF selects an SMF. It is on the N11 interface.", {1: 2})
+    'The AMF selects an SMF. It is on the N11 interface [2].'
+    """
+    claims = split_claims(text)
+    for i in sorted(additions, reverse=True):
+        if 0 <= i < len(claims):
+            end = claims[i].end
+            while end > claims[i].start and text[end - 1] in ".!?;:":
+                end -= 1
+            text = f"{text[:end]} [{additions[i]}]{text[end:]}"
+    return text
+
+
+def trim_to_whole_claims(text: str) -> tuple[str, str]:
+    """A text cut off mid-claim (the model ran out of tokens) without its unfinished last
+    claim, and that claim ("" when the last claim is whole: it ends with ".", "!", "?", a
+    citation, or is a list item or heading line followed by nothing cut).
+
+    >>> trim_to_whole_claims("The AMF selects an SMF [1]. The SMF then allocates an IP addr")
+    ('The AMF selects an SMF [1].', 'The SMF then allocates an IP addr')
+    >>> trim_to_whole_claims("1) Bật nguồn [1]\\n2) Kiểm tra dầu [2]")
+    ('1) Bật nguồn [1]\\n2) Kiểm tra dầu [2]', '')
+    """
+    claims = split_claims(text)
+    if not claims:
+        return text, ""
+    last = claims[-1]
+    tail = text[last.start:].rstrip()
+    if re.search(r"[.!?…][\"'”)\]]*$", tail) or _CITATION.search(tail[-12:] or "") and tail.endswith("]"):
+        return text, ""
+    return remove_claims(text, [last]), last.text
+
+
 def split_sentences(text: str) -> list[str]:
     """The sentences of an evidence text (the same cut as for claims, citations kept)."""
     return [text[a:b].replace("\n", " ").strip() for a, b in _pieces(text)]
 
 
-__all__ = ["Claim", "citations", "remove_claims", "split_claims", "split_sentences", "strip_citations"]
+__all__ = ["Claim", "add_citations", "citations", "remove_claims", "renumber_citations", "split_claims", "split_sentences", "strip_citations",
+           "trim_to_whole_claims"]

@@ -11,6 +11,7 @@ import atexit
 import importlib.util
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -153,20 +154,26 @@ class GGUFModel:
         stops = list(dict.fromkeys([*stop, CHATML_STOP]))
         with self._generating:  # one llama.cpp context: one generation at a time
             self.llama.reset()  # no KV-cache reuse between calls: each answer stands alone
+            self.native_timings(reset=True)
             try:
                 out = self.llama.create_chat_completion(
                     messages=list(messages), max_tokens=max_tokens, temperature=temperature,
                     seed=seed, stop=stops, stream=on_token is not None)
                 if on_token is not None:
-                    return collect_stream(out, on_token)
+                    streamed = collect_stream(out, on_token)
+                    counters = self.native_timings()
+                    return replace(streamed, prompt_tokens=counters["prompt_tokens"],
+                                   completion_tokens=counters["eval_tokens"] or streamed.completion_tokens,
+                                   extra={**streamed.extra, **counters})
             except ValueError as exc:  # llama.cpp raises ValueError when the prompt is too long
                 raise GenerationError(f"model {self.name}: generation failed ({exc})") from None
+            counters = self.native_timings()
         choice = out["choices"][0]
         usage = out.get("usage") or {}
         return Generation(text=choice["message"]["content"] or "",
                           finish_reason=choice.get("finish_reason") or "",
                           prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                          completion_tokens=int(usage.get("completion_tokens", 0)))
+                          completion_tokens=int(usage.get("completion_tokens", 0)), extra=counters)
 
     def choice_logprobs(self, prompt: str, choices: Sequence[str]) -> list[float]:
         """Log-probabilities that the token after ``prompt`` (raw text, special tokens

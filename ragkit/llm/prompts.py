@@ -1,6 +1,16 @@
-"""Prompts (lexical RAG design, section 6): a Vietnamese system instruction, and a user turn with the
-sections NGỮ CẢNH (context), SƯỜN TRÍCH XUẤT (extracted outline) and YÊU CẦU (requirements).
-The chat template (ChatML for Qwen and SmolLM2) is applied by the model layer."""
+"""Prompts every pipeline shares, and the lexical pipeline's own.
+
+Every answer prompt shows the evidence numbered ``[1]``, ``[2]`` ... and gives the same
+rules, in the answer's language: use only the evidence, write the evidence number after
+every sentence, say the pipeline's refusal sentence when the evidence is not enough
+(``answer_rules``). The answer's language is the question's (``answer_language``): a
+Vietnamese question is answered in Vietnamese, an English one in English; a question too
+short to tell takes the pipeline's own language.
+
+The lexical pipeline's prompt (lexical RAG design, section 6) is a system instruction and a
+user turn with the sections NGỮ CẢNH (context), SƯỜN TRÍCH XUẤT (extracted outline) and YÊU
+CẦU (requirements), or their English names for an English question. The chat template
+(ChatML for Qwen and SmolLM2) is applied by the model layer."""
 
 from __future__ import annotations
 
@@ -8,16 +18,61 @@ import re
 import unicodedata
 from typing import Sequence
 
-from ..text import normalize
+from ..text import document_language, normalize
 
 CHUNK_SEPARATOR = "\n\n---\n\n"
 
-SYSTEM_VI = (
-    "Bạn là trợ lý kỹ thuật. CHỈ dùng thông tin trong NGỮ CẢNH, không thêm kiến thức ngoài. "
-    "Không nêu suy nghĩ trung gian. Luôn trả lời bằng tiếng Việt, ngắn gọn, đúng trọng tâm. "
-    "Nếu hỏi 'các bước', liệt kê đầy đủ 1), 2), 3)... "
-    "Nếu NGỮ CẢNH không đủ để trả lời, hãy nói rõ: 'Không đủ thông tin trong tài liệu.'"
-)
+_RULES = {
+    "vi": ("CHỈ dùng thông tin trong các đoạn bằng chứng được đánh số, không thêm kiến thức ngoài. "
+           "Ở CUỐI mỗi câu, ghi số của đoạn bằng chứng mà câu đó dựa vào trong ngoặc vuông, ví dụ [1] "
+           "hoặc [2, 3]. Không nêu suy nghĩ trung gian. Trả lời bằng tiếng Việt, ngắn gọn, đúng trọng tâm."),
+    "en": ("Use ONLY the numbered evidence; add no outside knowledge. At the END of every sentence, "
+           "write the number of the evidence it comes from in brackets, like [1] or [2, 3]. Do not "
+           "show your reasoning steps unless asked. Answer in English, briefly and to the point."),
+}
+_REFUSAL_RULE = {"vi": " Nếu bằng chứng không đủ để trả lời, chỉ viết: '{refusal}'",
+                 "en": " If the evidence is not enough to answer, write only: '{refusal}'"}
+
+
+def answer_language(question: str, default: str) -> str:
+    """The language to answer ``question`` in: the question's own ("vi" or "en"), else
+    ``default`` (a question too short or too coded to tell)."""
+    found = document_language(question)
+    return found if found in _RULES else default
+
+
+def answer_rules(language: str, refusal: str | None) -> str:
+    """The shared answer rules in ``language``: evidence only, ``[n]`` after every sentence,
+    and ``refusal`` when the evidence is not enough (None: the pipeline found an answer, so
+    the model is not offered a way out)."""
+    rules = _RULES[language]
+    return rules + _REFUSAL_RULE[language].format(refusal=refusal) if refusal else rules
+
+
+def numbered_evidence(items: Sequence[str]) -> str:
+    """The evidence as the prompt shows it: ``[n] text``, one item after another."""
+    return "\n".join(f"[{n}] {' '.join(item.split())}" for n, item in enumerate(items, 1))
+
+
+def answer_messages(task: str, question: str, evidence: str, language: str, refusal: str | None,
+                    extra_rules: Sequence[str] = (), preamble: str = "") -> list[dict]:
+    """A system turn (the pipeline's ``task``, the shared rules, its ``extra_rules``) and a
+    user turn with the ``preamble`` (what the pipeline found, when it says more than the
+    evidence items), the numbered ``evidence`` and the question."""
+    head = ("BẰNG CHỨNG", "CÂU HỎI") if language == "vi" else ("EVIDENCE", "QUESTION")
+    system = " ".join([task, answer_rules(language, refusal), *extra_rules])
+    user = f"{preamble.strip()}\n\n" if preamble.strip() else ""
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": f"{user}{head[0]}:\n{evidence}\n\n{head[1]}: {question.strip()}"}]
+
+
+REFUSAL = {"vi": "Không đủ thông tin trong tài liệu.",
+           "en": "The documents do not hold enough information to answer."}
+
+SYSTEM_VI = ("Bạn là trợ lý kỹ thuật. " + answer_rules("vi", REFUSAL["vi"]) +
+             " Nếu hỏi 'các bước', liệt kê đầy đủ 1), 2), 3)... mỗi bước một dòng, cuối dòng ghi [n].")
+SYSTEM_EN = ("You are a technical assistant. " + answer_rules("en", REFUSAL["en"]) +
+             " If asked for steps, list them all as 1), 2), 3)..., one per line, each ending with [n].")
 
 USER_TEMPLATE_VI = (
     "NGỮ CẢNH:\n{context}\n\n"
@@ -26,7 +81,18 @@ USER_TEMPLATE_VI = (
     "- Câu hỏi: {question}\n"
     "- Chỉ dùng thông tin trong ngữ cảnh\n"
     "- Không thêm kiến thức ngoài\n"
+    "- Ghi [n] sau mỗi câu\n"
     "- Trả lời bằng tiếng Việt"
+)
+USER_TEMPLATE_EN = (
+    "CONTEXT:\n{context}\n\n"
+    "EXTRACTED OUTLINE:\n{outline}\n\n"
+    "REQUIREMENTS:\n"
+    "- Question: {question}\n"
+    "- Use only the context\n"
+    "- Add no outside knowledge\n"
+    "- Write [n] after every sentence\n"
+    "- Answer in English"
 )
 
 REASK_VI = ("Câu trả lời trên đang viết bằng tiếng Anh. Hãy viết lại toàn bộ câu trả lời bằng "
@@ -63,9 +129,11 @@ def extract_outline(texts: Sequence[str], limit: int = 20) -> list[str]:
     return outline
 
 
-def lexical_messages(question: str, context: str, outline: Sequence[str]) -> list[dict]:
-    """The design's two-turn prompt for the lexical pipeline."""
-    user = USER_TEMPLATE_VI.format(context=context or "(trống)",
-                                   outline="\n".join(outline) if outline else NO_OUTLINE,
-                                   question=question.strip())
-    return [{"role": "system", "content": SYSTEM_VI}, {"role": "user", "content": user}]
+def lexical_messages(question: str, context: str, outline: Sequence[str], language: str = "vi") -> list[dict]:
+    """The design's two-turn prompt for the lexical pipeline, in the answer's language."""
+    template, system = (USER_TEMPLATE_VI, SYSTEM_VI) if language == "vi" else (USER_TEMPLATE_EN, SYSTEM_EN)
+    empty = ("(trống)", NO_OUTLINE) if language == "vi" else ("(empty)", "(none)")
+    user = template.format(context=context or empty[0],
+                           outline="\n".join(outline) if outline else empty[1],
+                           question=question.strip())
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]

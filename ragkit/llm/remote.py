@@ -153,7 +153,8 @@ class ServerLLM:
         return Generation(text=(choice.get("message") or {}).get("content") or "",
                           finish_reason=choice.get("finish_reason") or "",
                           prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                          completion_tokens=int(usage.get("completion_tokens", 0)))
+                          completion_tokens=int(usage.get("completion_tokens", 0)),
+                          extra=server_timings(out))
 
     def _stream(self, body: dict) -> Iterator[dict]:
         """The server-sent events of a streamed completion, as chunk dicts."""
@@ -174,3 +175,13 @@ class ServerLLM:
         self._http.close()
         if self._local is not None:
             self._local.close()
+
+
+def server_timings(out: dict) -> dict:
+    """llama.cpp's server reports its own prompt and generation counters (``timings``);
+    other servers report none."""
+    t = out.get("timings") or {}
+    if not t.get("prompt_ms") and not t.get("predicted_ms"):
+        return {}
+    return {"prompt_ms": float(t.get("prompt_ms") or 0), "prompt_tokens": int(t.get("prompt_n") or 0),
+            "eval_ms": float(t.get("predicted_ms") or 0), "eval_tokens": int(t.get("predicted_n") or 0)}

@@ -12,12 +12,14 @@ citations, trace and timings.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Sequence
 
 from ..answering import Check, Draft, Outcome, answer
 from ..config import LLMConfig
 from ..errors import InputError
+from ..llm.claims import add_citations, renumber_citations, split_claims
+from ..llm.claims import citations as claim_citations
 from ..profiler import Profiler
 
 if TYPE_CHECKING:
@@ -40,6 +42,7 @@ class Citation:
     stage: str = ""
     version: str = ""     # spec answers: the cited spec's version ("16.4.0")
     page: int = 0         # spec answers from a PDF: the page the cited text starts on (1-based)
+    evidence: int = 0     # its number in the evidence the prompt showed and the check read
 
 
 @dataclass
@@ -211,9 +214,45 @@ class Pipeline(ABC):
         citations = gathered.citations
         if gathered.cite_kept and outcome.answer_source == "model" and outcome.kept_evidence is not None:
             citations = citations[: outcome.kept_evidence]
-        return Answer(question=question, pipeline=self.name, answer=outcome.text, citations=citations,
+        text, citations = settle_citations(outcome, citations, gathered.draft.cites)
+        return Answer(question=question, pipeline=self.name, answer=text, citations=citations,
                       trace=gathered.trace, timings_ms=ctx.profiler.as_dict())
 
 
+def settle_citations(outcome: Outcome, citations: list[Citation],
+                     cites: Sequence[int] | None = None) -> tuple[str, list[Citation]]:
+    """The answer's text and citation list, numbered alike: ``[1]`` is the first citation.
+
+    A model answer's claims that cite nothing get the citation of the evidence the check
+    found supporting them, so a model answer keeps its sources. Then whatever the answer
+    cites (a model answer, a fallback or an evidence answer) is numbered 1, 2, ... in the
+    order it is first cited, and the list holds only those; each citation keeps its number in
+    the evidence (``Citation.evidence``), the numbering of the prompt and of the check's
+    claims. An answer that cites nothing keeps the whole list (it stands on all of it).
+    ``cites[n - 1]`` is the citation id of evidence item ``n`` (None: the same number)."""
+    def citation_of(n: int) -> int | None:
+        if cites is None:
+            return n
+        return cites[n - 1] if 1 <= n <= len(cites) else None
+
+    text = outcome.text
+    if outcome.answer_source == "model":
+        claims = outcome.check.details.get("claims") or []
+        parts = split_claims(text)
+        if len(parts) == len(claims):
+            # A lead-in to a list ("Các bước:") introduces what follows; it cites nothing.
+            added = {i: citation_of(c["support"]["evidence"]) for i, c in enumerate(claims)
+                     if c["verdict"] == "supported" and not parts[i].cited and c.get("support")
+                     and not parts[i].body.rstrip().endswith(":")}
+            text = add_citations(text, {i: n for i, n in added.items() if n is not None})
+    by_id = {c.id: c for c in citations}
+    cited = [n for n in claim_citations(text) if n in by_id]
+    if not cited:
+        return text, [replace(c, evidence=c.evidence or c.id) for c in citations]
+    numbers = {old: new for new, old in enumerate(cited, 1)}
+    return renumber_citations(text, numbers), [replace(by_id[old], id=new, evidence=by_id[old].evidence or old)
+                                               for old, new in numbers.items()]
+
+
 __all__ = ["Answer", "AskContext", "Citation", "Gathered", "NOT_ENOUGH_VI", "Pipeline", "Sources",
-           "Trace", "check_question"]
+           "Trace", "check_question", "settle_citations"]

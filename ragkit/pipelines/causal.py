@@ -11,7 +11,8 @@ from ..causal.chains import (Chain, ChainConfig, analyse_question, opposing_fact
                              question_categories, rank_chains, split_by_direction, supporting_factors)
 from ..causal.conditions import (CHECKABLE, NOT_CHECKABLE_VI, check_condition, empirical_support,
                                  expected_direction, load_weather)
-from ..causal.explain import direction, hallucinations, prompt_messages, template_answer
+from ..causal.explain import (direction, hallucinations, prompt_messages, source_evidence,
+                              template_answer)
 from ..causal.kg import EvidenceKG, load_kg
 from ..answering import Check, Draft
 from ..config import LLMConfig
@@ -91,12 +92,12 @@ class CausalPipeline(Pipeline):
             problems = hallucinations(text, kg, chains, factors, uncertainties, question, opposing)
             return Check(not problems, "; ".join(problems), {"problems": problems})
 
-        prompt = (lambda _model: (prompt_messages(question, kg, chains, uncertainties, opposing), None)
-                  ) if chains else None
+        prompt = (lambda _model: (prompt_messages(question, kg, chains, uncertainties, opposing, factors,
+                                                  empirical), None)) if chains else None
         draft = Draft(evidence_answer=template_answer(kg, chains, factors, uncertainties, opposing, asked),
                       check=check,
                       prompt=prompt, language="vi")
-        return Gathered(draft, chain_citations(chains), trace)
+        return Gathered(draft, source_citations(chains, factors, opposing), trace)
 
 
 @dataclass(frozen=True)
@@ -133,18 +134,16 @@ def condition_checks(kg: EvidenceKG, chains: list[Chain], weather, at) -> tuple[
     return checks, uncertainties
 
 
-def chain_citations(chains: list[Chain]) -> list[Citation]:
-    """One citation per distinct source (DOI, else URL) behind the chains' edges."""
-    citations, seen_refs = [], set()
-    for chain in chains:
-        for edge in chain.edges:
-            for ev in edge["evidence"]:
-                ref = ev.get("source_doi") or ev.get("source_url")
-                if ref not in seen_refs:
-                    seen_refs.add(ref)
-                    citations.append(Citation(id=len(citations) + 1, doc_id=ref, title=ev.get("source_quote", "")[:120],
-                                              source=ev.get("source_url", ""),
-                                              entity=f"{edge['source']}->{edge['target']}", stage="chain"))
+def source_citations(chains: list[Chain], factors: list[dict], opposing: list[Chain]) -> list[Citation]:
+    """One citation per distinct source (DOI, else URL), numbered as the answer numbers its
+    sources (``explain.sources``): chains, then supporting factors, then opposing chains."""
+    citations, seen = [], set()
+    for ref, ev, backs, stage in source_evidence(chains, factors, opposing):
+        if ref and ref not in seen:
+            seen.add(ref)
+            citations.append(Citation(id=len(citations) + 1, doc_id=ev.get("source_doi") or ref,
+                                      title=ev.get("source_quote", "")[:120], source=ev.get("source_url", ""),
+                                      entity=backs, stage=stage))
     return citations
 
 

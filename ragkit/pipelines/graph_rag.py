@@ -17,6 +17,7 @@ from ..errors import GenerationError
 from ..graphrag.multihop import NOT_ENOUGH, GraphQueryParams, GraphRAG, display
 from ..llm.base import LLM
 from ..llm.postprocess import filter_think_tags
+from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
 # The design's entity prompt: proper nouns of the question only, comma-separated, no talk.
@@ -35,8 +36,11 @@ def llm_entities(question: str, model: LLM, llm_config: LLMConfig) -> tuple[list
     return [p.strip(" .:\"'`*-") for p in re.split(r"[,;]", first) if p.strip(" .:\"'`*-")], gen.text
 
 
-SYSTEM = ("Bạn trả lời câu hỏi CHỈ dựa trên các cạnh và đường đi của đồ thị tri thức bên dưới. "
-          f"Nếu thiếu dữ kiện, trả lời: '{NOT_ENOUGH}' Không bịa.")
+GRAPH_TASK = {"vi": "Bạn trả lời câu hỏi từ các đường đi và cạnh của một đồ thị tri thức; mỗi đoạn "
+                    "bằng chứng là một đường đi 'A -[quan hệ]-> B'. Câu đầu tiên nêu câu trả lời.",
+              "en": "You answer questions from the paths and edges of a knowledge graph; each evidence "
+                    "item is a path 'A -[relation]-> B'. Your first sentence states the answer."}
+REFUSAL = {"vi": NOT_ENOUGH, "en": "The graph does not hold enough information to answer."}
 
 
 @dataclass
@@ -94,7 +98,8 @@ class GraphPipeline(Pipeline):
                       for i, n in enumerate(neighbours)]
         trace = GraphTrace(entities=result["entities"], anchors=result["anchors"], neighbours=neighbours,
                            paths=paths, answer=result["answer"], llm_entities=llm_info)
-        context = "\n".join([p["text"] for p in paths] + [n["text"] for n in neighbours])
+        evidence = [p["text"] for p in paths] + [n["text"] for n in neighbours]   # in citation order
+        language = answer_language(question, "vi")
         if result["answer"] is None:
             text = NOT_ENOUGH if result["anchors"] else \
                 f"{NOT_ENOUGH} (Không tìm thấy thực thể nào của câu hỏi trong đồ thị.)"
@@ -103,10 +108,10 @@ class GraphPipeline(Pipeline):
             text = f"{display(result['answer'])} — {paths[0]['text']} [1]"
 
             def prompt(_model):
-                return [{"role": "system", "content": SYSTEM},
-                        {"role": "user", "content": f"ĐỒ THỊ:\n{context}\n\nCÂU HỎI: {question}"}], None
-        draft = Draft(evidence_answer=text, check=grounding_check([context], question), prompt=prompt,
-                      refusals=(NOT_ENOUGH,))
+                return answer_messages(GRAPH_TASK[language], question, numbered_evidence(evidence),
+                                       language, REFUSAL[language]), None
+        draft = Draft(evidence_answer=text, check=grounding_check(evidence, question), prompt=prompt,
+                      refusals=tuple(REFUSAL.values()))
         return Gathered(draft, citations, trace)
 
 

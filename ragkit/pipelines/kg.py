@@ -73,12 +73,14 @@ class KGPipeline(Pipeline):
         plan = result.pop("plan")
         trace = KGTrace(plan=plan.to_dict() if plan is not None else None,
                         history=[t.to_dict() for t in turns], **result)
+        citations = citations_for(trace.context_store, trace.edges, qa.nodes)
         if plan is None:
             draft = not_mapped_draft(trace.plan_error or "", trace.linked)
         else:
-            draft = answer_draft(trace.standalone, plan, trace.context_store, qa.nodes)
+            draft = answer_draft(trace.standalone, plan, trace.context_store, qa.nodes,
+                                 [c.title for c in citations])
         draft.max_tokens = ctx.llm_config.max_tokens
-        return Gathered(draft, citations_for(trace.context_store, trace.edges, qa.nodes), trace)
+        return Gathered(draft, citations, trace)
 
 
 def citations_for(context_store: dict, edges: list[dict], nodes: dict[str, dict]) -> list[Citation]:

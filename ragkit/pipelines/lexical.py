@@ -19,19 +19,20 @@ from ..config import LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError
 from ..llm.base import LLM
 from ..llm.budget import fit_context
-from ..llm.prompts import extract_outline, format_chunk, lexical_messages
+from ..llm.prompts import REFUSAL, answer_language, extract_outline, format_chunk, lexical_messages
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.boosting import is_procedural_query
 from ..retrieval.rerank import make_reranker
 from ..retrieval.search import load_dense, load_index, retrieve
-from ..text import VIETNAMESE_FUNCTION_WORDS, tokenize
+from ..text import VIETNAMESE_FUNCTION_WORDS, normalize, tokenize
 from .base import NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
 # Template tokens around each chat message (role markers, newlines) that a plain count of
 # the message text does not see.
 _TEMPLATE_OVERHEAD = 16
-_REPLACED_NOTE = ("(Câu trả lời của mô hình không bám sát tài liệu nên đã được thay bằng "
-                  "trích dẫn trực tiếp.)")
+_REPLACED_NOTE = {"vi": "(Câu trả lời của mô hình không bám sát tài liệu nên đã được thay bằng "
+                        "trích dẫn trực tiếp.)",
+                  "en": "(The model's answer did not keep to the documents, so they are quoted instead.)"}
 
 
 @dataclass
@@ -54,6 +55,7 @@ class LexicalTrace(Trace):
     dropped_chunks: int = 0
     model: str = ""
     chat_format: str | None = None
+    answer_language: str = "vi"         # the question's language, which the answer is asked in
     rerank: list | None = None          # the judge's log-odds per candidate (--rerank llm)
     mmr_similarity: str | None = None   # cosine (over chunk vectors) or jaccard (over terms)
 
@@ -86,8 +88,9 @@ class LexicalPipeline(Pipeline):
         steps: dict = {}
         candidates, selected = retrieve(index, question, config, profiler, dense, reranker, steps)
         procedural = is_procedural_query(question)
+        language = answer_language(question, "vi")
         with profiler.stage("token_counting"):
-            empty_prompt = lexical_messages(question, "", [])
+            empty_prompt = lexical_messages(question, "", [], language)
             prompt_tokens = sum(model.count_tokens(m["content"]) for m in empty_prompt) \
                 + _TEMPLATE_OVERHEAD * len(empty_prompt)
             room = llm_config.n_ctx - llm_config.max_tokens - prompt_tokens
@@ -115,12 +118,19 @@ class LexicalPipeline(Pipeline):
             context_tokens=context.tokens if context else 0, context_budget=budget,
             dropped_chunks=context.dropped if context else 0,
             model=getattr(model, "name", type(model).__name__),
-            chat_format=getattr(model, "chat_format", None),
+            chat_format=getattr(model, "chat_format", None), answer_language=language,
             rerank=steps.get("rerank"), mmr_similarity=steps.get("mmr_similarity"))
-        prompt = (lambda _model: (lexical_messages(question, context.text, outline), None)) if used else None
+        # Each outline step ends with the number of the chunk it was cut from, as the answer's
+        # lines should.
+        step_sources = outline_sources(outline, [h.text for h in used])
+        cited_outline = [f"{step} [{n}]" for step, n in zip(outline, step_sources)]
+        prompt = (lambda _model: (lexical_messages(question, context.text, cited_outline, language), None)
+                  ) if used else None
         draft = Draft(evidence_answer=extractive_answer(question, used, procedural),
                       check=grounding_check(evidence + outline, question), prompt=prompt,
-                      language="vi", refusals=(NOT_ENOUGH_VI,), fallback_note=_REPLACED_NOTE)
+                      language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
+                      fallback_note=_REPLACED_NOTE[language],
+                      cites=[*range(1, len(used) + 1), *step_sources])
         return Gathered(draft, citations, trace)
 
 
@@ -144,6 +154,15 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
         if dense is None and config.method != "bm25" and folder is not None:
             dense = load_dense(index, folder)
     return LexicalPipeline().ask(question, (index, dense), config, ctx)
+
+
+def outline_sources(outline: list[str], texts: list[str]) -> list[int]:
+    """For each outline step, the number (1-based) of the first text it was cut from."""
+    first: dict[str, int] = {}
+    for n, text in enumerate(texts, 1):
+        for step in extract_outline([text]):
+            first.setdefault(normalize(step), n)
+    return [first.get(normalize(step), 1) for step in outline]
 
 
 def _hit_summary(hit: Hit) -> dict:

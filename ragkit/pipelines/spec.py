@@ -25,6 +25,7 @@ from ..specs.store import rank_terms
 from ..retrieval.bm25 import BM25Index
 from ..llm.base import LLM
 from ..llm.budget import fit_context
+from ..llm.prompts import answer_language, answer_messages
 from ..profiler import Profiler
 from ..linking import GENERATION_NAMES
 from ..specs.dictionary import TermDictionary, store_signature, term_dictionary
@@ -65,9 +66,9 @@ FUNCTION_CUES = ("is responsible for", "provides", "functionality", "functionali
 NOT_ENOUGH_EN = "The loaded specifications do not contain enough information to answer this question."
 
 MODEL_REFUSAL_EN = "The evidence is not enough to answer."
-SYSTEM_EN = ("You answer questions about 3GPP specifications. Use ONLY the numbered evidence. "
-             "Cite evidence as [n]. Do not add outside knowledge. If the evidence is not enough, "
-             f"say: '{MODEL_REFUSAL_EN}'")
+SPEC_TASK = {"en": "You answer questions about 3GPP specifications.",
+             "vi": "Bạn trả lời câu hỏi về các đặc tả 3GPP."}
+MODEL_REFUSAL_VI = "Bằng chứng không đủ để trả lời."
 
 
 @dataclass(frozen=True)
@@ -508,16 +509,18 @@ class SpecPipeline(Pipeline):
                                      "chunk_id": e.chunk.chunk_id if e.chunk else None} for e in evidence])
         kept = {"n": len(evidence)}     # how many evidence items the prompt kept
 
+        language = answer_language(question, "en")
+        refusal = MODEL_REFUSAL_EN if language == "en" else MODEL_REFUSAL_VI
+
         def prompt(model) -> tuple[list[dict], int]:
             llm_config = ctx.llm_config
             blocks = [_evidence_block(i + 1, e) for i, e in enumerate(evidence)]
-            user_head = f"QUESTION: {question}\n\nEVIDENCE:\n"
-            prompt_tokens = model.count_tokens(SYSTEM_EN) + model.count_tokens(user_head) + 32
+            bare = answer_messages(SPEC_TASK[language], question, "", language, refusal)
+            prompt_tokens = sum(model.count_tokens(m["content"]) for m in bare) + 32
             budget = llm_config.n_ctx - llm_config.max_tokens - max(prompt_tokens, llm_config.prompt_tokens)
             context = fit_context(blocks, model.count_tokens, max(budget, 64))
             kept["n"] = context.kept
-            return [{"role": "system", "content": SYSTEM_EN},
-                    {"role": "user", "content": user_head + context.text}], context.kept
+            return answer_messages(SPEC_TASK[language], question, context.text, language, refusal), context.kept
 
         def check(text: str) -> Check:
             # Each item with where it comes from, as the prompt shows it: an answer may say
@@ -525,8 +528,8 @@ class SpecPipeline(Pipeline):
             return grounding_check([_located(e) for e in evidence[: kept["n"]]], question)(text)
 
         draft = Draft(evidence_answer=extractive_spec_answer(analysis, resolved, evidence), check=check,
-                      prompt=prompt if evidence else None, language="en",
-                      refusals=(NOT_ENOUGH_EN, MODEL_REFUSAL_EN),
+                      prompt=prompt if evidence else None, language=language,
+                      refusals=(NOT_ENOUGH_EN, MODEL_REFUSAL_EN, MODEL_REFUSAL_VI),
                       fallback_note="(The model's answer was not supported by the evidence, "
                                     "so the evidence is quoted instead.)")
         return Gathered(draft, [e.cite(i + 1) for i, e in enumerate(evidence)], trace, cite_kept=True)
