@@ -163,3 +163,14 @@ def test_the_examples_in_the_claim_modules_docstrings_hold():
     for module in (claims, grounding):
         failed, tried = doctest.testmod(module)
         assert tried > 0 and failed == 0, module.__name__
+
+
+def test_a_name_from_the_question_may_set_the_scene_but_not_act():
+    evidence = ["The Service Communication Proxy (SCP) provides indirect communication between network functions.",
+                "The AMF selects an SMF for the PDU Session."]
+    framed = check_claims("The SCP provides indirect communication between network functions in the 5G Core [1].",
+                          evidence, "What is SCP in 5G Core?")
+    assert framed.passed, framed.reason
+    # The same name as an actor is a claim the evidence does not make.
+    acting = check_claims("The NRF selects an SMF for the PDU Session [2].", evidence, "Does the NRF select an SMF?")
+    assert not acting.passed and "NRF" in acting.reason

@@ -287,14 +287,46 @@ def _name_positions(name: tuple[str, ...], span: _Text) -> list[int]:
     return out
 
 
+# Words that place what follows as the setting of a claim ("in the 5G Core"), not an actor.
+_SETTING = frozenset({"in", "within", "inside", "across", "throughout", "trong", "tại", "ở"})
+_ARTICLES = frozenset({"the", "a", "an"})
+
+
+def _setting_start(claim: _Text, pos: int) -> int | None:
+    """Where the setting phrase of the name at ``pos`` starts ("in the 5G Core": at "in"):
+    a setting word before it, with articles, numbers and one-letter tokens between; None
+    when the name does not follow one."""
+    i = pos - 1
+    while i >= 0 and pos - i <= 4 and (claim.lower[i] in _ARTICLES or _is_number(claim.lower[i])
+                                       or len(claim.lower[i]) == 1 and claim.lower[i].isalpha()):
+        i -= 1
+    return i if i >= 0 and claim.lower[i] in _SETTING else None
+
+
+def question_settings(claim: _Text, question: _Text | None) -> set[int]:
+    """Token positions of the claim that only restate the question's setting: a name the
+    question uses, after a setting word ("in the 5G Core" when the question asks about the
+    5G Core), and the numbers in that phrase which the question holds too."""
+    if question is None:
+        return set()
+    out: set[int] = set()
+    for pos, name in claim.names:
+        start = _setting_start(claim, pos)
+        if start is not None and _name_positions(name, question):
+            out.update(i for i in range(start, pos + len(name))
+                       if not _is_number(claim.lower[i]) or claim.lower[i] in question.lower)
+    return out
+
+
 def _order_problem(claim: _Text, span: _Text, question: _Text | None = None) -> str:
     """Why the claim's names do not stand as in the span ('' when they do). A name the span
-    lacks but the question uses is the question's framing ("... in the 5G Core"), not a
-    claim; it takes no part in the roles."""
+    lacks is allowed only as the setting the question gave ("... in the 5G Core" when the
+    question asks about the 5G Core); it takes no part in the roles."""
     found = []
+    setting = question_settings(claim, question)
     for pos, name in claim.names:
         where = _name_positions(name, span)
-        if not where and question is not None and _name_positions(name, question):
+        if not where and pos in setting:
             continue
         if not where:
             return f"names {' '.join(claim.tokens[pos:pos + len(name)])!r}, which the span does not"
@@ -315,11 +347,13 @@ def _order_problem(claim: _Text, span: _Text, question: _Text | None = None) -> 
     return ""
 
 
-def _number_problem(claim: _Text, span: _Text) -> str:
-    """The first number the claim states that the span lacks, or states with another unit."""
+def _number_problem(claim: _Text, span: _Text, question: _Text | None = None) -> str:
+    """The first number the claim states that the span lacks, or states with another unit
+    (a number in the question's setting, "in the 5G Core", is not stated by the claim)."""
     span_numbers = [(_number_key(t), i) for i, t in enumerate(span.lower) if _is_number(t)]
+    setting = question_settings(claim, question)
     for i, token in enumerate(claim.lower):
-        if not _is_number(token):
+        if not _is_number(token) or i in setting:
             continue
         places = [j for key, j in span_numbers if key == _number_key(token)]
         if not places:
@@ -448,7 +482,7 @@ def _judge_claim(claim: Claim, evidence: list[str], spans_of, question_words: _T
         coverage = len(found) / len(words) if words else 1.0
         rules = ""
         if coverage >= BORDERLINE_SUPPORT:    # the other rules, only on spans that may support it
-            rules = _number_problem(text, span) or \
+            rules = _number_problem(text, span, question_words) or \
                 _negation_problem(text, span, {_stem(w) for w in words if span.has(w)} | numbers_in) or \
                 _order_problem(text, span, question_words)
         short = coverage < min_support and not rules
