@@ -251,3 +251,17 @@ def test_the_instruct_model_answers_every_pipeline_with_citations_and_a_check(pi
     assert trace["generation"]["generation_tokens_per_s"] > 0 and trace["finish_reason"] in ("stop", "length")
     if trace["answer_source"] == "model" and pipeline != "kg":
         assert citations(data["answer"]), "a model answer keeps its citations"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pipeline", PIPELINES)
+def test_every_evidence_answer_passes_its_own_check(pipeline, demo_sources):
+    """What a pipeline writes from its evidence is what its check accepts: the check
+    and the evidence answers speak of the same evidence, numbered alike."""
+    service = Service(demo_sources)
+    try:
+        data = service.ask(AskRequest(QUESTIONS[pipeline], pipeline, no_llm=True))
+    finally:
+        service.close()
+    assert data["trace"]["check"]["passed"], data["trace"]["check"]["reason"]
+    vocabulary(data, asked_model=False)

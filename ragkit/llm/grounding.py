@@ -145,8 +145,8 @@ _NOT_NEGATING = {"không": frozenset("khí gian tải quân trung".split())}
 _NEGATION_SCOPE = 3          # content words after a negation that it negates
 _PASSIVE = frozenset({"by", "bởi", "được"})
 _COORDINATION = frozenset({",", ";", "(", ")", "and", "or", "nor", "và", "hoặc", "hay", "cùng", "với"})
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_][\w'’]*|\d+\w*|[,;:.!?()]")
-_BOUNDARY = frozenset(",;:.!?()")
+_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_][\w'’]*|\d+\w*|[,;:.!?()—–→←]")
+_BOUNDARY = frozenset(",;:.!?()—–→←")
 _REFUSAL_CUES = (
     "not enough", "does not say", "do not say", "doesn't say", "no information", "cannot answer",
     "can't answer", "not mentioned", "not stated", "enough information", "insufficient", "không đủ", "không có thông tin",
@@ -464,6 +464,8 @@ def _judge_claim(claim: Claim, evidence: list[str], spans_of, question_words: _T
         return ClaimVerdict(claim.text, "no claim", cited, None, "no content words")
     if claim.body.rstrip().endswith(":") and len(claim.body.split()) <= 4 and not cited:
         return ClaimVerdict(claim.text, "no claim", cited, None, "a lead-in (ends with ':')")
+    if claim.body.rstrip().endswith("?"):
+        return ClaimVerdict(claim.text, "no claim", cited, None, "a question (ends with '?')")
     outside = [n for n in cited if not 1 <= n <= len(evidence)]
     if cited and len(outside) == len(cited):
         return ClaimVerdict(claim.text, "unsupported", cited, None,

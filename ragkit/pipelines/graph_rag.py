@@ -105,7 +105,8 @@ class GraphPipeline(Pipeline):
                 f"{NOT_ENOUGH} (Không tìm thấy thực thể nào của câu hỏi trong đồ thị.)"
             prompt = None
         else:
-            text = f"{display(result['answer'])} — {paths[0]['text']} [1]"
+            # The answer, then the path that leads to it, each a claim of its own.
+            text = f"{display(result['answer'])} [1]\n{paths[0]['text']} [1]"
 
             def prompt(_model):
                 return answer_messages(GRAPH_TASK[language], question, numbered_evidence(evidence),
