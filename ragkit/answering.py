@@ -82,7 +82,8 @@ class Draft:
     a budget) and returns them with how many evidence items the prompt kept; ``None``: there
     is nothing to ask (no evidence). ``check`` judges a text against the evidence.
     ``refusals`` are the pipeline's own "not enough evidence" sentences: an answer that is
-    one of them passes the check, since it claims nothing."""
+    one of them passes the check, since it claims nothing. ``evidence`` is the text the
+    answer may draw on (what an evaluation looks for the gold answer in)."""
 
     evidence_answer: str
     check: Callable[[str], Check]
@@ -92,6 +93,7 @@ class Draft:
     fallback_note: str = ""           # appended to the evidence answer when it replaces the model's
     clean: Callable[[str], str] | None = None   # pipeline-specific tidying after <think> removal
     max_tokens: int | None = None     # None: the LLM config's
+    evidence: Sequence[str] = ()
 
     def judge(self, text: str) -> Check:
         plain = _plain(text)

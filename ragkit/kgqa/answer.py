@@ -243,7 +243,8 @@ def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str
 
     return Draft(evidence_answer=written, check=check,
                  prompt=prompt if context_store.get("final_result") else None,
-                 clean=lambda text: re.sub(r"\s+\n", "\n", text).strip())
+                 clean=lambda text: re.sub(r"\s+\n", "\n", text).strip(),
+                 evidence=[json.dumps(context_store, ensure_ascii=False)] if context_store else [])
 
 
 def not_mapped_answer(reason: str, linked: dict) -> str:

@@ -102,6 +102,9 @@ class Answer:
     citations: list[Citation] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     timings_ms: dict = field(default_factory=dict)
+    # The text the answer stage could draw on (``Draft.evidence``): not in the JSON, which
+    # cites it; ``ragkit eval answers`` reads it to judge an abstention.
+    evidence: list[str] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
         """The JSON shape of ``ragkit ask --json`` and ``POST /ask``."""
@@ -212,7 +215,8 @@ class Pipeline(ABC):
         if gathered.cite_kept and outcome.answer_source == "model" and outcome.kept_evidence is not None:
             citations = citations[: outcome.kept_evidence]
         return Answer(question=question, pipeline=self.name, answer=outcome.text, citations=citations,
-                      trace=gathered.trace, timings_ms=ctx.profiler.as_dict())
+                      trace=gathered.trace, timings_ms=ctx.profiler.as_dict(),
+                      evidence=list(gathered.draft.evidence))
 
 
 __all__ = ["Answer", "AskContext", "Citation", "Gathered", "NOT_ENOUGH_VI", "Pipeline", "Sources",

@@ -112,7 +112,7 @@ class GraphPipeline(Pipeline):
                 return [{"role": "system", "content": SYSTEM},
                         {"role": "user", "content": f"ĐỒ THỊ:\n{context}\n\nCÂU HỎI: {question}"}], None
         draft = Draft(evidence_answer=text, check=grounding_check([context], question), prompt=prompt,
-                      refusals=(NOT_ENOUGH,))
+                      refusals=(NOT_ENOUGH,), evidence=[context] if context else [])
         return Gathered(draft, citations, trace)
 
 

@@ -120,7 +120,8 @@ class LexicalPipeline(Pipeline):
         prompt = (lambda _model: (lexical_messages(question, context.text, outline), None)) if used else None
         draft = Draft(evidence_answer=extractive_answer(question, used, procedural),
                       check=grounding_check(evidence + outline, question), prompt=prompt,
-                      language="vi", refusals=(NOT_ENOUGH_VI,), fallback_note=_REPLACED_NOTE)
+                      language="vi", refusals=(NOT_ENOUGH_VI,), fallback_note=_REPLACED_NOTE,
+                      evidence=evidence + outline)
         return Gathered(draft, citations, trace)
 
 
