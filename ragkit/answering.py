@@ -87,7 +87,8 @@ class Draft:
     a budget) and returns them with how many evidence items the prompt kept; ``None``: there
     is nothing to ask (no evidence). ``check`` judges a text against the evidence.
     ``refusals`` are the pipeline's own "not enough evidence" sentences: an answer that is
-    one of them passes the check, since it claims nothing."""
+    one of them passes the check, since it claims nothing. ``evidence`` is the text the
+    answer may draw on (what an evaluation looks for the gold answer in)."""
 
     evidence_answer: str
     check: Callable[[str], Check]
@@ -98,6 +99,7 @@ class Draft:
     clean: Callable[[str], str] | None = None   # pipeline-specific tidying after <think> removal
     max_tokens: int | None = None     # None: the LLM config's
     cites: Sequence[int] | None = None  # the citation id of each evidence item the check reads (None: n is n)
+    evidence: Sequence[str] = ()       # the evidence texts, for judging abstentions (ragkit eval answers)
 
     def judge(self, text: str) -> Check:
         plain = _plain(text)

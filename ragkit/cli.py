@@ -301,7 +301,13 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
         service.close()
     if not args.details:
         result.pop("details")
-    shown = {k: v for k, v in result.items() if k != "details"}
+    # The answered questions' scores and the abstentions' judgement, each on one line.
+    lines = {"answered": f"{result['answered']} (exact_match {result['answered_exact_match']}, "
+                         f"f1 {result['answered_f1']})",
+             "abstained": f"{result['abstained']} (right {result['abstention_right']}, "
+                          f"wrong {result['abstention_wrong']})"}
+    shown = {k: lines.get(k, v) for k, v in result.items()
+             if k != "details" and not k.startswith(("answered_", "abstention_"))}
     _emit(result, args.json, "\n".join(f"{k:>20}: {v}" for k, v in shown.items()))
     return 0
 

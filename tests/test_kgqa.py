@@ -108,10 +108,11 @@ class Scripted:
     name, n_ctx = "scripted", 2048
 
     def __init__(self, *replies):
-        self.replies, self.prompts = list(replies), []
+        self.replies, self.prompts, self.grammars = list(replies), [], []
 
     def chat(self, messages, **kwargs):
         self.prompts.append(messages[-1]["content"])
+        self.grammars.append(kwargs.get("grammar"))
         reply = self.replies.pop(0)
         if isinstance(reply, Exception):
             raise reply
@@ -145,9 +146,13 @@ def test_llm_answer_may_only_name_what_the_evidence_holds(nx_kg):
 def test_llm_plans_are_validated_before_they_run(nx_kg):
     plan = {"steps": [{"key": "genes", "op": "expand", "from": {"entity": "compound:aspirin"},
                        "relation": "INHIBITS", "direction": "out", "target_type": "Gene"}], "final": "genes"}
-    answer = ask_kg("What does Aspirin inhibit?", nx_kg, use_llm=True, llm_planner=True,
-                    llm=Scripted(json.dumps(plan), "Aspirin inhibits PTGS1 and PTGS2."))
+    model = Scripted(json.dumps(plan), "Aspirin inhibits PTGS1 and PTGS2.")
+    answer = ask_kg("What does Aspirin inhibit?", nx_kg, use_llm=True, llm_planner=True, llm=model)
     assert answer.trace["planner"] == "llm" and names(answer.trace["context_store"]["final_result"]) == ["PTGS1", "PTGS2"]
+    # The plan was asked for under the schema's plan grammar; the answer was not.
+    assert answer.trace["llm_plan_constrained"] is True
+    assert '\\"INHIBITS\\"' in model.grammars[0] and '\\"compound:aspirin\\"' in model.grammars[0]
+    assert model.grammars[1] is None
     bad = dict(plan, steps=[dict(plan["steps"][0], relation="CURES")])
     answer = ask_kg("What does Aspirin inhibit?", nx_kg, use_llm=True, llm_planner=True,
                     llm=Scripted(json.dumps(bad), "Aspirin inhibits PTGS1 and PTGS2."))

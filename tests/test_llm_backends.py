@@ -3,6 +3,7 @@ same GGUF behind a real OpenAI-compatible server (``python -m llama_cpp.server``
 127.0.0.1, started here and stopped after)."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -81,6 +82,28 @@ def test_max_tokens_bounds_the_answer(backend):
     out = backend.chat([{"role": "user", "content": "Write a long story about a dragon."}], max_tokens=8)
     assert out.finish_reason == "length"
     assert 0 < backend.count_tokens(out.text) <= 9
+
+
+def test_a_grammar_decides_what_may_be_written(backend):
+    out = backend.chat(MESSAGES, max_tokens=12, grammar='root ::= "code-" [0-9]{3}')
+    assert re.fullmatch(r"code-\d{3}", out.text), out.text
+
+
+def test_plans_decoded_under_the_plan_grammar_parse_on_both(backend, nx_kg):
+    from ragkit.kgqa.plan import parse_plan_json
+
+    written: list[str] = []
+    question = "What symptoms do diseases treated by Aspirin have?"
+    _, info = nx_kg.plan(question, nx_kg.names.resolve(question), None,
+                         TokenTap(backend, lambda piece, call: written.append(piece)), use_llm_planner=True)
+    assert info["llm_plan_constrained"] and parse_plan_json("".join(written)).steps
+
+
+def test_a_grammar_that_does_not_compile_never_reaches_the_server(server_llm):
+    """llama_cpp.server would crash on it: the local llama.cpp parses it first."""
+    with pytest.raises(ModelError, match=r"^grammar: does not compile \(.*'foo'"):
+        server_llm.chat(MESSAGES, max_tokens=5, grammar="root ::= foo")
+    assert server_llm.chat(MESSAGES, max_tokens=5).text
 
 
 def test_token_counts_use_the_model_tokenizer(backend, gguf):

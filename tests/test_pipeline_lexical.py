@@ -23,7 +23,7 @@ class ScriptedLLM:
     def count_tokens(self, text):
         return self.real.count_tokens(text)
 
-    def chat(self, messages, *, max_tokens, stop=(), temperature=0.0, seed=42):
+    def chat(self, messages, *, max_tokens, stop=(), temperature=0.0, seed=42, on_token=None, grammar=None):
         self.calls.append(messages)
         return Generation(text=self.replies.pop(0), finish_reason="stop", completion_tokens=5)
 

@@ -15,7 +15,15 @@ Per question and overall:
   answer is judged as written, an evidence answer (quotes) too;
 - citation precision and recall against the gold evidence ids: the cited documents are those
   whose ``[n]`` the answer writes (all the answer's citations when it writes none);
-- where the answer came from (``model``, ``fallback``, ``evidence``) and its median time.
+- where the answer came from (``model``, ``fallback``, ``evidence``) and its median time;
+- abstentions: an answer that says the evidence is not enough (one of the pipelines' own
+  refusal sentences, a claim the answer stage's check found to be a refusal, or a short
+  sentence with a common refusal phrase: ``llm.grounding.is_refusal``) is an abstention,
+  not a wrong answer. It is ``abstention_right`` when the evidence the answer stage had
+  (``Answer.evidence``) lacks every gold answer (no normalised gold answer occurs, as whole
+  words, in its normalised text), wrong when the evidence held one. Overall: how many
+  abstained, how many of them rightly, and exact match and F1 over the answered questions
+  (``answered_*``) beside the figures over all of them.
 
     ragkit eval answers --questions FILE --pipeline lexical --index DIR [--no-llm] [--limit N]
 """
@@ -32,6 +40,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ..errors import InputError
+from ..llm.grounding import is_refusal
 from .datasets import read_json_or_lines
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -64,6 +73,43 @@ def token_f1(prediction: str, gold: str) -> float:
 
 def best_of(metric, prediction: str, golds: list[str]) -> float:
     return max((metric(prediction, g) for g in golds), default=0.0)
+
+
+def refusal_sentences() -> tuple[str, ...]:
+    """The pipelines' own sentences for "the evidence does not answer this" (an answer that
+    opens with one abstains, whatever it adds: the kg pipeline says why it could not map the
+    question, a fallback adds a note)."""
+    from ..graphrag.multihop import NOT_ENOUGH
+    from ..kgqa.answer import EMPTY_FINAL, EMPTY_STORE, NOT_MAPPED
+    from ..pipelines.base import NOT_ENOUGH_VI
+    from ..pipelines.spec import MODEL_REFUSAL_EN, NOT_ENOUGH_EN
+
+    return NOT_ENOUGH, NOT_ENOUGH_VI, NOT_ENOUGH_EN, MODEL_REFUSAL_EN, NOT_MAPPED, EMPTY_STORE, EMPTY_FINAL
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def abstained(answer: str, check: dict | None = None) -> bool:
+    """Whether ``answer`` says the evidence is not enough instead of answering: it opens with
+    a pipeline's refusal sentence, the answer stage's ``check`` of it (its ``trace.check``)
+    found the answer or its core claim to be a refusal, or it is a short sentence with a
+    common refusal phrase."""
+    plain = _words(answer)
+    if any(plain.startswith(_words(r)) for r in refusal_sentences()):
+        return True
+    check = check or {}
+    claims, core = check.get("claims"), check.get("core")
+    if check.get("refusal") or (claims and core is not None and claims[core].get("verdict") == "refusal"):
+        return True
+    return is_refusal(answer)
+
+
+def holds_gold(evidence: list[str], golds: list[str]) -> bool:
+    """Whether a normalised gold answer occurs, as whole words, in the normalised evidence."""
+    text = f" {normalize_answer(' '.join(evidence))} "
+    return any(f" {normalize_answer(g)} " in text for g in golds if normalize_answer(g))
 
 
 def cited_documents(answer: str, citations: list[dict]) -> list[str]:
@@ -109,8 +155,9 @@ def evaluate_answers(items: list[dict], service, request_options: dict, progress
     rows = []
     for item in tqdm(items, desc="answers", unit="q", disable=not progress):
         started = time.perf_counter()
-        data = service.ask(AskRequest(question=item["question"], **request_options))
+        typed = service.answer(AskRequest(question=item["question"], **request_options))
         seconds = time.perf_counter() - started
+        data = typed.to_dict()
         answer = data["answer"]
         row = {"id": item["id"], "question": item["question"], "answer": answer, "gold": item["answers"],
                "em": best_of(exact_match, answer, item["answers"]),
@@ -119,6 +166,11 @@ def evaluate_answers(items: list[dict], service, request_options: dict, progress
                "answer_source": data["trace"].get("answer_source", ""),
                "check_passed": (data["trace"].get("check") or {}).get("passed"),
                "seconds": round(seconds, 3)}
+        # A fallback's check judged the model's text, not the answer given.
+        check = data["trace"].get("check") if row["answer_source"] != "fallback" else None
+        row["abstained"] = abstained(answer, check)
+        if row["abstained"]:
+            row["abstention_right"] = not holds_gold(typed.evidence, item["answers"])
         if item["evidence"] is not None:
             cited = {base_document(d) for d in cited_documents(answer, data["citations"])}
             gold = {base_document(d) for d in item["evidence"]}
@@ -128,12 +180,24 @@ def evaluate_answers(items: list[dict], service, request_options: dict, progress
     return summarize(rows)
 
 
+def _mean(rows: list[dict], key: str) -> float | None:
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return round(sum(values) / len(values), 4) if values else None
+
+
 def summarize(rows: list[dict]) -> dict:
+    """The figures over all questions, over the answered ones (``answered_*``), the
+    abstentions, and per answer source."""
     n = len(rows)
-    mean = lambda key: round(sum(r[key] for r in rows if r.get(key) is not None) /
-                             max(1, sum(1 for r in rows if r.get(key) is not None)), 4)
+    mean = lambda key: _mean(rows, key) or 0.0    # noqa: E731
     sources = Counter(r["answer_source"] for r in rows)
+    answered = [r for r in rows if not r["abstained"]]
+    abstentions = [r for r in rows if r["abstained"]]
+    right = sum(1 for r in abstentions if r["abstention_right"])
     out = {"n": n, "exact_match": mean("em"), "f1": mean("f1"), "contains_gold": mean("contains_gold"),
+           "answered": len(answered), "answered_exact_match": _mean(answered, "em"),
+           "answered_f1": _mean(answered, "f1"),
+           "abstained": len(abstentions), "abstention_right": right, "abstention_wrong": len(abstentions) - right,
            "answer_source": dict(sorted(sources.items())),
            "median_seconds": round(statistics.median(r["seconds"] for r in rows), 3) if rows else None}
     if any("citation_precision" in r for r in rows):

@@ -10,10 +10,12 @@ the final result; otherwise the written answer is given, with the reason in the 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
 from ..answering import Check, Draft
+from ..llm.claims import citations
 from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .execute import FINAL_LIMIT
 from .plan import Plan, plural
@@ -214,12 +216,16 @@ def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str
 
     def check(text: str) -> Check:
         result = check_entities(text, context_store, list(nodes.values()), asked)
-        return Check(result.grounded, result.reason,
-                     {"named": result.named, "outside_context": result.outside_context})
+        details = {"named": result.named, "outside_context": result.outside_context}
+        beyond = [n for n in citations(text) if not 1 <= n <= len(edges)]
+        if result.grounded and beyond:
+            return Check(False, f"cites [{beyond[0]}], but the evidence has {len(edges)} edges", details)
+        return Check(result.grounded, result.reason, details)
 
     return Draft(evidence_answer=written, check=check,
                  prompt=prompt if context_store.get("final_result") else None,
-                 clean=lambda text: re.sub(r"\s+\n", "\n", text).strip())
+                 clean=lambda text: re.sub(r"\s+\n", "\n", text).strip(),
+                 evidence=[json.dumps(context_store, ensure_ascii=False)] if context_store else [])
 
 
 def not_mapped_answer(reason: str, linked: dict) -> str:

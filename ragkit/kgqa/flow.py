@@ -4,8 +4,10 @@
 - QueryWriting: a follow-up ("and which of them affect the liver?") becomes a standalone
   question that says what "them" refers to, from the previous turn;
 - SmartSearch: the named entities, resolved to nodes (exact, alias, fuzzy);
-- Planner: an explicit plan from the graph's own schema (rules), or from the model, whose
-  JSON must pass the same validation before it runs (else the rules plan, with the reason);
+- Planner: an explicit plan from the graph's own schema (rules), or from the model, decoded
+  under a grammar built from the schema (``llm.grammars.plan_grammar``) so that its reply
+  parses as a plan, and which must pass the same validation before it runs (else the rules
+  plan, with the reason);
 - Executor: the plan on the store, filling the context store;
 - AnswerGenerator (``answer.answer_draft``): the design's prompt and messages, with the
   entity check, run by the shared answer stage.
@@ -17,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..llm.base import LLM
+from ..llm.grammars import plan_grammar
 from ..profiler import Profiler
 from .execute import execute
 from .plan import ANAPHORS, Plan, PlanError, RulePlanner, history_lists, parse_plan_json, plural, validate
@@ -96,14 +99,20 @@ class KGQA:
                 schema="\n".join(f"{s.source_type} -[{s.relation}]-> {s.target_type}" for s in self.schema),
                 entities="\n".join(f"{e.id}, {e.name}, {e.type}" for e in entities) or "(none)",
                 question=question)
+            # The reply is decoded under the plan grammar: JSON of the plan's shape, with the
+            # schema's relations and types and the linked entities' ids only.
+            linked = [e.id for e in entities] + [a.id for alts in self.alternatives(entities).values() for a in alts]
             try:
-                gen = model.chat([{"role": "user", "content": prompt}], max_tokens=300, temperature=0.0)
+                grammar = plan_grammar(self.schema, linked, list(history_map or ()))
+                gen = model.chat([{"role": "user", "content": prompt}], max_tokens=300, temperature=0.0,
+                                 grammar=grammar)
                 plan = validate(parse_plan_json(gen.text), self.schema, node_ids, history_map)
-                return plan, {"planner": "llm", "llm_plan": gen.text}
+                return plan, {"planner": "llm", "llm_plan": gen.text, "llm_plan_constrained": True}
             except PlanError as exc:
-                info = {"planner": "rules", "llm_plan_rejected": str(exc)}
+                info = {"planner": "rules", "llm_plan_rejected": str(exc), "llm_plan_constrained": True}
             except Exception as exc:  # a model failure falls back to the rules, and says so
-                info = {"planner": "rules", "llm_plan_rejected": f"{type(exc).__name__}: {exc}"}
+                info = {"planner": "rules", "llm_plan_rejected": f"{type(exc).__name__}: {exc}",
+                        "llm_plan_constrained": True}
         plan = self.rules.plan(question, entities, history_map, self.alternatives(entities))
         return validate(plan, self.schema, node_ids, history_map), {**info, "linked": plan.linked}
 

@@ -32,9 +32,11 @@ class LLM(Protocol):
 
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
              temperature: float = 0.0, seed: int = 42,
-             on_token: Callable[[str], None] | None = None) -> Generation:
+             on_token: Callable[[str], None] | None = None, grammar: str | None = None) -> Generation:
         """Generate the assistant's reply to ``messages`` (OpenAI-style role/content dicts);
-        with ``on_token``, stream each piece of text to it as it is written."""
+        with ``on_token``, stream each piece of text to it as it is written; with ``grammar``
+        (GBNF text, see ``llm.grammars``), write only text that the grammar accepts. A
+        grammar that does not compile is a ``ModelError``."""
 
 
 def collect_stream(chunks: Iterable[dict], on_token: Callable[[str], None]) -> Generation:
@@ -88,7 +90,7 @@ class TokenTap:
 
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
              temperature: float = 0.0, seed: int = 42,
-             on_token: Callable[[str], None] | None = None) -> Generation:
+             on_token: Callable[[str], None] | None = None, grammar: str | None = None) -> Generation:
         self.calls += 1
         call = self.calls
 
@@ -98,4 +100,4 @@ class TokenTap:
                 on_token(piece)
 
         return self.inner.chat(messages, max_tokens=max_tokens, stop=stop,
-                               temperature=temperature, seed=seed, on_token=both)
+                               temperature=temperature, seed=seed, on_token=both, grammar=grammar)

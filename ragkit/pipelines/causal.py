@@ -3,6 +3,7 @@ condition checks → answer (template or GGUF) → anti-hallucination check."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -95,8 +96,9 @@ class CausalPipeline(Pipeline):
         prompt = (lambda _model: (prompt_messages(question, kg, chains, uncertainties, opposing, factors,
                                                   empirical), None)) if chains else None
         draft = Draft(evidence_answer=template_answer(kg, chains, factors, uncertainties, opposing, asked),
-                      check=check,
-                      prompt=prompt, language="vi")
+                      check=check, prompt=prompt, language="vi",
+                      evidence=[json.dumps([trace.selected_chains, factors, trace.opposing_factors, uncertainties],
+                                           ensure_ascii=False)])
         return Gathered(draft, source_citations(chains, factors, opposing), trace)
 
 

@@ -1,9 +1,9 @@
 """Graph RAG multi-hop (graph RAG design) as an ``ask`` pipeline: the graph's anchors, reranked
 neighbours and paths are the evidence; ``--no-llm`` answers with the end of the best path
 and shows the path; with the LLM, the model first lists the question's entities (the design's
-prompt; names the question does not contain are dropped, and the rule matcher's names come
-first), then writes the answer from the reranked context, which must name only entities of
-that context."""
+prompt, decoded under a grammar that admits one line of comma-separated names; names the
+question does not contain are dropped, and the rule matcher's names come first), then writes
+the answer from the reranked context, which must name only entities of that context."""
 
 from __future__ import annotations
 
@@ -16,23 +16,29 @@ from ..config import LLMConfig
 from ..errors import GenerationError
 from ..graphrag.multihop import NOT_ENOUGH, GraphQueryParams, GraphRAG, display
 from ..llm.base import LLM
+from ..llm.grammars import entity_list_grammar
 from ..llm.postprocess import filter_think_tags
 from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
 # The design's entity prompt: proper nouns of the question only, comma-separated, no talk.
+NO_ENTITY = "KHÔNG"     # the reply that says the question names none
 ENTITY_SYSTEM = ("Bạn là bộ trích xuất thực thể. Chỉ liệt kê các danh từ riêng (người, tổ chức, địa danh) "
                  "xuất hiện nguyên văn trong câu hỏi. Không hội thoại, không giải thích, không đoán thêm. "
-                 "Nếu có nhiều thực thể, cách nhau bằng dấu phẩy. Nếu không có, trả lời: KHÔNG")
+                 f"Nếu có nhiều thực thể, cách nhau bằng dấu phẩy. Nếu không có, trả lời: {NO_ENTITY}")
+# The reply is decoded under this grammar: one line of comma-separated names, or NO_ENTITY.
+ENTITY_GRAMMAR = entity_list_grammar(none=NO_ENTITY)
 
 
 def llm_entities(question: str, model: LLM, llm_config: LLMConfig) -> tuple[list[str], str]:
     """The model's entity list for ``question`` (raw text too, for the trace)."""
     gen = model.chat([{"role": "system", "content": ENTITY_SYSTEM},
                       {"role": "user", "content": f"Câu hỏi: {question}\nThực thể:"}],
-                     max_tokens=48, temperature=0.0, seed=llm_config.seed)
+                     max_tokens=48, temperature=0.0, seed=llm_config.seed, grammar=ENTITY_GRAMMAR)
     text = filter_think_tags(gen.text).strip()
     first = text.splitlines()[0] if text else ""
+    if first == NO_ENTITY:
+        return [], gen.text
     return [p.strip(" .:\"'`*-") for p in re.split(r"[,;]", first) if p.strip(" .:\"'`*-")], gen.text
 
 
@@ -83,9 +89,9 @@ class GraphPipeline(Pipeline):
             with profiler.stage("entity_extraction"):
                 try:
                     proposed, raw = llm_entities(question, ctx.model, ctx.llm_config)
-                    llm_info = {"raw": raw, "proposed": proposed}
+                    llm_info = {"raw": raw, "proposed": proposed, "constrained": True}
                 except GenerationError as exc:
-                    llm_info = {"raw": None, "proposed": None, "error": str(exc)}
+                    llm_info = {"raw": None, "proposed": None, "error": str(exc), "constrained": True}
         result = rag.query(question, params, more_entities=proposed, profiler=profiler)
         paths, neighbours = result["paths"], result["neighbours"]
         # A citation is a path or an edge of the graph; its source is what edges.csv says of it
@@ -112,7 +118,7 @@ class GraphPipeline(Pipeline):
                 return answer_messages(GRAPH_TASK[language], question, numbered_evidence(evidence),
                                        language, REFUSAL[language]), None
         draft = Draft(evidence_answer=text, check=grounding_check(evidence, question), prompt=prompt,
-                      refusals=tuple(REFUSAL.values()))
+                      refusals=tuple(REFUSAL.values()), evidence=evidence)
         return Gathered(draft, citations, trace)
 
 

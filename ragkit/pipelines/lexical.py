@@ -130,7 +130,7 @@ class LexicalPipeline(Pipeline):
                       check=grounding_check(evidence + outline, question), prompt=prompt,
                       language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
                       fallback_note=_REPLACED_NOTE[language],
-                      cites=[*range(1, len(used) + 1), *step_sources])
+                      cites=[*range(1, len(used) + 1), *step_sources], evidence=evidence + outline)
         return Gathered(draft, citations, trace)
 
 

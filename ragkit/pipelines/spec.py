@@ -531,7 +531,8 @@ class SpecPipeline(Pipeline):
                       prompt=prompt if evidence else None, language=language,
                       refusals=(NOT_ENOUGH_EN, MODEL_REFUSAL_EN, MODEL_REFUSAL_VI),
                       fallback_note="(The model's answer was not supported by the evidence, "
-                                    "so the evidence is quoted instead.)")
+                                    "so the evidence is quoted instead.)",
+                      evidence=[_located(e) for e in evidence])
         return Gathered(draft, [e.cite(i + 1) for i, e in enumerate(evidence)], trace, cite_kept=True)
 
 
