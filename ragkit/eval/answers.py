@@ -16,6 +16,10 @@ Per question and overall:
 - citation precision and recall against the gold evidence ids: the cited documents are those
   whose ``[n]`` the answer writes (all the answer's citations when it writes none);
 - where the answer came from (``model``, ``fallback``, ``evidence``) and its median time;
+  with a model, the median prompt and completion tokens, prompt and generation tokens per
+  second (llama.cpp's counters), and how many answers were cut off by ``max_tokens``;
+- answers are scored without their ``[n]`` markers (where a claim comes from is not what it
+  says);
 - abstentions: an answer that says the evidence is not enough (one of the pipelines' own
   refusal sentences, a claim the answer stage's check found to be a refusal, or a short
   sentence with a common refusal phrase: ``llm.grounding.is_refusal``) is an abstention,
@@ -40,6 +44,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ..errors import InputError
+from ..llm.claims import strip_citations
 from ..llm.grounding import is_refusal
 from .datasets import read_json_or_lines
 
@@ -159,13 +164,20 @@ def evaluate_answers(items: list[dict], service, request_options: dict, progress
         seconds = time.perf_counter() - started
         data = typed.to_dict()
         answer = data["answer"]
+        said = strip_citations(answer)      # "[2]" is where a claim comes from, not what it says
         row = {"id": item["id"], "question": item["question"], "answer": answer, "gold": item["answers"],
-               "em": best_of(exact_match, answer, item["answers"]),
-               "f1": round(best_of(token_f1, answer, item["answers"]), 4),
-               "contains_gold": any(normalize_answer(g) in normalize_answer(answer) for g in item["answers"]),
+               "em": best_of(exact_match, said, item["answers"]),
+               "f1": round(best_of(token_f1, said, item["answers"]), 4),
+               "contains_gold": any(normalize_answer(g) in normalize_answer(said) for g in item["answers"]),
                "answer_source": data["trace"].get("answer_source", ""),
                "check_passed": (data["trace"].get("check") or {}).get("passed"),
                "seconds": round(seconds, 3)}
+        generation = data["trace"].get("generation") or {}
+        for key in ("prompt_tokens", "completion_tokens", "prompt_tokens_per_s", "generation_tokens_per_s"):
+            if key in generation:
+                row[key] = generation[key]
+        if "truncated" in data["trace"]:
+            row["truncated"] = data["trace"]["truncated"]
         # A fallback's check judged the model's text, not the answer given.
         check = data["trace"].get("check") if row["answer_source"] != "fallback" else None
         row["abstained"] = abstained(answer, check)
@@ -200,6 +212,12 @@ def summarize(rows: list[dict]) -> dict:
            "abstained": len(abstentions), "abstention_right": right, "abstention_wrong": len(abstentions) - right,
            "answer_source": dict(sorted(sources.items())),
            "median_seconds": round(statistics.median(r["seconds"] for r in rows), 3) if rows else None}
+    for key in ("prompt_tokens", "completion_tokens", "prompt_tokens_per_s", "generation_tokens_per_s"):
+        values = [r[key] for r in rows if r.get(key)]
+        if values:
+            out[f"median_{key}"] = round(statistics.median(values), 1)
+    if any("truncated" in r for r in rows):
+        out["truncated"] = sum(1 for r in rows if r.get("truncated"))
     if any("citation_precision" in r for r in rows):
         out["citation_precision"] = mean("citation_precision")
         out["citation_recall"] = mean("citation_recall")
