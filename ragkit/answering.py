@@ -14,7 +14,10 @@ prompt to ask the model, and how to check what the model wrote. The stage return
 
 The default check judges each claim (sentence, list item) of an answer against the evidence
 it cites (``llm.grounding.check_claims``; ``check.claims`` holds each verdict and its span).
-A model answer whose core claim (its first) is supported but some later claims are not is
+A claim that cites an item which does not support it, while another item does
+(``miscited``), is given citing that item (``recited_claims`` lists each correction) and the
+answer is checked again. A model answer whose core claim (its first) is supported but some
+later claims are not is
 given without them (``dropped_claims`` lists them and why); one whose core claim fails is
 replaced by the evidence answer, and ``fallback_reason`` says so. With
 ``LLMConfig.judge_claims`` the model may confirm borderline claims (its own "claim_judge"
@@ -40,7 +43,7 @@ from typing import Any, Callable, Sequence
 
 from .config import LLMConfig
 from .errors import GenerationError
-from .llm.claims import remove_claims, split_claims, trim_to_whole_claims
+from .llm.claims import remove_claims, renumber_citations, split_claims, trim_to_whole_claims
 from .llm.grounding import check_claims, judge_borderline
 from .llm.postprocess import filter_think_tags, looks_english
 from .llm.prompts import REASK_VI
@@ -127,6 +130,7 @@ class Outcome:
     truncated: bool = False               # the model hit max_tokens (finish_reason "length")
     cut_claim: str = ""                   # the unfinished last claim that was trimmed off
     generation: dict = field(default_factory=dict)  # prompt/completion tokens and tokens per second
+    recited_claims: list[dict] = field(default_factory=list)   # {text, cited, now}: citations corrected
 
     def to_dict(self) -> dict:
         out = {"answer_source": self.answer_source, "check": self.check.to_dict()}
@@ -141,6 +145,8 @@ class Outcome:
             out["fallback_reason"] = self.fallback_reason
         if self.dropped_claims:
             out["dropped_claims"] = self.dropped_claims
+        if self.recited_claims:
+            out["recited_claims"] = self.recited_claims
         if self.claim_judge:
             out["claim_judge"] = self.claim_judge
         return out
@@ -196,6 +202,11 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
                   completion_tokens=gen.completion_tokens, finish_reason=gen.finish_reason,
                   kept_evidence=kept, claim_judge=judged, truncated=truncated, cut_claim=cut_claim,
                   generation=generation_figures(gen))
+    if not check.passed:
+        with profiler.stage("check"):
+            recited = recite(text, check, draft)
+        if recited is not None:
+            text, check, common["recited_claims"] = recited
     if check.passed:
         return Outcome(text, "model", check, **common)
     with profiler.stage("check"):
@@ -216,6 +227,23 @@ def generation_figures(gen) -> dict:
             out[f"{what}_ms"] = round(extra[ms], 1)
             out[f"{what}_tokens_per_s"] = round(1000 * extra[tokens] / extra[ms], 1)
     return out
+
+
+def recite(text: str, check: Check, draft: Draft) -> tuple[str, Check, list[dict]] | None:
+    """The answer with each miscited claim citing the item that supports it, checked again
+    (a small model often cites [2] for what [1] says); None when no claim is miscited."""
+    claims = check.details.get("claims")
+    parts = split_claims(text)
+    if not claims or len(parts) != len(claims):
+        return None
+    fixes = [(parts[i], c["support"]["evidence"]) for i, c in enumerate(claims) if c["verdict"] == "miscited"]
+    if not fixes:
+        return None
+    for part, right in sorted(fixes, key=lambda f: -f[0].start):
+        fixed = renumber_citations(text[part.start:part.end], {n: right for n in part.cited})
+        text = text[:part.start] + fixed + text[part.end:]
+    return text, draft.judge(text), [{"text": part.text, "cited": list(part.cited), "now": right}
+                                    for part, right in fixes]
 
 
 def drop_unsupported(text: str, check: Check, draft: Draft) -> tuple[str, Check, list[dict]] | None:
@@ -254,5 +282,5 @@ def _with_note(draft: Draft) -> str:
     return f"{draft.evidence_answer}\n\n{draft.fallback_note}" if draft.fallback_note else draft.evidence_answer
 
 
-__all__ = ["ANSWER_SOURCES", "Check", "Draft", "Outcome", "answer", "drop_unsupported", "generation_figures",
+__all__ = ["ANSWER_SOURCES", "Check", "Draft", "Outcome", "answer", "drop_unsupported", "generation_figures", "recite",
            "grounding_check"]

@@ -46,7 +46,7 @@ def test_removing_a_claim_keeps_the_rest_as_written():
 def test_a_claim_is_checked_against_the_evidence_it_cites():
     assert verdicts("The AMF selects an SMF [1].", SPEC) == ["supported"]
     report = check_claims("The AMF selects an SMF [2].", SPEC)
-    assert report.claims[0].verdict == "unsupported" and "[2]" in report.claims[0].why
+    assert report.claims[0].verdict == "miscited" and report.claims[0].why == "cites [2], but [1] supports it"
     assert verdicts("The AMF selects an SMF [7].", SPEC) == ["unsupported"]
     # uncited: any evidence may support it, and the trace names which and the sentence
     claim = check_claims("The SMF controls the UPF over the N4 interface.", SPEC).claims[0]
@@ -174,3 +174,18 @@ def test_a_name_from_the_question_may_set_the_scene_but_not_act():
     # The same name as an actor is a claim the evidence does not make.
     acting = check_claims("The NRF selects an SMF for the PDU Session [2].", evidence, "Does the NRF select an SMF?")
     assert not acting.passed and "NRF" in acting.reason
+
+
+def test_a_claim_citing_the_wrong_item_is_miscited_and_the_answer_stage_corrects_it():
+    evidence = ["Áp suất làm việc thường từ 6 đến 8 bar.", "Dầu máy nén thay sau khoảng 500 giờ chạy."]
+    report = check_claims("Áp suất làm việc từ 6 đến 8 bar [2].", evidence)
+    verdict = report.claims[0]
+    assert not report.passed and verdict.verdict == "miscited" and verdict.support["evidence"] == 1
+    assert verdict.why == "cites [2], but [1] supports it"
+    out = answer(Draft("x [1]", grounding_check(evidence), prompt=lambda m: ([], None)),
+                 Scripted("Áp suất làm việc từ 6 đến 8 bar [2]. Dầu thay sau 500 giờ chạy [2]."), LLMConfig())
+    assert out.answer_source == "model" and out.check.passed
+    assert out.text == "Áp suất làm việc từ 6 đến 8 bar [1]. Dầu thay sau 500 giờ chạy [2]."
+    assert out.to_dict()["recited_claims"] == [{"text": "Áp suất làm việc từ 6 đến 8 bar [2].", "cited": [2], "now": 1}]
+    # A claim no item supports stays unsupported, whatever it cites.
+    assert check_claims("Áp suất tối đa 12 bar [2].", evidence).claims[0].verdict == "unsupported"

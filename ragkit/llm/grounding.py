@@ -382,6 +382,8 @@ def _negation_problem(claim: _Text, span: _Text, shared: set[str]) -> str:
 @dataclass(frozen=True)
 class ClaimVerdict:
     """One claim's verdict: ``supported`` (with its span), ``unsupported`` (with why),
+    ``miscited`` (the items it cites do not support it, another item does: ``support`` names
+    that one; it fails the check, and the answer stage may correct the citation),
     ``refusal`` (says the evidence is not enough; claims nothing) or ``no claim`` (a heading,
     a bare list marker: nothing to check)."""
 
@@ -394,7 +396,7 @@ class ClaimVerdict:
     borderline: bool = False        # unsupported only for coverage, by a little: a judge may confirm it
 
     def to_dict(self) -> dict:
-        out = {"text": self.text, "verdict": self.verdict, "supported": self.verdict != "unsupported",
+        out = {"text": self.text, "verdict": self.verdict, "supported": self.verdict not in ("unsupported", "miscited"),
                "cited": self.cited, "support": self.support,
                "evidence": self.support["evidence"] if self.support else None,
                "why": self.why, "coverage": self.coverage}
@@ -471,42 +473,65 @@ def _judge_claim(claim: Claim, evidence: list[str], spans_of, question_words: _T
         return ClaimVerdict(claim.text, "unsupported", cited, None,
                             f"cites [{outside[0]}], but the evidence has {len(evidence)} items")
     numbers = [n for n in cited if n not in outside] or range(1, len(evidence) + 1)
-    quoted = " ".join(claim.body.split()).rstrip(" .;:")
-    for n in numbers:           # a quote says exactly what its evidence says
-        if len(quoted) >= 20 and quoted in " ".join(evidence[n - 1].split()):
-            return ClaimVerdict(claim.text, "supported", cited, {"evidence": n, "span": quoted},
-                                "", 1.0)
-    numbers_in = {t for t in text.lower if _is_number(t)}
-    best: tuple | None = None
-    in_names = {w for _, name in text.names for w in name}
-    for n, span_text, span in spans_of(tuple(numbers), tuple(w for w in words if w not in in_names)):
-        found = [w for w in words if span.has(w) or question_words.has(w)]
-        coverage = len(found) / len(words) if words else 1.0
-        rules = ""
-        if coverage >= BORDERLINE_SUPPORT:    # the other rules, only on spans that may support it
-            rules = _number_problem(text, span, question_words) or \
-                _negation_problem(text, span, {_stem(w) for w in words if span.has(w)} | numbers_in) or \
-                _order_problem(text, span, question_words)
-        short = coverage < min_support and not rules
-        problem = rules
-        if coverage < min_support and not rules:
-            missing = [w for w in words if w not in found]
-            problem = f"only {coverage:.0%} of its words are in the span (not: {', '.join(missing[:5])})"
-        rank = (not problem, coverage, -len(span_text))
-        if best is None or rank > best[0]:
-            best = (rank, n, span_text, problem, coverage, short)
-        if not problem and coverage == 1.0:
-            break
+    judge = _SpanJudge(claim, text, words, question_words, spans_of, evidence, min_support)
+    best = judge.best(numbers)
     if best is None:
         return ClaimVerdict(claim.text, "unsupported", cited, None, "there is no evidence")
     _, n, span_text, problem, coverage, short = best
     where = f"[{n}]" if cited else "any evidence"
     support = {"evidence": n, "span": span_text}
+    if problem and cited:
+        # Supported, but by an item it does not cite: the answer stage may correct the citation.
+        other = judge.best([m for m in range(1, len(evidence) + 1) if m not in numbers])
+        if other is not None and not other[3]:
+            return ClaimVerdict(claim.text, "miscited", cited, {"evidence": other[1], "span": other[2]},
+                                f"cites [{n}], but [{other[1]}] supports it", round(other[4], 4))
     if problem:
         return ClaimVerdict(claim.text, "unsupported", cited, support,
                             f"no span of {where} supports it; the closest: {problem}", round(coverage, 4),
                             borderline=short and coverage >= BORDERLINE_SUPPORT)
     return ClaimVerdict(claim.text, "supported", cited, support, "", round(coverage, 4))
+
+
+class _SpanJudge:
+    """The best span of some evidence items for one claim: a verbatim quote, else the span
+    whose words cover the claim best with no rule broken (numbers, negations, roles)."""
+
+    def __init__(self, claim: Claim, text: _Text, words: list[str], question_words: _Text, spans_of,
+                 evidence: list[str], min_support: float):
+        self.claim, self.text, self.words, self.question_words = claim, text, words, question_words
+        self.spans_of, self.evidence, self.min_support = spans_of, evidence, min_support
+
+    def best(self, numbers) -> tuple | None:
+        """(rank, evidence number, span, problem, coverage, short) of the best span of the
+        items ``numbers`` (problem '' when the span supports the claim), or None."""
+        text, words, question_words = self.text, self.words, self.question_words
+        quoted = " ".join(self.claim.body.split()).rstrip(" .;:")
+        for n in numbers:           # a quote says exactly what its evidence says
+            if len(quoted) >= 20 and quoted in " ".join(self.evidence[n - 1].split()):
+                return ((True, 1.0, -len(quoted)), n, quoted, "", 1.0, False)
+        numbers_in = {t for t in text.lower if _is_number(t)}
+        best: tuple | None = None
+        in_names = {w for _, name in text.names for w in name}
+        for n, span_text, span in self.spans_of(tuple(numbers), tuple(w for w in words if w not in in_names)):
+            found = [w for w in words if span.has(w) or question_words.has(w)]
+            coverage = len(found) / len(words) if words else 1.0
+            rules = ""
+            if coverage >= BORDERLINE_SUPPORT:    # the other rules, only on spans that may support it
+                rules = _number_problem(text, span, question_words) or \
+                    _negation_problem(text, span, {_stem(w) for w in words if span.has(w)} | numbers_in) or \
+                    _order_problem(text, span, question_words)
+            short = coverage < self.min_support and not rules
+            problem = rules
+            if coverage < self.min_support and not rules:
+                missing = [w for w in words if w not in found]
+                problem = f"only {coverage:.0%} of its words are in the span (not: {', '.join(missing[:5])})"
+            rank = (not problem, coverage, -len(span_text))
+            if best is None or rank > best[0]:
+                best = (rank, n, span_text, problem, coverage, short)
+            if not problem and coverage == 1.0:
+                break
+        return best
 
 
 def check_claims(answer: str, evidence: Iterable[str], question: str = "", *,
@@ -522,7 +547,9 @@ def check_claims(answer: str, evidence: Iterable[str], question: str = "", *,
     >>> check_claims("The UPF selects an SMF [1].", evidence).claims[0].verdict
     'unsupported'
     >>> check_claims("The SMF controls the UPF [1].", evidence).claims[0].why
-    'no span of [1] supports it; the closest: only 33% of its words are in the span (not: controls, upf)'
+    'cites [1], but [2] supports it'
+    >>> check_claims("The SMF controls the NRF [2].", evidence).claims[0].why
+    "no span of [2] supports it; the closest: names 'NRF', which the span does not"
     """
     evidence = [e for e in evidence]
     refusals = tuple(refusals)
@@ -548,7 +575,7 @@ def check_claims(answer: str, evidence: Iterable[str], question: str = "", *,
 def claims_reason(claims: list[dict], core: int | None, trigrams: float) -> str:
     """Why a claim-checked answer fails ('' when it passes): no claim says anything, the
     first unsupported claim and why, or the answer loops."""
-    failed = [i for i, c in enumerate(claims) if c["verdict"] == "unsupported"]
+    failed = [i for i, c in enumerate(claims) if c["verdict"] in ("unsupported", "miscited")]
     reasons = []
     if core is None:
         reasons.append("the answer has no content words")
