@@ -3,7 +3,7 @@ retrieval, top 5) and on the Vietnamese manual questions (``data/manual_question
 written for ragkit), with no model, the default SmolLM2-135M and Qwen2.5-Coder-1.5B (when
 installed: ``make model``). Each run is the CLI as a user types it.
 
-    .venv/bin/python bench/answers.py [--musique-limit 100] [--qwen-musique-limit 30]
+    .venv/bin/python bench/answers.py [--musique-limit 100] [--qwen-musique-limit 30] [--models ...]
         -> outputs/bench/answers.json
 
 The 1.5B model takes some 40 s per answer on this 2-core machine, so it answers the first
@@ -35,6 +35,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--musique-limit", type=int, default=100)
     parser.add_argument("--qwen-musique-limit", type=int, default=30)
+    parser.add_argument("--models", nargs="+", choices=["none", "smollm2-135m", "qwen2.5-coder-1.5b"],
+                        help="measure these only; the others' figures are kept from the last run")
     args = parser.parse_args()
     questions = musique_to_questions(MUSIQUE / "musique_beir", MUSIQUE / "musique_questions.json",
                                      ROOT / "outputs" / "datasets" / "musique" / "questions.jsonl")
@@ -47,9 +49,12 @@ def main() -> None:
     models = {"none": None, "smollm2-135m": ""}
     if installed_path("qwen2.5-coder-1.5b"):
         models["qwen2.5-coder-1.5b"] = "qwen2.5-coder-1.5b"
+    if args.models:
+        models = {m: v for m, v in models.items() if m in args.models}
     sets = {"musique": (questions, index, ["--method", "hybrid", "--k", "5"]),
             "manuals_vi": (ROOT / "data" / "manual_questions.jsonl", manuals, [])}
-    results: dict = {}
+    last = ROOT / "outputs" / "bench" / "answers.json"
+    results: dict = json.loads(last.read_text())["results"] if args.models and last.exists() else {}
     for set_name, (path, idx, flags) in sets.items():
         for model, name in models.items():
             limit = args.musique_limit if set_name == "musique" else 1000

@@ -24,11 +24,13 @@ CHUNK_SEPARATOR = "\n\n---\n\n"
 
 _RULES = {
     "vi": ("CHỈ dùng thông tin trong các đoạn bằng chứng được đánh số, không thêm kiến thức ngoài. "
-           "Ở CUỐI mỗi câu, ghi số của đoạn bằng chứng mà câu đó dựa vào trong ngoặc vuông, ví dụ [1] "
-           "hoặc [2, 3]. Không nêu suy nghĩ trung gian. Trả lời bằng tiếng Việt, ngắn gọn, đúng trọng tâm."),
-    "en": ("Use ONLY the numbered evidence; add no outside knowledge. At the END of every sentence, "
-           "write the number of the evidence it comes from in brackets, like [1] or [2, 3]. Do not "
-           "show your reasoning steps unless asked. Answer in English, briefly and to the point."),
+           "Trả lời bằng câu đầy đủ; ở CUỐI mỗi câu, ghi số của đoạn bằng chứng mà câu đó dựa vào trong "
+           "ngoặc vuông, ví dụ: 'Thiết bị A do công ty B sản xuất [2].' Không trả lời chỉ bằng số đoạn. "
+           "Không nêu suy nghĩ trung gian. Trả lời bằng tiếng Việt, ngắn gọn, đúng trọng tâm."),
+    "en": ("Use ONLY the numbered evidence; add no outside knowledge. Answer in full sentences; at "
+           "the END of every sentence, write the number of the evidence it comes from in brackets, "
+           "for example: 'Device A is made by company B [2].' Never answer with evidence numbers alone. "
+           "Do not show your reasoning steps unless asked. Answer in English, briefly and to the point."),
 }
 _REFUSAL_RULE = {"vi": " Nếu bằng chứng không đủ để trả lời, chỉ viết: '{refusal}'",
                  "en": " If the evidence is not enough to answer, write only: '{refusal}'"}
@@ -81,7 +83,6 @@ USER_TEMPLATE_VI = (
     "- Câu hỏi: {question}\n"
     "- Chỉ dùng thông tin trong ngữ cảnh\n"
     "- Không thêm kiến thức ngoài\n"
-    "- Ghi [n] sau mỗi câu\n"
     "- Trả lời bằng tiếng Việt"
 )
 USER_TEMPLATE_EN = (
@@ -91,7 +92,6 @@ USER_TEMPLATE_EN = (
     "- Question: {question}\n"
     "- Use only the context\n"
     "- Add no outside knowledge\n"
-    "- Write [n] after every sentence\n"
     "- Answer in English"
 )
 
