@@ -3,7 +3,7 @@
 Three sources, all read off the text itself:
 
 - **capitalised spans** ("Journal of Psychotherapy Integration", "Bubye River"): runs of
-  capitalised words, joined across a short connector ("of", "de", "the", "and") when a
+  capitalised words, joined across a short connector ("of", "de", "the") when a
   capitalised word follows; a sentence's first word counts only when the next is capitalised
   too or when it is not an English function word;
 - **noun-phrase runs**: maximal runs of two to four content words between function words and
@@ -33,8 +33,9 @@ from typing import Iterable, Sequence
 from ..linking import singular
 from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, document_language, strip_accents
 
-# Words that join two capitalised words into one name ("Bank of England", "Leonardo da Vinci").
-CONNECTORS = frozenset("of de da di del der van von la le the and for on in y".split())
+# Words that join two capitalised words into one name ("Bank of England", "Leonardo da Vinci");
+# never "and" or "in", which join two names ("Zimbabwe and Zambia", "Paris in France").
+CONNECTORS = frozenset("of de da di del der van von la le the for y".split())
 # Beyond the stopword list: words that start sentences or questions, and words that are
 # capitalised by English convention without naming anything (months and weekdays stay: they
 # are dates, and the hub cut removes the common ones).
