@@ -168,6 +168,8 @@ class ConceptSearcher:
                 neighbours = self.graph.cooccurs[c].indices
                 via += [f"{self.graph.labels[o]} --CO_OCCURS--> {label}" for o in neighbours
                         if o in seed_concepts][:3]
+                if not via and row in seed_rows:        # its own seed passage gave it the mass
+                    via = [f"seed passage {doc_id} --MENTIONS--> {label}"]
             out.append({"concept": label, "mass": round(float(given[idx]), 8),
                         "via": via + [f"{label} --MENTIONS--> {doc_id}"]})
         return out
