@@ -3,7 +3,7 @@
     p = (1 − d) · s + d · P p,        P = A D⁻¹  (column-stochastic: each node shares its mass
                                                  among its neighbours in proportion to weight)
 
-with ``s`` the personalization (the seeds, summing to 1) and ``d`` the damping (the chance of
+with ``s`` the personalization (the restart nodes, summing to 1) and ``d`` the damping (the chance of
 walking on rather than jumping back to a seed). HippoRAG (Gutiérrez et al., 2024) ranks
 passages this way with d = 0.5 over a graph of phrases and passages. Each iteration is one
 sparse product, O(edges); the loop stops when the L1 change falls below ``tol`` or after
@@ -27,7 +27,7 @@ import scipy.sparse as sp
 
 def transition_matrix(adjacency: sp.spmatrix) -> sp.csr_matrix:
     """``A D⁻¹``: column j holds node j's edge weights divided by their sum (a node without
-    edges keeps a zero column: its mass leaks, and the seeds get it back through 1 − d)."""
+    edges keeps a zero column: its mass leaks, and the restart nodes get it back through 1 − d)."""
     adjacency = sp.csr_matrix(adjacency, dtype=np.float64)
     degree = np.asarray(adjacency.sum(axis=0)).ravel()
     inverse = np.divide(1.0, degree, out=np.zeros_like(degree), where=degree > 0)
@@ -52,7 +52,7 @@ def personalized_pagerank(adjacency: sp.spmatrix, seeds: Mapping[int, float], *,
     p = s.copy()
     for _ in range(max_iter):
         nxt = (1.0 - damping) * s + damping * (walk @ p)
-        # Mass lost at nodes without edges goes back to the seeds, so p stays a distribution.
+        # Mass lost at nodes without edges goes back to the restart nodes, so p stays a distribution.
         nxt += (1.0 - nxt.sum()) * s
         done = np.abs(nxt - p).sum() < tol
         p = nxt

@@ -113,7 +113,7 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
 
     Returns (candidates, selected). ``trace``, when given, receives the method and why, the
     whole ranking before the rerank and MMR ("ranked"), the rerank's judgements and MMR's
-    similarity, and for the graph methods the seeds ("graph") and each ranked chunk's bridge
+    similarity, and for the graph methods where the walk restarts ("graph") and each ranked chunk's bridge
     ("bridges": {doc id: concepts and the edges that reached them}).
     """
     profiler = profiler or Profiler()
