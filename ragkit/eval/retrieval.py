@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 from tqdm.auto import tqdm
 
-from ..config import DEFAULT_LANG, FUSIONS, METHODS, LexicalConfig, LLMConfig
+from ..config import DEFAULT_LANG, FUSIONS, GRAPH_METHODS, METHODS, LexicalConfig, LLMConfig
 from ..corpus import load_beir_queries, load_corpus, load_qrels
 from ..errors import InputError
 from ..retrieval.bm25 import BM25Index, BM25Params, Hit
@@ -52,7 +52,7 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
                        alpha: float | None = None, dense_dir: str | Path | None = None,
                        rerank: str = "none", rerank_depth: int = 20, llm=None,
                        limit: int | None = None, run_out: str | Path | None = None,
-                       keep_run: bool = False) -> dict:
+                       keep_run: bool = False, no_dense: bool = False) -> dict:
     """Quality (nDCG@10, Recall@2/5/10/100, MRR@10, hit@1/10) and speed (queries/s, index
     seconds) of ``method`` (bm25, dense, hybrid or auto) on a BEIR-format collection.
 
@@ -63,7 +63,8 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     Jaccard over terms for bm25). rerank="llm": the model (``llm``, default the GGUF) judges
     the top ``rerank_depth``. limit: only the first ``limit`` judged queries (a rerank is slow).
     run_out: write the run as a TREC run file. keep_run: return it under "run"
-    ({query id: [(doc id, score), ...]}).
+    ({query id: [(doc id, score), ...]}). graph, hybrid+graph: the concept graph is built in
+    memory; its walk is seeded from hybrid, or from BM25 with ``no_dense``.
     """
     from ..embeddings import choose_embedder
     from ..retrieval.rerank import make_reranker
@@ -99,7 +100,7 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     index_s = time.perf_counter() - started
     language = index.language
     dense = build = None
-    if method != "bm25":
+    if method != "bm25" and (method not in GRAPH_METHODS or not no_dense):
         from ..retrieval.dense import DenseIndex
 
         kind, embedder_reason = choose_embedder(embedder, language.lang)
@@ -107,12 +108,21 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
         build = dense.build(docs, progress=progress)
         dense.embedder.encode(["warm-up"])      # load the model before the queries are timed
 
+    concepts = graph_build = None
+    if method in GRAPH_METHODS:
+        from ..concepts.graph import ConceptGraph
+        from ..concepts.search import ConceptSearcher
+
+        graph, _, graph_build = ConceptGraph.build(docs, progress=progress, what=f"corpus {corpus}")
+        concepts = ConceptSearcher(graph)
+
     run: dict[str, list[tuple[str, float]]] = {}
     chosen: dict[str, int] = {}
     started = time.perf_counter()
     for qid in tqdm(judged, desc="queries", unit="q", disable=not progress):
         steps: dict = {}
-        _, hits = retrieve(index, all_queries[qid], config, dense=dense, reranker=reranker, trace=steps)
+        _, hits = retrieve(index, all_queries[qid], config, dense=dense, reranker=reranker, trace=steps,
+                           concepts=concepts)
         if len(hits) < k:        # a rerank's judged top, then the rest in their retrieved order
             hits = _extend(hits, steps["ranked"], k)
         chosen[steps["method"]] = chosen.get(steps["method"], 0) + 1
@@ -137,7 +147,11 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
                     "rerank_model": getattr(reranker.judge, "name", "")})
     if method == "auto":
         out["auto_chose"] = chosen
-    if method in ("hybrid", "auto"):
+    if graph_build is not None:
+        out["concepts"] = {"build_s": graph_build.seconds, "concepts": graph_build.concepts,
+                           "hubs": graph_build.hubs, "mentions": graph_build.mentions,
+                           "cooccurrences": graph_build.cooccurrences}
+    if method in ("hybrid", "auto", "hybrid+graph"):
         out.update({"fusion": config.fusion,
                     **({"alpha": config.alpha} if config.fusion == "weighted" else {"rrf_k": config.rrf_k})})
     if run_out:

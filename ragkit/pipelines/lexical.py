@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..answering import Draft, grounding_check
-from ..config import LexicalConfig, LLMConfig
+from ..config import GRAPH_METHODS, LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError
 from ..llm.base import LLM
 from ..llm.budget import fit_context
@@ -23,7 +23,7 @@ from ..llm.prompts import REFUSAL, answer_language, extract_outline, format_chun
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.boosting import is_procedural_query
 from ..retrieval.rerank import make_reranker
-from ..retrieval.search import load_dense, load_index, retrieve
+from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
 from ..text import VIETNAMESE_FUNCTION_WORDS, normalize, tokenize
 from .base import NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
@@ -58,6 +58,8 @@ class LexicalTrace(Trace):
     answer_language: str = "vi"         # the question's language, which the answer is asked in
     rerank: list | None = None          # the judge's log-odds per candidate (--rerank llm)
     mmr_similarity: str | None = None   # cosine (over chunk vectors) or jaccard (over terms)
+    graph: dict | None = None           # graph methods: the base ranking and the walk's seeds
+    bridges: dict | None = None         # graph methods: per cited chunk, the concepts and edges that brought it
 
 
 class LexicalPipeline(Pipeline):
@@ -69,16 +71,17 @@ class LexicalPipeline(Pipeline):
     source_how = "ragkit index build"
     flag = "--index"
 
-    def load(self, where: str, sources: Sources) -> tuple[BM25Index, Any]:
+    def load(self, where: str, sources: Sources) -> tuple[BM25Index, Any, Any]:
         index = load_index(where)
-        return index, load_dense(index, where)
+        return index, load_dense(index, where), load_concepts(where)
 
     def config_from(self, request) -> LexicalConfig:
         return LexicalConfig(k=request.k, method=request.method, rerank=request.rerank,
                              rerank_depth=request.rerank_depth)
 
     def gather(self, question: str, source, config: LexicalConfig | None, ctx: AskContext) -> Gathered:
-        index, dense = source
+        index, dense, *rest = source
+        concepts = rest[0] if rest else None
         config = config or LexicalConfig()
         profiler, llm_config = ctx.profiler, ctx.llm_config
         # The model's tokenizer measures the question even without generation: a question
@@ -86,7 +89,7 @@ class LexicalPipeline(Pipeline):
         model = ctx.model
         reranker = make_reranker(config.rerank, model, config.rerank_depth)
         steps: dict = {}
-        candidates, selected = retrieve(index, question, config, profiler, dense, reranker, steps)
+        candidates, selected = retrieve(index, question, config, profiler, dense, reranker, steps, concepts)
         procedural = is_procedural_query(question)
         language = answer_language(question, "vi")
         with profiler.stage("token_counting"):
@@ -119,7 +122,9 @@ class LexicalPipeline(Pipeline):
             dropped_chunks=context.dropped if context else 0,
             model=getattr(model, "name", type(model).__name__),
             chat_format=getattr(model, "chat_format", None), answer_language=language,
-            rerank=steps.get("rerank"), mmr_similarity=steps.get("mmr_similarity"))
+            rerank=steps.get("rerank"), mmr_similarity=steps.get("mmr_similarity"),
+            graph=steps.get("graph"),
+            bridges={h.doc_id: steps["bridges"].get(h.doc_id, []) for h in used} if "bridges" in steps else None)
         # Each outline step ends with the number of the chunk it was cut from, as the answer's
         # lines should.
         step_sources = outline_sources(outline, [h.text for h in used])
@@ -153,7 +158,8 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
             index = load_index(index)
         if dense is None and config.method != "bm25" and folder is not None:
             dense = load_dense(index, folder)
-    return LexicalPipeline().ask(question, (index, dense), config, ctx)
+        concepts = load_concepts(folder) if folder is not None and config.method in GRAPH_METHODS else None
+    return LexicalPipeline().ask(question, (index, dense, concepts), config, ctx)
 
 
 def outline_sources(outline: list[str], texts: list[str]) -> list[int]:

@@ -256,11 +256,13 @@ class BM25Index:
     # ------------------------------------------------------------------ persistence
     def save(self, directory: str | Path) -> Path:
         """Write the index to ``directory`` atomically (a temporary folder, then a rename).
-        Chunk vectors in ``directory/dense`` (``index build --dense``) move to the new folder."""
+        Chunk vectors in ``directory/dense`` (``index build --dense``) and the concept graph in
+        ``directory/concepts`` (``--concepts``) move to the new folder."""
         directory = Path(directory)
         with atomic_dir(directory) as tmp:
-            if (directory / "dense").is_dir():
-                os.replace(directory / "dense", tmp / "dense")
+            for kept in ("dense", "concepts"):       # built beside the index, kept with it
+                if (directory / kept).is_dir():
+                    os.replace(directory / kept, tmp / kept)
             meta = {"format_version": FORMAT_VERSION, "ragkit_version": __version__,
                     "params": asdict(self.params), "tokenizer": self.tokenizer.to_dict(),
                     **{k: v for k, v in self.meta.items() if k != "format_version"}}

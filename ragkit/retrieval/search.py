@@ -6,10 +6,11 @@ figures eval publishes describe what ask serves."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
-from ..config import LexicalConfig
+from ..config import GRAPH_METHODS, LexicalConfig
 from ..errors import InputError
 from ..profiler import Profiler
 from ..text import ENGLISH_STOPWORDS, vietnamese_char_count
@@ -45,6 +46,23 @@ def load_dense(index: BM25Index, index_dir: str | Path):
     return DenseIndex(dense_dir_for(index_dir), info["embedder"])
 
 
+def concepts_dir_for(index_dir: str | Path) -> Path:
+    """Where an index's concept graph lives: ``<index>/concepts`` (``index build --concepts``)."""
+    return Path(index_dir) / "concepts"
+
+
+def load_concepts(index_dir: str | Path):
+    """The index's concept graph, ready for queries (a ``ConceptSearcher``), or None when it
+    has none."""
+    folder = concepts_dir_for(index_dir)
+    if not (folder / "extractions.jsonl").is_file():
+        return None
+    from ..concepts.graph import ConceptGraph
+    from ..concepts.search import ConceptSearcher
+
+    return ConceptSearcher(ConceptGraph.load(folder))
+
+
 def question_language(question: str) -> str:
     """"vi" when the question has Vietnamese letters, "en" when at least two of its words
     (or a third) are English function words, else "unknown" (unaccented Vietnamese, names)."""
@@ -74,7 +92,7 @@ def resolve_method(method: str, index: BM25Index, question: str, has_vectors: bo
 
 def retrieve(index: BM25Index, question: str, config: LexicalConfig,
              profiler: Profiler | None = None, dense=None, reranker=None,
-             trace: dict | None = None) -> tuple[list[Hit], list[Hit]]:
+             trace: dict | None = None, concepts=None) -> tuple[list[Hit], list[Hit]]:
     """The candidates and the ``config.k`` selected from them: what search shows, ask reads
     and eval scores.
 
@@ -88,12 +106,20 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
        the top k are taken. When k is larger than the candidates (eval ranks 100), the
        ranks past them follow in their retrieved order.
 
+    ``graph`` and ``hybrid+graph`` rank the chunks by personalized PageRank over the
+    concept graph (``concepts``, a ``ConceptSearcher``), seeded with the question's concepts
+    and the top chunks of hybrid (BM25 without vectors), timed "graph_walk";
+    ``hybrid+graph`` fuses that with the hybrid ranking ("graph_fusion").
+
     Returns (candidates, selected). ``trace``, when given, receives the method and why, the
     whole ranking before the rerank and MMR ("ranked"), the rerank's judgements and MMR's
-    similarity.
+    similarity, and for the graph methods where the walk restarts ("graph") and each ranked chunk's bridge
+    ("bridges": {doc id: concepts and the edges that reached them}).
     """
     profiler = profiler or Profiler()
     trace = trace if trace is not None else {}
+    if config.method in GRAPH_METHODS:
+        return _retrieve_by_graph(index, question, config, profiler, dense, reranker, trace, concepts)
     method, trace["method_reason"] = resolve_method(config.method, index, question, dense is not None)
     trace["method"] = method
     depth = max(config.depth, config.k, config.candidates if config.mmr else 0,
@@ -129,4 +155,49 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
             selected = mmr_rerank(index, pool, min(config.k, len(pool)), config.mmr_lambda, vectors)
     if len(selected) < config.k:        # k beyond the candidates: the rest in retrieved order
         selected = selected + ranked[len(pool): len(pool) + config.k - len(selected)]
+    return pool, selected
+
+
+def _retrieve_by_graph(index: BM25Index, question: str, config: LexicalConfig, profiler: Profiler,
+                       dense, reranker, trace: dict, concepts) -> tuple[list[Hit], list[Hit]]:
+    """``retrieve`` for ``graph`` and ``hybrid+graph``: the base ranking (hybrid, or BM25 for
+    an index without vectors) seeds the walk; MMR and the rerank apply as for the others."""
+    if concepts is None:
+        raise InputError(f"--method {config.method}: this index has no concept graph "
+                         "(build it with 'ragkit index build --concepts')")
+    from ..concepts.search import fuse_scores
+
+    base_method = "hybrid" if dense is not None else "bm25"
+    base_trace: dict = {}
+    base_config = replace(config, method=base_method, mmr=False, rerank="none")
+    retrieve(index, question, base_config, profiler, dense, None, base_trace)
+    base = [(h.doc_id, h.score) for h in base_trace["ranked"]]
+    depth = len(base) or max(config.depth, config.k)
+    with profiler.stage("graph_walk"):
+        walked, seeds, walk = concepts.rank(question, base, k=depth)
+    if config.method == "graph":
+        with profiler.stage("graph_fusion"):
+            # Chunks the walk never reached follow in their base order.
+            reached = {d for d, _ in walked}
+            ranking = walked + [(d, 0.0) for d, _ in base if d not in reached]
+    else:
+        with profiler.stage("graph_fusion"):
+            ranking = fuse_scores(base, walked, concepts.params.weight)
+    ranked = [index.hit(doc_id, score) for doc_id, score in ranking[:depth]]
+    trace.update({"method": config.method, "method_reason": f"asked for; the walk seeded from {base_method}",
+                  "ranked": ranked, "graph": {"base": base_method, **seeds}})
+    pool = ranked[: config.candidates] if config.mmr else ranked
+    if reranker is not None:
+        with profiler.stage("rerank"):
+            pool, trace["rerank"] = reranker.rerank(question, ranked)
+    with profiler.stage("mmr"):
+        if not config.mmr or len(pool) <= 1:
+            selected = pool[: config.k]
+        else:
+            trace["mmr_similarity"] = "jaccard"
+            selected = mmr_rerank(index, pool, min(config.k, len(pool)), config.mmr_lambda, None)
+    if len(selected) < config.k:
+        selected = selected + ranked[len(pool): len(pool) + config.k - len(selected)]
+    with profiler.stage("graph_trace"):
+        trace["bridges"] = {h.doc_id: concepts.bridge(walk, h.doc_id) for h in selected[:10]}
     return pool, selected

@@ -1,0 +1,3 @@
+"""Concept graphs built from text, without a model: concepts extracted by rule from each chunk
+(``extract``), a graph of chunks, concepts and their co-occurrence (``graph``), personalized
+PageRank over it (``ppr``), and multi-hop passage retrieval seeded from a question (``search``)."""
