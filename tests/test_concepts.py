@@ -10,7 +10,8 @@ import scipy.sparse as sp
 from ragkit.concepts.extract import abbreviations, concept_key, extract_concepts
 from ragkit.concepts.graph import ConceptGraph, read_extractions
 from ragkit.concepts.ppr import personalized_pagerank
-from ragkit.concepts.search import ConceptSearcher, fuse_scores
+from ragkit.concepts.search import ConceptSearcher
+from ragkit.retrieval.fusion import weighted
 from ragkit.corpus import Doc, load_beir_corpus
 from ragkit.errors import InputError
 
@@ -115,7 +116,7 @@ def test_ppr_on_a_hand_checked_star():
 
 
 def test_fusion_keeps_both_lists():
-    fused = fuse_scores([("a", 3.0), ("b", 1.0)], [("c", 2.0), ("a", 1.0)], 0.5)
+    fused = weighted([("a", 3.0), ("b", 1.0)], [("c", 2.0), ("a", 1.0)], 0.5)
     assert [d for d, _ in fused] == ["a", "c", "b"]
 
 

@@ -11,8 +11,8 @@ rule-based concepts in place of an LLM's triples).
 3. **Chunk score**: the mass of its concepts, each divided by its degree (the share it hands
    each neighbour), summed, and divided by ``sqrt`` of the chunk's concept count so that
    long chunks do not win by size alone.
-4. **Fusion** (``hybrid+graph``): ``(1 − weight) · base + weight · graph``, both min-max
-   normalised over the union of the two top lists (the weight chosen on a dev split:
+4. **Fusion** (``hybrid+graph``): ``retrieval.fusion.weighted`` with the graph as the
+   second list: ``(1 − weight) · base + weight · graph``, each min-max normalised (the weight chosen on a dev split:
    docs/benchmarks.md, "Concept graph").
 
 Every chunk the graph ranks carries its **bridge**: the concepts that gave it the most mass,
@@ -174,19 +174,3 @@ class ConceptSearcher:
                         "via": via + [f"{label} --MENTIONS--> {doc_id}"]})
         return out
 
-
-def fuse_scores(base: Sequence[tuple[str, float]], graph: Sequence[tuple[str, float]],
-                weight: float) -> list[tuple[str, float]]:
-    """``(1 − weight) · base + weight · graph``, each min-max normalised over its own list; a
-    chunk missing from a list gets 0 from it; ties keep the base order."""
-    def minmax(scored):
-        if not scored:
-            return {}
-        values = [s for _, s in scored]
-        low, high = min(values), max(values)
-        return {d: 1.0 if high == low else (s - low) / (high - low) for d, s in scored}
-
-    b, g = minmax(base), minmax(graph)
-    order = {d: i for i, d in enumerate(dict.fromkeys([d for d, _ in base] + [d for d, _ in graph]))}
-    fused = {d: (1 - weight) * b.get(d, 0.0) + weight * g.get(d, 0.0) for d in order}
-    return sorted(fused.items(), key=lambda x: (-x[1], order[x[0]]))

@@ -141,6 +141,16 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
                 fuse([(h.doc_id, h.score) for h in ranked], vectors, config.fusion, config.alpha, config.rrf_k)
             ranked = [index.hit(doc_id, score) for doc_id, score in fused[:depth]]
     trace["ranked"] = ranked
+    # The candidates came with chunk vectors unless BM25 ranked them alone.
+    return _select(index, question, ranked, config, profiler, reranker, trace,
+                   dense if method != "bm25" else None)
+
+
+def _select(index: BM25Index, question: str, ranked: list[Hit], config: LexicalConfig, profiler: Profiler,
+            reranker, trace: dict, dense=None) -> tuple[list[Hit], list[Hit]]:
+    """The candidates and the ``config.k`` selected from a ranking: the rerank, then MMR
+    (cosine over ``dense``'s chunk vectors when given, else Jaccard over terms); when k is
+    larger than the candidates, the ranks past them follow in their retrieved order."""
     pool = ranked[: config.candidates] if config.mmr else ranked
     if reranker is not None:
         with profiler.stage("rerank"):
@@ -149,11 +159,10 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
         if not config.mmr or len(pool) <= 1:
             selected = pool[: config.k]
         else:
-            cosine = method != "bm25"     # the candidates came with chunk vectors
-            trace["mmr_similarity"] = "cosine" if cosine else "jaccard"
-            vectors = dense.vectors_of([h.doc_id for h in pool]) if cosine else None
+            trace["mmr_similarity"] = "cosine" if dense is not None else "jaccard"
+            vectors = dense.vectors_of([h.doc_id for h in pool]) if dense is not None else None
             selected = mmr_rerank(index, pool, min(config.k, len(pool)), config.mmr_lambda, vectors)
-    if len(selected) < config.k:        # k beyond the candidates: the rest in retrieved order
+    if len(selected) < config.k:
         selected = selected + ranked[len(pool): len(pool) + config.k - len(selected)]
     return pool, selected
 
@@ -165,7 +174,7 @@ def _retrieve_by_graph(index: BM25Index, question: str, config: LexicalConfig, p
     if concepts is None:
         raise InputError(f"--method {config.method}: this index has no concept graph "
                          "(build it with 'ragkit index build --concepts')")
-    from ..concepts.search import fuse_scores
+    from .fusion import weighted
 
     base_method = "hybrid" if dense is not None else "bm25"
     base_trace: dict = {}
@@ -182,22 +191,11 @@ def _retrieve_by_graph(index: BM25Index, question: str, config: LexicalConfig, p
             ranking = walked + [(d, 0.0) for d, _ in base if d not in reached]
     else:
         with profiler.stage("graph_fusion"):
-            ranking = fuse_scores(base, walked, concepts.params.weight)
+            ranking = weighted(base, walked, concepts.params.weight)
     ranked = [index.hit(doc_id, score) for doc_id, score in ranking[:depth]]
     trace.update({"method": config.method, "method_reason": f"asked for; the walk seeded from {base_method}",
                   "ranked": ranked, "graph": {"base": base_method, **seeds}})
-    pool = ranked[: config.candidates] if config.mmr else ranked
-    if reranker is not None:
-        with profiler.stage("rerank"):
-            pool, trace["rerank"] = reranker.rerank(question, ranked)
-    with profiler.stage("mmr"):
-        if not config.mmr or len(pool) <= 1:
-            selected = pool[: config.k]
-        else:
-            trace["mmr_similarity"] = "jaccard"
-            selected = mmr_rerank(index, pool, min(config.k, len(pool)), config.mmr_lambda, None)
-    if len(selected) < config.k:
-        selected = selected + ranked[len(pool): len(pool) + config.k - len(selected)]
+    pool, selected = _select(index, question, ranked, config, profiler, reranker, trace)
     with profiler.stage("graph_trace"):
         trace["bridges"] = {h.doc_id: concepts.bridge(walk, h.doc_id) for h in selected[:10]}
     return pool, selected
