@@ -120,6 +120,24 @@ def test_fusion_keeps_both_lists():
     assert [d for d, _ in fused] == ["a", "c", "b"]
 
 
+def test_hybrid_graph_fusion_keeps_the_base_head_and_weighs_the_walk_by_names():
+    docs = [Doc("d1", "The Bubye River is a river in Zimbabwe. It flows south to the Limpopo River."),
+            Doc("d2", "Victoria Falls is a waterfall on the Zambezi River, in Zimbabwe and Zambia."),
+            Doc("d3", "A waterfall forms where a river flows over a cliff of hard rock."),
+            Doc("d4", "The Orange River flows through South Africa and Namibia.")]
+    searcher = ConceptSearcher(ConceptGraph.build(docs, progress=False)[0])
+    named = searcher.link_question("Does the Bubye River run over hard rock?")
+    common = searcher.link_question("How does a waterfall form over hard rock?")
+    assert 0 < searcher.name_share(named) < 1 and searcher.name_share(common) == 0.0
+    assert searcher.name_share([]) == 0.0
+    base = [("d3", 0.9), ("d4", 0.8), ("d1", 0.1)]
+    walked = [("d2", 1.0), ("d1", 0.9), ("d3", 0.1)]
+    ranking, weight = searcher.fuse(base, walked, 1.0)
+    assert weight == searcher.params.weight
+    assert [d for d, _ in ranking][:3] == ["d3", "d4", "d2"]      # the base's first two stay first
+    assert [d for d, _ in searcher.fuse(base, walked, 0.0)[0]] == ["d3", "d4", "d1", "d2"]
+
+
 # ------------------------------------------------------------------ the bridge
 def test_trace_names_the_bridge_concept():
     docs = [Doc("d1", "The Bubye River is a river in Zimbabwe. It flows south to the Limpopo River."),

@@ -11,9 +11,15 @@ rule-based concepts in place of an LLM's triples).
 3. **Chunk score**: the mass of its concepts, each divided by its degree (the share it hands
    each neighbour), summed, and divided by ``sqrt`` of the chunk's concept count so that
    long chunks do not win by size alone.
-4. **Fusion** (``hybrid+graph``): ``retrieval.fusion.weighted`` with the graph as the
-   second list: ``(1 − weight) · base + weight · graph``, each min-max normalised (the weight chosen on a dev split:
-   docs/benchmarks.md, "Concept graph").
+4. **Fusion** (``hybrid+graph``, ``fuse``): the base ranking's first ``keep_base`` chunks
+   stay first, and the rest is ``retrieval.fusion.weighted`` with the graph as the second
+   list, ``(1 − w) · base + w · graph`` (each min-max normalised), where the walk's weight
+   ``w = weight · name_share`` grows with the share of the question's linked concepts (by
+   idf) that the corpus writes as names. A second hop goes through a named thing one passage
+   mentions and another describes; a question of common noun phrases ("inductive
+   properties") walks to passages on the same topic, which the hybrid ranking already
+   orders better. The settings were chosen on dev splits of a multi-hop and a single-hop
+   set (docs/benchmarks.md, "Concept graph").
 
 Every chunk the graph ranks carries its **bridge**: the concepts that gave it the most mass,
 each with how the walk reached it (a question concept, or a seed passage mentioning it, or a
@@ -45,7 +51,9 @@ class GraphParams:
     seed_passages: int = 5
     question_share: float = 0.5
     cooccur_weight: float = 1.0
-    weight: float = 0.9            # hybrid+graph: the graph's share (dev: 0.7 -> 0.612, 0.9 -> 0.663)
+    weight: float = 0.9            # hybrid+graph: the graph's share at most (dev: 0.7 -> 0.612, 0.9 -> 0.663)
+    keep_base: int = 2             # hybrid+graph: the base ranking's first chunks stay first
+    names_weigh: bool = True       # hybrid+graph: the walk's weight scales with the name share
     bridge_concepts: int = 3       # concepts named in each chunk's trace
 
 
@@ -109,6 +117,28 @@ class ConceptSearcher:
                                                  float(self.idf[concept]))
         return list(found.values())
 
+    def name_share(self, seeds: Sequence[SeedConcept]) -> float:
+        """The share of the seeds' weight on concepts the corpus writes as names (their most
+        frequent spelling starts with a capital); 0 without seeds."""
+        total = sum(s.weight for s in seeds)
+        if total <= 0:
+            return 0.0
+        return sum(s.weight for s in seeds if self.graph.labels[s.concept][:1].isupper()) / total
+
+    def fuse(self, base: Sequence[tuple[str, float]], walked: Sequence[tuple[str, float]],
+             name_share: float) -> tuple[list[tuple[str, float]], float]:
+        """``hybrid+graph``'s ranking and the walk's weight: the first ``keep_base`` chunks of
+        ``base`` stay first (their scores lifted above the rest), then the weighted fusion."""
+        from ..retrieval.fusion import weighted
+
+        weight = round(self.params.weight * (name_share if self.params.names_weigh else 1.0), 4)
+        fused = weighted(base, walked, weight)
+        kept = [d for d, _ in base[: self.params.keep_base]]
+        top = 1.0 + len(kept)
+        head = [(d, top - i) for i, d in enumerate(kept)]
+        kept_set = set(kept)
+        return head + [(d, s) for d, s in fused if d not in kept_set], weight
+
     # ------------------------------------------------------------------ ranking
     def rank(self, question: str, base: Sequence[tuple[str, float]],
              k: int = 100) -> tuple[list[tuple[str, float]], dict, "Walk | None"]:
@@ -131,7 +161,8 @@ class ConceptSearcher:
                 restart[self.m + row] = restart.get(self.m + row, 0.0) + share * w
         info = {"seed_concepts": [{"concept": self.graph.labels[s.concept], "span": s.span,
                                    "weight": round(s.weight, 4)} for s in seeds_q],
-                "seed_passages": [self.graph.chunk_ids[r] for r in seed_rows]}
+                "seed_passages": [self.graph.chunk_ids[r] for r in seed_rows],
+                "name_share": round(self.name_share(seeds_q), 4)}
         if not restart:
             return [], info, None
         mass = personalized_pagerank(self.adjacency, restart, damping=p.damping, max_iter=p.max_iter,
