@@ -394,7 +394,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                                 mmr=args.mmr, progress=_progress(args), embedder=args.embedder,
                                 fusion=args.fusion, alpha=args.alpha, dense_dir=args.dense_dir,
                                 rerank=args.rerank, rerank_depth=args.rerank_depth, limit=args.limit,
-                                run_out=args.run_out)
+                                run_out=args.run_out, answers=args.answers)
     human = "\n".join(f"{k:>12}: {v}" for k, v in result.items() if not isinstance(v, dict))
     _emit(result, args.json, human)
     return 0
@@ -597,6 +597,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="only the first N judged queries (a rerank is slow)")
     p.add_argument("--run-out", metavar="FILE",
                    help="write the run as a TREC run file: qid Q0 docid rank score ragkit")
+    p.add_argument("--answers", metavar="FILE",
+                   help="questions with gold answers (eval answers' file), matched to the queries by id "
+                        "or text: adds answer_recall@2/@5 and the no-model answer's EM/F1")
     _add_bm25_options(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_retrieval)
