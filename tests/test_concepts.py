@@ -138,6 +138,32 @@ def test_hybrid_graph_fusion_keeps_the_base_head_and_weighs_the_walk_by_names():
     assert [d for d, _ in searcher.fuse(base, walked, 0.0)[0]] == ["d3", "d4", "d1", "d2"]
 
 
+def test_a_title_is_the_subject_of_its_chunk(musique):
+    doc = musique["p926"]          # "Ceelmakoile": one word, opening its own text
+    found = {m.key: m for m in extract_concepts(doc.full_text, title=doc.title)}
+    assert found["ceelmakoile"].how == "title" and found["ceelmakoile"].label == "Ceelmakoile"
+    sentences = {s for m in found.values() for s in m.sentences}
+    assert set(found["ceelmakoile"].sentences) == sentences          # it co-occurs with all of them
+    graph = ConceptGraph.build([musique[p] for p in ("p926", "p63", "p1023")], progress=False)[0]
+    somalia, town = graph.concept_of("somalia"), graph.concept_of("ceelmakoile")
+    assert graph.cooccurs[town, somalia] > 0
+
+
+def test_question_spans_link_as_users_write_them(musique):
+    searcher = ConceptSearcher(ConceptGraph.build([musique[p] for p in ("p63", "p926", "p1023", "p0")],
+                                                  progress=False)[0])
+
+    def linked(question):
+        return {(searcher.graph.labels[s.concept], s.how) for s in searcher.link_question(question)}
+
+    # Several lower-case words may name a name; one lower-case word may not.
+    assert ("Journal of Mathematical Physics", "normalized") in linked("who edits the journal of mathematical physics?")
+    assert not any(label == "Ceelmakoile" for label, _ in linked("which town is ceelmakoile in?"))
+    # A misspelt name links; between spans of one length, the name wins.
+    assert ("Journal of Mathematical Physics", "fuzzy") in linked("Who edits the Journal of Mathematical Phisics?")
+    assert ("Bubye River", "normalized") in linked("Which waterfall is in the nation where the Bubye river flows?")
+
+
 # ------------------------------------------------------------------ the bridge
 def test_trace_names_the_bridge_concept():
     docs = [Doc("d1", "The Bubye River is a river in Zimbabwe. It flows south to the Limpopo River."),

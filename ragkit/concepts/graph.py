@@ -41,7 +41,7 @@ from .extract import Mention, abbreviations, concept_key, extract_concepts
 
 FORMAT = "ragkit-concepts"
 VERSION = 1
-EXTRACTOR = "rules-3"          # changes when extraction changes: every chunk is extracted again
+EXTRACTOR = "rules-4"          # changes when extraction changes: every chunk is extracted again
 HUB_SHARE = 0.05               # a concept in more than 5% of the chunks is a hub ...
 HUB_MIN_CHUNKS = 20            # ... if that is at least 20 chunks (small corpora keep theirs)
 MAX_PAIRS_PER_SENTENCE = 12    # concepts per sentence paired (the first met): bounds the edges
@@ -135,7 +135,7 @@ class ConceptGraph:
                 reused += 1
                 continue
             text = doc.full_text
-            found = extract_concepts(text, language=document_language(text), terms=terms)
+            found = extract_concepts(text, language=document_language(text), terms=terms, title=doc.title)
             rows[doc.doc_id] = {"hash": digest, "abbreviations": abbreviations(text),
                                 "concepts": [[m.key, m.label, m.how, list(m.sentences)] for m in found]}
             extracted += 1
@@ -282,8 +282,3 @@ def _label(counts: Counter) -> str:
     """The way a concept is most often written (capitalised first on a tie: names)."""
     return max(counts.items(), key=lambda x: (x[1], x[0][:1].isupper(), -len(x[0])))[0]
 
-
-def question_keys(question: str) -> list[str]:
-    """Keys of every word n-gram of a question (up to six words), to look up in the graph."""
-    words = concept_key(question).split()
-    return [" ".join(words[i:i + n]) for n in range(1, 7) for i in range(len(words) - n + 1)]

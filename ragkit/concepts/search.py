@@ -28,19 +28,16 @@ question concept it co-occurs with).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
-from .extract import concept_key
+from ..linking import Linker, Surface
 from .graph import ConceptGraph
 from .ppr import personalized_pagerank, transition_matrix
-
-_WORD_SPLIT = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-
 
 @dataclass(frozen=True)
 class GraphParams:
@@ -62,6 +59,7 @@ class SeedConcept:
     concept: int
     span: str
     weight: float
+    how: str = "exact"             # how the span linked: exact, normalized, accent-free, fuzzy, vector
 
 
 @dataclass
@@ -92,29 +90,37 @@ class ConceptSearcher:
         self.idf = np.log(n / np.maximum(graph.df, 1.0)) + 1e-3
 
     # ------------------------------------------------------------------ seeds
+    @cached_property
+    def linker(self) -> Linker:
+        """The concepts' labels and aliases as surfaces (target: the concept's number)."""
+        surfaces = [Surface(label, str(i), "concept") for i, label in enumerate(self.graph.labels)]
+        surfaces += [Surface(alias, str(self.graph.position[key]), "alias")
+                     for alias, key in self.graph.aliases.items()]
+        return Linker(surfaces)
+
     def link_question(self, question: str) -> list[SeedConcept]:
-        """The question's concepts: every word n-gram whose key is a concept (or an alias of
-        one), longest first, never overlapping."""
-        words = [m.group(0) for m in _WORD_SPLIT.finditer(question)]
-        keys = [concept_key(w) for w in words]
-        taken = [False] * len(words)
+        """The question's concepts: spans linked to a concept's label or alias by
+        ``linking.Linker`` (up to case, plural, diacritics where the question writes none,
+        or a small misspelling), longest first, never overlapping. A span written all in
+        lower case links to a name only when it is several words ("journal of psychotherapy
+        integration"; one word, "state", is not the name "State"); only a name may link
+        misspelt ("Damerjog" to "Damerdjog"): a common phrase's spelling varies by
+        inflection ("physical laboratory", "physics laboratory"), not by mistake. Between
+        spans of one length, a name wins ("Bubye river" over "river flows")."""
+        def is_name(link) -> bool:
+            return self.graph.labels[int(link.target)][:1].isupper()
+
+        def keep(link) -> bool:
+            if link.how == "fuzzy" and not link.text[:1].isupper():
+                return False
+            return not (link.text.islower() and " " not in link.text.strip() and is_name(link))
+
         found: dict[int, SeedConcept] = {}
-        for size in range(min(6, len(words)), 0, -1):
-            for i in range(len(words) - size + 1):
-                if any(taken[i:i + size]):
-                    continue
-                key = " ".join(k for k in keys[i:i + size] if k)
-                concept = self.graph.concept_of(key) if key else None
-                if concept is None:
-                    continue
-                span = words[i:i + size]
-                if all(w.islower() for w in span) and self.graph.labels[concept][:1].isupper():
-                    continue        # "state" in a question is not the name "State"
-                for j in range(i, i + size):
-                    taken[j] = True
-                if concept not in found:
-                    found[concept] = SeedConcept(concept, " ".join(words[i:i + size]),
-                                                 float(self.idf[concept]))
+        for link in self.linker.link(question, keep=keep, prefer=lambda link: 0 if is_name(link) else 1):
+            concept = int(link.target)
+            if concept not in found:
+                found[concept] = SeedConcept(concept, link.text, float(self.idf[concept]) * link.score,
+                                             link.how)
         return list(found.values())
 
     def name_share(self, seeds: Sequence[SeedConcept]) -> float:
@@ -160,7 +166,7 @@ class ConceptSearcher:
             for row, w in zip(seed_rows, ranks / ranks.sum()):
                 restart[self.m + row] = restart.get(self.m + row, 0.0) + share * w
         info = {"seed_concepts": [{"concept": self.graph.labels[s.concept], "span": s.span,
-                                   "weight": round(s.weight, 4)} for s in seeds_q],
+                                   "how": s.how, "weight": round(s.weight, 4)} for s in seeds_q],
                 "seed_passages": [self.graph.chunk_ids[r] for r in seed_rows],
                 "name_share": round(self.name_share(seeds_q), 4)}
         if not restart:
