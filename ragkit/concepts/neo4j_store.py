@@ -113,7 +113,7 @@ class ConceptWriteStats:
     node's edges counted with the edges), and the seconds taken, reading the stored graph
     included."""
 
-    store: str
+    uri: str
     written: Counts = field(default_factory=Counts)
     deleted: Counts = field(default_factory=Counts)
     seconds: float = 0.0
