@@ -263,6 +263,18 @@ def test_a_rebuild_writes_only_what_changed_and_leaves_nothing_stale(concept_sto
     assert {(r["a"], r["b"]): r["w"] for r in weights} == expected    # weights updated, none stale
 
 
+def test_chunks_that_only_moved_keep_the_new_order(concept_store, musique):
+    docs = [musique[f"p{i}"] for i in range(10)]
+    graph, rows, _ = ConceptGraph.build(docs, progress=False)
+    concept_store.write(graph, rows)
+    moved = docs[5:] + docs[1:5]                       # p0 removed, the rest in another order
+    graph2, rows2, report = ConceptGraph.build(moved, previous=rows, progress=False)
+    assert report.extracted == 0
+    stats = concept_store.write(graph2, rows2)
+    assert stats.written.chunks == 9 and stats.deleted.chunks == 1
+    assert_same_graph(concept_store.read(), graph2)
+
+
 def test_text_and_ids_are_data_to_cypher(concept_store):
     import ast
     import inspect

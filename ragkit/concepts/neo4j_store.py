@@ -66,6 +66,8 @@ MATCH (:ConceptNode {key: row.a})-[r:CO_OCCURS]->(:ConceptNode {key: row.b})
 DELETE r
 """
 _WRITE_CHUNKS = "UNWIND $rows AS row MERGE (c:ConceptChunk {id: row.id}) SET c = row"
+# A chunk that only moved (one inserted or removed before it) gets its new position alone.
+_MOVE_CHUNKS = "UNWIND $rows AS row MATCH (c:ConceptChunk {id: row.id}) SET c.position = row.position"
 _WRITE_CONCEPTS = "UNWIND $rows AS row MERGE (n:ConceptNode {key: row.key}) SET n = row"
 # New edges are created, grouped by their first node: the diff, read in the same
 # transaction, says they are not there yet.
@@ -194,6 +196,9 @@ def _plan(old: _Snapshot, new: _Snapshot) -> _Plan:
     gone_pairs = set(old.cooccurs) - set(new.cooccurs)
     dropped_chunks, dropped_concepts = set(gone_chunks), set(gone_concepts)
     chunks = [row for cid, row in new.chunks.items() if old.chunks.get(cid) != row]
+    moved = [{"id": row["id"], "position": row["position"]} for row in chunks if row["id"] in old.chunks
+             and {**old.chunks[row["id"]], "position": row["position"]} == row]
+    moved_ids = {row["id"] for row in moved}
     concepts = [row for key, row in new.concepts.items() if old.concepts.get(key) != row]
     added = sorted(new.mentions - old.mentions)
     weighed = {pair: w for pair, w in sorted(new.cooccurs.items()) if old.cooccurs.get(pair) != w}
@@ -204,7 +209,8 @@ def _plan(old: _Snapshot, new: _Snapshot) -> _Plan:
         (_DELETE_COOCCURS, [{"a": a, "b": b} for a, b in sorted(gone_pairs)
                             if a not in dropped_concepts and b not in dropped_concepts]),
         (_DELETE_CONCEPTS, gone_concepts),
-        (_WRITE_CHUNKS, chunks),
+        (_WRITE_CHUNKS, [row for row in chunks if row["id"] not in moved_ids]),
+        (_MOVE_CHUNKS, moved),
         (_WRITE_CONCEPTS, concepts),
         (_CREATE_MENTIONS, [{"chunk": c, "keys": keys} for c, keys in _grouped(added)]),
         (_CREATE_COOCCURS, [{"a": a, "pairs": rest} for a, rest in _grouped(
