@@ -133,16 +133,34 @@ def musique() -> dict:
     graph, _, report = ConceptGraph.build(docs, progress=False)
     build_s = round(time.perf_counter() - started, 3)
     ygraph, ybuild_s = yake_graph(docs)
-    searchers = {"rules": ConceptSearcher(graph), "yake": ConceptSearcher(ygraph)}
-    runs, latency = run_methods(docs, queries, judged, dense_kind="minilm", searchers=searchers)
+    from ragkit.concepts.vectors import LabelVectors
+    from ragkit.embeddings import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder()
+    started = time.perf_counter()
+    labels = LabelVectors.build(graph, embedder)
+    labels_s = round(time.perf_counter() - started, 3)
+    searchers = {"rules": ConceptSearcher(graph), "yake": ConceptSearcher(ygraph),
+                 "vector linking": ConceptSearcher(graph, vectors=labels, embedder=embedder)}
+    # Questions rephrased by hand (other words, lower-case or misspelt names, dropped
+    # punctuation), judged by the paragraphs of the question each rephrases.
+    rephrased = [json.loads(line) for line in (ROOT / "bench" / "multihop_rephrased.jsonl").open()]
+    more_queries = {**queries, **{r["_id"]: r["text"] for r in rephrased}}
+    more_judged = {**judged, **{r["_id"]: judged[r["query"]] for r in rephrased}}
+    runs, latency = run_methods(docs, more_queries, more_judged, dense_kind="minilm", searchers=searchers)
+    runs = {name: {q: ids for q, ids in run.items() if q in judged} | {"rephrased": {
+        r["_id"]: run[r["_id"]] for r in rephrased}} for name, run in runs.items()}
     dev = [q for q in judged if is_dev(q)]
     held = [q for q in judged if not is_dev(q)]
     table = {}
     for name, run in runs.items():
         label = name.replace(" [rules]", "")
+        rephrased_run = run.pop("rephrased")
         table[label] = {split: {f"recall@{k}": mean(recall_at_k(run[q], judged[q], k) for q in ids)
                                 for k in (2, 5)}
                         for split, ids in (("all", list(judged)), ("dev", dev), ("held_out", held))}
+        table[label]["rephrased"] = {f"recall@{k}": mean(recall_at_k(ids, more_judged[q], k)
+                                                         for q, ids in rephrased_run.items()) for k in (2, 5)}
         table[label]["latency"] = latency[name]
     grid = fusion_grid(docs, queries, judged, lambda run, rel: recall_at_k(run, rel, 5), "minilm")
     return {"questions": len(judged), "dev": len(dev), "held_out": len(held), "docs": len(docs),
@@ -150,6 +168,8 @@ def musique() -> dict:
             "graph": {"build_s": build_s, "concepts": report.concepts, "hubs": report.hubs,
                       "mentions": report.mentions, "cooccurrences": report.cooccurrences,
                       "edges": graph.n_edges},
+            "label_vectors": {"labels": len(labels.concepts), "embed_s": labels_s,
+                              "floor": GraphParams().vector_floor},
             "yake_graph": {"build_s": ybuild_s, "concepts": len(ygraph.keys), "edges": ygraph.n_edges},
             "methods": table}
 

@@ -39,6 +39,10 @@ def _emit(data: dict, as_json: bool, human: str) -> None:
 
 
 # --------------------------------------------------------------------------- index / search
+CONCEPT_VECTORS_HELP = ("with --concepts and --dense: also embed the concepts' labels, so a question's "
+                        "phrase links to a concept the corpus names otherwise (slow: every label)")
+
+
 def build_index(args: argparse.Namespace, concept_store=None) -> dict:
     """The BM25 index of ``args.corpus`` in ``args.out``, with its vectors (``args.dense``)
     and concept graph (``args.concepts``); what ``index build`` and ``graph build --corpus``
@@ -47,6 +51,9 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
     from .corpus import load_corpus
     from .retrieval.bm25 import BM25Index, BM25Params
 
+    if getattr(args, "concept_vectors", False) and not (args.concepts and args.dense):
+        raise InputError("--concept-vectors: needs the concept graph and --dense (the concepts' "
+                         "labels are embedded with the chunks' embedder)")
     docs = load_corpus(args.corpus)
     params = BM25Params(k1=args.k1, b=args.b, idf=args.idf)
     index = BM25Index.for_corpus(docs, args.lang, accents=args.keep_accents, bigrams=args.bigrams,
@@ -79,9 +86,21 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
         graph, rows, report = ConceptGraph.build(docs, previous=previous,
                                                  progress=_progress(args), what=f"corpus {args.corpus}")
         concepts_info = {"dir": str(folder), **asdict(report)}
+        labels = None
+        if getattr(args, "concept_vectors", False):
+            from .concepts.vectors import LabelVectors, vectors_path
+            from .embeddings import EMBEDDERS
+
+            embedder = EMBEDDERS[dense_info["embedder"]]()
+            labels = LabelVectors.build(graph, embedder, progress=_progress(args),
+                                        previous=LabelVectors.read(vectors_path(folder, embedder)))
+            concepts_info["label_vectors"] = {"embedder": embedder.name, "labels": len(labels.concepts),
+                                              "embedded": labels.embedded}
         if concept_store is not None:
             concepts_info["store"] = concept_store.write(graph, rows).to_dict()
         graph.save(folder, rows)
+        if labels is not None:
+            labels.save(vectors_path(folder, embedder), graph)
         index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
     index.save(args.out)
     return {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
@@ -100,9 +119,11 @@ def _index_line(info: dict) -> str:
 
 
 def _concepts_line(concepts: dict) -> str:
+    labels = concepts.get("label_vectors")
     return (f"concept graph: {concepts['concepts']} concepts, {concepts['mentions']} mentions, "
             f"{concepts['cooccurrences']} co-occurrences ({concepts['extracted']} chunks extracted, "
-            f"{concepts['reused']} reused, {concepts['removed']} removed) in {concepts['seconds']} s")
+            f"{concepts['reused']} reused, {concepts['removed']} removed) in {concepts['seconds']} s"
+            + (f"; {labels['labels']} label vectors ({labels['embedded']} embedded)" if labels else ""))
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
@@ -123,7 +144,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                            mmr_lambda=args.mmr_lambda, method=args.method, fusion=args.fusion,
                            alpha=args.alpha, rerank=args.rerank, rerank_depth=args.rerank_depth)
     dense = load_dense(index, args.index) if args.method != "bm25" else None
-    concepts = load_concepts(args.index) if args.method in GRAPH_METHODS else None
+    concepts = load_concepts(args.index, dense) if args.method in GRAPH_METHODS else None
     reranker = None
     if config.rerank != "none":
         from .config import LLMConfig
@@ -546,6 +567,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concepts", action="store_true",
                    help="also build the concept graph (<out>/concepts) for --method graph and "
                         "hybrid+graph; a rebuild re-extracts only the chunks that changed")
+    p.add_argument("--concept-vectors", action="store_true", help=CONCEPT_VECTORS_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_index_build)
 
@@ -638,6 +660,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--corpus: also embed the chunks, as in index build")
     p.add_argument("--store", help="--corpus: also write the concept graph to Neo4j (bolt://host:port); "
                                    "a rebuild writes only what changed")
+    p.add_argument("--concept-vectors", action="store_true", help="--corpus: " + CONCEPT_VECTORS_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(keep_accents=False, bigrams=None, k1=BM25.k1, b=BM25.b, idf=BM25.idf)
     p.set_defaults(func=cmd_graph_build)

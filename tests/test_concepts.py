@@ -421,3 +421,32 @@ def test_cli_graph_build_refuses_bad_input_and_writes_nothing(concept_store, neo
             match=f"corpus {empty}: holds no documents")
     assert concept_store.counts() == before            # the stored graph is untouched
     assert not target.exists() and not any(p.name.startswith(".never") for p in tmp_path.iterdir())
+
+
+# ------------------------------------------------------------------ vector linking
+def test_concept_vectors_link_a_phrase_the_corpus_names_otherwise(tmp_path, musique):
+    """Real MiniLM vectors: built beside the graph by the CLI, kept on a rebuild, and used by
+    search to link "Novair Intl Airways" to "Novair International Airways"."""
+    from ragkit.embeddings import MiniLMEmbedder
+    from ragkit.retrieval.search import load_concepts, load_dense, load_index
+
+    corpus = tmp_path / "corpus.jsonl"
+    ids = ["p63", "p926", "p1023", "p0", "p332"]
+    corpus.write_text("".join(json.dumps({"_id": d, "title": musique[d].title, "text": musique[d].text}) + "\n"
+                              for d in ids))
+    out = tmp_path / "idx"
+    args = ["index", "build", "--corpus", corpus, "--out", out, "--concepts", "--dense", "minilm",
+            "--concept-vectors", "--json"]
+    first = json.loads(ragkit(*args).stdout)["concepts"]["label_vectors"]
+    assert first["embedder"] == MiniLMEmbedder.name and first["labels"] == first["embedded"] > 20
+    again = json.loads(ragkit(*args).stdout)["concepts"]["label_vectors"]
+    assert again["embedded"] == 0 and again["labels"] == first["labels"]
+
+    index = load_index(out)
+    searcher = load_concepts(out, load_dense(index, out))
+    seeds = searcher.link_question("When was the owner of Novair Intl Airways dissolved?")
+    by_vector = [(s.span, searcher.graph.labels[s.concept]) for s in seeds if s.how == "vector"]
+    assert ("Novair Intl Airways", "Novair International Airways") in by_vector
+    assert not any(s.how == "vector" for s in load_concepts(out).link_question("Novair Intl Airways?"))
+    refused("index", "build", "--corpus", corpus, "--out", tmp_path / "x", "--concepts", "--concept-vectors",
+            match="--concept-vectors: needs the concept graph and --dense")

@@ -36,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..linking import Linker, Surface
+from .vectors import LabelVectors
 from .graph import ConceptGraph
 from .ppr import personalized_pagerank, transition_matrix
 
@@ -52,6 +53,7 @@ class GraphParams:
     keep_base: int = 2             # hybrid+graph: the base ranking's first chunks stay first
     names_weigh: bool = True       # hybrid+graph: the walk's weight scales with the name share
     bridge_concepts: int = 3       # concepts named in each chunk's trace
+    vector_floor: float = 0.8      # vector linking: the least cosine of a phrase and a label
 
 
 @dataclass
@@ -74,9 +76,13 @@ class Walk:
 class ConceptSearcher:
     """A concept graph ready for queries: the walk matrix is made once."""
 
-    def __init__(self, graph: ConceptGraph, params: GraphParams | None = None):
+    def __init__(self, graph: ConceptGraph, params: GraphParams | None = None,
+                 vectors: "LabelVectors | None" = None, embedder=None):
         self.graph = graph
         self.params = params or GraphParams()
+        # Vector linking (``link_by_vector``): the labels' vectors and the model that made them.
+        self.vectors = vectors if embedder is not None else None
+        self.embedder = embedder
         m, n = len(graph.keys), len(graph.chunk_ids)
         self.m, self.n = m, n
         mentions = graph.mentions
@@ -121,7 +127,30 @@ class ConceptSearcher:
             if concept not in found:
                 found[concept] = SeedConcept(concept, link.text, float(self.idf[concept]) * link.score,
                                              link.how)
+        for seed in self.link_by_vector(question, [s.span for s in found.values()]):
+            found.setdefault(seed.concept, seed)
         return list(found.values())
+
+    def link_by_vector(self, question: str, linked: Sequence[str] = ()) -> list[SeedConcept]:
+        """The question's own concepts (``extract_concepts`` on it) that no span in
+        ``linked`` covers, each linked to the concept whose label vector is nearest, when the
+        cosine reaches ``params.vector_floor`` (weighted by idf × cosine). Nothing without
+        label vectors."""
+        if self.vectors is None:
+            return []
+        from .extract import extract_concepts
+
+        spans = [s.lower() for s in linked]
+        phrases = [m.label for m in extract_concepts(question)
+                   if not any(m.label.lower() in s or s in m.label.lower() for s in spans)]
+        if not phrases:
+            return []
+        out = []
+        for phrase, vector in zip(phrases, self.embedder.encode(phrases)):
+            concept, cosine = self.vectors.nearest(vector)
+            if cosine >= self.params.vector_floor:
+                out.append(SeedConcept(concept, phrase, float(self.idf[concept]) * cosine, "vector"))
+        return out
 
     def name_share(self, seeds: Sequence[SeedConcept]) -> float:
         """The share of the seeds' weight on concepts the corpus writes as names (their most

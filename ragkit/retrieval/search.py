@@ -51,16 +51,23 @@ def concepts_dir_for(index_dir: str | Path) -> Path:
     return Path(index_dir) / "concepts"
 
 
-def load_concepts(index_dir: str | Path):
+def load_concepts(index_dir: str | Path, dense=None):
     """The index's concept graph, ready for queries (a ``ConceptSearcher``), or None when it
-    has none."""
+    has none. With ``dense`` (the index's vectors) and label vectors made by its embedder
+    (``index build --concept-vectors``), question phrases also link by vector."""
     folder = concepts_dir_for(index_dir)
     if not (folder / "extractions.jsonl").is_file():
         return None
     from ..concepts.graph import ConceptGraph
     from ..concepts.search import ConceptSearcher
+    from ..concepts.vectors import LabelVectors, vectors_path
 
-    return ConceptSearcher(ConceptGraph.load(folder))
+    graph = ConceptGraph.load(folder)
+    if dense is not None:
+        vectors = LabelVectors.load(vectors_path(folder, dense.embedder), graph)
+        if vectors is not None:
+            return ConceptSearcher(graph, vectors=vectors, embedder=dense.embedder)
+    return ConceptSearcher(graph)
 
 
 def question_language(question: str) -> str:
