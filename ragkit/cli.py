@@ -54,7 +54,7 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
     if getattr(args, "concept_vectors", False) and not (args.concepts and args.dense):
         raise InputError("--concept-vectors: needs the concept graph and --dense (the concepts' "
                          "labels are embedded with the chunks' embedder)")
-    docs = load_corpus(args.corpus)
+    docs = load_corpus(args.corpus, getattr(args, "dedupe", None))
     params = BM25Params(k1=args.k1, b=args.b, idf=args.idf)
     index = BM25Index.for_corpus(docs, args.lang, accents=args.keep_accents, bigrams=args.bigrams,
                                  params=params, progress=_progress(args))
@@ -188,7 +188,7 @@ def cmd_kg_import(args: argparse.Namespace) -> int:
     from .kgqa.store import open_typed_store
 
     with open_typed_store(args.store) as store:   # both files are checked before anything is written
-        info = import_kg(args.nodes, args.edges, store)
+        info = import_kg(args.nodes, args.edges, store, dedupe=args.dedupe)
         info["counts"] = store.counts()
     removed = (f" (replacing the stored graph: {info['nodes_removed']} nodes and {info['edges_removed']} "
                f"edges are gone)" if info["nodes_removed"] or info["edges_removed"] else "")
@@ -262,11 +262,10 @@ def _read_history(path: str) -> list[dict]:
     import json
     from pathlib import Path
 
-    file = Path(path)
-    if not file.is_file():
-        raise InputError(f"--history {path}: no such file")
+    from .inputs import read_text
+
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path, "--history"))
         turns = data["trace"].get("history", []) + [data["trace"]["turn"]]
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
         raise InputError(f"--history {path}: not the JSON of an earlier 'ask --pipeline kg --json'") from None
@@ -300,10 +299,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def read_evidence(path: str) -> tuple[list[str], list]:
     """Evidence texts and their ids from ``--evidence``: a JSON list of strings or of
     {"id", "text"} objects, or JSON lines of either (ids default to 1, 2, ...)."""
-    file = Path(path)
-    if not file.is_file():
-        raise InputError(f"--evidence {path}: no such file")
-    raw = file.read_text(encoding="utf-8-sig").strip()
+    from .inputs import read_text
+
+    raw = read_text(path, "--evidence").strip()
     try:
         items = json.loads(raw) if raw.startswith("[") else [json.loads(line) for line in raw.splitlines() if line.strip()]
     except json.JSONDecodeError as exc:
@@ -400,7 +398,8 @@ def cmd_graph_build(args: argparse.Namespace) -> int:
                          "graph built from text)")
     if args.corpus is not None:
         return _graph_build_concepts(args)
-    for flag, value in (("--store", args.store), ("--lang", args.lang), ("--dense", args.dense)):
+    for flag, value in (("--store", args.store), ("--lang", args.lang), ("--dense", args.dense),
+                        ("--dedupe", args.dedupe)):
         if value is not None:
             raise InputError(f"{flag}: goes with --corpus (a concept graph), not --edges")
     from .graphrag.multihop import GraphRAG
@@ -478,7 +477,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                                 mmr=args.mmr, progress=_progress(args), embedder=args.embedder,
                                 fusion=args.fusion, alpha=args.alpha, dense_dir=args.dense_dir,
                                 rerank=args.rerank, rerank_depth=args.rerank_depth, limit=args.limit,
-                                run_out=args.run_out, answers=args.answers)
+                                run_out=args.run_out, answers=args.answers, dedupe=args.dedupe)
     human = "\n".join(f"{k:>12}: {v}" for k, v in result.items() if not isinstance(v, dict))
     _emit(result, args.json, human)
     return 0
@@ -533,6 +532,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- parser
+def _add_dedupe_option(p: argparse.ArgumentParser, key: str, prefix: str = "") -> None:
+    from .inputs import DEDUPE_CHOICES
+
+    p.add_argument("--dedupe", choices=DEDUPE_CHOICES,
+                   help=f"{prefix}rows with the same {key}: keep the first or the last (by default "
+                        "they are an error naming the id and both lines)")
+
+
 def _add_bm25_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lang", choices=LANGS, default=DEFAULT_LANG,
                    help="auto (default): the documents' language, Vietnamese when some are (a mixed "
@@ -568,6 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also build the concept graph (<out>/concepts) for --method graph and "
                         "hybrid+graph; a rebuild re-extracts only the chunks that changed")
     p.add_argument("--concept-vectors", action="store_true", help=CONCEPT_VECTORS_HELP)
+    _add_dedupe_option(p, "_id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_index_build)
 
@@ -595,6 +603,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", required=True, help="CSV with id, name, type (aliases split on |; more columns kept)")
     p.add_argument("--edges", required=True, help="CSV with source, relation, target as node ids (more columns kept)")
     p.add_argument("--store", required=True, help="a file (embedded networkx) or bolt://host:port")
+    _add_dedupe_option(p, "node id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_kg_import)
 
@@ -661,6 +670,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", help="--corpus: also write the concept graph to Neo4j (bolt://host:port); "
                                    "a rebuild writes only what changed")
     p.add_argument("--concept-vectors", action="store_true", help="--corpus: " + CONCEPT_VECTORS_HELP)
+    _add_dedupe_option(p, "_id", "--corpus: ")
     p.add_argument("--json", action="store_true")
     p.set_defaults(keep_accents=False, bigrams=None, k1=BM25.k1, b=BM25.b, idf=BM25.idf)
     p.set_defaults(func=cmd_graph_build)
@@ -697,6 +707,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="questions with gold answers (eval answers' file), matched to the queries by id "
                         "or text: adds answer_recall@2/@5 and the no-model answer's EM/F1")
     _add_bm25_options(p)
+    _add_dedupe_option(p, "_id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_retrieval)
 

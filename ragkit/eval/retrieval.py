@@ -53,7 +53,7 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
                        rerank: str = "none", rerank_depth: int = 20, llm=None,
                        limit: int | None = None, run_out: str | Path | None = None,
                        keep_run: bool = False, no_dense: bool = False,
-                       answers: str | Path | None = None) -> dict:
+                       answers: str | Path | None = None, dedupe: str | None = None) -> dict:
     """Quality (nDCG@10, Recall@2/5/10/100, MRR@10, hit@1/10) and speed (queries/s, index
     seconds) of ``method`` (bm25, dense, hybrid or auto) on a BEIR-format collection.
 
@@ -96,7 +96,7 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     if missing:
         raise InputError(f"qrels {qrels}: query id {missing[0]!r} is not in {queries}")
     gold = match_answers(answers, judged, all_queries) if answers is not None else None
-    docs = load_corpus(corpus)
+    docs = load_corpus(corpus, dedupe)
     # The BM25 index is built for every method: it holds the documents the hits point to.
     started = time.perf_counter()
     index = BM25Index.for_corpus(docs, lang, accents=accents, bigrams=bigrams, tokenizer=tokenizer,

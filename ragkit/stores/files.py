@@ -147,7 +147,7 @@ def read_graph(path: str | os.PathLike, what: str = "ragkit graph file") -> tupl
         with gzip.open(path, "rt", encoding="utf-8") as handle:
             data = json.load(handle)
         graph = nx.node_link_graph(data.pop("graph"), directed=True, multigraph=True, edges="edges")
-    except (OSError, EOFError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InputError(f"store {path}: not a {what} ({exc})") from None
     return data, graph
 
