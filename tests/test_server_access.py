@@ -64,15 +64,16 @@ def kg(question, session=None):
 # --------------------------------------------------------------------------- keys
 def test_serve_refuses_to_listen_beyond_loopback_without_a_key():
     env = {k: v for k, v in os.environ.items() if k != "RAGKIT_API_KEY"}
+    # --timeout 0 is refused too, later: a server that lost the check stops before it listens.
     out = subprocess.run([sys.executable, "-m", "ragkit.cli", "serve", "--host", "0.0.0.0", "--port", "0",
-                          "--kg", "data/merged_knowledge_graph.json"], capture_output=True, text=True,
-                         timeout=60, env=env)
+                          "--kg", "data/merged_knowledge_graph.json", "--timeout", "0"], capture_output=True,
+                         text=True, timeout=60, env=env)
     assert out.returncode == 2
     assert out.stderr.startswith("ragkit: error: --host 0.0.0.0: listening beyond loopback needs --api-key "
                                  "or RAGKIT_API_KEY") and out.stderr.count("\n") == 1
     out = subprocess.run([sys.executable, "-m", "ragkit.cli", "serve", "--host", "0.0.0.0",
-                          "--kg", "data/merged_knowledge_graph.json"], capture_output=True, text=True,
-                         timeout=60, env={**env, "RAGKIT_API_KEY": "short"})
+                          "--kg", "data/merged_knowledge_graph.json", "--timeout", "0"], capture_output=True,
+                         text=True, timeout=60, env={**env, "RAGKIT_API_KEY": "short"})
     assert out.returncode == 2 and "must be at least 16 printable ASCII characters" in out.stderr
 
 
