@@ -116,6 +116,10 @@ class Sessions:
                 turns.append(turn)
                 del turns[:-self.max_turns]
 
+    def count(self, owner: str) -> int:
+        with self._lock:
+            return len(self._owned.get(owner, {}))
+
     def __len__(self) -> int:
         return sum(len(mine) for mine in self._owned.values())
 
@@ -341,7 +345,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
         return {"service": "ragkit", "pipelines": service.available(),
                 "endpoints": ["POST /ask", "WS /ws", "GET /health", "GET /ready"],
                 "limits": limits.__dict__, "served": state["served"],
-                "sessions": len(sessions._owned.get(principal, {})), "principal": principal}
+                "sessions": sessions.count(principal), "principal": principal}
 
     @app.post("/ask")
     async def ask(request: Request):
