@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -509,9 +510,12 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- serve
 def cmd_serve(args: argparse.Namespace) -> int:
     from .config import LLMConfig
+    from .access import check_exposure, check_keys
     from .server import ServeLimits, serve
     from .service import Service, Sources, build_demo_sources
 
+    keys = check_keys(args.api_key or ([os.environ["RAGKIT_API_KEY"]] if os.environ.get("RAGKIT_API_KEY") else []))
+    check_exposure(args.host, keys)      # before any source is built
     if args.demo:
         sources = build_demo_sources(args.demo, progress=sys.stderr.isatty())
     else:
@@ -519,15 +523,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           kg_store=args.store, weather=args.weather)
     if not any(getattr(sources, f) for f in ("index", "spec_store", "kg", "graph", "kg_store")):
         raise InputError("serve: no source given (--index, --spec-store, --kg, --graph, --store, or --demo DIR)")
-    for flag, value in (("--port", args.port), ("--workers", args.workers), ("--max-body", args.max_body)):
+    for flag, value in (("--port", args.port), ("--workers", args.workers), ("--max-body", args.max_body),
+                        ("--sessions-per-key", args.sessions_per_key), ("--questions-per-key", args.questions_per_key)):
         if value < (0 if flag == "--port" else 1):
             raise InputError(f"{flag}: must be positive, got {value}")
-    if args.timeout <= 0:
-        raise InputError(f"--timeout: must be positive, got {args.timeout}")
+    for flag, value in (("--timeout", args.timeout), ("--read-timeout", args.read_timeout)):
+        if value <= 0:
+            raise InputError(f"{flag}: must be positive, got {value}")
     service = Service(sources, LLMConfig.from_env(model_path=args.model),
                       flags={"spec_store": "--spec-store"})
-    limits = ServeLimits(max_body=args.max_body, timeout_s=args.timeout, workers=args.workers)
-    serve(service, host=args.host, port=args.port, limits=limits, log_level=args.log_level)
+    limits = ServeLimits(max_body=args.max_body, timeout_s=args.timeout, workers=args.workers,
+                         sessions_per_key=args.sessions_per_key, questions_per_key=args.questions_per_key,
+                         read_timeout_s=args.read_timeout)
+    serve(service, host=args.host, port=args.port, limits=limits, log_level=args.log_level, keys=keys,
+          cors_origins=args.cors_origin or [], log_questions=args.log_questions)
     return 0
 
 
@@ -753,7 +762,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_rebuild)
 
     p = sub.add_parser("serve", help="answer questions over HTTP (POST /ask) and WebSocket (/ws)")
-    p.add_argument("--host", default="127.0.0.1", help="listen address (default: loopback only)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="listen address (default: loopback only; any other needs an API key)")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--demo", metavar="DIR", help="build every source from the bundled demo data into DIR (once) and serve them")
     p.add_argument("--index", help="lexical: a BM25 index folder")
@@ -766,6 +776,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to answer one question (504 after)")
     p.add_argument("--max-body", type=int, default=64 * 1024, help="bytes in a request or WebSocket message (413 over)")
     p.add_argument("--workers", type=int, default=4, help="questions answered at once")
+    p.add_argument("--read-timeout", type=float, default=10.0,
+                   help="seconds to send a request's headers, and then its body (408 after)")
+    p.add_argument("--api-key", action="append", metavar="KEY",
+                   help="a key clients send as 'Authorization: Bearer KEY' (repeat for several; default: "
+                        "$RAGKIT_API_KEY, which ps cannot show); required beyond loopback")
+    p.add_argument("--sessions-per-key", type=int, default=256,
+                   help="kg conversations a key keeps open (opening one more drops its least recent)")
+    p.add_argument("--questions-per-key", type=int, default=16,
+                   help="questions of one key answered or waiting at once (429 over)")
+    p.add_argument("--cors-origin", action="append", metavar="ORIGIN",
+                   help="a web origin (https://app.example) whose pages may call the server (repeatable; default: none)")
+    p.add_argument("--log-questions", action="store_true", help="put each question's text in the request log")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     p.set_defaults(func=cmd_serve, json=False)
 
