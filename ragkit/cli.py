@@ -818,6 +818,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:  # a parameter our dataclasses refused
         print(f"ragkit: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:     # a file the commands did not name themselves: still one line
+        print(f"ragkit: error: {exc.filename or 'a file'}: {(exc.strerror or str(exc)).lower()}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("ragkit: interrupted", file=sys.stderr)
         return 130

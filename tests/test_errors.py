@@ -1,0 +1,57 @@
+"""One-line errors for what goes wrong around the input: a folder ragkit cannot write to,
+a full disk, a store path with nothing behind it, a file that is not what its name says,
+a model that fails under the kg pipeline, a store that stops under a running server."""
+
+import contextlib
+import subprocess
+import uuid
+
+import pytest
+
+from .conftest import DEMO_SPEC, MANUALS, ROOT
+from .test_cli import ragkit, refused
+
+
+@contextlib.contextmanager
+def _tmpfs(tmp_path, options):
+    """A real tmpfs mounted with ``options`` (a 16 KiB one fills up; ``ro`` refuses writes);
+    skipped where this process may not mount."""
+    where = tmp_path / f"mnt-{uuid.uuid4().hex[:6]}"
+    where.mkdir()
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=False)
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    with _tmpfs(tmp_path, "size=16k") as where:
+        yield where
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    with _tmpfs(tmp_path, "ro,size=16k") as where:
+        yield where
+
+
+def test_index_build_into_a_full_disk_is_one_line(full_disk):
+    refused("index", "build", "--corpus", MANUALS, "--out", full_disk / "ix",
+            match=f"{full_disk / 'ix'}: cannot write (no space left on the device)")
+    assert not [p for p in full_disk.iterdir()]        # nothing half-written left behind
+
+
+@pytest.mark.parametrize("command", [
+    ["index", "build", "--corpus", MANUALS, "--out", "{out}/ix"],
+    ["kg", "build", "--specs", DEMO_SPEC, "--store", "{out}/s.json.gz"],
+    ["kg", "import", "--nodes", ROOT / "data/biomed/nodes.csv", "--edges", ROOT / "data/biomed/edges.csv",
+     "--store", "{out}/kg.json.gz"],
+])
+def test_writing_into_a_read_only_folder_is_one_line(read_only, command):
+    args = [str(a).replace("{out}", str(read_only)) for a in command]
+    refused(*args, match=f"{args[-1]}: cannot write (a read-only file system)")
