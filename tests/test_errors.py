@@ -4,12 +4,15 @@ a model that fails under the kg pipeline, a store that stops under a running ser
 
 import contextlib
 import subprocess
+import sys
 import uuid
 
 import pytest
 
 from .conftest import DEMO_SPEC, MANUALS, ROOT
-from .test_cli import ragkit, refused
+from .test_cli import ENV, ragkit, refused
+
+RAGKIT = [sys.executable, "-m", "ragkit.cli"]
 
 
 @contextlib.contextmanager
@@ -55,3 +58,34 @@ def test_index_build_into_a_full_disk_is_one_line(full_disk):
 def test_writing_into_a_read_only_folder_is_one_line(read_only, command):
     args = [str(a).replace("{out}", str(read_only)) for a in command]
     refused(*args, match=f"{args[-1]}: cannot write (a read-only file system)")
+
+
+def test_a_text_file_named_pdf_is_one_line(tmp_path):
+    fake = tmp_path / "notes.pdf"
+    fake.write_text("These are notes, not a PDF.\n")
+    line = refused("kg", "build", "--specs", fake, "--store", tmp_path / "s.json.gz",
+                   match=f"spec {fake}: not a PDF")
+    assert "EOF marker" not in line and not (tmp_path / "s.json.gz").exists()
+
+
+def test_a_damaged_pdf_prints_no_pypdf_warnings(tmp_path):
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n")
+    refused("kg", "build", "--specs", broken, "--store", tmp_path / "s.json.gz",
+            match=f"spec {broken}: not a readable PDF")
+
+
+@pytest.mark.parametrize("flag", ["--store", "--spec-store"])
+def test_serve_refuses_a_store_path_with_nothing_behind_it(tmp_path, flag):
+    typo = tmp_path / "tyop.json.gz"
+    proc = subprocess.run([*RAGKIT, "serve", flag, str(typo), "--port", "0"], capture_output=True,
+                          text=True, cwd=ROOT, env=ENV, timeout=30)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == f"ragkit: error: {flag}: store {typo}: no such store " + \
+        ("(import one with 'ragkit kg import')" if flag == "--store" else "(build one with 'ragkit kg build')")
+
+
+@pytest.mark.parametrize("pipeline", ["spec", "kg"])
+def test_ask_refuses_a_store_path_with_nothing_behind_it(tmp_path, pipeline):
+    refused("ask", "What is AMF?", "--pipeline", pipeline, "--store", tmp_path / "typo.json.gz", "--no-llm",
+            match=f"store {tmp_path / 'typo.json.gz'}: no such store")
