@@ -89,3 +89,32 @@ def test_serve_refuses_a_store_path_with_nothing_behind_it(tmp_path, flag):
 def test_ask_refuses_a_store_path_with_nothing_behind_it(tmp_path, pipeline):
     refused("ask", "What is AMF?", "--pipeline", pipeline, "--store", tmp_path / "typo.json.gz", "--no-llm",
             match=f"store {tmp_path / 'typo.json.gz'}: no such store")
+
+
+@pytest.fixture(scope="module")
+def kg_store_file(tmp_path_factory):
+    store = tmp_path_factory.mktemp("kg") / "biomed.json.gz"
+    ragkit("kg", "import", "--nodes", ROOT / "data/biomed/nodes.csv", "--edges", ROOT / "data/biomed/edges.csv",
+           "--store", store)
+    return store
+
+
+def test_kg_refuses_an_over_long_question_like_the_other_pipelines(kg_store_file):
+    question = "What does Aspirin treat? " + "and also aspirin for pain " * 1500
+    proc = subprocess.run([*RAGKIT, "ask", question, "--pipeline", "kg", "--store", str(kg_store_file)],
+                          capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout[:300]
+    assert proc.stderr.startswith("ragkit: error: question: too long for the model's context (")
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_kg_with_a_truncated_gguf_is_the_model_error(kg_store_file, tmp_path):
+    from ragkit.llm.gguf import default_model_path
+
+    model = default_model_path()       # the default GGUF: cut short, llama.cpp refuses it
+    truncated = tmp_path / "cut.gguf"
+    with open(model, "rb") as src:
+        truncated.write_bytes(src.read(4_000_000))
+    for extra in ([], ["--llm-planner"]):
+        refused("ask", "What does Aspirin treat?", "--pipeline", "kg", "--store", kg_store_file,
+                "--model", truncated, *extra, match=f"model {truncated}: llama.cpp could not")
