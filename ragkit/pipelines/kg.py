@@ -90,10 +90,14 @@ def check_fits(question: str, ctx: AskContext) -> None:
     """Refuse, as the other pipelines do, a question that cannot fit the model's context
     with the instructions and the answer (counted with the model's tokenizer), before the
     graph is searched for every word of it."""
-    from ..errors import ContextTooLongError
+    from ..errors import ContextTooLongError, GenerationError
 
     config = ctx.llm_config
-    tokens = ctx.model.count_tokens(question)
+    count = getattr(ctx.model, "count_tokens", None)
+    try:
+        tokens = count(question) if count is not None else 0
+    except GenerationError:     # a model server that is down: the answer stage falls back
+        return
     if tokens + config.prompt_tokens + config.max_tokens > config.n_ctx:
         raise ContextTooLongError(
             f"question: too long for the model's context ({tokens} question tokens + {config.prompt_tokens} "
