@@ -508,6 +508,22 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- serve
+def _require_store_files(sources) -> None:
+    """Each store given as a file path must exist: only ``kg build`` and ``kg import``
+    create stores."""
+    from .stores.files import require_file
+    from .stores.neo4j import is_neo4j_uri
+
+    for field, flag, hint in (("spec_store", "--spec-store", "build one with 'ragkit kg build'"),
+                              ("kg_store", "--store", "import one with 'ragkit kg import'")):
+        where = getattr(sources, field)
+        if where and not is_neo4j_uri(where):
+            try:
+                require_file(where, hint)
+            except InputError as exc:
+                raise InputError(f"{flag}: {exc}") from None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from .config import LLMConfig
     from .access import check_exposure, check_keys
@@ -523,6 +539,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           kg_store=args.store, weather=args.weather)
     if not any(getattr(sources, f) for f in ("index", "spec_store", "kg", "graph", "kg_store")):
         raise InputError("serve: no source given (--index, --spec-store, --kg, --graph, --store, or --demo DIR)")
+    _require_store_files(sources)        # a mistyped path fails now, not as a "ready" empty store
     for flag, value in (("--port", args.port), ("--workers", args.workers), ("--max-body", args.max_body),
                         ("--sessions-per-key", args.sessions_per_key), ("--questions-per-key", args.questions_per_key)):
         if value < (0 if flag == "--port" else 1):
@@ -817,6 +834,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except ValueError as exc:  # a parameter our dataclasses refused
         print(f"ragkit: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:     # a file the commands did not name themselves: still one line
+        print(f"ragkit: error: {exc.filename or 'a file'}: {(exc.strerror or str(exc)).lower()}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ragkit: interrupted", file=sys.stderr)

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import InputError
+from ..errors import InputError, output_error
 
 
 @contextlib.contextmanager
@@ -26,14 +26,24 @@ def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     On an exception the temporary folder is removed and ``target`` is left as it was.
     """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    except OSError as exc:
+        raise output_error(target, exc) from None
     try:
         yield tmp
+    except OSError as exc:          # a full disk or a folder gone read-only while writing
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise output_error(target, exc) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    swap_into_place(tmp, target)
+    try:
+        swap_into_place(tmp, target)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise output_error(target, exc) from None
 
 
 def current_umask() -> int:
@@ -119,16 +129,21 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    except OSError as exc:
+        raise output_error(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise output_error(path, exc) from None
         raise
 
 
