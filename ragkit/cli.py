@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -530,7 +529,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from .server import ServeLimits, serve
     from .service import Service, Sources, build_demo_sources
 
-    keys = check_keys(args.api_key or ([os.environ["RAGKIT_API_KEY"]] if os.environ.get("RAGKIT_API_KEY") else []))
+    from .config import Settings
+
+    env_key = Settings.from_env().api_key
+    keys = check_keys(args.api_key or ([env_key] if env_key else []))
     check_exposure(args.host, keys)      # before any source is built
     if args.demo:
         sources = build_demo_sources(args.demo, progress=sys.stderr.isatty())

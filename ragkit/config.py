@@ -18,6 +18,7 @@ variable                    what it sets
 ``NEO4J_USER``              the Neo4j user for ``bolt://`` stores (default ``neo4j``)
 ``NEO4J_PASSWORD``          its password (default ``ragkit-neo4j``, what tools/neo4j sets)
 ``NEO4J_DATABASE``          the Neo4j database (default: the server's default database)
+``RAGKIT_API_KEY``          the key ``ragkit serve`` requires as a bearer token (needed beyond loopback; never logged)
 ``HF_HUB_OFFLINE``,         set to 1 by ``offline_hub_environment`` unless already set: models
 ``TRANSFORMERS_OFFLINE``    come from wheels, and a hub name without them hangs for minutes
 ==========================  =================================================================
@@ -196,6 +197,7 @@ class Settings:
     neo4j_user: str | None = None                            # NEO4J_USER
     neo4j_password: str | None = field(default=None, repr=False)   # NEO4J_PASSWORD
     neo4j_database: str | None = None                        # NEO4J_DATABASE
+    api_key: str | None = field(default=None, repr=False)    # RAGKIT_API_KEY (ragkit serve)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
@@ -220,7 +222,7 @@ class Settings:
                    llm_api_key=text("RAGKIT_LLM_API_KEY"), n_ctx=integer("RAGKIT_N_CTX"),
                    threads=integer("RAGKIT_THREADS"), chroma_url=text("CHROMA_URL"),
                    neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),
-                   neo4j_database=text("NEO4J_DATABASE"))
+                   neo4j_database=text("NEO4J_DATABASE"), api_key=text("RAGKIT_API_KEY"))
 
 
 # Set (unless already set) before sentence-transformers or huggingface_hub is imported: they

@@ -153,7 +153,7 @@ class ConceptSearcher:
         return out
 
     def name_share(self, seeds: Sequence[SeedConcept]) -> float:
-        """The share of the seeds' weight on concepts the corpus writes as names (their most
+        """Of the question's seed concepts, the share of weight on those the corpus writes as names (their most
         frequent spelling starts with a capital); 0 without seeds."""
         total = sum(s.weight for s in seeds)
         if total <= 0:
