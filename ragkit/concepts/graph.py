@@ -23,6 +23,7 @@ import gzip
 import hashlib
 import json
 import math
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -154,7 +155,7 @@ class ConceptGraph:
                 text = doc.full_text
                 found = extract_concepts(text, language=document_language(text), terms=terms)
                 rows[doc.doc_id] = {"hash": digest, "abbreviations": abbreviations(text),
-                                    "concepts": [[m.key, m.label, m.how, list(m.sentences)] for m in found]}
+                                    "concepts": [_entry(m.key, m.label, m.how, list(m.sentences)) for m in found]}
                 extracted += 1
             removed = len(set(previous) - set(rows))
             graph = cls.from_extractions([d.doc_id for d in docs], rows, hub_share=hub_share, what=what)
@@ -304,13 +305,22 @@ def read_extractions(directory: str | Path) -> dict[str, dict] | None:
     path = Path(directory) / "extractions.jsonl"
     if not path.is_file():
         return None
-    rows = {}
+    rows, intern = {}, sys.intern
     with path.open(encoding="utf-8") as handle, _collector_paused():
         for line in handle:
             if line.strip():
                 row = json.loads(line)
+                # One copy of each string, as ``_entry`` keeps them.
+                row["concepts"] = [[intern(k), intern(label), intern(how), s] for k, label, how, s in row["concepts"]]
                 rows[row.pop("chunk_id")] = row
     return rows
+
+
+def _entry(key: str, label: str, how: str, sentences: list) -> list:
+    """One concept of an extraction row, its strings interned: a corpus writes the same
+    concepts in chunk after chunk, and one copy of each string keeps the rows of 100,000
+    chunks about a third smaller."""
+    return [sys.intern(key), sys.intern(label), sys.intern(how), sentences]
 
 
 @contextmanager
