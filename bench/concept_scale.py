@@ -34,8 +34,9 @@ uses. Per size, in a child process of its own (so that memory is the build's alo
     .venv/bin/python bench/concept_scale.py --label after      # -> outputs/bench/concept_scale.json
     PYTHONPATH=/tmp/before .venv/bin/python bench/concept_scale.py --label before
 
-(the second measures the ragkit of an older checkout, ``git archive <commit> ragkit | tar -x
--C /tmp/before``; each run adds its label to the JSON and keeps the other labels there).
+(the second measures the ragkit of an older checkout, ``mkdir -p /tmp/before && git archive
+<commit> ragkit | tar -x -C /tmp/before``; each run adds its label to the JSON and keeps the
+other labels there).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (10_000, 30_000, 100_000)
 QUESTIONS = 100
-COMMAND = ("git archive bd863d6 ragkit | tar -x -C /tmp/before; "
+COMMAND = ("mkdir -p /tmp/before && git archive bd863d6 ragkit | tar -x -C /tmp/before; "
            "PYTHONPATH=/tmp/before .venv/bin/python bench/concept_scale.py --label before; "
            ".venv/bin/python bench/concept_scale.py --label after")
 CHANGED = 0.01
