@@ -228,7 +228,7 @@ class ConceptSearcher:
             if c in seed_concepts:
                 via = [f"question --LINKS--> {label}"]
             else:
-                chunks = self.graph.mentions[:, c].nonzero()[0]
+                chunks = self.graph.chunks_mentioning(c, among=seed_rows)
                 via = [f"{self.graph.chunk_ids[r]} --MENTIONS--> {label}" for r in chunks
                        if r in seed_rows and r != row][:3]
                 neighbours = self.graph.cooccurs[c].indices
