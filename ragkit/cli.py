@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-from .config import DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS, METHODS, RERANKS, SEARCH_K, GraphConfig, LexicalConfig
+from .config import CONCEPT_METHODS, DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS, METHODS, RERANKS, SEARCH_K, GraphConfig, LexicalConfig
 from .embeddings import EMBEDDER_CHOICES, EMBEDDERS
 from .errors import InputError, RagkitError
 from .pipelines import PIPELINES
@@ -63,17 +63,15 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         dense_info = {"embedder": embedder, "embedder_reason": reason, "dir": str(folder), **asdict(report)}
     concepts_info = None
     if args.concepts:
-        from .concepts.graph import ConceptGraph, read_extractions
+        from .concepts.build import build_concepts
         from .retrieval.search import concepts_dir_for
 
         # Built in place first (re-extracting only the chunks whose text changed); save()
-        # then moves the folder along with the index.
+        # then moves the folder along with the index. The communities are always recomputed.
         folder = concepts_dir_for(args.out)
-        graph, rows, report = ConceptGraph.build(docs, previous=read_extractions(folder),
-                                                 progress=_progress(args), what=f"corpus {args.corpus}")
-        graph.save(folder, rows)
+        graph, _, report = build_concepts(docs, folder, progress=_progress(args), what=f"corpus {args.corpus}")
         index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
-        concepts_info = {"dir": str(folder), **asdict(report)}
+        concepts_info = {"dir": str(folder), **report}
     index.save(args.out)
     info = {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
             "postings": int(index.weights.nnz), "build_s": index.meta.get("build_s"),
@@ -89,13 +87,23 @@ def cmd_index_build(args: argparse.Namespace) -> int:
                               f"{concepts_info['mentions']} mentions, {concepts_info['cooccurrences']} "
                               f"co-occurrences ({concepts_info['extracted']} chunks extracted, "
                               f"{concepts_info['reused']} reused, {concepts_info['removed']} removed) in "
-                              f"{concepts_info['seconds']} s" if concepts_info else ""))
+                              f"{concepts_info['seconds']} s; {_communities_line(concepts_info['communities'])}"
+                              if concepts_info else ""))
     return 0
+
+
+def _communities_line(info: dict) -> str:
+    if info["unavailable"]:
+        return f"{info['communities']} communities, none a theme: {info['unavailable']}"
+    largest = ", ".join(str(c["chunks"]) for c in info["largest"])
+    return (f"{info['communities']} communities, {info['themes']} of them themes (home to {info['min_chunks']} chunks or more; "
+            f"the largest to {largest} chunks) in {info['seconds']} s")
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     from .config import LexicalConfig
     from .pipelines.base import check_question
+    from .retrieval.communities import load_communities, rank_communities, route
     from .retrieval.search import load_concepts, load_dense, load_index, retrieve
 
     query = check_question(args.query)
@@ -103,8 +111,16 @@ def cmd_search(args: argparse.Namespace) -> int:
     config = LexicalConfig(k=args.k, mmr=args.mmr,
                            mmr_lambda=args.mmr_lambda, method=args.method, fusion=args.fusion,
                            alpha=args.alpha, rerank=args.rerank, rerank_depth=args.rerank_depth)
+    communities = load_communities(args.index) if args.method in CONCEPT_METHODS else None
+    concepts = load_concepts(args.index) if args.method in GRAPH_METHODS or communities is not None else None
+    routed = route(args.method, query, communities, concepts, index)
+    if routed.communities:
+        results = [h.to_dict() for h in rank_communities(communities, routed.broad, args.k)]
+        human = "\n".join(f"{i + 1:>2}. {r['score']:8.3f}  {r['doc_id']}  {r['title']} ({r['chunks']} chunks)"
+                          for i, r in enumerate(results))
+        _emit({"results": results, "method": "communities", "method_reason": routed.reason}, args.json, human)
+        return 0
     dense = load_dense(index, args.index) if args.method != "bm25" else None
-    concepts = load_concepts(args.index) if args.method in GRAPH_METHODS else None
     reranker = None
     if config.rerank != "none":
         from .config import LLMConfig
