@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..answering import Draft, grounding_check
+from ..answering import Check, Draft, grounding_check
 from ..config import CONCEPT_METHODS, GRAPH_METHODS, LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError
 from ..llm.base import LLM
@@ -184,7 +184,7 @@ class LexicalPipeline(Pipeline):
             while True:       # the last themes leave until the prompt fits the context
                 items = len({cid for h in kept for cid in h.community.cited_chunks()})
                 messages = answer_messages(THEMES_TASK[language], question, numbered_evidence(evidence[:items]),
-                                           language, None, preamble=themes_preamble(kept, number, language))
+                                           language, None)
                 tokens = sum(model.count_tokens(m["content"]) for m in messages) + _TEMPLATE_OVERHEAD * len(messages)
                 if tokens <= llm_config.n_ctx - llm_config.max_tokens or len(kept) == 1:
                     return messages, items
@@ -197,7 +197,7 @@ class LexicalPipeline(Pipeline):
             broad=routed.broad.to_dict() if routed.broad else None,
             communities=[_community_summary(h, communities.chunks) for h in hits])
         draft = Draft(evidence_answer=themes_answer(hits, number, language),
-                      check=grounding_check(evidence, question), prompt=prompt if evidence else None,
+                      check=themes_check(evidence, question), prompt=prompt if evidence else None,
                       language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
                       fallback_note=_REPLACED_NOTE[language], evidence=evidence)
         return Gathered(draft, citations, trace)
@@ -205,13 +205,31 @@ class LexicalPipeline(Pipeline):
 
 # A question about the whole corpus: the model writes the themes from their summaries.
 THEMES_TASK = {
-    "en": ("You describe the main themes of a document collection. Each theme below comes with "
-           "sentences taken from its documents; write one or two sentences per theme, in the order given."),
-    "vi": ("Bạn mô tả các chủ đề chính của một bộ tài liệu. Mỗi chủ đề dưới đây kèm các câu trích từ "
-           "tài liệu của nó; viết một hoặc hai câu cho mỗi chủ đề, theo thứ tự đã cho."),
+    "en": ("You describe the main themes of a document collection. The evidence is sentences taken from "
+           "its documents, grouped by theme, the largest theme first. Write one sentence for each theme, "
+           "in the evidence's own words."),
+    "vi": ("Bạn mô tả các chủ đề chính của một bộ tài liệu. Bằng chứng là các câu trích từ tài liệu, "
+           "xếp theo chủ đề, chủ đề lớn nhất trước. Viết một câu cho mỗi chủ đề, dùng chính từ ngữ của bằng chứng."),
 }
 _THEMES_HEAD = {"en": "Main themes:", "vi": "Các chủ đề chính:"}
 _LEAD_IN_WORDS = 4      # a theme's lead-in ("Kentucky, West Virginia, Ohio:") names, claims nothing
+
+
+def themes_check(evidence: list[str], question: str):
+    """The grounding check, and one thing more: some claim must be supported by an evidence
+    item it cites. Theme names the model makes up ("Geographical features and borders") are
+    claims no sentence supports; what is left once they are dropped must still say
+    something from the documents, not only repeat the question ("The main themes are:")."""
+    check = grounding_check(evidence, question)
+
+    def judge(text: str) -> Check:
+        verdict = check(text)
+        if verdict.passed and not any(c.get("verdict") == "supported" and c.get("cited")
+                                      for c in verdict.details.get("claims", ())):
+            return Check(False, "no claim cites the evidence that supports it", verdict.details)
+        return verdict
+
+    return judge
 
 
 def theme_lead_in(community) -> str:
@@ -235,14 +253,6 @@ def themes_answer(hits: list[CommunityHit], number: dict[str, int], language: st
         lines.append(f"{i}. {theme_lead_in(h.community)}:")
         lines.append(" ".join(f"{s['text']} [{number[s['chunk_id']]}]" for s in h.community.summary))
     return "\n".join(line for line in lines if line)
-
-
-def themes_preamble(hits: list[CommunityHit], number: dict[str, int], language: str) -> str:
-    """What the prompt says before the evidence: the themes and the evidence of each."""
-    head = "CÁC CHỦ ĐỀ" if language == "vi" else "THEMES"
-    rows = [f"{i}. {theme_lead_in(h.community)}: "
-            + ", ".join(f"[{number[c]}]" for c in h.community.cited_chunks()) for i, h in enumerate(hits, 1)]
-    return f"{head}:\n" + "\n".join(rows)
 
 
 def _community_summary(hit: CommunityHit, chunks: int) -> dict:
