@@ -361,6 +361,29 @@ def test_a_rebuild_recomputes_the_communities(tmp_path):
     assert Communities.load(folder).to_dict()["communities"] == second.to_dict()["communities"]
 
 
+def test_the_walk_subgraph_marks_the_bridge_and_is_drawn():
+    from matplotlib.figure import Figure
+
+    from ragkit.concepts.draw import draw_walk, walk_layout, walk_subgraph
+    from ragkit.concepts.search import ConceptSearcher
+
+    docs = [Doc("d1", "The Bubye River is a river in Zimbabwe. It flows south to the Limpopo River."),
+            Doc("d2", "Victoria Falls is a waterfall on the Zambezi River, in Zimbabwe and Zambia."),
+            Doc("d3", "Niagara Falls is a waterfall between Canada and the United States.")]
+    graph, _, _ = ConceptGraph.build(docs, progress=False)
+    question = "What is the name of the waterfall in the country where the Bubye River is found?"
+    g = walk_subgraph(ConceptSearcher(graph), question, [("d1", 1.0)], chunks=2)
+    roles = {d["label"]: d["role"] for _, d in g.nodes(data=True)}
+    assert roles["Bubye River"] == "question" and roles["Zimbabwe"] == "bridge"
+    assert roles["1. d1"] == roles["2. d2"] == "ranked"
+    assert g.has_edge("concept:zimbabwe", "chunk:d2") and g.edges["concept:zimbabwe", "chunk:d2"]["relation"] == "MENTIONS"
+    assert g.graph["bridges"]["d2"][0]["concept"] == "Zimbabwe"
+    pos = walk_layout(g)
+    assert pos["concept:bubye river"][0] == 0 and pos["concept:zimbabwe"][0] == 1 and pos["chunk:d2"][0] == 2
+    assert isinstance(draw_walk(g), Figure)
+    assert walk_subgraph(ConceptSearcher(graph), "nothing here links", []).number_of_nodes() == 0
+
+
 def test_route_needs_the_graph_for_the_method(musique):
     with pytest.raises(InputError, match="no concept communities"):
         route("communities", "main themes?", musique[1], None)
