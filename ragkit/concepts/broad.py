@@ -75,13 +75,21 @@ class BroadVerdict:
 
 
 def corpus_cues(question: str) -> list[str]:
-    """The lexicon's phrases a question carries, in lexicon order.
+    """The lexicon's phrases a question carries, as the question writes them, in lexicon order.
 
     >>> corpus_cues("Các chủ đề chính của tài liệu này là gì?")
-    ['chu de', 'tai lieu nay']
+    ['chủ đề', 'tài liệu này']
     """
-    tokens = f" {' '.join(tokenize(question))} "
-    return [phrase for phrase in (*ASPECT, *SCOPE) if f" {phrase} " in tokens]
+    words = [m.group(0) for m in _WORD.finditer(question)]
+    plain = [" ".join(tokenize(w)) for w in words]
+    found = []
+    for phrase in (*ASPECT, *SCOPE):
+        size = len(phrase.split())
+        for i in range(len(words) - size + 1):
+            if " ".join(plain[i:i + size]) == phrase:
+                found.append(" ".join(words[i:i + size]))
+                break
+    return found
 
 
 def broad_question(question: str, graph: ConceptGraph, index=None) -> BroadVerdict:

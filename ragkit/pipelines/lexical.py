@@ -194,7 +194,7 @@ class LexicalPipeline(Pipeline):
             query_tokens=index.tokenizer(question), method="communities", method_reason=routed.reason,
             selected=order, prompt_tokens=prompt_tokens, model=getattr(model, "name", type(model).__name__),
             chat_format=getattr(model, "chat_format", None), answer_language=language,
-            broad=routed.broad.to_dict() if routed.broad else None,
+            broad={**routed.broad.to_dict(), "route": routed.reason} if routed.broad else None,
             communities=[_community_summary(h, communities.chunks) for h in hits])
         draft = Draft(evidence_answer=themes_answer(hits, number, language),
                       check=themes_check(evidence, question), prompt=prompt if evidence else None,
