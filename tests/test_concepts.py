@@ -1,5 +1,6 @@
 """Concept graphs: extraction on real text, incremental rebuilds, personalized PageRank on a
-graph checked by hand, the bridge in the trace, and refused inputs."""
+graph checked by hand, the bridge in the trace, the graph in a real Neo4j over Bolt (read
+back, rebuilt, shared with the spec graph), ``graph build --corpus``, and refused inputs."""
 
 import json
 
@@ -120,6 +121,50 @@ def test_fusion_keeps_both_lists():
     assert [d for d, _ in fused] == ["a", "c", "b"]
 
 
+def test_hybrid_graph_fusion_keeps_the_base_head_and_weighs_the_walk_by_names():
+    docs = [Doc("d1", "The Bubye River is a river in Zimbabwe. It flows south to the Limpopo River."),
+            Doc("d2", "Victoria Falls is a waterfall on the Zambezi River, in Zimbabwe and Zambia."),
+            Doc("d3", "A waterfall forms where a river flows over a cliff of hard rock."),
+            Doc("d4", "The Orange River flows through South Africa and Namibia.")]
+    searcher = ConceptSearcher(ConceptGraph.build(docs, progress=False)[0])
+    named = searcher.link_question("Does the Bubye River run over hard rock?")
+    common = searcher.link_question("How does a waterfall form over hard rock?")
+    assert 0 < searcher.name_share(named) < 1 and searcher.name_share(common) == 0.0
+    assert searcher.name_share([]) == 0.0
+    base = [("d3", 0.9), ("d4", 0.8), ("d1", 0.1)]
+    walked = [("d2", 1.0), ("d1", 0.9), ("d3", 0.1)]
+    ranking, weight = searcher.fuse(base, walked, 1.0)
+    assert weight == searcher.params.weight
+    assert [d for d, _ in ranking][:3] == ["d3", "d4", "d2"]      # the base's first two stay first
+    assert [d for d, _ in searcher.fuse(base, walked, 0.0)[0]] == ["d3", "d4", "d1", "d2"]
+
+
+def test_a_title_is_the_subject_of_its_chunk(musique):
+    doc = musique["p926"]          # "Ceelmakoile": one word, opening its own text
+    found = {m.key: m for m in extract_concepts(doc.full_text, title=doc.title)}
+    assert found["ceelmakoile"].how == "title" and found["ceelmakoile"].label == "Ceelmakoile"
+    sentences = {s for m in found.values() for s in m.sentences}
+    assert set(found["ceelmakoile"].sentences) == sentences          # it co-occurs with all of them
+    graph = ConceptGraph.build([musique[p] for p in ("p926", "p63", "p1023")], progress=False)[0]
+    somalia, town = graph.concept_of("somalia"), graph.concept_of("ceelmakoile")
+    assert graph.cooccurs[town, somalia] > 0
+
+
+def test_question_spans_link_as_users_write_them(musique):
+    searcher = ConceptSearcher(ConceptGraph.build([musique[p] for p in ("p63", "p926", "p1023", "p0")],
+                                                  progress=False)[0])
+
+    def linked(question):
+        return {(searcher.graph.labels[s.concept], s.how) for s in searcher.link_question(question)}
+
+    # Several lower-case words may name a name; one lower-case word may not.
+    assert ("Journal of Mathematical Physics", "normalized") in linked("who edits the journal of mathematical physics?")
+    assert not any(label == "Ceelmakoile" for label, _ in linked("which town is ceelmakoile in?"))
+    # A misspelt name links; between spans of one length, the name wins.
+    assert ("Journal of Mathematical Physics", "fuzzy") in linked("Who edits the Journal of Mathematical Phisics?")
+    assert ("Bubye River", "normalized") in linked("Which waterfall is in the nation where the Bubye river flows?")
+
+
 # ------------------------------------------------------------------ the bridge
 def test_trace_names_the_bridge_concept():
     docs = [Doc("d1", "The Bubye River is a river in Zimbabwe. It flows south to the Limpopo River."),
@@ -168,3 +213,240 @@ def test_cli_builds_concepts_and_refuses_bad_corpora(tmp_path):
     refused("index", "build", "--corpus", blank, "--out", target, "--concepts",
             match=f"corpus {blank}: no concept found")
     assert not target.exists() and not any(p.name.startswith(".never") for p in tmp_path.iterdir())
+
+
+# ------------------------------------------------------------------ the graph in Neo4j
+@pytest.fixture
+def concept_store(neo4j_uri):
+    """The concept graph's store on the shared Neo4j, empty at the start of each test."""
+    from ragkit.concepts.neo4j_store import Neo4jConceptStore
+
+    store = Neo4jConceptStore(neo4j_uri)
+    store.clear()
+    yield store
+    store.clear()
+    store.close()
+
+
+def assert_same_graph(a: ConceptGraph, b: ConceptGraph) -> None:
+    assert a.chunk_ids == b.chunk_ids and a.keys == b.keys and a.labels == b.labels
+    assert np.array_equal(a.df, b.df) and a.aliases == b.aliases and a.hubs == b.hubs
+    assert a.mentions.shape == b.mentions.shape and (a.mentions != b.mentions).nnz == 0
+    assert a.cooccurs.shape == b.cooccurs.shape and (a.cooccurs != b.cooccurs).nnz == 0
+
+
+@pytest.fixture(scope="module")
+def musique_questions():
+    path = shared("multihop_passages", "musique_beir", "queries.jsonl")
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line)["text"] for line in handle][:12]
+
+
+def test_the_graph_read_back_from_neo4j_is_the_file_graph_and_ranks_the_same(
+        concept_store, tmp_path, musique, musique_questions):
+    docs = [musique[f"p{i}"] for i in range(200)]
+    graph, rows, _ = ConceptGraph.build(docs, progress=False)
+    graph.save(tmp_path / "concepts", rows)
+    from_file = ConceptGraph.load(tmp_path / "concepts")
+    stats = concept_store.write(graph, rows)
+    assert (stats.written.chunks, stats.written.concepts, stats.written.mentions, stats.written.cooccurrences) == \
+        (200, len(graph.keys), graph.mentions.nnz, graph.cooccurs.nnz // 2)
+    assert concept_store.counts() == {"CO_OCCURS": graph.cooccurs.nnz // 2, "ConceptChunk": 200,
+                                            "ConceptNode": len(graph.keys), "MENTIONS": graph.mentions.nnz}
+    stored = concept_store.read()
+    assert_same_graph(stored, from_file)
+    assert concept_store.extractions() == rows
+    by_file, by_store = ConceptSearcher(from_file), ConceptSearcher(stored)
+    linked = 0
+    for question in musique_questions:
+        base = [(f"p{i}", 1.0 / (i + 1)) for i in range(3)]
+        a, seeds_a, _ = by_file.rank(question, base)
+        b, seeds_b, _ = by_store.rank(question, base)
+        assert a == b and seeds_a == seeds_b
+        linked += bool(seeds_a["seed_concepts"])
+    assert linked >= 3                                    # the questions did reach the graph
+
+
+def test_a_rebuild_writes_only_what_changed_and_leaves_nothing_stale(concept_store, musique):
+    docs = [musique[f"p{i}"] for i in range(30)]
+    graph, rows, _ = ConceptGraph.build(docs, progress=False)
+    concept_store.write(graph, rows)
+
+    nothing = concept_store.write(graph, rows)         # the same graph again: no write at all
+    assert nothing.written == nothing.deleted == type(nothing.written)()
+
+    changed = Doc(docs[0].doc_id, docs[0].text + " It moved to Zimbabwe Press in 2020.", docs[0].title)
+    removed = docs[29].doc_id
+    again = [changed] + docs[1:29]
+    graph2, rows2, report = ConceptGraph.build(again, previous=concept_store.extractions(), progress=False)
+    assert (report.extracted, report.reused, report.removed) == (1, 28, 1)   # rows from the store
+    stats = concept_store.write(graph2, rows2)
+    assert stats.written.chunks == 1 and stats.deleted.chunks == 1
+    gone = set(graph.keys) - set(graph2.keys)
+    assert gone and stats.deleted.concepts == len(gone)
+    assert stats.written.mentions < graph2.mentions.nnz // 4          # not a rewrite
+
+    assert_same_graph(concept_store.read(), graph2)
+    run = concept_store.connection.run
+    assert concept_store.counts() == {"CO_OCCURS": graph2.cooccurs.nnz // 2, "ConceptChunk": 29,
+                                            "ConceptNode": len(graph2.keys), "MENTIONS": graph2.mentions.nnz}
+    assert run("MATCH (c:ConceptChunk {id: $id}) RETURN count(c) AS n", id=removed)[0]["n"] == 0
+    assert run("MATCH (n:ConceptNode) WHERE n.key IN $keys RETURN count(n) AS n", keys=sorted(gone))[0]["n"] == 0
+    assert run("MATCH (n:ConceptNode) WHERE NOT (n)<-[:MENTIONS]-(:ConceptChunk) "
+               "RETURN count(n) AS n")[0]["n"] == 0                    # every concept still mentioned
+    mentioned = run("MATCH (:ConceptChunk {id: $id})-[:MENTIONS]->(n:ConceptNode) RETURN collect(n.key) AS keys",
+                    id=changed.doc_id)[0]["keys"]
+    row = graph2.chunk_position[changed.doc_id]
+    assert sorted(mentioned) == sorted(graph2.keys[c] for c in graph2.concepts_of_chunk(row))
+    assert "zimbabwe press" in mentioned
+    stored_row = run("MATCH (c:ConceptChunk {id: $id}) RETURN c.hash AS hash", id=changed.doc_id)[0]
+    assert stored_row["hash"] == rows2[changed.doc_id]["hash"] != rows[changed.doc_id]["hash"]
+    weights = run("MATCH (a:ConceptNode)-[r:CO_OCCURS]->(b:ConceptNode) RETURN a.key AS a, b.key AS b, "
+                  "r.weight AS w")
+    expected = {(graph2.keys[a], graph2.keys[b]): w for a, b, w in zip(*sp.find(sp.triu(graph2.cooccurs)))}
+    assert {(r["a"], r["b"]): r["w"] for r in weights} == expected    # weights updated, none stale
+
+
+def test_chunks_that_only_moved_keep_the_new_order(concept_store, musique):
+    docs = [musique[f"p{i}"] for i in range(10)]
+    graph, rows, _ = ConceptGraph.build(docs, progress=False)
+    concept_store.write(graph, rows)
+    moved = docs[5:] + docs[1:5]                       # p0 removed, the rest in another order
+    graph2, rows2, report = ConceptGraph.build(moved, previous=rows, progress=False)
+    assert report.extracted == 0
+    stats = concept_store.write(graph2, rows2)
+    assert stats.written.chunks == 9 and stats.deleted.chunks == 1
+    assert_same_graph(concept_store.read(), graph2)
+
+
+def test_text_and_ids_are_data_to_cypher(concept_store):
+    import ast
+    import inspect
+
+    from ragkit.concepts import neo4j_store
+
+    tree = ast.parse(inspect.getsource(neo4j_store))
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.JoinedStr)]        # no f-string anywhere
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)]
+    assert ".format(" not in inspect.getsource(neo4j_store)
+    text = ("The Bobby Tables Foundation' }) DETACH DELETE n // was founded by Robert Tables in Oslo. "
+            "Robert Tables later moved to the Foundation office in Bergen.")
+    docs = [Doc("x' OR 1=1 //", text), Doc("p`) MATCH (n) DETACH DELETE n //", "Oslo and Bergen are in Norway.")]
+    graph, rows, _ = ConceptGraph.build(docs, progress=False)
+    concept_store.write(graph, rows)
+    stored = concept_store.read()
+    assert_same_graph(stored, graph)
+    assert set(stored.chunk_ids) == {d.doc_id for d in docs}
+    assert concept_store.extractions() == rows
+
+
+def test_the_concept_graph_and_the_spec_graph_share_a_database(concept_store, empty_neo4j_spec_store, musique):
+    from ragkit.specs.build import build_kg
+
+    from .conftest import DEMO_SPEC
+
+    graph, rows, _ = ConceptGraph.build([musique[f"p{i}"] for i in range(10)], progress=False)
+    concept_store.write(graph, rows)
+    build_kg([DEMO_SPEC], empty_neo4j_spec_store, progress=False)
+    spec_counts, concept_counts = empty_neo4j_spec_store.counts(), concept_store.counts()
+    empty_neo4j_spec_store.clear()
+    assert concept_store.counts() == concept_counts      # the spec store's clear kept ours
+    build_kg([DEMO_SPEC], empty_neo4j_spec_store, progress=False)
+    concept_store.clear()
+    assert empty_neo4j_spec_store.counts() == spec_counts      # and ours kept the spec graph
+    assert concept_store.read() is None and concept_store.extractions() is None
+
+
+def test_a_write_that_fails_midway_leaves_the_store_as_it_was(concept_store, musique, monkeypatch):
+    from neo4j.exceptions import ClientError
+
+    docs = [musique[f"p{i}"] for i in range(20)]
+    graph, rows, _ = ConceptGraph.build(docs, progress=False)
+    concept_store.write(graph, rows)
+    graph2, rows2, _ = ConceptGraph.build(docs[5:] + [musique["p40"]], previous=rows, progress=False)
+    # The last statement fails, after the deletes and the node writes ran.
+    monkeypatch.setattr("ragkit.concepts.neo4j_store._CREATE_COOCCURS", "UNWIND $rows AS row RETURN 1 / 0")
+    with pytest.raises(ClientError):
+        concept_store.write(graph2, rows2)
+    assert_same_graph(concept_store.read(), graph)
+
+
+# ------------------------------------------------------------------ ragkit graph build --corpus
+def test_cli_graph_build_from_a_corpus_into_neo4j(concept_store, neo4j_uri, tmp_path):
+    out = tmp_path / "g"
+    info = json.loads(ragkit("graph", "build", "--corpus", MANUALS, "--out", out, "--store", neo4j_uri,
+                             "--json").stdout)
+    for key in ("graph", "chunks", "concepts", "mentions", "cooccurrences", "extracted", "reused",
+                "removed", "seconds", "store", "index"):
+        assert key in info, key
+    assert info["extracted"] == info["chunks"] == info["index"]["docs"] and info["reused"] == 0
+    assert info["store"]["written"] == {"chunks": info["chunks"], "concepts": info["concepts"],
+                                        "mentions": info["mentions"], "cooccurrences": info["cooccurrences"]}
+    assert concept_store.counts() == {"CO_OCCURS": info["cooccurrences"], "ConceptChunk": info["chunks"],
+                                            "ConceptNode": info["concepts"], "MENTIONS": info["mentions"]}
+    found = json.loads(ragkit("search", "--index", out, "--query", "Các bước vận hành máy phay",
+                              "--method", "graph", "--json").stdout)["results"]
+    assert found and found[0]["bridge"] and found[0]["doc_id"].startswith("may_phay.md")
+    assert_same_graph(concept_store.read(), ConceptGraph.load(out / "concepts"))
+
+    # A new folder, the same store: the extractions come from the store, nothing changes there.
+    again = json.loads(ragkit("graph", "build", "--corpus", MANUALS, "--out", tmp_path / "h",
+                              "--store", neo4j_uri, "--json").stdout)
+    assert (again["extracted"], again["reused"]) == (0, info["chunks"])
+    assert set(again["store"]["written"].values()) == set(again["store"]["deleted"].values()) == {0}
+
+    plain = json.loads(ragkit("graph", "build", "--corpus", MANUALS, "--out", tmp_path / "p", "--json").stdout)
+    assert plain["store"] is None and plain["concepts"] == info["concepts"]
+
+
+def test_cli_graph_build_refuses_bad_input_and_writes_nothing(concept_store, neo4j_uri, tmp_path):
+    from .conftest import BIOMED_EDGES
+
+    target = tmp_path / "never"
+    refused("graph", "build", "--edges", BIOMED_EDGES, "--corpus", MANUALS, "--out", target,
+            match="graph build: --edges and --corpus do not go together")
+    refused("graph", "build", "--out", target, match="graph build: needs --edges CSV")
+    refused("graph", "build", "--edges", BIOMED_EDGES, "--out", target, "--store", neo4j_uri,
+            match="--store: goes with --corpus")
+    refused("graph", "build", "--corpus", MANUALS, "--out", target, "--store", tmp_path / "s.json.gz",
+            match="the concept graph goes to Neo4j, a bolt:// or neo4j:// URI")
+    refused("graph", "build", "--corpus", MANUALS, "--out", target, "--store", "bolt://127.0.0.1:1",
+            match="store bolt://127.0.0.1:1: Neo4j is not reachable")
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    ragkit("graph", "build", "--corpus", MANUALS, "--out", tmp_path / "kept", "--store", neo4j_uri)
+    before = concept_store.counts()
+    refused("graph", "build", "--corpus", empty, "--out", target, "--store", neo4j_uri,
+            match=f"corpus {empty}: holds no documents")
+    assert concept_store.counts() == before            # the stored graph is untouched
+    assert not target.exists() and not any(p.name.startswith(".never") for p in tmp_path.iterdir())
+
+
+# ------------------------------------------------------------------ vector linking
+def test_concept_vectors_link_a_phrase_the_corpus_names_otherwise(tmp_path, musique):
+    """Real MiniLM vectors: built beside the graph by the CLI, kept on a rebuild, and used by
+    search to link "Novair Intl Airways" to "Novair International Airways"."""
+    from ragkit.embeddings import MiniLMEmbedder
+    from ragkit.retrieval.search import load_concepts, load_dense, load_index
+
+    corpus = tmp_path / "corpus.jsonl"
+    ids = ["p63", "p926", "p1023", "p0", "p332"]
+    corpus.write_text("".join(json.dumps({"_id": d, "title": musique[d].title, "text": musique[d].text}) + "\n"
+                              for d in ids))
+    out = tmp_path / "idx"
+    args = ["index", "build", "--corpus", corpus, "--out", out, "--concepts", "--dense", "minilm",
+            "--concept-vectors", "--json"]
+    first = json.loads(ragkit(*args).stdout)["concepts"]["label_vectors"]
+    assert first["embedder"] == MiniLMEmbedder.name and first["labels"] == first["embedded"] > 20
+    again = json.loads(ragkit(*args).stdout)["concepts"]["label_vectors"]
+    assert again["embedded"] == 0 and again["labels"] == first["labels"]
+
+    index = load_index(out)
+    searcher = load_concepts(out, load_dense(index, out))
+    seeds = searcher.link_question("When was the owner of Novair Intl Airways dissolved?")
+    by_vector = [(s.span, searcher.graph.labels[s.concept]) for s in seeds if s.how == "vector"]
+    assert ("Novair Intl Airways", "Novair International Airways") in by_vector
+    assert not any(s.how == "vector" for s in load_concepts(out).link_question("Novair Intl Airways?"))
+    refused("index", "build", "--corpus", corpus, "--out", tmp_path / "x", "--concepts", "--concept-vectors",
+            match="--concept-vectors: needs the concept graph and --dense")

@@ -164,3 +164,47 @@ def test_search_ranks_as_eval_does(scifact_beir, tmp_path_factory, capsys, metho
             assert [r["score"] for r in searched] == pytest.approx([s for _, s in run[qid]], abs=2e-6)
         top = _json(capsys, ["search", "--index", index, "--query", queries[qid], "--method", method, *extra])
         assert [r["doc_id"] for r in top["results"]] == [d for d, _ in run[qid]][:10], qid
+
+
+# ------------------------------------------------------------------ answer-level figures
+def test_answer_figures_on_musique_match_questions_by_text(capsys, tmp_path):
+    """MuSiQue's questions file has other ids than its BEIR queries: they meet by text. The
+    figures are checked against the run itself: a question's top 5 hold a gold answer or not."""
+    from ragkit.eval.answers import holds_gold, load_questions
+
+    base = shared("multihop_passages", "musique_beir")
+    questions = shared("multihop_passages", "musique_questions.json")
+    run_out = tmp_path / "run.trec"
+    result = _json(capsys, ["eval", "retrieval", "--corpus", base / "corpus.jsonl", "--queries",
+                            base / "queries.jsonl", "--qrels", base / "qrels.tsv", "--answers", questions,
+                            "--run-out", run_out])
+    answers = result["answers"]
+    assert answers["n"] == 100 and answers["answered_by"] == "extractive (no model)"
+    assert 0 < answers["answer_recall@2"] <= answers["answer_recall@5"] < 1
+    assert 0 <= answers["em"] <= answers["f1"] < 1
+    texts = {d.doc_id: d.text for d in load_corpus(base / "corpus.jsonl")}
+    queries = {json.loads(line)["text"]: json.loads(line)["_id"] for line in (base / "queries.jsonl").open()}
+    run = read_trec_run(run_out)
+    held = [holds_gold([texts[d] for d, _ in run[queries[item["question"]]][:5]], item["answers"])
+            for item in load_questions(questions)]
+    assert answers["answer_recall@5"] == round(sum(held) / len(held), 4)
+
+
+def test_answer_aliases_written_as_a_string_are_a_list(tmp_path):
+    from ragkit.eval.answers import load_questions
+
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({"question": "Who?", "answer": "G. Stanley Hall",
+                                "answer_aliases": "['Stanley Hall', 'Hall']"}) + "\n")
+    assert load_questions(path)[0]["answers"] == ["G. Stanley Hall", "Stanley Hall", "Hall"]
+
+
+def test_answers_that_match_no_query_are_refused(scifact_beir, tmp_path, capsys):
+    folder, _ = scifact_beir
+    path = tmp_path / "other.jsonl"
+    path.write_text(json.dumps({"id": "zz", "question": "Nothing like the queries", "answers": ["x"]}) + "\n")
+    assert main(["eval", "retrieval", "--corpus", str(folder / "corpus.jsonl"), "--queries",
+                 str(folder / "queries.jsonl"), "--qrels", str(folder / "qrels.tsv"),
+                 "--answers", str(path), "--json"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"ragkit: error: answers {path}: no question matches a judged query (by id or by text)"]

@@ -97,10 +97,10 @@ def test_post_ask_returns_what_the_cli_prints(server, demo_dir):
 
 
 def test_a_session_carries_kg_follow_ups(server):
-    first = post(server, {"question": Q1, "pipeline": "kg", "no_llm": True, "session": "t-follow"}).json()
-    follow = post(server, {"question": FOLLOW_UP, "pipeline": "kg", "no_llm": True, "session": "t-follow"}).json()
-    alone = post(server, {"question": FOLLOW_UP, "pipeline": "kg", "no_llm": True, "session": "t-other"}).json()
-    assert first["session"] == follow["session"] == "t-follow"
+    first = post(server, {"question": Q1, "pipeline": "kg", "no_llm": True, "session": "new"}).json()
+    follow = post(server, {"question": FOLLOW_UP, "pipeline": "kg", "no_llm": True, "session": first["session"]}).json()
+    alone = post(server, {"question": FOLLOW_UP, "pipeline": "kg", "no_llm": True, "session": "new"}).json()
+    assert follow["session"] == first["session"] != alone["session"]
     assert '"them"' in follow["trace"]["standalone"]
     finals = {i["name"] for i in follow["trace"]["context_store"]["final_result"]}
     treated = {i["name"] for k, v in first["trace"]["context_store"].items() if isinstance(v, list)

@@ -11,7 +11,8 @@ from ragkit.errors import InputError, ModelError, StoreUnavailableError
 from ragkit.pipelines.base import Answer
 from ragkit.pipelines.kg import KGTrace
 from ragkit.kgqa.answer import check_entities
-from ragkit.server import ServeLimits, Sessions, create_app
+from ragkit.access import check_exposure, is_loopback
+from ragkit.server import HTTPProblem, ServeLimits, Sessions, create_app
 
 
 class StandIn:
@@ -56,8 +57,9 @@ class StandIn:
         self.closed = True
 
 
-def client(service, **limits):
-    return TestClient(create_app(service, ServeLimits(**limits)))
+def client(service, keys=(), cors_origins=(), log_questions=False, **limits):
+    return TestClient(create_app(service, ServeLimits(**limits), keys=list(keys), cors_origins=list(cors_origins),
+                                 log_questions=log_questions))
 
 
 def test_a_slow_answer_is_a_504_and_the_server_goes_on():
@@ -115,15 +117,21 @@ def test_readiness_reports_each_source():
     assert ready.status_code == 200 and ready.json()["pipelines"] == {"kg": "ready"}
 
 
-def test_sessions_keep_the_last_turns_of_the_most_recent_conversations():
-    sessions = Sessions(max_sessions=2, max_turns=3)
+def test_sessions_keep_the_last_turns_of_each_owners_most_recent_conversations():
+    sessions = Sessions(per_owner=2, max_turns=3)
+    a, b = sessions.open("me"), sessions.open("me")
+    theirs = sessions.open("them")
     for i in range(5):
-        sessions.add("a", {"n": i})
-    sessions.add("b", {"n": 0})
-    sessions.history("a")            # a is now the most recent
-    sessions.add("c", {"n": 0})      # b is dropped
-    assert [t["n"] for t in sessions.history("a")] == [2, 3, 4]
-    assert sessions.history("b") == [] and len(sessions) == 2
+        sessions.add("me", a, {"n": i})
+    sessions.history("me", a)            # a is now my most recent
+    c = sessions.open("me")              # b, my least recent, is dropped; theirs stays
+    assert [t["n"] for t in sessions.history("me", a)] == [2, 3, 4]
+    assert sessions.history("me", c) == [] and sessions.history("them", theirs) == []
+    for owner, session in (("me", b), ("them", a), ("me", theirs)):
+        with pytest.raises(HTTPProblem) as missing:
+            sessions.history(owner, session)
+        assert missing.value.status == 404
+    assert len(sessions) == 3 and len({a, b, c, theirs}) == 4 and len(a) == 32
 
 
 def test_the_answer_check_refuses_talk_of_json_keys_or_ai():
@@ -150,8 +158,8 @@ def test_a_timeout_stops_the_generation_behind_it():
 
 def test_a_kg_question_with_no_plan_keeps_its_session_working():
     with client(StandIn()) as c:
-        first = c.post("/ask", json={"question": "nothing", "pipeline": "kg", "session": "s1"})
-        second = c.post("/ask", json={"question": "q", "pipeline": "kg", "session": "s1"})
+        first = c.post("/ask", json={"question": "nothing", "pipeline": "kg", "session": "new"})
+        second = c.post("/ask", json={"question": "q", "pipeline": "kg", "session": first.json()["session"]})
     assert first.status_code == second.status_code == 200
     assert second.json()["trace"]["turn"]["history"] == 0
 
@@ -200,3 +208,77 @@ def test_the_result_says_when_the_streamed_text_was_replaced():
                                                         "replaced_because": "the check failed: 40% support"}
     assert replacement({1: ["x"], 2: ["The evidence ", "says X [1]."]}, data) == {"replaced": False}  # the re-ask
     assert replacement({}, data) == {"replaced": False}       # nothing streamed by a model
+
+
+@pytest.mark.parametrize("host, loopback", [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True),
+                                            ("[::1]", True), ("localhost", True), ("0.0.0.0", False),
+                                            ("::", False), ("192.168.1.10", False), ("example.org", False)])
+def test_only_loopback_may_listen_without_a_key(host, loopback):
+    assert is_loopback(host) is loopback
+    if loopback:
+        check_exposure(host, [])
+    else:
+        with pytest.raises(InputError, match="listening beyond loopback needs --api-key"):
+            check_exposure(host, [])
+    check_exposure(host, ["k" * 32])
+
+
+def test_a_key_past_its_questions_in_flight_gets_a_429_and_other_keys_do_not():
+    import threading
+
+    mine, theirs = "m" * 20, "t" * 20
+    with client(StandIn(delay=0.6), keys=[mine, theirs], questions_per_key=2) as c:
+        statuses = []
+
+        def ask(key):
+            statuses.append(c.post("/ask", json={"question": "q", "pipeline": "kg"},
+                                   headers={"Authorization": f"Bearer {key}"}).status_code)
+
+        threads = [threading.Thread(target=ask, args=(mine,)) for _ in range(2)]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        over = c.post("/ask", json={"question": "q", "pipeline": "kg"}, headers={"Authorization": f"Bearer {mine}"})
+        other = c.post("/ask", json={"question": "q", "pipeline": "kg"}, headers={"Authorization": f"Bearer {theirs}"})
+        for t in threads:
+            t.join()
+        after = c.post("/ask", json={"question": "q", "pipeline": "kg"}, headers={"Authorization": f"Bearer {mine}"})
+    assert over.status_code == 429 and over.json()["error"].startswith("request: 2 questions of this key")
+    assert other.status_code == 200 and statuses == [200, 200] and after.status_code == 200
+
+
+def test_cors_is_off_unless_an_origin_is_given():
+    with client(StandIn()) as c:
+        plain = c.post("/ask", json={"question": "q", "pipeline": "kg"}, headers={"Origin": "https://app.example"})
+        preflight = c.options("/ask", headers={"Origin": "https://app.example", "Access-Control-Request-Method": "POST"})
+    assert plain.status_code == 403 and "access-control-allow-origin" not in plain.headers
+    assert "access-control-allow-origin" not in preflight.headers
+
+
+def test_questions_are_logged_only_when_asked(caplog):
+    import logging
+
+    for log_questions in (False, True):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="ragkit.server"), client(StandIn(), log_questions=log_questions) as c:
+            c.post("/ask", json={"question": "private words", "pipeline": "kg"})
+        lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("ask 200")]
+        assert len(lines) == 1 and ("private words" in lines[0]) is log_questions
+
+
+def test_an_unexpected_error_mid_stream_closes_the_websocket_with_1011():
+    from starlette.websockets import WebSocketDisconnect
+
+    class Unsendable(StandIn):
+        def answer(self, request, on_token=None):
+            answer = super().answer(request, on_token)
+            answer.timings_ms = {"not json": {1}}       # send_json cannot write a set
+            return answer
+
+    with client(Unsendable()) as c, c.websocket_connect("/ws") as ws:
+        ws.send_json({"question": "q", "pipeline": "kg", "no_llm": True})
+        assert ws.receive_json()["type"] == "start"
+        with pytest.raises(WebSocketDisconnect) as closed:
+            while True:
+                ws.receive_json()
+    assert closed.value.code == 1011

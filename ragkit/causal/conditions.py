@@ -17,6 +17,7 @@ precipitation, pm25.
 
 from __future__ import annotations
 
+import io
 import math
 import operator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..inputs import read_text
 
 CHECKABLE = ("relative_humidity", "wind_speed", "precipitation", "season", "temperature")
 NOT_CHECKABLE_VI = {
@@ -60,10 +62,9 @@ def season_of(month: int, southern: bool = False) -> str:
 def load_weather(path: str | Path) -> pd.DataFrame:
     """A weather table indexed by time with the checkable variables (and pm25 if present)."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"weather {path}: no such file")
+    text = read_text(path, "weather")
     try:
-        raw = pd.read_csv(path)
+        raw = pd.read_csv(io.StringIO(text))
     except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
         raise InputError(f"weather {path}: not a readable CSV ({type(exc).__name__})") from None
     cols = {c.lower(): c for c in raw.columns}

@@ -23,6 +23,7 @@ from typing import Iterable
 import networkx as nx
 
 from ..errors import InputError
+from ..inputs import read_text
 from ..text import normalize
 
 CONFIDENCE_POINTS = {"HIGH": 2, "MEDIUM": 1, "LOW": 0}
@@ -193,10 +194,8 @@ def load_kg(paths: str | Path | Iterable[str | Path]) -> EvidenceKG:
     datasets = []
     for path in paths:
         path = Path(path)
-        if not path.is_file():
-            raise InputError(f"kg {path}: no such file")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_text(path, "kg"))
         except json.JSONDecodeError as exc:
             raise InputError(f"kg {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
         datasets.append((str(path), validate_kg(data, f"kg {path}")))

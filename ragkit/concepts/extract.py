@@ -59,7 +59,7 @@ class Mention:
 
     key: str
     label: str
-    how: str           # name | initial (one capitalised word opening a sentence) | phrase | syllables | term
+    how: str           # title | name | initial (one capitalised word opening a sentence) | phrase | syllables | term
     sentences: tuple = ()   # the sentences (numbered from 0) it occurs in
 
 
@@ -176,15 +176,23 @@ def _runs(segment: list[tuple[str, bool]], stop: frozenset, lengths: Sequence[in
 
 
 def extract_concepts(text: str, *, language: str | None = None,
-                     terms: Sequence[str] = ()) -> list[Mention]:
+                     terms: Sequence[str] = (), title: str = "") -> list[Mention]:
     """The concepts of one text, each once, in the order first met.
 
     language: "vi", "en" or None (read from the text). terms: dictionary surfaces to find
-    as they are written (case-insensitive, whole words).
+    as they are written (case-insensitive, whole words). title: the chunk's title (the last
+    part of a "Chapter > Section" path); a title of up to ``MAX_WORDS`` words is what the
+    chunk is about, so it is a concept of every sentence of it, however it is written (a
+    one-word title opening the text is a name, not a capitalised first word).
     """
     language = language or document_language(text)
     found: dict[str, Mention] = {}
     where: dict[str, set] = {}
+    subject = title.split(" > ")[-1].strip()
+    if subject and len(subject.split()) <= MAX_WORDS:
+        key = concept_key(subject)
+        if key and not all(w in FUNCTION_WORDS for w in key.split()):
+            found[key] = Mention(key, subject, "title")
 
     def add(surface: str, how: str, sentence: int | None = None) -> None:
         key = concept_key(surface)
@@ -213,7 +221,9 @@ def extract_concepts(text: str, *, language: str | None = None,
         for term in terms:
             if term and re.search(rf"(?<!\w){re.escape(term.lower())}(?!\w)", lowered):
                 add(term, "term")
-    return [Mention(m.key, m.label, m.how, tuple(sorted(where[m.key]))) for m in found.values()]
+    if subject and found.get(concept_key(subject), Mention("", "", "")).how == "title":
+        where[concept_key(subject)] = {s for seen in where.values() for s in seen} | {0}
+    return [Mention(m.key, m.label, m.how, tuple(sorted(where.get(m.key, ())))) for m in found.values()]
 
 
 def abbreviations(text: str) -> dict[str, str]:

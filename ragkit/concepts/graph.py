@@ -41,7 +41,7 @@ from .extract import Mention, abbreviations, concept_key, extract_concepts
 
 FORMAT = "ragkit-concepts"
 VERSION = 1
-EXTRACTOR = "rules-3"          # changes when extraction changes: every chunk is extracted again
+EXTRACTOR = "rules-4"          # changes when extraction changes: every chunk is extracted again
 HUB_SHARE = 0.05               # a concept in more than 5% of the chunks is a hub ...
 HUB_MIN_CHUNKS = 20            # ... if that is at least 20 chunks (small corpora keep theirs)
 MAX_PAIRS_PER_SENTENCE = 12    # concepts per sentence paired (the first met): bounds the edges
@@ -135,7 +135,7 @@ class ConceptGraph:
                 reused += 1
                 continue
             text = doc.full_text
-            found = extract_concepts(text, language=document_language(text), terms=terms)
+            found = extract_concepts(text, language=document_language(text), terms=terms, title=doc.title)
             rows[doc.doc_id] = {"hash": digest, "abbreviations": abbreviations(text),
                                 "concepts": [[m.key, m.label, m.how, list(m.sentences)] for m in found]}
             extracted += 1
@@ -196,16 +196,11 @@ class ConceptGraph:
                 for a, b in combinations(sorted(set(members[:MAX_PAIRS_PER_SENTENCE])), 2):
                     pair_counts[(a, b)] += 1
         n, m = len(chunk_ids), len(keys)
-        mentions = sp.csr_matrix((np.ones(len(rows_i)), (rows_i, cols_i)), shape=(n, m))
-        mentions.sum_duplicates()
-        mentions.data[:] = 1.0
         dfa = np.asarray([df[k] for k in keys], dtype=np.float64)
-        if pair_counts:
-            a, b = np.array(list(pair_counts)).T
-            w = np.array(list(pair_counts.values()), dtype=np.float64) / np.sqrt(dfa[a] * dfa[b])
-            cooccurs = sp.coo_matrix((np.r_[w, w], (np.r_[a, b], np.r_[b, a])), shape=(m, m)).tocsr()
-        else:
-            cooccurs = sp.csr_matrix((m, m))
+        a = np.array([p[0] for p in pair_counts], dtype=np.int64)
+        b = np.array([p[1] for p in pair_counts], dtype=np.int64)
+        w = np.array(list(pair_counts.values()), dtype=np.float64) / np.sqrt(dfa[a] * dfa[b])
+        mentions, cooccurs = edge_matrices(n, m, rows_i, cols_i, a, b, w)
         return cls(chunk_ids=list(chunk_ids), keys=keys, labels=labels, df=dfa, mentions=mentions,
                    cooccurs=cooccurs, aliases={k: v for k, v in aliases.items() if v in position},
                    hubs=hubs, meta={"chunks": n, "concepts": m, "hub_limit": limit})
@@ -264,6 +259,23 @@ class ConceptGraph:
         return graph
 
 
+def edge_matrices(n_chunks: int, n_concepts: int, mention_rows, mention_cols,
+                  pair_a, pair_b, weights) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """The MENTIONS matrix (chunks × concepts, 1 per mention) and the symmetric CO_OCCURS
+    matrix (each pair ``a < b`` once in, both directions out), in canonical CSR form: every
+    reader of a graph (the build, a Neo4j store) makes them here, so they walk identically."""
+    mentions = sp.csr_matrix((np.ones(len(mention_rows)), (mention_rows, mention_cols)),
+                             shape=(n_chunks, n_concepts))
+    mentions.sum_duplicates()
+    mentions.data[:] = 1.0
+    if len(weights):
+        cooccurs = sp.coo_matrix((np.r_[weights, weights], (np.r_[pair_a, pair_b], np.r_[pair_b, pair_a])),
+                                 shape=(n_concepts, n_concepts)).tocsr()
+    else:
+        cooccurs = sp.csr_matrix((n_concepts, n_concepts))
+    return mentions, cooccurs
+
+
 def read_extractions(directory: str | Path) -> dict[str, dict] | None:
     """{chunk id: extraction row} of a saved concept graph, or None when there is none."""
     path = Path(directory) / "extractions.jsonl"
@@ -282,8 +294,3 @@ def _label(counts: Counter) -> str:
     """The way a concept is most often written (capitalised first on a tie: names)."""
     return max(counts.items(), key=lambda x: (x[1], x[0][:1].isupper(), -len(x[0])))[0]
 
-
-def question_keys(question: str) -> list[str]:
-    """Keys of every word n-gram of a question (up to six words), to look up in the graph."""
-    words = concept_key(question).split()
-    return [" ".join(words[i:i + n]) for n in range(1, 7) for i in range(len(words) - n + 1)]

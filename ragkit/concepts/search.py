@@ -11,9 +11,15 @@ rule-based concepts in place of an LLM's triples).
 3. **Chunk score**: the mass of its concepts, each divided by its degree (the share it hands
    each neighbour), summed, and divided by ``sqrt`` of the chunk's concept count so that
    long chunks do not win by size alone.
-4. **Fusion** (``hybrid+graph``): ``retrieval.fusion.weighted`` with the graph as the
-   second list: ``(1 − weight) · base + weight · graph``, each min-max normalised (the weight chosen on a dev split:
-   docs/benchmarks.md, "Concept graph").
+4. **Fusion** (``hybrid+graph``, ``fuse``): the base ranking's first ``keep_base`` chunks
+   stay first, and the rest is ``retrieval.fusion.weighted`` with the graph as the second
+   list, ``(1 − w) · base + w · graph`` (each min-max normalised), where the walk's weight
+   ``w = weight · name_share`` grows with the share of the question's linked concepts (by
+   idf) that the corpus writes as names. A second hop goes through a named thing one passage
+   mentions and another describes; a question of common noun phrases ("inductive
+   properties") walks to passages on the same topic, which the hybrid ranking already
+   orders better. The settings were chosen on dev splits of a multi-hop and a single-hop
+   set (docs/benchmarks.md, "Concept graph").
 
 Every chunk the graph ranks carries its **bridge**: the concepts that gave it the most mass,
 each with how the walk reached it (a question concept, or a seed passage mentioning it, or a
@@ -22,19 +28,17 @@ question concept it co-occurs with).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
-from .extract import concept_key
+from ..linking import Linker, Surface
+from .vectors import LabelVectors
 from .graph import ConceptGraph
 from .ppr import personalized_pagerank, transition_matrix
-
-_WORD_SPLIT = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-
 
 @dataclass(frozen=True)
 class GraphParams:
@@ -45,8 +49,11 @@ class GraphParams:
     seed_passages: int = 5
     question_share: float = 0.5
     cooccur_weight: float = 1.0
-    weight: float = 0.9            # hybrid+graph: the graph's share (dev: 0.7 -> 0.612, 0.9 -> 0.663)
+    weight: float = 0.9            # hybrid+graph: the graph's share at most (dev: 0.7 -> 0.612, 0.9 -> 0.663)
+    keep_base: int = 2             # hybrid+graph: the base ranking's first chunks stay first
+    names_weigh: bool = True       # hybrid+graph: the walk's weight scales with the name share
     bridge_concepts: int = 3       # concepts named in each chunk's trace
+    vector_floor: float = 0.8      # vector linking: the least cosine of a phrase and a label
 
 
 @dataclass
@@ -54,6 +61,7 @@ class SeedConcept:
     concept: int
     span: str
     weight: float
+    how: str = "exact"             # how the span linked: exact, normalized, accent-free, fuzzy, vector
 
 
 @dataclass
@@ -68,9 +76,13 @@ class Walk:
 class ConceptSearcher:
     """A concept graph ready for queries: the walk matrix is made once."""
 
-    def __init__(self, graph: ConceptGraph, params: GraphParams | None = None):
+    def __init__(self, graph: ConceptGraph, params: GraphParams | None = None,
+                 vectors: "LabelVectors | None" = None, embedder=None):
         self.graph = graph
         self.params = params or GraphParams()
+        # Vector linking (``link_by_vector``): the labels' vectors and the model that made them.
+        self.vectors = vectors if embedder is not None else None
+        self.embedder = embedder
         m, n = len(graph.keys), len(graph.chunk_ids)
         self.m, self.n = m, n
         mentions = graph.mentions
@@ -84,30 +96,83 @@ class ConceptSearcher:
         self.idf = np.log(n / np.maximum(graph.df, 1.0)) + 1e-3
 
     # ------------------------------------------------------------------ seeds
+    @cached_property
+    def linker(self) -> Linker:
+        """The concepts' labels and aliases as surfaces (target: the concept's number)."""
+        surfaces = [Surface(label, str(i), "concept") for i, label in enumerate(self.graph.labels)]
+        surfaces += [Surface(alias, str(self.graph.position[key]), "alias")
+                     for alias, key in self.graph.aliases.items()]
+        return Linker(surfaces)
+
     def link_question(self, question: str) -> list[SeedConcept]:
-        """The question's concepts: every word n-gram whose key is a concept (or an alias of
-        one), longest first, never overlapping."""
-        words = [m.group(0) for m in _WORD_SPLIT.finditer(question)]
-        keys = [concept_key(w) for w in words]
-        taken = [False] * len(words)
+        """The question's concepts: spans linked to a concept's label or alias by
+        ``linking.Linker`` (up to case, plural, diacritics where the question writes none,
+        or a small misspelling), longest first, never overlapping. A span written all in
+        lower case links to a name only when it is several words ("journal of psychotherapy
+        integration"; one word, "state", is not the name "State"); only a name may link
+        misspelt ("Damerjog" to "Damerdjog"): a common phrase's spelling varies by
+        inflection ("physical laboratory", "physics laboratory"), not by mistake. Between
+        spans of one length, a name wins ("Bubye river" over "river flows")."""
+        def is_name(link) -> bool:
+            return self.graph.labels[int(link.target)][:1].isupper()
+
+        def keep(link) -> bool:
+            if link.how == "fuzzy" and not link.text[:1].isupper():
+                return False
+            return not (link.text.islower() and " " not in link.text.strip() and is_name(link))
+
         found: dict[int, SeedConcept] = {}
-        for size in range(min(6, len(words)), 0, -1):
-            for i in range(len(words) - size + 1):
-                if any(taken[i:i + size]):
-                    continue
-                key = " ".join(k for k in keys[i:i + size] if k)
-                concept = self.graph.concept_of(key) if key else None
-                if concept is None:
-                    continue
-                span = words[i:i + size]
-                if all(w.islower() for w in span) and self.graph.labels[concept][:1].isupper():
-                    continue        # "state" in a question is not the name "State"
-                for j in range(i, i + size):
-                    taken[j] = True
-                if concept not in found:
-                    found[concept] = SeedConcept(concept, " ".join(words[i:i + size]),
-                                                 float(self.idf[concept]))
+        for link in self.linker.link(question, keep=keep, prefer=lambda link: 0 if is_name(link) else 1):
+            concept = int(link.target)
+            if concept not in found:
+                found[concept] = SeedConcept(concept, link.text, float(self.idf[concept]) * link.score,
+                                             link.how)
+        for seed in self.link_by_vector(question, [s.span for s in found.values()]):
+            found.setdefault(seed.concept, seed)
         return list(found.values())
+
+    def link_by_vector(self, question: str, linked: Sequence[str] = ()) -> list[SeedConcept]:
+        """The question's own concepts (``extract_concepts`` on it) that no span in
+        ``linked`` covers, each linked to the concept whose label vector is nearest, when the
+        cosine reaches ``params.vector_floor`` (weighted by idf × cosine). Nothing without
+        label vectors."""
+        if self.vectors is None:
+            return []
+        from .extract import extract_concepts
+
+        spans = [s.lower() for s in linked]
+        phrases = [m.label for m in extract_concepts(question)
+                   if not any(m.label.lower() in s or s in m.label.lower() for s in spans)]
+        if not phrases:
+            return []
+        out = []
+        for phrase, vector in zip(phrases, self.embedder.encode(phrases)):
+            concept, cosine = self.vectors.nearest(vector)
+            if cosine >= self.params.vector_floor:
+                out.append(SeedConcept(concept, phrase, float(self.idf[concept]) * cosine, "vector"))
+        return out
+
+    def name_share(self, seeds: Sequence[SeedConcept]) -> float:
+        """The share of the seeds' weight on concepts the corpus writes as names (their most
+        frequent spelling starts with a capital); 0 without seeds."""
+        total = sum(s.weight for s in seeds)
+        if total <= 0:
+            return 0.0
+        return sum(s.weight for s in seeds if self.graph.labels[s.concept][:1].isupper()) / total
+
+    def fuse(self, base: Sequence[tuple[str, float]], walked: Sequence[tuple[str, float]],
+             name_share: float) -> tuple[list[tuple[str, float]], float]:
+        """``hybrid+graph``'s ranking and the walk's weight: the first ``keep_base`` chunks of
+        ``base`` stay first (their scores lifted above the rest), then the weighted fusion."""
+        from ..retrieval.fusion import weighted
+
+        weight = round(self.params.weight * (name_share if self.params.names_weigh else 1.0), 4)
+        fused = weighted(base, walked, weight)
+        kept = [d for d, _ in base[: self.params.keep_base]]
+        top = 1.0 + len(kept)
+        head = [(d, top - i) for i, d in enumerate(kept)]
+        kept_set = set(kept)
+        return head + [(d, s) for d, s in fused if d not in kept_set], weight
 
     # ------------------------------------------------------------------ ranking
     def rank(self, question: str, base: Sequence[tuple[str, float]],
@@ -130,8 +195,9 @@ class ConceptSearcher:
             for row, w in zip(seed_rows, ranks / ranks.sum()):
                 restart[self.m + row] = restart.get(self.m + row, 0.0) + share * w
         info = {"seed_concepts": [{"concept": self.graph.labels[s.concept], "span": s.span,
-                                   "weight": round(s.weight, 4)} for s in seeds_q],
-                "seed_passages": [self.graph.chunk_ids[r] for r in seed_rows]}
+                                   "how": s.how, "weight": round(s.weight, 4)} for s in seeds_q],
+                "seed_passages": [self.graph.chunk_ids[r] for r in seed_rows],
+                "name_share": round(self.name_share(seeds_q), 4)}
         if not restart:
             return [], info, None
         mass = personalized_pagerank(self.adjacency, restart, damping=p.damping, max_iter=p.max_iter,

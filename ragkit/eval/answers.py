@@ -141,7 +141,7 @@ def load_questions(path: str | Path) -> list[dict]:
     for i, item in enumerate(data, 1):
         if not isinstance(item, dict) or not str(item.get("question") or "").strip():
             raise InputError(f"questions {path}: item {i} has no 'question'")
-        golds = item.get("answers") or [item.get("answer")] + list(item.get("answer_aliases") or [])
+        golds = item.get("answers") or [item.get("answer")] + _aliases(item.get("answer_aliases"))
         golds = [str(g) for g in golds if g is not None and str(g).strip()]
         if not golds:
             raise InputError(f"questions {path}: item {i} has no 'answers' (or 'answer')")
@@ -151,6 +151,19 @@ def load_questions(path: str | Path) -> list[dict]:
         items.append({"id": str(item.get("id", i)), "question": str(item["question"]).strip(),
                       "answers": golds, "evidence": [str(e) for e in evidence] if evidence else None})
     return items
+
+
+def _aliases(value) -> list:
+    """An item's answer aliases: a list, or a list written as a string ("['Stanley Hall']",
+    as some exports keep them), or one alias."""
+    if isinstance(value, str):
+        import ast
+
+        try:
+            value = ast.literal_eval(value) if value.strip().startswith("[") else [value]
+        except (ValueError, SyntaxError):
+            value = [value]
+    return list(value or [])
 
 
 def evaluate_answers(items: list[dict], service, request_options: dict, progress: bool = True) -> dict:

@@ -7,14 +7,13 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
+from ..inputs import read_text
 from ..stores.files import atomic_dir
 
 
 def _read_json(path: Path, what: str):
-    if not path.is_file():
-        raise InputError(f"{what} {path}: no such file")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path, what))
     except json.JSONDecodeError as exc:
         raise InputError(f"{what} {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
 
@@ -23,9 +22,7 @@ def read_json_or_lines(path: str | Path, what: str):
     """A JSON document, or JSON lines when the file is not one JSON document (one-line
     errors naming ``what`` and the file)."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{what} {path}: no such file")
-    text = path.read_text(encoding="utf-8")
+    text = read_text(path, what)
     try:
         return json.loads(text)
     except json.JSONDecodeError:

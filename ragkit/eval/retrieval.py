@@ -52,7 +52,8 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
                        alpha: float | None = None, dense_dir: str | Path | None = None,
                        rerank: str = "none", rerank_depth: int = 20, llm=None,
                        limit: int | None = None, run_out: str | Path | None = None,
-                       keep_run: bool = False, no_dense: bool = False) -> dict:
+                       keep_run: bool = False, no_dense: bool = False,
+                       answers: str | Path | None = None, dedupe: str | None = None) -> dict:
     """Quality (nDCG@10, Recall@2/5/10/100, MRR@10, hit@1/10) and speed (queries/s, index
     seconds) of ``method`` (bm25, dense, hybrid or auto) on a BEIR-format collection.
 
@@ -64,7 +65,9 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     the top ``rerank_depth``. limit: only the first ``limit`` judged queries (a rerank is slow).
     run_out: write the run as a TREC run file. keep_run: return it under "run"
     ({query id: [(doc id, score), ...]}). graph, hybrid+graph: the concept graph is built in
-    memory; its walk is seeded from hybrid, or from BM25 with ``no_dense``.
+    memory; its walk is seeded from hybrid, or from BM25 with ``no_dense``. answers: a questions
+    file with gold answers (``eval answers``'s), matched to the judged queries by id or by
+    question text: adds "answers" (``answer_figures``).
     """
     from ..embeddings import choose_embedder
     from ..retrieval.rerank import make_reranker
@@ -95,7 +98,8 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     missing = [q for q in judged if q not in all_queries]
     if missing:
         raise InputError(f"qrels {qrels}: query id {missing[0]!r} is not in {queries}")
-    docs = load_corpus(corpus)
+    gold = match_answers(answers, judged, all_queries) if answers is not None else None
+    docs = load_corpus(corpus, dedupe)
     # The BM25 index is built for every method: it holds the documents the hits point to.
     started = time.perf_counter()
     index = BM25Index.for_corpus(docs, lang, accents=accents, bigrams=bigrams, tokenizer=tokenizer,
@@ -120,6 +124,7 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
         concepts = ConceptSearcher(graph)
 
     run: dict[str, list[tuple[str, float]]] = {}
+    selected: dict[str, list[Hit]] = {}
     chosen: dict[str, int] = {}
     started = time.perf_counter()
     for qid in tqdm(judged, desc="queries", unit="q", disable=not progress):
@@ -130,6 +135,8 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
             hits = _extend(hits, steps["ranked"], k)
         chosen[steps["method"]] = chosen.get(steps["method"], 0) + 1
         run[qid] = [(h.doc_id, h.score) for h in hits]
+        if gold is not None and qid in gold:
+            selected[qid] = hits[:5]
     search_s = time.perf_counter() - started
     if run_out:
         write_trec_run(run_out, run)
@@ -157,11 +164,55 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     if method in ("hybrid", "auto", "hybrid+graph"):
         out.update({"fusion": config.fusion,
                     **({"alpha": config.alpha} if config.fusion == "weighted" else {"rrf_k": config.rrf_k})})
+    if gold is not None:
+        out["answers"] = answer_figures({q: all_queries[q] for q in selected}, selected, gold)
     if run_out:
         out["run_out"] = str(run_out)
     if keep_run:
         out["run"] = run
     return out
+
+
+def match_answers(path: str | Path, judged: Mapping[str, dict], queries: Mapping[str, str]) -> dict[str, list[str]]:
+    """{judged query id: gold answers} from a questions file, each item matched by its id or,
+    failing that, by its question's text (case and spacing aside)."""
+    from .answers import load_questions
+
+    by_text = {" ".join(queries[q].lower().split()): q for q in judged if q in queries}
+    gold = {}
+    for item in load_questions(path):
+        qid = item["id"] if item["id"] in judged else by_text.get(" ".join(item["question"].lower().split()))
+        if qid is not None:
+            gold[qid] = item["answers"]
+    if not gold:
+        raise InputError(f"answers {path}: no question matches a judged query (by id or by text)")
+    return gold
+
+
+def answer_figures(questions: Mapping[str, str], hits: Mapping[str, Sequence[Hit]],
+                   gold: Mapping[str, list[str]]) -> dict:
+    """Answer-level figures of a run, without a model: answer_recall@2/@5, the share of
+    questions whose top 2 / 5 chunks hold a gold answer (whole words, normalised); em and
+    f1 of the extractive answer (the lexical pipeline's no-model answer: the top 5 chunks'
+    sentences that share the most words with the question, citations removed), the best
+    over the gold answers."""
+    import re
+
+    from ..pipelines.lexical import extractive_answer
+    from .answers import best_of, exact_match, holds_gold, token_f1
+
+    rows = []
+    for qid, top in hits.items():
+        golds = gold[qid]
+        answer = re.sub(r"\s*\[\d+\]", "", extractive_answer(questions[qid], list(top), False))
+        rows.append({"r2": holds_gold([h.text for h in top[:2]], golds),
+                     "r5": holds_gold([h.text for h in top[:5]], golds),
+                     "em": best_of(exact_match, answer, golds), "f1": best_of(token_f1, answer, golds)})
+    n = len(rows)
+    return {"n": n, "answer_recall@2": round(sum(r["r2"] for r in rows) / n, 4),
+            "answer_recall@5": round(sum(r["r5"] for r in rows) / n, 4),
+            "em": round(sum(r["em"] for r in rows) / n, 4), "f1": round(sum(r["f1"] for r in rows) / n, 4),
+            "answered_by": "extractive (no model)"}
 
 
 def _extend(head: Sequence[Hit], ranked: Sequence[Hit], k: int) -> list[Hit]:

@@ -23,7 +23,6 @@ Query flow, with the design's parameters:
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import re
@@ -42,6 +41,7 @@ from ..embeddings import default_embedder
 from ..stores.chroma import ChromaVectors
 from ..config import GraphConfig
 from ..errors import InputError
+from ..inputs import csv_rows
 from ..stores.files import atomic_write_text
 from ..profiler import Profiler
 from ..text import ENGLISH_STOPWORDS, normalize, strip_accents, vietnamese_char_count
@@ -77,19 +77,11 @@ _PROPER = re.compile(r"\b[A-ZÀ-Ỵ][\w.-]*(?:\s+[A-ZÀ-Ỵ][\w.-]*)*")
 def read_edges(path: str | Path) -> list[dict]:
     """Rows of an edges.csv with source, relation, target (extra columns kept)."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"edges {path}: no such file")
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = {"source", "relation", "target"} - set(reader.fieldnames or [])
-        if missing:
-            raise InputError(f"edges {path}: missing column(s) {', '.join(sorted(missing))} "
-                             f"(needs source, relation, target)")
-        rows = []
-        for lineno, row in enumerate(reader, 2):
-            if not (row["source"] or "").strip() or not (row["target"] or "").strip():
-                raise InputError(f"edges {path}:{lineno}: an edge without source or target")
-            rows.append({k: (v or "").strip() for k, v in row.items() if k is not None})
+    rows = []
+    for lineno, row in csv_rows(path, "edges", ("source", "relation", "target")):
+        if not row["source"] or not row["target"]:
+            raise InputError(f"edges {path}:{lineno}: an edge without source or target")
+        rows.append(row)
     if not rows:
         raise InputError(f"edges {path}: the graph is empty (no edges)")
     return rows
@@ -320,8 +312,14 @@ class GraphRAG:
         path = directory / GRAPH_FILE
         if not path.is_file():
             raise InputError(f"graph {directory}: not a built graph (run 'ragkit graph build')")
-        data = json.loads(path.read_text(encoding="utf-8"))
-        graph = nx.node_link_graph(data["graph"], directed=True, multigraph=True, edges="edges")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            graph = nx.node_link_graph(data["graph"], directed=True, multigraph=True, edges="edges")
+        except OSError as exc:
+            raise InputError(f"graph {path}: cannot be read ({exc.strerror or exc})") from None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"graph {path}: not a built graph ({type(exc).__name__}); rebuild it with "
+                             f"'ragkit graph build'") from None
         if graph.number_of_nodes() == 0:
             raise InputError(f"graph {directory}: the graph is empty")
         embedder = data.get("embedder", "minilm")

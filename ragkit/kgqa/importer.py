@@ -5,46 +5,37 @@ what the store held, so re-importing an edited file leaves nothing of the old ve
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 from ..errors import InputError
+from ..inputs import csv_rows, first_of_each
 from .store import NAME_RE, Edge, TypedStore
 
 
 def _rows(path: Path, required: tuple[str, ...], what: str) -> list[tuple[int, dict]]:
-    if not path.is_file():
-        raise InputError(f"{what} {path}: no such file")
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        missing = [c for c in required if c not in (reader.fieldnames or [])]
-        if missing:
-            raise InputError(f"{what} {path}: missing column(s) {', '.join(missing)} "
-                             f"(needs {', '.join(required)})")
-        rows = [(lineno, {k: (v or "").strip() for k, v in row.items() if k is not None})
-                for lineno, row in enumerate(reader, 2)]
+    rows = csv_rows(path, what, required)
     if not rows:
         raise InputError(f"{what} {path}: holds no rows")
     return rows
 
 
-def read_nodes(path: str | Path) -> list[dict]:
-    """Nodes with ``aliases`` split on ``|`` into a list; other columns kept as properties."""
+def read_nodes(path: str | Path, dedupe: str | None = None) -> list[dict]:
+    """Nodes with ``aliases`` split on ``|`` into a list; other columns kept as properties.
+    Two rows with the same id are an error naming it and both lines, unless ``dedupe`` says
+    which to keep (``first`` or ``last``)."""
     path = Path(path)
-    nodes, seen = [], set()
+    nodes = []
     for lineno, row in _rows(path, ("id", "name", "type"), "nodes"):
         where = f"nodes {path}:{lineno}"
         if not row["id"] or not row["name"]:
             raise InputError(f"{where}: a node needs an id and a name")
-        if row["id"] in seen:
-            raise InputError(f"{where}: duplicate node id {row['id']!r}")
         if not NAME_RE.match(row["type"]):
             raise InputError(f"{where}: type {row['type']!r} must be a word (letters, digits, _)")
-        seen.add(row["id"])
         node = {k: v for k, v in row.items() if v != "" or k in ("id", "name", "type")}
         node["aliases"] = [a.strip() for a in row.get("aliases", "").split("|") if a.strip()]
-        nodes.append(node)
-    return nodes
+        nodes.append((lineno, node))
+    kept = first_of_each(nodes, lambda n: n[1]["id"], lambda n: f"line {n[0]}", f"nodes {path}", dedupe, "node id")
+    return [node for _, node in kept]
 
 
 def read_edges(path: str | Path, node_ids: set[str]) -> list[Edge]:
@@ -66,8 +57,9 @@ def read_edges(path: str | Path, node_ids: set[str]) -> list[Edge]:
     return edges
 
 
-def import_kg(nodes_csv: str | Path, edges_csv: str | Path, store: TypedStore) -> dict:
-    nodes = read_nodes(nodes_csv)
+def import_kg(nodes_csv: str | Path, edges_csv: str | Path, store: TypedStore,
+              dedupe: str | None = None) -> dict:
+    nodes = read_nodes(nodes_csv, dedupe)
     edges = read_edges(edges_csv, {n["id"] for n in nodes})
     report = store.replace_graph(nodes, edges)
     return {"store": store.uri, **report, "schema": [s.__dict__ for s in store.schema()]}

@@ -77,7 +77,8 @@ class LexicalPipeline(Pipeline):
 
     def load(self, where: str, sources: Sources) -> tuple[BM25Index, Any, Any, Any]:
         index = load_index(where)
-        return index, load_dense(index, where), load_concepts(where), load_communities(where)
+        dense = load_dense(index, where)
+        return index, dense, load_concepts(where, dense), load_communities(where)
 
     def config_from(self, request) -> LexicalConfig:
         return LexicalConfig(k=request.k, method=request.method, rerank=request.rerank,
@@ -283,7 +284,7 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
         if dense is None and config.method != "bm25" and folder is not None:
             dense = load_dense(index, folder)
         communities = load_communities(folder) if folder is not None and config.method in CONCEPT_METHODS else None
-        concepts = load_concepts(folder) if folder is not None and (
+        concepts = load_concepts(folder, dense) if folder is not None and (
             config.method in GRAPH_METHODS or communities is not None) else None
     return LexicalPipeline().ask(question, (index, dense, concepts, communities), config, ctx)
 

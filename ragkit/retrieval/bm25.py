@@ -298,23 +298,37 @@ class BM25Index:
         missing = [f for f in _FILES if not (directory / f).exists()]
         if missing:
             raise IndexFormatError(f"index {directory}: not a ragkit BM25 index (missing {', '.join(missing)})")
-        try:
-            meta = json.loads((directory / "meta.json").read_text())
-        except json.JSONDecodeError as exc:
-            raise IndexFormatError(f"index {directory}/meta.json: not JSON ({exc.msg})") from None
-        if meta.get("format_version") != FORMAT_VERSION:
+        meta = _read_index_file(directory / "meta.json", json.loads)
+        if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
+            meta = meta if isinstance(meta, dict) else {}
             raise IndexFormatError(
                 f"index {directory}: format version {meta.get('format_version')!r}, this ragkit "
                 f"reads {FORMAT_VERSION}; rebuild it with 'ragkit index build'")
-        terms = json.loads((directory / "vocab.json").read_text(encoding="utf-8"))
-        with (directory / "docs.jsonl").open(encoding="utf-8") as handle:
-            docs = [Doc(**json.loads(line)) for line in handle if line.strip()]
+        terms = _read_index_file(directory / "vocab.json", json.loads)
+        docs = _read_index_file(directory / "docs.jsonl",
+                                lambda text: [Doc(**json.loads(line)) for line in text.splitlines() if line.strip()])
         weights = sp.load_npz(directory / "weights.npz").tocsc()
         return cls(docs=docs, tokenizer=Tokenizer.from_dict(meta["tokenizer"]),
                    params=BM25Params(**meta["params"]),
                    vocab={t: i for i, t in enumerate(terms)},
                    idf=np.load(directory / "idf.npy"), doc_len=np.load(directory / "doc_len.npy"),
                    weights=weights, boost=np.load(directory / "boost.npy"), meta=meta)
+
+
+def _read_index_file(path: Path, parse):
+    """``parse`` of an index file's text; a file that cannot be read, is not UTF-8 or does
+    not parse is a one-line IndexFormatError naming it."""
+    try:
+        return parse(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise IndexFormatError(f"index {path}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise IndexFormatError(f"index {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+                               f"offset {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise IndexFormatError(f"index {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except (TypeError, ValueError) as exc:
+        raise IndexFormatError(f"index {path}: not a ragkit index file ({exc})") from None
 
 
 def _top_k(indices: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -51,16 +51,23 @@ def concepts_dir_for(index_dir: str | Path) -> Path:
     return Path(index_dir) / "concepts"
 
 
-def load_concepts(index_dir: str | Path):
+def load_concepts(index_dir: str | Path, dense=None):
     """The index's concept graph, ready for queries (a ``ConceptSearcher``), or None when it
-    has none."""
+    has none. With ``dense`` (the index's vectors) and label vectors made by its embedder
+    (``index build --concept-vectors``), question phrases also link by vector."""
     folder = concepts_dir_for(index_dir)
     if not (folder / "extractions.jsonl").is_file():
         return None
     from ..concepts.graph import ConceptGraph
     from ..concepts.search import ConceptSearcher
+    from ..concepts.vectors import LabelVectors, vectors_path
 
-    return ConceptSearcher(ConceptGraph.load(folder))
+    graph = ConceptGraph.load(folder)
+    if dense is not None:
+        vectors = LabelVectors.load(vectors_path(folder, dense.embedder), graph)
+        if vectors is not None:
+            return ConceptSearcher(graph, vectors=vectors, embedder=dense.embedder)
+    return ConceptSearcher(graph)
 
 
 def question_language(question: str) -> str:
@@ -109,7 +116,8 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
     ``graph`` and ``hybrid+graph`` rank the chunks by personalized PageRank over the
     concept graph (``concepts``, a ``ConceptSearcher``), seeded with the question's concepts
     and the top chunks of hybrid (BM25 without vectors), timed "graph_walk";
-    ``hybrid+graph`` fuses that with the hybrid ranking ("graph_fusion").
+    ``hybrid+graph`` fuses that with the hybrid ranking ("graph_fusion": the hybrid's first
+    two stay first; the walk weighs more the more the question names things).
 
     Returns (candidates, selected). ``trace``, when given, receives the method and why, the
     whole ranking before the rerank and MMR ("ranked"), the rerank's judgements and MMR's
@@ -177,8 +185,6 @@ def _retrieve_by_graph(index: BM25Index, question: str, config: LexicalConfig, p
     if concepts is None:
         raise InputError(f"--method {config.method}: this index has no concept graph "
                          "(build it with 'ragkit index build --concepts')")
-    from .fusion import weighted
-
     base_method = "hybrid" if dense is not None else "bm25"
     base_trace: dict = {}
     base_config = replace(config, method=base_method, mmr=False, rerank="none")
@@ -194,7 +200,7 @@ def _retrieve_by_graph(index: BM25Index, question: str, config: LexicalConfig, p
             ranking = walked + [(d, 0.0) for d, _ in base if d not in reached]
     else:
         with profiler.stage("graph_fusion"):
-            ranking = weighted(base, walked, concepts.params.weight)
+            ranking, seeds["weight"] = concepts.fuse(base, walked, seeds["name_share"])
     ranked = [index.hit(doc_id, score) for doc_id, score in ranking[:depth]]
     trace.update({"method": config.method, "method_reason": f"asked for; the walk seeded from {base_method}",
                   "ranked": ranked, "graph": {"base": base_method, **seeds}})

@@ -1,5 +1,10 @@
 """Atomic file and folder writes: build under a temporary name, then rename, so a failed
-run never leaves a half-written index, store or output behind."""
+run never leaves a half-written index, store or output behind.
+
+A temporary name is private (``mkstemp`` makes 0600 files, ``mkdtemp`` 0700 folders); what
+is renamed into place gets the mode the process umask gives any new file or folder (0644
+and 0755 under umask 022), so a store rebuilt by one user's cron job is readable by the
+others the umask lets in, and stays private under umask 077."""
 
 from __future__ import annotations
 
@@ -31,13 +36,50 @@ def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     swap_into_place(tmp, target)
 
 
+def current_umask() -> int:
+    """The process umask (read from /proc where it can be, which changes nothing; else set
+    and restored)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def publish_mode(path: str | os.PathLike, umask: int | None = None) -> None:
+    """Give ``path`` (and, for a folder, everything below it) the mode a new file (0666) or
+    folder (0777) gets under the umask; executable files keep their executable bits."""
+    path = Path(path)
+    mask = current_umask() if umask is None else umask
+
+    def fix(entry: Path, is_dir: bool) -> None:
+        if entry.is_symlink():
+            return
+        executable = not is_dir and entry.stat().st_mode & 0o111
+        os.chmod(entry, (0o777 if is_dir or executable else 0o666) & ~mask)
+
+    if path.is_dir() and not path.is_symlink():
+        fix(path, True)
+        for root, dirs, files in os.walk(path):
+            for name in dirs:
+                fix(Path(root, name), True)
+            for name in files:
+                fix(Path(root, name), False)
+    elif path.exists():
+        fix(path, False)
+
+
 def swap_into_place(staged: str | os.PathLike, target: str | os.PathLike) -> bool:
     """Move a finished file or folder ``staged`` to ``target``, replacing what was there
-    (a folder through a rename aside, so readers never see a half-written one). False when
-    nothing was staged."""
+    (a folder through a rename aside, so readers never see a half-written one), with the
+    modes the umask gives new files (``publish_mode``). False when nothing was staged."""
     staged, target = Path(staged), Path(target)
     if not staged.exists():
         return False
+    publish_mode(staged)
     target.parent.mkdir(parents=True, exist_ok=True)
     if staged.is_dir() and target.exists():
         old = target.with_name(f".{target.name}.old-{os.getpid()}")
@@ -82,6 +124,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+        os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -104,7 +147,7 @@ def read_graph(path: str | os.PathLike, what: str = "ragkit graph file") -> tupl
         with gzip.open(path, "rt", encoding="utf-8") as handle:
             data = json.load(handle)
         graph = nx.node_link_graph(data.pop("graph"), directed=True, multigraph=True, edges="edges")
-    except (OSError, EOFError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InputError(f"store {path}: not a {what} ({exc})") from None
     return data, graph
 

@@ -44,7 +44,10 @@ class Neo4jConnection:
         self.database = database or settings.neo4j_database
         user = user or settings.neo4j_user or DEFAULT_USER
         password = password or settings.neo4j_password or DEFAULT_PASSWORD
-        self.driver = neo4j.GraphDatabase.driver(uri, auth=(user, password))
+        # No server notifications: a query on an empty store names labels that do not exist
+        # yet, and the driver would log that hint on stderr, where an error is one line.
+        self.driver = neo4j.GraphDatabase.driver(uri, auth=(user, password),
+                                                 notifications_min_severity="OFF")
         try:
             self.driver.verify_connectivity()
         except AuthError:

@@ -1,0 +1,144 @@
+"""Who may use ``ragkit serve``: API keys, the loopback rule, web-page origins, and how many
+questions each key may have in flight.
+
+- A server that listens beyond loopback must have a key (``check_exposure``); on loopback a
+  key is optional, and enforced when given.
+- A request carries its key as ``Authorization: Bearer <key>`` (HTTP and the WebSocket
+  handshake alike); it is compared with every configured key in constant time
+  (``hmac.compare_digest``). ``GET /health`` (liveness) needs no key; ``GET /ready`` without
+  one answers only ``{"ready": ...}``.
+- Each key is a *principal* (``key:`` and 8 hex digits of its SHA-256; ``local`` when the
+  server has no keys): conversations and limits belong to it, and logs name it, never the key.
+- A request from a web page (an ``Origin`` header) is refused unless that origin is the
+  server's own or one given with ``--cors-origin``: a page in the local user's browser cannot
+  drive a loopback server behind their back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import threading
+
+from fastapi.responses import JSONResponse
+
+from .errors import InputError
+
+LOCAL = "local"                      # the principal of a server without keys (loopback only)
+OPEN_PATHS = {"/health", "/ready"}   # answered without a key (/ready: without its details)
+MIN_KEY_CHARS = 16
+KEY_HINT = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a listen address) is reachable only from this machine: ``localhost``
+    or a loopback IP. ``0.0.0.0``, ``::``, a LAN address or any other name is not."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_keys(keys: list[str]) -> list[str]:
+    """The configured keys, each long enough and sendable in a header; InputError otherwise."""
+    for key in keys:
+        if len(key) < MIN_KEY_CHARS or not key.isascii() or not key.isprintable() or " " in key:
+            raise InputError(f"--api-key (or RAGKIT_API_KEY): must be at least {MIN_KEY_CHARS} printable ASCII characters without "
+                             f"spaces, got {len(key)} characters (make one with {KEY_HINT})")
+    return list(dict.fromkeys(keys))
+
+
+def check_exposure(host: str, keys: list[str]) -> None:
+    """Refuse to listen beyond loopback without a key (InputError, one line)."""
+    if not keys and not is_loopback(host):
+        raise InputError(f"--host {host}: listening beyond loopback needs --api-key or RAGKIT_API_KEY "
+                         f"(make one with {KEY_HINT})")
+
+
+def principal_of(key: str) -> str:
+    return "key:" + hashlib.sha256(key.encode("ascii")).hexdigest()[:8]
+
+
+def _bearer(headers: dict[bytes, bytes]) -> bytes | None:
+    value = headers.get(b"authorization", b"")
+    scheme, _, token = value.partition(b" ")
+    if scheme.lower() != b"bearer":
+        return None
+    return token.strip() or None
+
+
+class AccessGuard:
+    """ASGI middleware: the key check (401) and the origin check (403) for HTTP and WebSocket
+    alike. It puts the request's principal in ``scope["ragkit.principal"]`` (None on an open
+    path reached without a valid key)."""
+
+    def __init__(self, app, keys: list[str] = (), origins: list[str] = ()):
+        self.app = app
+        self.keys = [(k.encode("ascii"), principal_of(k)) for k in keys]
+        self.origins = set(origins)
+
+    def principal(self, headers: dict[bytes, bytes]) -> str | None:
+        if not self.keys:
+            return LOCAL
+        given = _bearer(headers)
+        if given is None:
+            return None
+        found = None
+        for key, name in self.keys:          # every key compared: the time says nothing
+            if hmac.compare_digest(given, key):
+                found = name
+        return found
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] not in ("http", "websocket"):
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        origin = headers.get(b"origin")
+        if origin is not None:
+            text = origin.decode("latin-1")
+            own = {f"{p}://{headers.get(b'host', b'').decode('latin-1')}" for p in ("http", "https")}
+            if text not in self.origins and text not in own:
+                return await self.refuse(scope, receive, send, 403,
+                                         f"origin: {text} may not use this server (allow it with --cors-origin)")
+        principal = self.principal(headers)
+        scope["ragkit.principal"] = principal
+        if principal is None and scope.get("path") not in OPEN_PATHS:
+            why = ("the API key is not valid" if _bearer(headers) else
+                   "send the API key as 'Authorization: Bearer <key>'")
+            return await self.refuse(scope, receive, send, 401, f"authorization: {why}",
+                                     {"WWW-Authenticate": "Bearer"})
+        return await self.app(scope, receive, send)
+
+    @staticmethod
+    async def refuse(scope, receive, send, status: int, message: str, headers: dict | None = None):
+        """A JSON error; on a WebSocket, as the handshake's HTTP response where the server
+        can send one (uvicorn can), else a plain refusal (403)."""
+        response = JSONResponse({"error": message}, status_code=status, headers=headers)
+        if scope["type"] == "websocket" and "websocket.http.response" not in scope.get("extensions", {}):
+            return await send({"type": "websocket.close", "code": 1008})
+        return await response(scope, receive, send)
+
+
+class InFlight:
+    """Questions being answered or waiting, per principal; ``enter`` refuses past ``limit``."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._count: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def enter(self, principal: str) -> bool:
+        with self._lock:
+            if self._count.get(principal, 0) >= self.limit:
+                return False
+            self._count[principal] = self._count.get(principal, 0) + 1
+            return True
+
+    def leave(self, principal: str) -> None:
+        with self._lock:
+            self._count[principal] -= 1
+            if not self._count[principal]:
+                del self._count[principal]

@@ -1,0 +1,245 @@
+"""Who may use ``ragkit serve`` and how it holds up against careless or hostile clients: API
+keys, server-issued conversations private to their key, origins, slow and broken requests.
+A real server process on 127.0.0.1 (the kg pipeline over the bundled biomedical KG, which
+loads in a second), real HTTP, raw-socket and WebSocket clients."""
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+import websockets
+
+from ragkit.launch import free_port, running_http, serve_command
+
+KEY_A = "a" * 8 + "-test-key-0123456789"
+KEY_B = "b" * 8 + "-test-key-0123456789"
+APP_ORIGIN = "https://app.example"
+Q1 = "What symptoms do diseases treated by Aspirin have?"
+FOLLOW_UP = "and which of them affect the liver?"
+READ_TIMEOUT_S = 2
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from ragkit.kgqa.importer import import_kg
+    from ragkit.kgqa.store import open_typed_store
+
+    root = tmp_path_factory.mktemp("serve-access")
+    store = root / "biomed.json.gz"
+    with open_typed_store(str(store)) as kg:
+        import_kg("data/biomed/nodes.csv", "data/biomed/edges.csv", kg)
+    port = free_port()
+    log = root / "server.log"
+    command = serve_command(port, "--store", str(store), "--api-key", KEY_A, "--api-key", KEY_B,
+                            "--sessions-per-key", "3", "--read-timeout", str(READ_TIMEOUT_S),
+                            "--cors-origin", APP_ORIGIN, "--log-level", "info")
+    with running_http(command, f"http://127.0.0.1:{port}/health", timeout=120, log=log) as proc:
+        for _ in range(200):      # /ready answers 200 (without details) once the KG is in
+            if httpx.get(f"http://127.0.0.1:{port}/ready").status_code == 200:
+                break
+            time.sleep(0.1)
+        yield {"http": f"http://127.0.0.1:{port}", "ws": f"ws://127.0.0.1:{port}/ws", "port": port,
+               "proc": proc, "log": log}
+
+
+def auth(key):
+    return {"Authorization": f"Bearer {key}"}
+
+
+def ask(server, body, key=KEY_A, **kw):
+    return httpx.post(server["http"] + "/ask", json=body, headers={**auth(key), **kw.pop("headers", {})},
+                      timeout=60, **kw)
+
+
+def kg(question, session=None):
+    return {"question": question, "pipeline": "kg", "no_llm": True, **({"session": session} if session else {})}
+
+
+# --------------------------------------------------------------------------- keys
+def test_serve_refuses_to_listen_beyond_loopback_without_a_key():
+    env = {k: v for k, v in os.environ.items() if k != "RAGKIT_API_KEY"}
+    # --timeout 0 is refused too, later: a server that lost the check stops before it listens.
+    out = subprocess.run([sys.executable, "-m", "ragkit.cli", "serve", "--host", "0.0.0.0", "--port", "0",
+                          "--kg", "data/merged_knowledge_graph.json", "--timeout", "0"], capture_output=True,
+                         text=True, timeout=60, env=env)
+    assert out.returncode == 2
+    assert out.stderr.startswith("ragkit: error: --host 0.0.0.0: listening beyond loopback needs --api-key "
+                                 "or RAGKIT_API_KEY") and out.stderr.count("\n") == 1
+    out = subprocess.run([sys.executable, "-m", "ragkit.cli", "serve", "--host", "0.0.0.0",
+                          "--kg", "data/merged_knowledge_graph.json", "--timeout", "0"], capture_output=True,
+                         text=True, timeout=60, env={**env, "RAGKIT_API_KEY": "short"})
+    assert out.returncode == 2 and "must be at least 16 printable ASCII characters" in out.stderr
+
+
+def test_every_endpoint_but_health_needs_the_key(server):
+    for method, path in [("POST", "/ask"), ("GET", "/"), ("GET", "/docs"), ("GET", "/openapi.json")]:
+        for headers in ({}, auth("not-the-key-but-long-enough"), {"Authorization": KEY_A}):
+            response = httpx.request(method, server["http"] + path, headers=headers, json=kg(Q1))
+            assert response.status_code == 401, (path, headers)
+            assert response.json()["error"].startswith("authorization: ")
+            assert response.headers["www-authenticate"] == "Bearer"
+    assert httpx.get(server["http"] + "/health").json()["status"] == "ok"
+    assert httpx.get(server["http"] + "/ready").json() == {"ready": True}        # the status, no details
+    assert httpx.get(server["http"] + "/ready", headers=auth(KEY_B)).json()["pipelines"] == {"kg": "ready"}
+    for key in (KEY_A, KEY_B):
+        assert ask(server, kg(Q1), key=key).status_code == 200
+
+
+def test_the_websocket_handshake_needs_the_key(server):
+    async def main():
+        refused = []
+        for headers in ({}, auth("not-the-key-but-long-enough")):
+            with pytest.raises(websockets.InvalidStatus) as caught:
+                await websockets.connect(server["ws"], additional_headers=headers, open_timeout=10)
+            refused.append(caught.value.response)
+        async with websockets.connect(server["ws"], additional_headers=auth(KEY_A)) as ws:
+            await ws.send(json.dumps(kg(Q1)))
+            while (event := json.loads(await asyncio.wait_for(ws.recv(), 30)))["type"] not in ("result", "error"):
+                pass
+        return refused, event
+
+    refused, event = asyncio.run(main())
+    assert [r.status_code for r in refused] == [401, 401]
+    assert json.loads(refused[0].body)["error"] == "authorization: send the API key as 'Authorization: Bearer <key>'"
+    assert json.loads(refused[1].body)["error"] == "authorization: the API key is not valid"
+    assert event["type"] == "result" and event["trace"]["context_store"]["final_result"]
+    assert "without completing handshake" not in server["log"].read_text()
+
+
+# --------------------------------------------------------------------------- sessions
+def test_sessions_are_issued_by_the_server_and_private_to_their_key(server):
+    first = ask(server, kg(Q1, "new")).json()
+    session = first["session"]
+    assert len(session) >= 32 and session != "new"
+    follow = ask(server, kg(FOLLOW_UP, session)).json()
+    assert follow["session"] == session and '"them"' in follow["trace"]["standalone"]
+    stolen = ask(server, kg(FOLLOW_UP, session), key=KEY_B)            # another key: as if it did not exist
+    assert stolen.status_code == 404 and stolen.json()["error"].startswith(f"session: {session!r} is not open")
+    chosen = ask(server, kg(Q1, "ana"))                                 # ids are not the client's to choose
+    assert chosen.status_code == 404 and '"session": "new"' in chosen.json()["error"]
+    assert "session" not in ask(server, kg(Q1)).json()                  # no session asked, none opened
+
+
+def test_a_key_opening_many_sessions_drops_only_its_own(server):
+    mine = ask(server, kg(Q1, "new")).json()["session"]
+    theirs = [ask(server, kg(Q1, "new"), key=KEY_B).json()["session"] for _ in range(5)]   # 3 per key
+    assert ask(server, kg(FOLLOW_UP, mine)).status_code == 200
+    assert [ask(server, kg(FOLLOW_UP, s), key=KEY_B).status_code for s in theirs] == [404, 404, 200, 200, 200]
+
+
+def test_a_websocket_connection_is_a_server_issued_session_of_its_key(server):
+    async def main():
+        async with websockets.connect(server["ws"], additional_headers=auth(KEY_A)) as ws:
+            await ws.send(json.dumps(kg(Q1)))
+            start = json.loads(await ws.recv())
+        async with websockets.connect(f"{server['ws']}?session={start['session']}",
+                                      additional_headers=auth(KEY_B)) as ws:
+            refused = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 30)
+        return start, refused, closed.value.rcvd.code
+
+    start, refused, code = asyncio.run(main())
+    assert len(start["session"]) >= 32
+    assert refused["type"] == "error" and refused["status"] == 404 and code == 1008
+
+
+# --------------------------------------------------------------------------- origins and logs
+def test_web_pages_of_other_origins_are_refused_and_cors_is_only_for_the_one_given(server):
+    other = ask(server, kg(Q1), headers={"Origin": "http://evil.example"})
+    assert other.status_code == 403 and "access-control-allow-origin" not in other.headers
+    assert other.json()["error"] == "origin: http://evil.example may not use this server (allow it with --cors-origin)"
+    allowed = ask(server, kg(Q1), headers={"Origin": APP_ORIGIN})
+    assert allowed.status_code == 200 and allowed.headers["access-control-allow-origin"] == APP_ORIGIN
+    preflight = httpx.options(server["http"] + "/ask", headers={
+        "Origin": APP_ORIGIN, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization,content-type"})
+    assert preflight.status_code == 200 and "authorization" in preflight.headers["access-control-allow-headers"].lower()
+    same = ask(server, kg(Q1), headers={"Origin": server["http"]})          # the server's own pages (/docs)
+    assert same.status_code == 200
+
+
+def test_the_request_log_names_the_key_but_not_the_question(server):
+    secret = "What symptoms do diseases treated by Ibuprofen have?"
+    assert ask(server, kg(secret), key=KEY_B).status_code == 200
+    text = server["log"].read_text()
+    assert secret not in text and "Ibuprofen" not in text
+    assert "ask 200 pipeline=kg principal=key:" in text
+    assert KEY_A not in text and KEY_B not in text
+
+
+# --------------------------------------------------------------------------- slow and broken clients
+def raw_exchange(port, head, trickle=b"", every_s=0.5, limit_s=10):
+    """Send ``head``, then ``trickle`` a byte at a time; return what came back and when the
+    server closed the connection (seconds after ``head``)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=limit_s)
+    started = time.monotonic()
+    sock.sendall(head)
+    try:
+        for byte in trickle:
+            time.sleep(every_s)
+            sock.sendall(bytes([byte]))
+    except OSError:          # the server has closed it
+        pass
+    received = b""
+    try:
+        while chunk := sock.recv(4096):
+            received += chunk
+    except OSError:
+        pass
+    sock.close()
+    return received, time.monotonic() - started
+
+
+def test_headers_sent_a_byte_at_a_time_are_cut_off(server):
+    received, took = raw_exchange(server["port"], b"POST /ask HTTP/1.1\r\nHost: x\r\nX-Slow: ", b"y" * 40)
+    assert received.startswith(b"HTTP/1.1 408 ")
+    assert received.endswith(b'{"error": "request: headers not received within 2 s"}')
+    assert took < READ_TIMEOUT_S + 2
+
+
+def test_a_body_sent_a_byte_at_a_time_is_cut_off(server):
+    head = (b"POST /ask HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY_A.encode() +
+            b"\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n")
+    received, took = raw_exchange(server["port"], head, b"{" + b" " * 100)
+    assert received.startswith(b"HTTP/1.1 408 ") and b"connection: close" in received.lower()
+    assert received.endswith(b'{"error":"request: body not received within 2 s"}')
+    assert took < READ_TIMEOUT_S + 2
+
+
+def test_an_aborted_body_is_one_log_line_not_a_traceback(server):
+    head = (b"POST /ask HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY_A.encode() +
+            b"\r\nContent-Length: 500\r\n\r\n{\"question\": ")
+    sock = socket.create_connection(("127.0.0.1", server["port"]))
+    sock.sendall(head)
+    time.sleep(0.3)
+    sock.close()
+    for _ in range(50):
+        if "the client left before its body had come" in server["log"].read_text():
+            break
+        time.sleep(0.1)
+    text = server["log"].read_text()
+    assert text.count("ask: the client left before its body had come; nothing answered") == 1
+    assert "Traceback" not in text and "ClientDisconnect" not in text
+    assert ask(server, kg(Q1)).status_code == 200
+
+
+def test_an_oversized_websocket_message_is_an_error_event_and_the_connection_stays(server):
+    async def main():
+        async with websockets.connect(server["ws"], additional_headers=auth(KEY_A)) as ws:
+            await ws.send(json.dumps({"question": "y" * 70000, "pipeline": "kg"}))
+            too_big = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            await ws.send(json.dumps(kg(Q1)))
+            while (event := json.loads(await asyncio.wait_for(ws.recv(), 30)))["type"] not in ("result", "error"):
+                pass
+            return too_big, event
+
+    too_big, event = asyncio.run(main())
+    assert too_big == {"type": "error", "status": 413, "error": "request: 70034 bytes, over the 65536-byte limit"}
+    assert event["type"] == "result"
