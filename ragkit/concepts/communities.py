@@ -284,11 +284,13 @@ def inside_centrality(graph: ConceptGraph, label: np.ndarray) -> np.ndarray:
 def top_concepts(graph: ConceptGraph, members: list[int], centrality: np.ndarray,
                  limit: int = TOP_CONCEPTS) -> list[dict]:
     """The members by centrality (weighted degree inside × idf), best first, leaving out a
-    concept whose words overlap one already shown (a word n-gram of the same phrase)."""
+    concept whose words (of its key or its label) overlap one already shown: a word n-gram of
+    the same phrase, or a title that repeats a name ("4.2 SMF" after "SMF")."""
     ranked = sorted(members, key=lambda i: (-centrality[i], -graph.df[i], graph.keys[i]))
     chosen: list[int] = []
+    forms = lambda i: (graph.keys[i], concept_key(graph.labels[i]))     # noqa: E731 (an abbreviation's key is its long form)
     for i in ranked:
-        if any(_overlap(graph.keys[i], graph.keys[j]) for j in chosen):
+        if any(_overlap(a, b) for j in chosen for a in forms(i) for b in forms(j)):
             continue
         chosen.append(i)
         if len(chosen) == limit:
