@@ -1,9 +1,8 @@
 """Communities of a concept graph: the themes of a corpus, for questions about all of it
 (GraphRAG's global search, done without a model).
 
-1. **Detection**: Louvain modularity maximisation (Blondel et al., 2008;
-   ``networkx.community.louvain_communities``, fixed ``seed``, ``resolution`` 1) over the
-   CO_OCCURS weights. Every concept of the graph is in exactly one community; a concept with
+1. **Detection**: Louvain modularity maximisation (Blondel et al., 2008; ``louvain``, a
+   fixed ``seed``, ``resolution`` 1) over the CO_OCCURS weights. Every concept of the graph is in exactly one community; a concept with
    no CO_OCCURS edge is a community of its own.
 2. **Home chunks**: a chunk's home is the community holding most of its concepts (on a tie,
    the one with more concepts). A community's ``chunks`` is how many chunks it is home to:
@@ -26,7 +25,7 @@ small, or chunks sharing no concept) has no themes, and ``Communities.unavailabl
 Built with the concept graph (``ragkit index build --concepts``) and kept beside it in
 ``<index>/concepts/communities.json.gz``, so a question never recomputes them and a rebuild
 always does. Complexity: Louvain is about O(E log V) in practice; the rest is one pass over
-the MENTIONS and CO_OCCURS matrices (MuSiQue's 16,195 concepts: see docs/pipelines.md).
+the MENTIONS and CO_OCCURS matrices (MuSiQue's concepts: see docs/pipelines.md).
 
     >>> from ragkit.corpus import Doc
     >>> from ragkit.concepts.graph import ConceptGraph
@@ -172,19 +171,89 @@ class Communities:
 def louvain_partition(graph: ConceptGraph, *, seed: int = SEED,
                       resolution: float = RESOLUTION) -> tuple[np.ndarray, float]:
     """Each concept's community (an array of labels, not yet ordered) over the CO_OCCURS
-    weights, and the partition's modularity."""
-    import networkx as nx
+    weights (``louvain``), and the partition's modularity."""
+    adjacency = sp.csr_matrix(graph.cooccurs, dtype=np.float64)
+    adjacency.setdiag(0)
+    adjacency.eliminate_zeros()
+    label = louvain(adjacency, resolution=resolution, seed=seed)
+    return label, modularity(sp.triu(adjacency, k=1).tocoo(), label, resolution)
 
-    m = len(graph.keys)
-    g = nx.Graph()
-    g.add_nodes_from(range(m))
-    coo = sp.triu(graph.cooccurs, k=1).tocoo()
-    g.add_weighted_edges_from(zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist()))
-    parts = nx.community.louvain_communities(g, weight="weight", resolution=resolution, seed=seed)
-    label = np.empty(m, dtype=np.int64)
-    for i, part in enumerate(parts):
-        label[list(part)] = i
-    return label, modularity(coo, label, resolution)
+
+def louvain(adjacency: sp.spmatrix, *, resolution: float = RESOLUTION, seed: int = SEED,
+            max_passes: int = 100, threshold: float = 1e-7) -> np.ndarray:
+    """Louvain modularity maximisation (Blondel, Guillaume, Lambiotte and Lefebvre, 2008) of
+    a symmetric weighted graph: each node's community label (0, 1, ...).
+
+    Each level moves nodes, in a seeded random order, to the neighbouring community with the
+    best gain ``k_i,C − γ · k_i · Σ_tot(C) / 2m`` (the modularity change, times m, of joining C),
+    until a pass moves none; then the communities become the nodes of the next level. A node
+    moves only when the gain beats staying by more than round-off (``1e-12 · k_i``), so every
+    move raises modularity and the loop ends: networkx 3.6's ``louvain_communities`` can
+    cycle forever between equal gains that round-off makes unequal (networkx issue 8739),
+    and it did on MuSiQue's concept graph. Levels stop when modularity gains less than
+    ``threshold``. A pass is O(edges); a few passes and levels are the usual.
+
+    >>> two_triangles = sp.csr_matrix(np.array([[0, 1, 1, 0, 0, 0], [1, 0, 1, 0, 0, 0], [1, 1, 0, 1, 0, 0],
+    ...                                          [0, 0, 1, 0, 1, 1], [0, 0, 0, 1, 0, 1], [0, 0, 0, 1, 1, 0]]))
+    >>> louvain(two_triangles).tolist()
+    [0, 0, 0, 1, 1, 1]
+    """
+    a = sp.csr_matrix(adjacency, dtype=np.float64)
+    n = a.shape[0]
+    label = np.arange(n)
+    two_m = a.sum()
+    if two_m <= 0:
+        return label
+    rng = np.random.default_rng(seed)
+    edges = sp.triu(a).tocoo()                      # each edge once, to measure modularity
+    quality = modularity(edges, label, resolution)
+    while True:
+        community = _one_level(a, two_m, resolution, rng, max_passes)
+        _, community = np.unique(community, return_inverse=True)
+        if community.max() + 1 == a.shape[0]:
+            break                                   # no node moved: nothing to aggregate
+        label = community[label]
+        better = modularity(edges, label, resolution)
+        members = sp.csr_matrix((np.ones(len(community)), (np.arange(len(community)), community)))
+        a = sp.csr_matrix(members.T @ a @ members)
+        if better - quality <= threshold:
+            break
+        quality = better
+    _, label = np.unique(label, return_inverse=True)
+    return label
+
+
+def _one_level(a: sp.csr_matrix, two_m: float, resolution: float, rng, max_passes: int) -> np.ndarray:
+    """One level of Louvain's local moving: each node's community (of this level's nodes)."""
+    n = a.shape[0]
+    degree = np.asarray(a.sum(axis=1)).ravel().tolist()
+    total = list(degree)                            # Σ_tot of each community
+    community = list(range(n))
+    indptr, indices, data = a.indptr.tolist(), a.indices.tolist(), a.data.tolist()
+    for _ in range(max_passes):
+        moved = 0
+        for i in rng.permutation(n).tolist():
+            k_i, own = degree[i], community[i]
+            links: dict[int, float] = {}
+            for j, w in zip(indices[indptr[i]:indptr[i + 1]], data[indptr[i]:indptr[i + 1]]):
+                if j != i:
+                    c = community[j]
+                    links[c] = links.get(c, 0.0) + w
+            total[own] -= k_i
+            share = resolution * k_i / two_m
+            best, best_gain = own, links.get(own, 0.0) - share * total[own]
+            margin = 1e-12 * max(k_i, 1e-300)
+            for c, w in links.items():
+                gain = w - share * total[c]
+                if gain > best_gain + margin:
+                    best, best_gain = c, gain
+            total[best] += k_i
+            if best != own:
+                community[i] = best
+                moved += 1
+        if not moved:
+            break
+    return np.asarray(community)
 
 
 def modularity(edges: sp.coo_matrix, label: np.ndarray, resolution: float = RESOLUTION) -> float:
@@ -458,6 +527,7 @@ def coverage(community: Community, chunks: int) -> float:
     return community.chunks / chunks if chunks else 0.0
 
 
-__all__ = ["Communities", "Community", "detect_communities", "louvain_partition", "top_concepts",
+__all__ = ["Communities", "Community", "detect_communities", "louvain_partition", "louvain", "modularity",
+           "top_concepts",
            "representatives", "extractive_summary", "mentioned_concepts", "ConceptMatcher", "split_sentences", "coverage",
            "MIN_CHUNKS", "SEED", "RESOLUTION"]
