@@ -14,7 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-from .config import DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS, METHODS, RERANKS, SEARCH_K, GraphConfig, LexicalConfig
+from .config import CONCEPT_METHODS, DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS, METHODS, RERANKS, SEARCH_K, GraphConfig, LexicalConfig
 from .embeddings import EMBEDDER_CHOICES, EMBEDDERS
 from .errors import InputError, RagkitError
 from .pipelines import PIPELINES
@@ -74,6 +74,7 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
         dense_info = {"embedder": embedder, "embedder_reason": reason, "dir": str(folder), **asdict(report)}
     concepts_info = None
     if args.concepts:
+        from .concepts.build import save_communities
         from .concepts.graph import ConceptGraph, read_extractions
         from .retrieval.search import concepts_dir_for
 
@@ -99,6 +100,8 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
         if concept_store is not None:
             concepts_info["store"] = concept_store.write(graph, rows).to_dict()
         graph.save(folder, rows)
+        # The communities are recomputed on every build (retrieval/communities.py reads them).
+        _, concepts_info["communities"] = save_communities(graph, docs, folder)
         if labels is not None:
             labels.save(vectors_path(folder, embedder), graph)
         index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
@@ -123,7 +126,8 @@ def _concepts_line(concepts: dict) -> str:
     return (f"concept graph: {concepts['concepts']} concepts, {concepts['mentions']} mentions, "
             f"{concepts['cooccurrences']} co-occurrences ({concepts['extracted']} chunks extracted, "
             f"{concepts['reused']} reused, {concepts['removed']} removed) in {concepts['seconds']} s"
-            + (f"; {labels['labels']} label vectors ({labels['embedded']} embedded)" if labels else ""))
+            + (f"; {labels['labels']} label vectors ({labels['embedded']} embedded)" if labels else "")
+            + (f"; {_communities_line(concepts['communities'])}" if concepts.get("communities") else ""))
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
@@ -133,9 +137,18 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _communities_line(info: dict) -> str:
+    if info["unavailable"]:
+        return f"{info['communities']} communities, none a theme: {info['unavailable']}"
+    largest = ", ".join(str(c["chunks"]) for c in info["largest"])
+    return (f"{info['communities']} communities, {info['themes']} of them themes (home to {info['min_chunks']} chunks or more; "
+            f"the largest to {largest} chunks) in {info['seconds']} s")
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from .config import LexicalConfig
     from .pipelines.base import check_question
+    from .retrieval.communities import load_communities, rank_communities, route
     from .retrieval.search import load_concepts, load_dense, load_index, retrieve
 
     query = check_question(args.query)
@@ -143,6 +156,14 @@ def cmd_search(args: argparse.Namespace) -> int:
     config = LexicalConfig(k=args.k, mmr=args.mmr,
                            mmr_lambda=args.mmr_lambda, method=args.method, fusion=args.fusion,
                            alpha=args.alpha, rerank=args.rerank, rerank_depth=args.rerank_depth)
+    communities = load_communities(args.index) if args.method in CONCEPT_METHODS else None
+    routed = route(args.method, query, communities, load_concepts(args.index) if communities else None, index)
+    if routed.communities:
+        results = [h.to_dict() for h in rank_communities(communities, routed.broad, args.k)]
+        human = "\n".join(f"{i + 1:>2}. {r['score']:8.3f}  {r['doc_id']}  {r['title']} ({r['chunks']} chunks)"
+                          for i, r in enumerate(results))
+        _emit({"results": results, "method": "communities", "method_reason": routed.reason}, args.json, human)
+        return 0
     dense = load_dense(index, args.index) if args.method != "bm25" else None
     concepts = load_concepts(args.index, dense) if args.method in GRAPH_METHODS else None
     reranker = None

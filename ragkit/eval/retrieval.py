@@ -75,6 +75,9 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
 
     if method not in METHODS:
         raise InputError(f"--method: must be one of {', '.join(METHODS)}, got {method!r}")
+    if method == "communities":
+        raise InputError("--method communities: answers from community summaries and ranks no chunks, "
+                         "so there is no ranking to score")
     if fusion is not None and fusion not in FUSIONS:
         raise InputError(f"--fusion: must be one of {', '.join(FUSIONS)}, got {fusion!r}")
     if limit is not None and limit < 1:
