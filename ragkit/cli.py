@@ -69,7 +69,8 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
         embedder, reason = choose_embedder(args.dense, language.lang)
         # Built in place first (reusing unchanged vectors); save() then moves them along.
         folder = dense_dir_for(args.out)
-        report = DenseIndex(folder, embedder).build(docs, progress=_progress(args))
+        dense_index = DenseIndex(folder, embedder)
+        report = dense_index.build(docs, progress=_progress(args))
         index.meta["dense"] = {"embedder": embedder}
         dense_info = {"embedder": embedder, "embedder_reason": reason, "dir": str(folder), **asdict(report)}
     concepts_info = None
@@ -90,9 +91,8 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
         labels = None
         if getattr(args, "concept_vectors", False):
             from .concepts.vectors import LabelVectors, vectors_path
-            from .embeddings import EMBEDDERS
 
-            embedder = EMBEDDERS[dense_info["embedder"]]()
+            embedder = dense_index.embedder        # the model the chunks were embedded with, loaded once
             labels = LabelVectors.build(graph, embedder, progress=_progress(args),
                                         previous=LabelVectors.read(vectors_path(folder, embedder)))
             concepts_info["label_vectors"] = {"embedder": embedder.name, "labels": len(labels.concepts),

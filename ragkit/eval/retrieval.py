@@ -196,15 +196,14 @@ def answer_figures(questions: Mapping[str, str], hits: Mapping[str, Sequence[Hit
     f1 of the extractive answer (the lexical pipeline's no-model answer: the top 5 chunks'
     sentences that share the most words with the question, citations removed), the best
     over the gold answers."""
-    import re
-
+    from ..llm.claims import strip_citations
     from ..pipelines.lexical import extractive_answer
     from .answers import best_of, exact_match, holds_gold, token_f1
 
     rows = []
     for qid, top in hits.items():
         golds = gold[qid]
-        answer = re.sub(r"\s*\[\d+\]", "", extractive_answer(questions[qid], list(top), False))
+        answer = strip_citations(extractive_answer(questions[qid], list(top), False))
         rows.append({"r2": holds_gold([h.text for h in top[:2]], golds),
                      "r5": holds_gold([h.text for h in top[:5]], golds),
                      "em": best_of(exact_match, answer, golds), "f1": best_of(token_f1, answer, golds)})
