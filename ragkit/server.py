@@ -60,6 +60,9 @@ def replacement(written: dict[int, list[str]], data: dict) -> dict:
     return {"replaced": True, "replaced_because": why}
 
 
+HEALTH_TTL_S = 2.0       # /ready asks the sources again after this long
+
+
 @dataclass(frozen=True)
 class ServeLimits:
     max_body: int = 64 * 1024        # bytes in one request body or WebSocket message
@@ -233,7 +236,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
     async def lifespan(app: FastAPI):
         loop = asyncio.get_running_loop()
         # Load the sources in the background: /ready says 503 until they are in.
-        warming = loop.run_in_executor(pool, service.warm)
+        warming = loop.run_in_executor(pool, service.health)
         warming.add_done_callback(lambda f: state.update(warm=f.result() if not f.exception() else
                                                          {"*": f"error: {f.exception()}"}))
         yield
@@ -327,9 +330,21 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
     async def health():
         return {"status": "ok", "uptime_s": round(time.time() - state["started"], 1)}
 
+    async def current_health() -> dict | None:
+        """The sources' health: None while they load; after that asked again (in a thread:
+        a server store's check may wait up to its connect timeout) at most once per
+        ``HEALTH_TTL_S``, so a store that stops makes /ready false, and true when back."""
+        if state["warm"] is None:
+            return None
+        if time.monotonic() - state.get("checked", 0.0) > HEALTH_TTL_S:
+            state["checked"] = time.monotonic()
+            loop = asyncio.get_running_loop()
+            state["warm"] = await loop.run_in_executor(None, service.health)
+        return state["warm"]
+
     @app.get("/ready")
     async def ready(request: Request):
-        warm = state["warm"]
+        warm = await current_health()
         body = {"ready": bool(warm) and all(v == "ready" for v in warm.values()),
                 "pipelines": warm or {p: "loading" for p in service.available()},
                 "llm": service.llm_config.server_url or "gguf in process"}

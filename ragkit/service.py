@@ -123,12 +123,14 @@ class Service:
                     self._loaded[name] = pipeline.load(where, self.sources)
         return self._loaded[name]
 
-    def warm(self) -> dict[str, str]:
-        """Load every configured source now; ``{pipeline: "ready" | the error}``."""
+    def health(self) -> dict[str, str]:
+        """``{pipeline: "ready" | the error}`` now: each loaded source is asked whether it
+        still answers (a Neo4j that stopped is an error here, and ready again when it is
+        back); one not loaded yet is loaded."""
         status = {}
         for pipeline in self.available():
             try:
-                self.source(pipeline)
+                get_pipeline(pipeline).ping(self.source(pipeline))
                 status[pipeline] = "ready"
             except Exception as exc:  # reported by readiness, not raised
                 status[pipeline] = f"error: {exc}"

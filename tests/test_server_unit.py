@@ -28,7 +28,7 @@ class StandIn:
     def available(self):
         return ["kg"]
 
-    def warm(self):
+    def health(self):
         return {"kg": "ready"}
 
     def answer(self, request, on_token=None):

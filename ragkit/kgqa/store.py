@@ -89,6 +89,10 @@ class TypedStore(ABC):
         """The nodes one ``relation`` edge away from ``ids`` (``out``: ids → node, ``in``:
         node → ids), of ``target_type`` if given, sorted; and the edges that reached them."""
 
+    def ping(self) -> None:
+        """Check the store still answers (``StoreUnavailableError`` if not); an embedded
+        store, loaded in memory, always does."""
+
     def close(self) -> None:
         """Release connections (nothing to do for an embedded store)."""
 
@@ -253,6 +257,9 @@ class Neo4jTypedStore(TypedStore):
         found = {r["b"]["id"]: _plain(r["b"]) for r in records}
         edges = [Edge(r["s"], relation, r["t"], dict(r["props"])) for r in records]
         return _sorted_nodes(found.values()), _edge_sort(edges)
+
+    def ping(self) -> None:
+        self._conn.ping()
 
     def close(self) -> None:
         self._conn.close()

@@ -197,6 +197,12 @@ class Pipeline(ABC):
         if hasattr(loaded, "close"):
             loaded.close()
 
+    def ping(self, loaded: Any) -> None:
+        """Check a loaded source still answers (a store on a server may have gone away):
+        ``StoreUnavailableError`` if not. Sources in memory or in files always do."""
+        if hasattr(loaded, "ping"):
+            loaded.ping()
+
     def config_from(self, request: Any) -> Any:
         return None
 

@@ -62,6 +62,9 @@ class KGPipeline(Pipeline):
     def close(self, loaded: KGQA) -> None:
         loaded.store.close()
 
+    def ping(self, loaded: KGQA) -> None:
+        loaded.store.ping()
+
     def config_from(self, request) -> KGQuery:
         return KGQuery(history=tuple(request.history or ()), llm_planner=request.llm_planner)
 

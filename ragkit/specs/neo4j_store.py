@@ -248,5 +248,8 @@ class Neo4jStore(GraphStore):
                 for r in records if r["spec_id"] is not None]
         return {"term": _term(records[0]["t"]).to_dict(), "defined_in": docs}
 
+    def ping(self) -> None:
+        self.connection.ping()
+
     def close(self) -> None:
         self.connection.close()

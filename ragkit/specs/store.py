@@ -187,6 +187,10 @@ class GraphStore(ABC):
     def term_neighbourhood(self, term_id: str) -> dict:
         """A term, the documents it is DEFINED_IN, and how many chunks each has."""
 
+    def ping(self) -> None:
+        """Check the store still answers (``StoreUnavailableError`` if not); an embedded
+        store, loaded in memory, always does."""
+
     def close(self) -> None:
         """Release connections (nothing to do for an embedded store)."""
 

@@ -20,6 +20,9 @@ from ..errors import StoreUnavailableError
 T = TypeVar("T")
 
 BATCH = 1000
+CONNECT_TIMEOUT_S = 5.0
+RETRY_S = 5.0        # transient errors of one transaction retried for this long
+RATE_LIMITED = "Neo.ClientError.Security.AuthenticationRateLimit"
 DEFAULT_USER = "neo4j"
 DEFAULT_PASSWORD = "ragkit-neo4j"   # what tools/neo4j's launcher sets on a new data folder
 BOLT_SCHEMES = ("bolt://", "bolt+s://", "neo4j://", "neo4j+s://")
@@ -37,7 +40,7 @@ class Neo4jConnection:
     def __init__(self, uri: str, user: str | None = None, password: str | None = None,
                  database: str | None = None):
         import neo4j
-        from neo4j.exceptions import AuthError, ServiceUnavailable
+        from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
 
         settings = Settings.from_env()
         self.uri = uri
@@ -46,14 +49,24 @@ class Neo4jConnection:
         password = password or settings.neo4j_password or DEFAULT_PASSWORD
         # No server notifications: a query on an empty store names labels that do not exist
         # yet, and the driver would log that hint on stderr, where an error is one line.
-        self.driver = neo4j.GraphDatabase.driver(uri, auth=(user, password),
-                                                 notifications_min_severity="OFF")
+        # Short timeouts and retries: a Neo4j that went away is an error in seconds, not
+        # after the driver's 30 s of retrying (a server's question would time out first).
+        self.driver = neo4j.GraphDatabase.driver(uri, auth=(user, password), notifications_min_severity="OFF",
+                                                 connection_timeout=CONNECT_TIMEOUT_S,
+                                                 connection_acquisition_timeout=2 * CONNECT_TIMEOUT_S,
+                                                 max_transaction_retry_time=RETRY_S)
         try:
             self.driver.verify_connectivity()
         except AuthError:
             self.driver.close()
             raise StoreUnavailableError(f"store {uri}: Neo4j refused user {user!r} and its password "
                                         f"(set NEO4J_USER / NEO4J_PASSWORD)") from None
+        except ClientError as exc:
+            self.driver.close()
+            if exc.code == RATE_LIMITED:
+                raise StoreUnavailableError(f"store {uri}: Neo4j refuses logins of user {user!r} for a few "
+                                            f"seconds after too many wrong passwords; try again shortly") from None
+            raise StoreUnavailableError(f"store {uri}: Neo4j refused the connection ({exc.code})") from None
         except (ServiceUnavailable, OSError) as exc:
             self.driver.close()
             raise StoreUnavailableError(f"store {uri}: Neo4j is not reachable ({type(exc).__name__}); "
@@ -62,11 +75,15 @@ class Neo4jConnection:
     @contextlib.contextmanager
     def _reachable(self) -> Iterator[None]:
         """Turn a connection lost after start-up into the same one-line error."""
-        from neo4j.exceptions import ServiceUnavailable, SessionExpired
+        from neo4j.exceptions import (ConnectionPoolError, DatabaseUnavailable, IncompleteCommit,
+                                      ServiceUnavailable, SessionExpired)
 
         try:
             yield
-        except (ServiceUnavailable, SessionExpired, OSError) as exc:
+        except IncompleteCommit:
+            raise StoreUnavailableError(f"store {self.uri}: Neo4j went away while committing; the write may "
+                                        "or may not have been applied (run it again)") from None
+        except (ServiceUnavailable, SessionExpired, ConnectionPoolError, DatabaseUnavailable, OSError) as exc:
             raise StoreUnavailableError(f"store {self.uri}: Neo4j stopped answering "
                                         f"({type(exc).__name__})") from None
 
@@ -93,6 +110,11 @@ class Neo4jConnection:
         """``batched`` inside the transaction ``tx``."""
         for start in range(0, len(rows), batch):
             tx.run(query, rows=list(rows[start:start + batch])).consume()
+
+    def ping(self) -> None:
+        """Nothing when the server answers; else ``StoreUnavailableError`` naming it."""
+        with self._reachable():
+            self.driver.verify_connectivity()
 
     def close(self) -> None:
         self.driver.close()

@@ -28,7 +28,16 @@ def free_port() -> int:
 @contextlib.contextmanager
 def running_neo4j(data_dir: str | os.PathLike, port: int | None = None,
                   password: str = DEFAULT_PASSWORD, timeout: float = 180.0) -> Iterator[str]:
-    """Run the launcher on ``data_dir``; yield its bolt:// URI; stop it on exit.
+    """Run the launcher on ``data_dir``; yield its bolt:// URI; stop it on exit."""
+    with running_neo4j_process(data_dir, port, password, timeout) as (uri, _):
+        yield uri
+
+
+@contextlib.contextmanager
+def running_neo4j_process(data_dir: str | os.PathLike, port: int | None = None, password: str = DEFAULT_PASSWORD,
+                          timeout: float = 180.0) -> Iterator[tuple[str, subprocess.Popen]]:
+    """``running_neo4j``, yielding the URI and the database's process (which a fault test
+    kills).
 
     The launcher watches its standard input: closing it shuts the database down cleanly,
     and a parent that dies takes the database with it.
@@ -50,7 +59,7 @@ def running_neo4j(data_dir: str | os.PathLike, port: int | None = None,
                 break
         if not line.startswith("READY"):
             raise RagkitError(f"neo4j launcher: did not start on port {port} ({line.strip() or 'no output'})")
-        yield f"bolt://127.0.0.1:{port}"
+        yield f"bolt://127.0.0.1:{port}", proc
     finally:
         if proc.stdin:
             proc.stdin.close()
