@@ -105,3 +105,23 @@ def test_split_sentences_joins_wrapped_lines():
 
 def test_extractive_answer_without_hits():
     assert extractive_answer("x", [], procedural=False) == NOT_ENOUGH_VI
+
+
+def test_a_huge_document_gives_at_most_its_budgeted_share(tmp_path, gguf):
+    """A 4 MB document with no sentence end: the answer, its evidence and its check hold a
+    context budget's worth of it (counted with the model's tokenizer), not the document."""
+    import json
+
+    from ragkit.cli import main
+
+    words = ["pump", "valve", "pressure", "oil", "filter", "drill", "bearing", "motor"]
+    huge = "The oil level must be checked before drilling. " + " ".join(words[i % 8] for i in range(700_000))
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"_id": "huge", "title": "Log", "text": huge}) + "\n"
+                      + json.dumps({"_id": "small", "text": "Check the oil level before starting the drill."}) + "\n")
+    assert main(["index", "build", "--corpus", str(corpus), "--out", str(tmp_path / "ix")]) == 0
+    answer = ask_lexical("When must the oil level be checked?", tmp_path / "ix", use_llm=False)
+    budget = answer.trace["context_budget"]
+    assert "checked before drilling" in answer.answer
+    assert gguf.count_tokens(answer.answer) <= budget + 64
+    assert all(gguf.count_tokens(e) <= budget + 16 for e in answer.evidence)

@@ -1,6 +1,9 @@
 """Token-budgeted context (lexical RAG design, section 5): join the chunks, and while the context is
 over budget drop the least relevant (last) one; a single chunk still over budget is cut.
 
+Every chunk is first cut to the whole budget (``token_prefix``): a 20 MB document contributes
+at most a budget's worth of text, and is never tokenized whole.
+
 Text that travels with the chunks (the step outline extracted from them) can be counted
 against the same budget through ``extra``, so dropping a chunk also drops its steps.
 """
@@ -20,7 +23,29 @@ class BudgetedContext:
     kept: int          # how many chunks made it in (a prefix of the input)
     dropped: int
     tokens: int        # tokens of text + extra
-    truncated: bool    # the one kept chunk was cut to fit
+    truncated: bool    # a kept chunk was cut to fit
+    chunks: tuple[str, ...] = ()   # the kept chunks as they are in ``text`` (cut ones cut)
+
+
+def token_prefix(text: str, count_tokens: Callable[[str], int], budget: int) -> str:
+    """The longest prefix of ``text`` of at most ``budget`` tokens, counted with the real
+    tokenizer. A prefix of a few times the budget in characters is measured first and grown
+    only while it still fits, so a huge text costs about what its kept part does."""
+    if budget <= 0:
+        return ""
+    n = min(len(text), 4 * budget)
+    while count_tokens(text[:n]) <= budget:
+        if n == len(text):
+            return text
+        n = min(len(text), 2 * n)
+    lo, hi = 0, n - 1                  # text[:n] is over; the answer is shorter
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count_tokens(text[:mid]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]
 
 
 def fit_context(chunks: Sequence[str], count_tokens: Callable[[str], int], budget: int,
@@ -35,12 +60,11 @@ def fit_context(chunks: Sequence[str], count_tokens: Callable[[str], int], budge
         more = extra(kept) if extra else ""
         return text, more, count_tokens(text) + (count_tokens(more) if more else 0)
 
-    kept = list(chunks)
+    kept = [token_prefix(chunk, count_tokens, budget) for chunk in chunks]
     text, more, used = measure(kept)
     while used > budget and len(kept) > 1:
         kept.pop()
         text, more, used = measure(kept)
-    truncated = False
     if used > budget and kept:
         # One chunk alone is too long: keep its longest prefix that fits (binary search on
         # characters, measured with the real tokenizer).
@@ -54,6 +78,6 @@ def fit_context(chunks: Sequence[str], count_tokens: Callable[[str], int], budge
                 hi = mid - 1
         kept = [whole[:lo]]
         text, more, used = measure(kept)
-        truncated = True
+    truncated = any(len(a) < len(b) for a, b in zip(kept, chunks))
     return BudgetedContext(text=text, extra=more, kept=len(kept), dropped=len(chunks) - len(kept),
-                           tokens=used, truncated=truncated)
+                           tokens=used, truncated=truncated, chunks=tuple(kept))

@@ -46,10 +46,24 @@ _QUOTED_RULE = {
 }
 
 
+# What a document could use to step out of its quotation: the fences themselves, and the
+# chat template's control tokens (``<|im_end|>``), which the model's tokenizer would read as
+# the end of the user's turn. Shown with look-alike angle quotes instead, they stay text.
+_BREAKOUT = re.compile(r"<<<|>>>|<\||\|>")
+_INERT = {"<<<": "\u2039\u2039\u2039", ">>>": "\u203a\u203a\u203a", "<|": "\u2039|", "|>": "|\u203a"}
+
+
+def inert(text: str) -> str:
+    """``text`` with every fence and chat-template marker made plain text."""
+    return _BREAKOUT.sub(lambda m: _INERT[m.group()], text)
+
+
 def quoted_evidence(text: str, language: str) -> str:
-    """``text`` (the retrieved documents) between the fences the rule line names."""
+    """``text`` (the retrieved documents, made ``inert``) between the fences the rule line
+    names."""
     begin, end = _QUOTED[language]
-    return f"{EVIDENCE_FENCE[0]}{begin}{EVIDENCE_FENCE[1]}\n{text}\n{EVIDENCE_FENCE[0]}{end}{EVIDENCE_FENCE[1]}"
+    return (f"{EVIDENCE_FENCE[0]}{begin}{EVIDENCE_FENCE[1]}\n{inert(text)}\n"
+            f"{EVIDENCE_FENCE[0]}{end}{EVIDENCE_FENCE[1]}")
 
 
 _REFUSAL_RULE = {"vi": " Nếu bằng chứng không đủ để trả lời, chỉ viết: '{refusal}'",
@@ -155,6 +169,6 @@ def lexical_messages(question: str, context: str, outline: Sequence[str], langua
     template, system = (USER_TEMPLATE_VI, SYSTEM_VI) if language == "vi" else (USER_TEMPLATE_EN, SYSTEM_EN)
     empty = ("(trống)", NO_OUTLINE) if language == "vi" else ("(empty)", "(none)")
     user = template.format(context=quoted_evidence(context, language) if context else empty[0],
-                           outline="\n".join(outline) if outline else empty[1],
+                           outline=inert("\n".join(outline)) if outline else empty[1],
                            question=question.strip())
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -10,7 +10,7 @@ Each stage runs inside the shared profiler, so ``timings_ms`` is the design's la
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from ..answering import Check, Draft, grounding_check
 from ..config import CONCEPT_METHODS, GRAPH_METHODS, LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError
 from ..llm.base import LLM
-from ..llm.budget import fit_context
+from ..llm.budget import fit_context, token_prefix
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
                            lexical_messages, numbered_evidence)
 from ..retrieval.bm25 import BM25Index, Hit
@@ -102,21 +102,23 @@ class LexicalPipeline(Pipeline):
         procedural = is_procedural_query(question)
         language = answer_language(question, "vi")
         with profiler.stage("token_counting"):
-            empty_prompt = lexical_messages(question, "", [], language)
+            # The prompt without documents, their fences included (" " stands for them).
+            empty_prompt = lexical_messages(question, " ", [], language)
             prompt_tokens = sum(model.count_tokens(m["content"]) for m in empty_prompt) \
                 + _TEMPLATE_OVERHEAD * len(empty_prompt)
-            room = llm_config.n_ctx - llm_config.max_tokens - prompt_tokens
-            if room <= 0:
+            limit = llm_config.n_ctx - llm_config.max_tokens
+            if limit - prompt_tokens <= 0:
                 raise ContextTooLongError(
                     f"question: too long for the model's context ({prompt_tokens} prompt tokens + "
                     f"{llm_config.max_tokens} for the answer > n_ctx {llm_config.n_ctx})")
             # The design reserves 150 tokens for the instructions; a longer question takes more.
-            budget = llm_config.n_ctx - llm_config.max_tokens - max(prompt_tokens, llm_config.prompt_tokens)
+            budget = limit - max(prompt_tokens, llm_config.prompt_tokens)
+            # A huge document gives at most the whole budget's worth of its text, to the
+            # prompt, the evidence answer, the check and the answer's evidence alike.
+            selected = [replace(h, text=token_prefix(h.text, model.count_tokens, budget)) for h in selected]
             chunks = [format_chunk(i + 1, h.title, h.text) for i, h in enumerate(selected)]
-            # The outline is cut from the same chunks, so it shares their budget.
-            context = fit_context(chunks, model.count_tokens, budget,
-                                  extra=lambda kept: "\n".join(extract_outline(kept))) if chunks else None
-            outline = extract_outline(chunks[: context.kept]) if context else []
+            context = _fit_lexical_prompt(question, chunks, language, model, budget, limit) if chunks else None
+        outline = extract_outline([h.text for h in selected[: context.kept]]) if context else []
         used = selected[: context.kept] if context else []
         citations = [Citation(id=i + 1, doc_id=h.doc_id, title=h.title, source=h.source,
                               score=round(h.score, 6)) for i, h in enumerate(used)]
@@ -138,8 +140,9 @@ class LexicalPipeline(Pipeline):
         # Each outline step ends with the number of the chunk it was cut from, as the answer's
         # lines should.
         step_sources = outline_sources(outline, [h.text for h in used])
-        cited_outline = [f"{step} [{n}]" for step, n in zip(outline, step_sources)]
-        prompt = (lambda _model: (lexical_messages(question, context.text, cited_outline, language), None)
+        # The prompt holds what was fitted to the context: the chunks and outline as cut.
+        fitted_outline = context.extra.splitlines() if context else []
+        prompt = (lambda _model: (lexical_messages(question, context.text, fitted_outline, language), None)
                   ) if used else None
         draft = Draft(evidence_answer=extractive_answer(question, used, procedural),
                       check=grounding_check(evidence + outline, question), prompt=prompt,
@@ -287,6 +290,26 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
         concepts = load_concepts(folder, dense) if folder is not None and (
             config.method in GRAPH_METHODS or communities is not None) else None
     return LexicalPipeline().ask(question, (index, dense, concepts, communities), config, ctx)
+
+
+def _cited_outline(texts: list[str]) -> str:
+    """The step outline of ``texts``, each step ending with the number of its text."""
+    outline = extract_outline(texts)
+    return "\n".join(f"{step} [{n}]" for step, n in zip(outline, outline_sources(outline, texts)))
+
+
+def _fit_lexical_prompt(question: str, chunks: list[str], language: str, model, budget: int, limit: int):
+    """The chunks (and the outline cut from them, which shares their budget) that fit
+    ``budget``; should the whole prompt, measured as it will be sent, still be over
+    ``limit`` tokens, the budget shrinks by the excess and they are fitted again."""
+    for _ in range(4):
+        context = fit_context(chunks, model.count_tokens, budget, extra=lambda kept: _cited_outline(kept))
+        messages = lexical_messages(question, context.text, context.extra.splitlines(), language)
+        tokens = sum(model.count_tokens(m["content"]) for m in messages) + _TEMPLATE_OVERHEAD * len(messages)
+        if tokens <= limit or budget <= 64:
+            return context
+        budget -= tokens - limit
+    return context
 
 
 def outline_sources(outline: list[str], texts: list[str]) -> list[int]:
