@@ -62,48 +62,56 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
     index.meta["corpus"] = str(Path(args.corpus).resolve())
     language = index.language
     dense_info = None
-    if args.dense:
-        from .embeddings import choose_embedder
-        from .retrieval.dense import DenseIndex
-        from .retrieval.search import dense_dir_for
-
-        embedder, reason = choose_embedder(args.dense, language.lang)
-        # Built in place first (reusing unchanged vectors); save() then moves them along.
-        folder = dense_dir_for(args.out)
-        report = DenseIndex(folder, embedder).build(docs, progress=_progress(args))
-        index.meta["dense"] = {"embedder": embedder}
-        dense_info = {"embedder": embedder, "embedder_reason": reason, "dir": str(folder), **asdict(report)}
     concepts_info = None
-    if args.concepts:
-        from .concepts.graph import ConceptGraph, read_extractions
-        from .retrieval.search import concepts_dir_for
+    from .retrieval.search import concepts_dir_for, dense_dir_for
+    from .stores.files import atomic_dir
 
-        # Built in place first (re-extracting only the chunks whose text changed, as the
-        # folder or else the store last kept them); save() then moves the folder along.
-        folder = concepts_dir_for(args.out)
-        previous = read_extractions(folder)
-        if previous is None and concept_store is not None:
-            previous = concept_store.extractions()
-        graph, rows, report = ConceptGraph.build(docs, previous=previous,
-                                                 progress=_progress(args), what=f"corpus {args.corpus}")
-        concepts_info = {"dir": str(folder), **asdict(report)}
-        labels = None
-        if getattr(args, "concept_vectors", False):
-            from .concepts.vectors import LabelVectors, vectors_path
-            from .embeddings import EMBEDDERS
+    live = Path(args.out)
+    # Everything is written into the index's next version (vectors and concept graph
+    # included, reusing what the live version has by reading it); the live version is only
+    # read, and replaced by one switch of the folder symlink when all of it is written.
+    with atomic_dir(live) as staging:
+        if args.dense:
+            from .embeddings import choose_embedder
+            from .retrieval.dense import DenseIndex
 
-            embedder = EMBEDDERS[dense_info["embedder"]]()
-            labels = LabelVectors.build(graph, embedder, progress=_progress(args),
-                                        previous=LabelVectors.read(vectors_path(folder, embedder)))
-            concepts_info["label_vectors"] = {"embedder": embedder.name, "labels": len(labels.concepts),
-                                              "embedded": labels.embedded}
-        if concept_store is not None:
-            concepts_info["store"] = concept_store.write(graph, rows).to_dict()
-        graph.save(folder, rows)
-        if labels is not None:
-            labels.save(vectors_path(folder, embedder), graph)
-        index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
-    index.save(args.out)
+            embedder, reason = choose_embedder(args.dense, language.lang)
+            folder = dense_dir_for(staging)
+            report = DenseIndex(folder, embedder).build(docs, progress=_progress(args),
+                                                        previous=dense_dir_for(live.resolve()))
+            index.meta["dense"] = {"embedder": embedder}
+            dense_info = {"embedder": embedder, "embedder_reason": reason, "dir": str(dense_dir_for(live)),
+                          **asdict(report)}
+        if args.concepts:
+            from .concepts.graph import ConceptGraph, read_extractions
+
+            # Re-extracting only the chunks whose text changed, as the live folder or else
+            # the store last kept them.
+            folder = concepts_dir_for(staging)
+            previous = read_extractions(concepts_dir_for(live))
+            if previous is None and concept_store is not None:
+                previous = concept_store.extractions()
+            graph, rows, report = ConceptGraph.build(docs, previous=previous,
+                                                     progress=_progress(args), what=f"corpus {args.corpus}")
+            concepts_info = {"dir": str(concepts_dir_for(live)), **asdict(report)}
+            labels = None
+            if getattr(args, "concept_vectors", False):
+                from .concepts.vectors import LabelVectors, vectors_path
+                from .embeddings import EMBEDDERS
+
+                embedder = EMBEDDERS[dense_info["embedder"]]()
+                labels = LabelVectors.build(graph, embedder, progress=_progress(args),
+                                            previous=LabelVectors.read(vectors_path(concepts_dir_for(live),
+                                                                                    embedder)))
+                concepts_info["label_vectors"] = {"embedder": embedder.name, "labels": len(labels.concepts),
+                                                  "embedded": labels.embedded}
+            if concept_store is not None:
+                concepts_info["store"] = concept_store.write(graph, rows).to_dict()
+            graph.write_files(folder, rows)
+            if labels is not None:
+                labels.save(vectors_path(folder, embedder), graph)
+            index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
+        index.write_files(staging, keep_from=live)
     return {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
             "postings": int(index.weights.nnz), "build_s": index.meta.get("build_s"),
             "lang": language.lang, "lang_detected": language.detected, "lang_reason": language.reason,
@@ -818,6 +826,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:  # a parameter our dataclasses refused
         print(f"ragkit: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:     # a full disk, a read-only folder: every write is staged, so
+        where = f"{exc.filename}: " if exc.filename else ""   # what was there is unchanged
+        print(f"ragkit: error: {where}{exc.strerror or exc} (nothing was replaced)", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("ragkit: interrupted", file=sys.stderr)
         return 130

@@ -227,19 +227,25 @@ class ConceptGraph:
     # ------------------------------------------------------------------ persistence
     def save(self, directory: str | Path, rows: dict[str, dict]) -> Path:
         """Write ``extractions.jsonl``, ``graph.json.gz`` and ``meta.json`` atomically."""
-        import networkx as nx
-
         directory = Path(directory)
         with atomic_dir(directory) as tmp:
-            with (tmp / "extractions.jsonl").open("w", encoding="utf-8") as handle:
-                for cid in self.chunk_ids:
-                    handle.write(json.dumps({"chunk_id": cid, **rows[cid]}, ensure_ascii=False) + "\n")
-            data = {"format": FORMAT, "version": VERSION, "aliases": self.aliases, "hubs": self.hubs,
-                    "graph": nx.node_link_data(self.to_networkx(), edges="edges")}
-            (tmp / "graph.json.gz").write_bytes(gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8")))
-            (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": VERSION,
-                                                       **self.meta}, indent=2) + "\n")
+            self.write_files(tmp, rows)
         return directory
+
+    def write_files(self, folder: str | Path, rows: dict[str, dict]) -> None:
+        """The graph's files in ``folder`` (an index version being written)."""
+        import networkx as nx
+
+        tmp = Path(folder)
+        tmp.mkdir(parents=True, exist_ok=True)
+        with (tmp / "extractions.jsonl").open("w", encoding="utf-8") as handle:
+            for cid in self.chunk_ids:
+                handle.write(json.dumps({"chunk_id": cid, **rows[cid]}, ensure_ascii=False) + "\n")
+        data = {"format": FORMAT, "version": VERSION, "aliases": self.aliases, "hubs": self.hubs,
+                "graph": nx.node_link_data(self.to_networkx(), edges="edges")}
+        (tmp / "graph.json.gz").write_bytes(gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8")))
+        (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": VERSION,
+                                                   **self.meta}, indent=2) + "\n")
 
     @classmethod
     def load(cls, directory: str | Path) -> "ConceptGraph":

@@ -26,7 +26,7 @@ class VectorHits:
 class ChromaVectors:
     """One Chroma collection of (id, vector, metadata) with cosine distance."""
 
-    def __init__(self, location: str, collection: str = "nodes"):
+    def __init__(self, location: str, collection: str = "nodes", create: bool = True):
         import chromadb
 
         settings = chromadb.Settings(anonymized_telemetry=False)
@@ -43,8 +43,46 @@ class ChromaVectors:
         else:
             Path(location).mkdir(parents=True, exist_ok=True)
             self.client = chromadb.PersistentClient(path=location, settings=settings)
-        self.collection = self.client.get_or_create_collection(
-            collection, embedding_function=None, metadata={"hnsw:space": "cosine"})
+        if create:
+            self.collection = self.client.get_or_create_collection(
+                collection, embedding_function=None, metadata={"hnsw:space": "cosine"})
+        else:
+            self.collection = self.client.get_collection(collection, embedding_function=None)
+
+    @classmethod
+    def existing(cls, directory: str | Path, collection: str) -> "ChromaVectors | None":
+        """The collection ``for_dir`` would open, when there is one to read (a build reads the
+        live vectors it can reuse from here and writes its own elsewhere); else None."""
+        url = Settings.from_env().chroma_url
+        if not url and not (Path(directory) / "chroma.sqlite3").is_file():
+            return None
+        try:
+            if not url:
+                return cls(str(Path(directory)), collection, create=False)
+            tag = hashlib.sha1(str(Path(directory).resolve()).encode()).hexdigest()[:12]
+            return cls(url, f"{collection}-{tag}", create=False)
+        except (InputError, StoreUnavailableError):
+            raise
+        except Exception:        # chromadb: no such collection (its error type varies by version)
+            return None
+
+    def records(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray, list[dict], list[str]]:
+        """(ids, vectors, metadatas, documents) of the stored ``ids`` (those present)."""
+        if not ids:
+            return [], np.zeros((0, 0), dtype=np.float32), [], []
+        got = self.collection.get(ids=list(ids), include=["embeddings", "metadatas", "documents"])
+        return (list(got["ids"]), np.asarray(got["embeddings"], dtype=np.float32),
+                [m or {} for m in got["metadatas"]], [d or "" for d in got["documents"]])
+
+    def copy_from(self, source: "ChromaVectors", ids: Sequence[str], batch: int = 4000) -> int:
+        """Copy the vectors of ``ids`` from ``source`` unchanged; how many were there."""
+        copied = 0
+        for start in range(0, len(ids), batch):
+            got_ids, vectors, metadatas, documents = source.records(ids[start:start + batch])
+            if got_ids:
+                self.upsert(got_ids, vectors, metadatas, documents)
+                copied += len(got_ids)
+        return copied
 
     @classmethod
     def for_dir(cls, directory: str | Path, collection: str) -> "ChromaVectors":
