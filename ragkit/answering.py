@@ -270,6 +270,8 @@ def _fallback_reason(check: Check) -> str:
     claims, core = check.details.get("claims"), check.details.get("core")
     if claims and core is not None and claims[core]["verdict"] == "unsupported":
         return f"the core claim (claim {core + 1}) is not supported: {claims[core]['why']}"
+    if claims and core is not None and claims[core]["verdict"] == "contradicted":
+        return f"the core claim (claim {core + 1}) is contradicted by the evidence: {claims[core]['why']}"
     return f"the check failed: {check.reason}"
 
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-from .config import DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS, METHODS, RERANKS, SEARCH_K, GraphConfig, LexicalConfig
+from .config import CONCEPT_METHODS, DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS, METHODS, RERANKS, SEARCH_K, GraphConfig, LexicalConfig
 from .embeddings import EMBEDDER_CHOICES, EMBEDDERS
 from .errors import InputError, RagkitError
 from .pipelines import PIPELINES
@@ -76,13 +75,13 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
             from .retrieval.dense import DenseIndex
 
             embedder, reason = choose_embedder(args.dense, language.lang)
-            folder = dense_dir_for(staging)
-            report = DenseIndex(folder, embedder).build(docs, progress=_progress(args),
-                                                        previous=dense_dir_for(live.resolve()))
+            dense_index = DenseIndex(dense_dir_for(staging), embedder)
+            report = dense_index.build(docs, progress=_progress(args), previous=dense_dir_for(live.resolve()))
             index.meta["dense"] = {"embedder": embedder}
             dense_info = {"embedder": embedder, "embedder_reason": reason, "dir": str(dense_dir_for(live)),
                           **asdict(report)}
         if args.concepts:
+            from .concepts.build import save_communities
             from .concepts.graph import ConceptGraph, read_extractions
 
             # Re-extracting only the chunks whose text changed, as the live folder or else
@@ -97,9 +96,8 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
             labels = None
             if getattr(args, "concept_vectors", False):
                 from .concepts.vectors import LabelVectors, vectors_path
-                from .embeddings import EMBEDDERS
 
-                embedder = EMBEDDERS[dense_info["embedder"]]()
+                embedder = dense_index.embedder        # the model the chunks were embedded with, loaded once
                 labels = LabelVectors.build(graph, embedder, progress=_progress(args),
                                             previous=LabelVectors.read(vectors_path(concepts_dir_for(live),
                                                                                     embedder)))
@@ -108,6 +106,8 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
             if concept_store is not None:
                 concepts_info["store"] = concept_store.write(graph, rows).to_dict()
             graph.write_files(folder, rows)
+            # The communities are recomputed on every build (retrieval/communities.py reads them).
+            _, concepts_info["communities"] = save_communities(graph, docs, folder)
             if labels is not None:
                 labels.save(vectors_path(folder, embedder), graph)
             index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
@@ -132,7 +132,8 @@ def _concepts_line(concepts: dict) -> str:
     return (f"concept graph: {concepts['concepts']} concepts, {concepts['mentions']} mentions, "
             f"{concepts['cooccurrences']} co-occurrences ({concepts['extracted']} chunks extracted, "
             f"{concepts['reused']} reused, {concepts['removed']} removed) in {concepts['seconds']} s"
-            + (f"; {labels['labels']} label vectors ({labels['embedded']} embedded)" if labels else ""))
+            + (f"; {labels['labels']} label vectors ({labels['embedded']} embedded)" if labels else "")
+            + (f"; {_communities_line(concepts['communities'])}" if concepts.get("communities") else ""))
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
@@ -142,9 +143,18 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _communities_line(info: dict) -> str:
+    if info["unavailable"]:
+        return f"{info['communities']} communities, none a theme: {info['unavailable']}"
+    largest = ", ".join(str(c["chunks"]) for c in info["largest"])
+    return (f"{info['communities']} communities, {info['themes']} of them themes (home to {info['min_chunks']} chunks or more; "
+            f"the largest to {largest} chunks) in {info['seconds']} s")
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from .config import LexicalConfig
     from .pipelines.base import check_question
+    from .retrieval.communities import load_communities, rank_communities, route
     from .retrieval.search import load_concepts, load_dense, load_index, retrieve
 
     query = check_question(args.query)
@@ -152,6 +162,14 @@ def cmd_search(args: argparse.Namespace) -> int:
     config = LexicalConfig(k=args.k, mmr=args.mmr,
                            mmr_lambda=args.mmr_lambda, method=args.method, fusion=args.fusion,
                            alpha=args.alpha, rerank=args.rerank, rerank_depth=args.rerank_depth)
+    communities = load_communities(args.index) if args.method in CONCEPT_METHODS else None
+    routed = route(args.method, query, communities, load_concepts(args.index) if communities else None, index)
+    if routed.communities:
+        results = [h.to_dict() for h in rank_communities(communities, routed.broad, args.k)]
+        human = "\n".join(f"{i + 1:>2}. {r['score']:8.3f}  {r['doc_id']}  {r['title']} ({r['chunks']} chunks)"
+                          for i, r in enumerate(results))
+        _emit({"results": results, "method": "communities", "method_reason": routed.reason}, args.json, human)
+        return 0
     dense = load_dense(index, args.index) if args.method != "bm25" else None
     concepts = load_concepts(args.index, dense) if args.method in GRAPH_METHODS else None
     reranker = None
@@ -516,13 +534,32 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- serve
+def _require_store_files(sources) -> None:
+    """Each store given as a file path must exist: only ``kg build`` and ``kg import``
+    create stores."""
+    from .stores.files import require_file
+    from .stores.neo4j import is_neo4j_uri
+
+    for field, flag, hint in (("spec_store", "--spec-store", "build one with 'ragkit kg build'"),
+                              ("kg_store", "--store", "import one with 'ragkit kg import'")):
+        where = getattr(sources, field)
+        if where and not is_neo4j_uri(where):
+            try:
+                require_file(where, hint)
+            except InputError as exc:
+                raise InputError(f"{flag}: {exc}") from None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from .config import LLMConfig
     from .access import check_exposure, check_keys
     from .server import ServeLimits, serve
     from .service import Service, Sources, build_demo_sources
 
-    keys = check_keys(args.api_key or ([os.environ["RAGKIT_API_KEY"]] if os.environ.get("RAGKIT_API_KEY") else []))
+    from .config import Settings
+
+    env_key = Settings.from_env().api_key
+    keys = check_keys(args.api_key or ([env_key] if env_key else []))
     check_exposure(args.host, keys)      # before any source is built
     if args.demo:
         sources = build_demo_sources(args.demo, progress=sys.stderr.isatty())
@@ -531,6 +568,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           kg_store=args.store, weather=args.weather)
     if not any(getattr(sources, f) for f in ("index", "spec_store", "kg", "graph", "kg_store")):
         raise InputError("serve: no source given (--index, --spec-store, --kg, --graph, --store, or --demo DIR)")
+    _require_store_files(sources)        # a mistyped path fails now, not as a "ready" empty store
     for flag, value in (("--port", args.port), ("--workers", args.workers), ("--max-body", args.max_body),
                         ("--sessions-per-key", args.sessions_per_key), ("--questions-per-key", args.questions_per_key)):
         if value < (0 if flag == "--port" else 1):
@@ -826,10 +864,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:  # a parameter our dataclasses refused
         print(f"ragkit: error: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:     # a full disk, a read-only folder: every write is staged, so
-        where = f"{exc.filename}: " if exc.filename else ""   # what was there is unchanged
-        print(f"ragkit: error: {where}{exc.strerror or exc} (nothing was replaced)", file=sys.stderr)
-        return 1
+    except OSError as exc:     # a file the commands did not name themselves: still one line
+        print(f"ragkit: error: {exc.filename or 'a file'}: {(exc.strerror or str(exc)).lower()}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("ragkit: interrupted", file=sys.stderr)
         return 130

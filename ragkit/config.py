@@ -18,6 +18,8 @@ variable                    what it sets
 ``NEO4J_USER``              the Neo4j user for ``bolt://`` stores (default ``neo4j``)
 ``NEO4J_PASSWORD``          its password (default ``ragkit-neo4j``, what tools/neo4j sets)
 ``NEO4J_DATABASE``          the Neo4j database (default: the server's default database)
+``RAGKIT_API_KEY``          the key ``ragkit serve`` requires as a bearer token (needed beyond loopback; never logged)
+``RAGKIT_KILL_AT``          ``<point>:<n>``: SIGKILL the process the n-th time it reaches that fault point (fault tests only)
 ``HF_HUB_OFFLINE``,         set to 1 by ``offline_hub_environment`` unless already set: models
 ``TRANSFORMERS_OFFLINE``    come from wheels, and a hub name without them hangs for minutes
 ==========================  =================================================================
@@ -36,10 +38,13 @@ from .errors import InputError
 
 
 # The lexical pipeline's choices, shared by the config, the CLI, the server and eval retrieval.
-# auto: hybrid, or dense for another language; graph and hybrid+graph walk the concept graph
-# (index build --concepts) from the question's concepts and the top hybrid (or BM25) chunks.
-METHODS = ("bm25", "dense", "hybrid", "auto", "graph", "hybrid+graph")
+# auto: hybrid, or dense for another language, or communities for a question about the whole
+# corpus when the index has them; graph and hybrid+graph walk the concept graph (index build
+# --concepts) from the question's concepts and the top hybrid (or BM25) chunks; communities
+# answers from the summaries of the concept graph's communities (retrieval/communities.py).
+METHODS = ("bm25", "dense", "hybrid", "auto", "graph", "hybrid+graph", "communities")
 GRAPH_METHODS = ("graph", "hybrid+graph")
+CONCEPT_METHODS = (*GRAPH_METHODS, "communities", "auto")   # methods that may read the concept graph
 FUSIONS = ("rrf", "weighted")
 RERANKS = ("none", "llm")
 # --lang: auto detects the documents' language (Vietnamese or mixed -> vi, English -> en).
@@ -196,6 +201,8 @@ class Settings:
     neo4j_user: str | None = None                            # NEO4J_USER
     neo4j_password: str | None = field(default=None, repr=False)   # NEO4J_PASSWORD
     neo4j_database: str | None = None                        # NEO4J_DATABASE
+    api_key: str | None = field(default=None, repr=False)    # RAGKIT_API_KEY (ragkit serve)
+    kill_at: str | None = None                               # RAGKIT_KILL_AT (ragkit.faults)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
@@ -220,7 +227,8 @@ class Settings:
                    llm_api_key=text("RAGKIT_LLM_API_KEY"), n_ctx=integer("RAGKIT_N_CTX"),
                    threads=integer("RAGKIT_THREADS"), chroma_url=text("CHROMA_URL"),
                    neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),
-                   neo4j_database=text("NEO4J_DATABASE"))
+                   neo4j_database=text("NEO4J_DATABASE"), api_key=text("RAGKIT_API_KEY"),
+                   kill_at=text("RAGKIT_KILL_AT"))
 
 
 # Set (unless already set) before sentence-transformers or huggingface_hub is imported: they

@@ -33,6 +33,20 @@ class StoreUnavailableError(RagkitError):
     so the server answers 503 and the CLI exits non-zero with this one line."""
 
 
+class OutputError(RagkitError):
+    """A place ragkit cannot write to: a read-only folder, a full disk, no permission."""
+
+
+def output_error(target, exc: OSError) -> OutputError:
+    """The one-line ``OutputError`` for an ``OSError`` raised while writing ``target``."""
+    import errno
+
+    problem = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
+               errno.EROFS: "a read-only file system", errno.EACCES: "permission denied",
+               errno.EPERM: "permission denied"}.get(exc.errno, exc.strerror or type(exc).__name__)
+    return OutputError(f"{target}: cannot write ({problem})")
+
+
 class ContextTooLongError(InputError):
     """A question that does not fit in the model's context with its prompt."""
 

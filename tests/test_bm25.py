@@ -136,7 +136,9 @@ def test_failed_save_leaves_the_previous_index(manual_index, tmp_path, monkeypat
         raise OSError("disk full")
 
     monkeypatch.setattr(bm25_module.sp, "save_npz", broken)
-    with pytest.raises(OSError):
+    from ragkit.errors import OutputError
+
+    with pytest.raises(OutputError, match="ix: cannot write"):
         manual_index.save(out)
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no temporary folder left
     assert len(BM25Index.load(out)) == len(manual_index)

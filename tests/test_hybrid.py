@@ -85,7 +85,7 @@ def test_eval_retrieval_runs_bm25_dense_and_hybrid(scifact_subset, tmp_path):
     rrf_run = evaluate_retrieval(*args, method="hybrid", fusion="rrf", progress=False, dense_dir=tmp_path / "dense")
     assert rrf_run["rrf_k"] == LexicalConfig.rrf_k and 0.5 < rrf_run["ndcg@10"] <= 1.0
     assert results["dense"]["embedder"] == "all-MiniLM-L6-v2" and results["dense"]["dense_bytes"] > 0
-    with pytest.raises(InputError, match="--method: must be one of bm25, dense, hybrid, auto, graph, hybrid\\+graph, got 'splade'"):
+    with pytest.raises(InputError, match="--method: must be one of bm25, dense, hybrid, auto, graph, hybrid\\+graph, communities, got 'splade'"):
         evaluate_retrieval(*args, method="splade", progress=False)
     auto = evaluate_retrieval(*args, method="auto", progress=False, dense_dir=tmp_path / "dense")
     assert auto["auto_chose"] == {"hybrid": auto["queries"]}                 # English on an English index

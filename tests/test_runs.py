@@ -68,7 +68,8 @@ def test_rebuild_runs_only_when_something_changed(tmp_path):
     specs = tmp_path / "specs"
     shutil.copytree(ROOT / "data" / "specs", specs)
     params = {"index_dir": str(tmp_path / "index"), "corpus": str(corpus), "store": str(tmp_path / "kg.json.gz"),
-              "specs": f"{specs / 'demo_5gc.md'},{specs / 'demo_vocab.md'}"}
+              "specs": f"{specs / 'demo_5gc.md'},{specs / 'demo_vocab.md'}",
+              "text_index": str(tmp_path / "text-index")}
     runs = tmp_path / "runs"
     first = rebuild([KG_NB, INDEX_NB], params, out_root=runs)
     assert [r["status"] for r in first] == ["ok", "ok"]
@@ -92,7 +93,7 @@ def test_rebuild_runs_only_when_something_changed(tmp_path):
         handle.write("\n- **XYZF**: Example Test Function, added to trigger a rebuild.\n")
     assert rebuild([KG_NB, INDEX_NB], params, out_root=runs)[0]["reason"] == "inputs changed"
     (tmp_path / "kg.json.gz").unlink()
-    kg_params = {"store": params["store"], "specs": params["specs"]}
+    kg_params = {"store": params["store"], "specs": params["specs"], "text_index": params["text_index"]}
     assert rebuild([KG_NB], kg_params, out_root=runs)[0]["reason"].startswith("artifact store")
 
 

@@ -353,10 +353,12 @@ def test_kg_notebook_runs_under_papermill(tmp_path):
     from ragkit.runs import run_notebook
 
     manifest = run_notebook(ROOT / "notebooks" / "01_kg_builder.ipynb",
-                            {"store": str(tmp_path / "kg.json.gz"), "term": "SCP"},
+                            {"store": str(tmp_path / "kg.json.gz"), "term": "SCP",
+                             "text_index": str(tmp_path / "text-index")},
                             out_root=tmp_path / "runs", progress=False)
     assert manifest["status"] == "ok", manifest.get("error")
     assert NetworkXStore(tmp_path / "kg.json.gz").counts()["Document"] == 2
+    assert (tmp_path / "text-index" / "concepts" / "communities.json.gz").is_file()
 
 
 def test_spec_answer_and_mcq_with_the_real_gguf(tmp_path, gguf):

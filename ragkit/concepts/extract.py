@@ -49,6 +49,8 @@ _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*\.?", re.UNICODE)
 # A break ends every run: sentence and clause punctuation, brackets, quotes, line ends.
 _BREAK = re.compile(r"[.!?;:,()\[\]{}\"“”«»\n—–|/]")
 _ABBREVIATION = re.compile(r"((?:[A-Z][\w\-]*\s+){1,7}[A-Z][\w\-]*)\s*\(([A-Z][A-Za-z0-9\-]{1,9})\)")
+_VIETNAMESE_STOP = VIETNAMESE_FUNCTION_WORDS | FUNCTION_WORDS
+_POSSESSIVE = re.compile(r"'s?$")
 MAX_WORDS = 6          # longest concept, in words
 RUN_WORDS = (2, 4)     # lower-case noun-phrase runs: from two to four content words
 
@@ -72,7 +74,8 @@ def concept_key(surface: str) -> str:
     'may phay'
     """
     text = unicodedata.normalize("NFC", surface).replace("’", "'")
-    words = [re.sub(r"'s?$", "", w) for w in strip_accents(text).lower().replace("-", " ").split()]
+    words = [_POSSESSIVE.sub("", w) if "'" in w else w
+             for w in strip_accents(text).lower().replace("-", " ").split()]
     words = [w.strip(".'") for w in words if w.strip(".'")]
     if len(words) > 1 and words[0] in ("the", "a", "an"):
         words = words[1:]
@@ -84,7 +87,7 @@ def _is_capitalised(word: str) -> bool:
 
 
 def _is_number(word: str) -> bool:
-    return not any(ch.isalpha() for ch in word)
+    return not word[:1].isalpha() and not any(ch.isalpha() for ch in word)
 
 
 def _segments(text: str) -> Iterable[tuple[int, list[tuple[str, bool]]]]:
@@ -99,8 +102,7 @@ def _segments(text: str) -> Iterable[tuple[int, list[tuple[str, bool]]]]:
                 sentence += 1
             start_of_sentence = piece in ".!?\n" or start_of_sentence and piece in "\"“«("
             continue
-        words = [m.group(0).rstrip(".") if not m.group(0)[:-1].isupper() else m.group(0)
-                 for m in _WORD.finditer(piece)]
+        words = [w if w[:-1].isupper() else w.rstrip(".") for w in _WORD.findall(piece)]
         words = [w for w in words if w]
         if words:
             yield sentence, [(w, start_of_sentence and i == 0) for i, w in enumerate(words)]
@@ -168,7 +170,8 @@ def _runs(segment: list[tuple[str, bool]], stop: frozenset, lengths: Sequence[in
     for word, _ in segment:
         plain = strip_accents(word.lower())
         if plain in stop or _is_number(word) or len(plain) < 2 or not every_ngram and _looks_verbal(word):
-            flush()
+            if run:
+                flush()
         else:
             run.append(word)
     flush()
@@ -210,7 +213,7 @@ def extract_concepts(text: str, *, language: str | None = None,
             if language != "vi" or " " in name or name.isupper():
                 add(name, "initial" if initial else "name", sentence)
         if language == "vi":
-            for run in _runs(segment, VIETNAMESE_FUNCTION_WORDS | FUNCTION_WORDS, (2, 3), True):
+            for run in _runs(segment, _VIETNAMESE_STOP, (2, 3), True):
                 add(run, "syllables", sentence)
         else:
             for run in _runs(segment, FUNCTION_WORDS, range(RUN_WORDS[0], RUN_WORDS[1] + 1), False):

@@ -18,14 +18,17 @@ frequencies would give by chance (a cosine between the two concepts' chunk sets)
 
 from __future__ import annotations
 
+import gc
 import gzip
 import hashlib
 import json
 import math
+import sys
 import time
-from collections import Counter, defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import combinations
+from functools import partial
+from itertools import chain, islice
 from pathlib import Path
 from typing import Sequence
 
@@ -86,6 +89,7 @@ class ConceptGraph:
     meta: dict = field(default_factory=dict)
     _position: dict | None = field(default=None, repr=False)
     _chunk_position: dict | None = field(default=None, repr=False)
+    _by_concept: sp.csc_matrix | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ lookups
     @property
@@ -108,6 +112,19 @@ class ConceptGraph:
     def concepts_of_chunk(self, row: int) -> np.ndarray:
         return self.mentions.indices[self.mentions.indptr[row]:self.mentions.indptr[row + 1]]
 
+    def chunks_mentioning(self, concept: int, among=None) -> np.ndarray:
+        """Rows of the chunks that mention ``concept``, in order (only those in ``among``, a
+        set of rows, when given). A column of ``mentions`` read from its CSC copy, made once:
+        slicing a column out of the CSR matrix reads every row."""
+        if self._by_concept is None:
+            self._by_concept = self.mentions.tocsc()
+            self._by_concept.sort_indices()
+        by = self._by_concept
+        rows = by.indices[by.indptr[concept]:by.indptr[concept + 1]]
+        if among is not None:
+            rows = rows[np.isin(rows, np.fromiter(among, np.int64, len(among)))]
+        return rows
+
     @property
     def n_edges(self) -> int:
         return int(self.mentions.nnz + self.cooccurs.nnz // 2)
@@ -127,20 +144,21 @@ class ConceptGraph:
         previous = previous or {}
         rows: dict[str, dict] = {}
         extracted = reused = 0
-        for doc in tqdm(docs, desc="concepts", unit="chunk", disable=not progress):
-            digest = chunk_hash(doc, terms)
-            old = previous.get(doc.doc_id)
-            if old is not None and old.get("hash") == digest:
-                rows[doc.doc_id] = old
-                reused += 1
-                continue
-            text = doc.full_text
-            found = extract_concepts(text, language=document_language(text), terms=terms, title=doc.title)
-            rows[doc.doc_id] = {"hash": digest, "abbreviations": abbreviations(text),
-                                "concepts": [[m.key, m.label, m.how, list(m.sentences)] for m in found]}
-            extracted += 1
-        removed = len(set(previous) - set(rows))
-        graph = cls.from_extractions([d.doc_id for d in docs], rows, hub_share=hub_share, what=what)
+        with _collector_paused():
+            for doc in tqdm(docs, desc="concepts", unit="chunk", disable=not progress):
+                digest = chunk_hash(doc, terms)
+                old = previous.get(doc.doc_id)
+                if old is not None and old.get("hash") == digest:
+                    rows[doc.doc_id] = old
+                    reused += 1
+                    continue
+                text = doc.full_text
+                found = extract_concepts(text, language=document_language(text), terms=terms, title=doc.title)
+                rows[doc.doc_id] = {"hash": digest, "abbreviations": abbreviations(text),
+                                    "concepts": [_entry(m.key, m.label, m.how, list(m.sentences)) for m in found]}
+                extracted += 1
+            removed = len(set(previous) - set(rows))
+            graph = cls.from_extractions([d.doc_id for d in docs], rows, hub_share=hub_share, what=what)
         seconds = round(time.perf_counter() - started, 4)
         graph.meta.update({"build_s": seconds, "extractor": EXTRACTOR})
         report = BuildReport(chunks=len(docs), concepts=len(graph.keys), hubs=len(graph.hubs),
@@ -157,53 +175,49 @@ class ConceptGraph:
             for short, long_form in rows[cid].get("abbreviations", {}).items():
                 if short != long_form:
                     aliases.setdefault(short, long_form)
+        # Every concept entry of every row, flat (the counting below is numpy's): its chunk,
+        # its concept (the key after aliases, numbered in the order first met), its label
+        # (numbered likewise), whether the rule was "initial", and its sentences.
+        entries = [e for cid in chunk_ids for e in rows[cid]["concepts"]]
+        chunk = np.repeat(np.arange(len(chunk_ids)), [len(rows[cid]["concepts"]) for cid in chunk_ids])
+        concept, names = _numbered([aliases.get(e[0], e[0]) for e in entries] if aliases else [e[0] for e in entries])
+        label_of, label_names = _numbered([e[1] for e in entries])
+        initial = np.fromiter((e[2] == "initial" for e in entries), bool, len(entries))
+        n_sentences = np.fromiter((len(e[3]) for e in entries), np.int64, len(entries))
+        sentence = np.fromiter(chain.from_iterable(e[3] for e in entries), np.int64, int(n_sentences.sum()))
+        del entries
         # A single capitalised word opening a sentence ("Currently", "Average") is a name only
         # if the corpus also writes it that way elsewhere, or finds it by another rule.
-        confirmed = {aliases.get(c[0], c[0]) for cid in chunk_ids for c in rows[cid]["concepts"]
-                     if c[2] != "initial"}
-        per_chunk: list[dict[str, list[int]]] = []
-        label_counts: dict[str, Counter] = defaultdict(Counter)
-        df: Counter = Counter()
-        for cid in chunk_ids:
-            seen: dict[str, list[int]] = {}
-            for key, label, _how, sentences in rows[cid]["concepts"]:
-                key = aliases.get(key, key)
-                if key not in confirmed:
-                    continue
-                seen.setdefault(key, []).extend(sentences)
-                label_counts[key][label] += 1
-            per_chunk.append(seen)
-            df.update(seen.keys())
-        if not df:
+        confirmed = np.zeros(len(names), bool)
+        confirmed[concept[~initial]] = True
+        if not confirmed.any():
             raise InputError(f"{what}: no concept found in any of its {len(chunk_ids)} chunks "
                              "(no names, noun phrases or terms to build a concept graph from)")
+        # Each (chunk, concept) once, at its first entry: that entry's number orders the
+        # chunk's concepts as they were first met.
+        _, first, inverse = np.unique(chunk * len(names) + concept, return_index=True, return_inverse=True)
+        met = first[inverse.ravel()]                        # per entry: the first entry of its pair
+        first = first[confirmed[concept[first]]]
+        df_all = np.bincount(concept[first], minlength=len(names))
         limit = max(HUB_MIN_CHUNKS, hub_share * len(chunk_ids))
-        hubs = sorted(k for k, n in df.items() if n > limit)
-        hub_set = set(hubs)
-        keys = sorted(k for k in df if k not in hub_set)
+        hubs = sorted(names[c] for c in np.flatnonzero(df_all > limit))
+        keys = sorted(names[c] for c in np.flatnonzero(confirmed & (df_all <= limit)))
         position = {k: i for i, k in enumerate(keys)}
-        labels = [_label(label_counts[k]) for k in keys]
-        rows_i, cols_i, pair_counts = [], [], Counter()
-        for r, seen in enumerate(per_chunk):
-            by_sentence: dict[int, list[int]] = defaultdict(list)
-            for key, sentences in seen.items():
-                if key in position:
-                    rows_i.append(r)
-                    cols_i.append(position[key])
-                    for s in set(sentences):
-                        by_sentence[s].append(position[key])
-            for members in by_sentence.values():
-                for a, b in combinations(sorted(set(members[:MAX_PAIRS_PER_SENTENCE])), 2):
-                    pair_counts[(a, b)] += 1
+        ids = {k: i for i, k in enumerate(names)}
+        place = np.full(len(names), -1, dtype=np.int64)     # concept -> its column (-1: a hub, or none)
+        place[[ids[k] for k in keys]] = np.arange(len(keys))
+        labels = _labels(place[concept], label_of, label_names, len(keys))
         n, m = len(chunk_ids), len(keys)
-        dfa = np.asarray([df[k] for k in keys], dtype=np.float64)
-        a = np.array([p[0] for p in pair_counts], dtype=np.int64)
-        b = np.array([p[1] for p in pair_counts], dtype=np.int64)
-        w = np.array(list(pair_counts.values()), dtype=np.float64) / np.sqrt(dfa[a] * dfa[b])
-        mentions, cooccurs = edge_matrices(n, m, rows_i, cols_i, a, b, w)
+        kept = first[place[concept[first]] >= 0]
+        dfa = df_all[[ids[k] for k in keys]].astype(np.float64)
+        a, b, counts = _sentence_pairs(np.repeat(chunk, n_sentences), sentence,
+                                       np.repeat(met, n_sentences),
+                                       np.repeat(place[concept], n_sentences), m)
+        w = counts.astype(np.float64) / np.sqrt(dfa[a] * dfa[b]) if len(counts) else np.zeros(0)
+        mentions, cooccurs = edge_matrices(n, m, chunk[kept], place[concept[kept]], a, b, w)
         return cls(chunk_ids=list(chunk_ids), keys=keys, labels=labels, df=dfa, mentions=mentions,
                    cooccurs=cooccurs, aliases={k: v for k, v in aliases.items() if v in position},
-                   hubs=hubs, meta={"chunks": n, "concepts": m, "hub_limit": limit})
+                   hubs=hubs, meta={"chunks": n, "concepts": m, "hub_limit": limit}, _position=position)
 
     # ------------------------------------------------------------------ networkx
     def to_networkx(self):
@@ -234,18 +248,39 @@ class ConceptGraph:
 
     def write_files(self, folder: str | Path, rows: dict[str, dict]) -> None:
         """The graph's files in ``folder`` (an index version being written)."""
-        import networkx as nx
-
         tmp = Path(folder)
         tmp.mkdir(parents=True, exist_ok=True)
         with (tmp / "extractions.jsonl").open("w", encoding="utf-8") as handle:
             for cid in self.chunk_ids:
                 handle.write(json.dumps({"chunk_id": cid, **rows[cid]}, ensure_ascii=False) + "\n")
-        data = {"format": FORMAT, "version": VERSION, "aliases": self.aliases, "hubs": self.hubs,
-                "graph": nx.node_link_data(self.to_networkx(), edges="edges")}
-        (tmp / "graph.json.gz").write_bytes(gzip.compress(json.dumps(data, ensure_ascii=False).encode("utf-8")))
+        self._write_node_link(tmp / "graph.json.gz")
         (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": VERSION,
                                                    **self.meta}, indent=2) + "\n")
+
+    def _write_node_link(self, path: Path) -> None:
+        """``graph.json.gz``: {"format", "version", "aliases", "hubs", "graph"}, the graph as
+        ``nx.node_link_data(self.to_networkx(), edges="edges")`` gives it (the same JSON text),
+        written piece by piece from the matrices: a corpus of 100,000 chunks has millions of
+        edges, too many to hold as a networkx graph and its node-link copy just to save them."""
+        dump = partial(json.dumps, ensure_ascii=False)
+        chunks = [dump(f"chunk:{c}") for c in self.chunk_ids]
+        concepts = [dump(f"concept:{k}") for k in self.keys]
+        head = dump({"format": FORMAT, "version": VERSION, "aliases": self.aliases, "hubs": self.hubs})
+        nodes = chain((f'{{"kind": "chunk", "id": {c}}}' for c in chunks),
+                      (f'{{"kind": "concept", "label": {dump(label)}, "df": {d}, "id": {c}}}'
+                       for c, label, d in zip(concepts, self.labels, self.df.astype(np.int64).tolist())))
+        mentions, pairs = self.mentions.tocoo(), sp.triu(self.cooccurs, k=1).tocoo()
+        edges = chain((f'{{"relation": "MENTIONS", "source": {chunks[r]}, "target": {concepts[c]}}}'
+                       for r, c in zip(mentions.row.tolist(), mentions.col.tolist())),
+                      (f'{{"relation": "CO_OCCURS", "weight": {round(w, 6)!r}, "source": {concepts[a]}, '
+                       f'"target": {concepts[b]}}}'
+                       for a, b, w in zip(pairs.row.tolist(), pairs.col.tolist(), pairs.data.tolist())))
+        with gzip.open(path, "wt", encoding="utf-8", compresslevel=6) as out:
+            out.write(head[:-1] + ', "graph": {"directed": false, "multigraph": false, "graph": {}, "nodes": [')
+            _write_joined(out, nodes)
+            out.write('], "edges": [')
+            _write_joined(out, edges)
+            out.write("]}}")
 
     @classmethod
     def load(cls, directory: str | Path) -> "ConceptGraph":
@@ -287,16 +322,99 @@ def read_extractions(directory: str | Path) -> dict[str, dict] | None:
     path = Path(directory) / "extractions.jsonl"
     if not path.is_file():
         return None
-    rows = {}
-    with path.open(encoding="utf-8") as handle:
+    rows, intern = {}, sys.intern
+    with path.open(encoding="utf-8") as handle, _collector_paused():
         for line in handle:
             if line.strip():
                 row = json.loads(line)
+                # One copy of each string, as ``_entry`` keeps them.
+                row["concepts"] = [[intern(k), intern(label), intern(how), s] for k, label, how, s in row["concepts"]]
                 rows[row.pop("chunk_id")] = row
     return rows
 
 
-def _label(counts: Counter) -> str:
-    """The way a concept is most often written (capitalised first on a tie: names)."""
-    return max(counts.items(), key=lambda x: (x[1], x[0][:1].isupper(), -len(x[0])))[0]
+def _entry(key: str, label: str, how: str, sentences: list) -> list:
+    """One concept of an extraction row, its strings interned: a corpus writes the same
+    concepts in chunk after chunk, and one copy of each string keeps the rows of 100,000
+    chunks about a third smaller."""
+    return [sys.intern(key), sys.intern(label), sys.intern(how), sentences]
+
+
+@contextmanager
+def _collector_paused():
+    """Python's cycle collector off while a block makes millions of small objects that hold
+    no cycles (extraction rows, their JSON): each of its full passes would walk all of them
+    again (reading 100,000 rows takes 5 times as long with it on). On again afterwards."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def _write_joined(out, items, batch: int = 65536) -> None:
+    """``out.write(", ".join(items))``, a batch at a time."""
+    first = True
+    for piece in iter(lambda: list(islice(items, batch)), []):
+        out.write(("" if first else ", ") + ", ".join(piece))
+        first = False
+
+
+def _numbered(values: list) -> tuple[np.ndarray, list]:
+    """Each value's number (distinct values numbered in the order first met), and the
+    distinct values."""
+    distinct = list(dict.fromkeys(values))
+    number = dict(zip(distinct, range(len(distinct))))
+    return np.fromiter(map(number.__getitem__, values), np.int64, len(values)), distinct
+
+
+def _labels(column: np.ndarray, label_of: np.ndarray, label_names: list[str], m: int) -> list[str]:
+    """Each concept's label: the way it is most often written (capitalised first on a tie:
+    names; then the shorter; then the first met). ``column`` and ``label_of`` hold, per
+    entry in the order met, its concept's column (-1: none) and its label's number."""
+    kept = np.flatnonzero(column >= 0)
+    pair, first, count = np.unique(column[kept] * len(label_names) + label_of[kept],
+                                   return_index=True, return_counts=True)
+    concept, label = pair // len(label_names), pair % len(label_names)
+    upper = np.fromiter((x[:1].isupper() for x in label_names), bool, len(label_names))[label]
+    length = np.fromiter((len(x) for x in label_names), np.int64, len(label_names))[label]
+    # Best first within each concept: most entries, capitalised, shortest, first met.
+    order = np.lexsort((first, length, ~upper, -count, concept))
+    labels = [""] * m
+    if len(order):
+        best = order[np.r_[True, concept[order][1:] != concept[order][:-1]]]
+        for c, x in zip(concept[best].tolist(), label[best].tolist()):
+            labels[c] = label_names[x]
+    return labels
+
+
+def _sentence_pairs(chunk: np.ndarray, sentence: np.ndarray, order: np.ndarray, concept: np.ndarray,
+                    m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CO_OCCURS counts: for each sentence (chunk, sentence number), its first
+    ``MAX_PAIRS_PER_SENTENCE`` concepts (in ``order``: the order the chunk first met them),
+    those without a column (``concept`` -1: hubs) left out, paired; returns the pairs
+    (a < b) and how many sentences hold each."""
+    keep = concept >= 0
+    if not keep.any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    chunk, sentence, order, concept = chunk[keep], sentence[keep], order[keep], concept[keep]
+    by = np.lexsort((order, sentence, chunk))
+    chunk, sentence, order, concept = chunk[by], sentence[by], order[by], concept[by]
+    new_group = np.r_[True, (chunk[1:] != chunk[:-1]) | (sentence[1:] != sentence[:-1])]
+    fresh = new_group | np.r_[True, order[1:] != order[:-1]]     # a concept once per sentence
+    new_group, concept = new_group[fresh], concept[fresh]
+    starts = np.flatnonzero(new_group)
+    sizes = np.minimum(np.diff(np.r_[starts, len(concept)]), MAX_PAIRS_PER_SENTENCE)
+    codes = []
+    for size in np.unique(sizes[sizes >= 2]):
+        first = starts[sizes == size][:, None]
+        i, j = np.triu_indices(int(size), k=1)
+        x, y = concept[first + i].ravel(), concept[first + j].ravel()
+        codes.append(np.minimum(x, y) * m + np.maximum(x, y))
+    if not codes:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    code, counts = np.unique(np.concatenate(codes), return_counts=True)
+    return code // m, code % m, counts
 

@@ -49,11 +49,14 @@ def personalized_pagerank(adjacency: sp.spmatrix, seeds: Mapping[int, float], *,
         return s
     s /= s.sum()
     walk = transition if transition is not None else transition_matrix(adjacency)
+    restart, seeded = (1.0 - damping) * s, np.flatnonzero(s)
     p = s.copy()
     for _ in range(max_iter):
-        nxt = (1.0 - damping) * s + damping * (walk @ p)
+        nxt = walk @ p
+        nxt *= damping
+        nxt += restart
         # Mass lost at nodes without edges goes back to the restart nodes, so p stays a distribution.
-        nxt += (1.0 - nxt.sum()) * s
+        nxt[seeded] += (1.0 - nxt.sum()) * s[seeded]
         done = np.abs(nxt - p).sum() < tol
         p = nxt
         if done:

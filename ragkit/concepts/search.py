@@ -153,7 +153,7 @@ class ConceptSearcher:
         return out
 
     def name_share(self, seeds: Sequence[SeedConcept]) -> float:
-        """The share of the seeds' weight on concepts the corpus writes as names (their most
+        """Of the question's seed concepts, the share of weight on those the corpus writes as names (their most
         frequent spelling starts with a capital); 0 without seeds."""
         total = sum(s.weight for s in seeds)
         if total <= 0:
@@ -228,7 +228,7 @@ class ConceptSearcher:
             if c in seed_concepts:
                 via = [f"question --LINKS--> {label}"]
             else:
-                chunks = self.graph.mentions[:, c].nonzero()[0]
+                chunks = self.graph.chunks_mentioning(c, among=seed_rows)
                 via = [f"{self.graph.chunk_ids[r]} --MENTIONS--> {label}" for r in chunks
                        if r in seed_rows and r != row][:3]
                 neighbours = self.graph.cooccurs[c].indices

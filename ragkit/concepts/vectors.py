@@ -60,7 +60,7 @@ class LabelVectors:
         import io
 
         buffer = io.BytesIO()
-        np.savez_compressed(buffer, keys=np.array([graph.keys[c] for c in self.concepts], dtype=object),
+        np.savez_compressed(buffer, keys=np.array([graph.keys[c] for c in self.concepts], dtype=str),
                             vectors=self.matrix.astype(np.float16))
         atomic_write_bytes(Path(path), buffer.getvalue())
         return Path(path)
@@ -71,7 +71,7 @@ class LabelVectors:
         path = Path(path)
         if not path.is_file():
             return {}
-        with np.load(path, allow_pickle=True) as data:
+        with np.load(path) as data:           # keys as a string array: nothing unpickled
             return dict(zip(data["keys"].tolist(), data["vectors"].astype(np.float32)))
 
     @classmethod

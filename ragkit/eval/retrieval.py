@@ -75,6 +75,9 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
 
     if method not in METHODS:
         raise InputError(f"--method: must be one of {', '.join(METHODS)}, got {method!r}")
+    if method == "communities":
+        raise InputError("--method communities: answers from community summaries and ranks no chunks, "
+                         "so there is no ranking to score")
     if fusion is not None and fusion not in FUSIONS:
         raise InputError(f"--fusion: must be one of {', '.join(FUSIONS)}, got {fusion!r}")
     if limit is not None and limit < 1:
@@ -193,15 +196,14 @@ def answer_figures(questions: Mapping[str, str], hits: Mapping[str, Sequence[Hit
     f1 of the extractive answer (the lexical pipeline's no-model answer: the top 5 chunks'
     sentences that share the most words with the question, citations removed), the best
     over the gold answers."""
-    import re
-
+    from ..llm.claims import strip_citations
     from ..pipelines.lexical import extractive_answer
     from .answers import best_of, exact_match, holds_gold, token_f1
 
     rows = []
     for qid, top in hits.items():
         golds = gold[qid]
-        answer = re.sub(r"\s*\[\d+\]", "", extractive_answer(questions[qid], list(top), False))
+        answer = strip_citations(extractive_answer(questions[qid], list(top), False))
         rows.append({"r2": holds_gold([h.text for h in top[:2]], golds),
                      "r5": holds_gold([h.text for h in top[:5]], golds),
                      "em": best_of(exact_match, answer, golds), "f1": best_of(token_f1, answer, golds)})

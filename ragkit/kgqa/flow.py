@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..errors import GenerationError, ModelError
 from ..llm.base import LLM
 from ..llm.grammars import plan_grammar
 from ..profiler import Profiler
@@ -110,6 +111,11 @@ class KGQA:
                 return plan, {"planner": "llm", "llm_plan": gen.text, "llm_plan_constrained": True}
             except PlanError as exc:
                 info = {"planner": "rules", "llm_plan_rejected": str(exc), "llm_plan_constrained": True}
+            except ModelError as exc:
+                if not isinstance(exc, GenerationError):   # a model that cannot load is an error
+                    raise
+                info = {"planner": "rules", "llm_plan_rejected": f"{type(exc).__name__}: {exc}",
+                        "llm_plan_constrained": True}
             except Exception as exc:  # a model failure falls back to the rules, and says so
                 info = {"planner": "rules", "llm_plan_rejected": f"{type(exc).__name__}: {exc}",
                         "llm_plan_constrained": True}

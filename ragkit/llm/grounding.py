@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import Iterable
 
 from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, strip_accents
 from .claims import Claim, split_claims, split_sentences
+from .injection import suspicious_evidence
 
 DEFAULT_MIN_SUPPORT = 0.6
 MIN_DISTINCT_TRIGRAMS = 0.5
@@ -143,6 +144,10 @@ _NEGATIONS = frozenset("not no never none nor neither without cannot không chư
 # "không" begins compounds that negate nothing: air, space, no-load, air force, midair.
 _NOT_NEGATING = {"không": frozenset("khí gian tải quân trung".split())}
 _NEGATION_SCOPE = 3          # content words after a negation that it negates
+# Verbs that drop what follows ("skip the check", "bỏ qua bước 2"): a step said to be skipped
+# has the opposite polarity of the step stated as done.
+_DROPPING = frozenset("skip skipping skipped omit omitting omitted bypass unnecessary needless".split())
+_DROPPING_PAIRS = {"bỏ": frozenset({"qua"})}
 _PASSIVE = frozenset({"by", "bởi", "được"})
 _COORDINATION = frozenset({",", ";", "(", ")", "and", "or", "nor", "và", "hoặc", "hay", "cùng", "với"})
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_][\w'’]*|\d+\w*|[,;:.!?()—–→←]")
@@ -222,8 +227,12 @@ def _negated(lower: tuple[str, ...]) -> tuple[frozenset, frozenset]:
         if w in _BOUNDARY:
             scope = 0
             continue
-        if w in _NEGATIONS and not (i + 1 < len(lower) and lower[i + 1] in _NOT_NEGATING.get(w, ())):
+        if w in _NEGATIONS and not (i + 1 < len(lower) and lower[i + 1] in _NOT_NEGATING.get(w, ())) \
+                or w in _DROPPING:
             scope = _NEGATION_SCOPE
+            continue
+        if w in _DROPPING_PAIRS and i + 1 < len(lower) and lower[i + 1] in _DROPPING_PAIRS[w]:
+            scope = _NEGATION_SCOPE + 1      # the pair's second word is not a content word
             continue
         if _claim_word(w) or _is_number(w):
             (inside if scope else outside).add(_stem(w))
@@ -379,13 +388,18 @@ def _negation_problem(claim: _Text, span: _Text, shared: set[str]) -> str:
     return ""
 
 
+FAILED_VERDICTS = ("unsupported", "miscited", "contradicted")
+
+
 @dataclass(frozen=True)
 class ClaimVerdict:
     """One claim's verdict: ``supported`` (with its span), ``unsupported`` (with why),
     ``miscited`` (the items it cites do not support it, another item does: ``support`` names
     that one; it fails the check, and the answer stage may correct the citation),
-    ``refusal`` (says the evidence is not enough; claims nothing) or ``no claim`` (a heading,
-    a bare list marker: nothing to check)."""
+    ``contradicted`` (a span supports it, but another retrieved item says the same thing with
+    the opposite polarity, "no need to check the oil" against "check the oil": ``contradicts``
+    names that item; it fails the check), ``refusal`` (says the evidence is not enough;
+    claims nothing) or ``no claim`` (a heading, a bare list marker: nothing to check)."""
 
     text: str
     verdict: str
@@ -394,14 +408,17 @@ class ClaimVerdict:
     why: str
     coverage: float = 0.0
     borderline: bool = False        # unsupported only for coverage, by a little: a judge may confirm it
+    contradicts: dict | None = None  # contradicted: {"evidence": m, "span": ...} of the other item
 
     def to_dict(self) -> dict:
-        out = {"text": self.text, "verdict": self.verdict, "supported": self.verdict not in ("unsupported", "miscited"),
+        out = {"text": self.text, "verdict": self.verdict, "supported": self.verdict not in FAILED_VERDICTS,
                "cited": self.cited, "support": self.support,
                "evidence": self.support["evidence"] if self.support else None,
                "why": self.why, "coverage": self.coverage}
         if self.borderline:
             out["borderline"] = True
+        if self.contradicts:
+            out["contradicts"] = self.contradicts
         return out
 
 
@@ -415,14 +432,18 @@ class ClaimReport:
     claims: list[ClaimVerdict]
     core: int | None
     distinct_trigrams: float = 1.0
+    suspicious_evidence: list = field(default_factory=list)   # items addressed to the model
 
     @property
     def core_holds(self) -> bool:
         return self.core is not None and self.claims[self.core].verdict in ("supported", "refusal")
 
     def to_dict(self) -> dict:
-        return {"passed": self.passed, "reason": self.reason, "core": self.core,
-                "distinct_trigrams": self.distinct_trigrams, "claims": [c.to_dict() for c in self.claims]}
+        out = {"passed": self.passed, "reason": self.reason, "core": self.core,
+               "distinct_trigrams": self.distinct_trigrams, "claims": [c.to_dict() for c in self.claims]}
+        if self.suspicious_evidence:
+            out["suspicious_evidence"] = self.suspicious_evidence
+        return out
 
 
 def is_refusal(text: str, refusals: Iterable[str] = ()) -> bool:
@@ -566,16 +587,42 @@ def check_claims(answer: str, evidence: Iterable[str], question: str = "", *,
     claims = split_claims(answer)
     verdicts = [_judge_claim(c, evidence, spans_of, question_words, vocabulary, refusals, min_support)
                 for c in claims]
+    suspicious = suspicious_evidence(evidence)
+    trusted = [n for n in range(1, len(evidence) + 1) if n not in {s["evidence"] for s in suspicious}]
+    verdicts = [_contradicted(v, c, trusted, spans_of, vocabulary, min_support) if v.verdict == "supported" else v
+                for v, c in zip(verdicts, claims)]
     core = next((i for i, v in enumerate(verdicts) if v.verdict != "no claim"), None)
     trigrams = round(distinct_trigram_ratio(_words(answer)), 4)
     reason = claims_reason([v.to_dict() for v in verdicts], core, trigrams)
-    return ClaimReport(not reason, reason, verdicts, core, trigrams)
+    return ClaimReport(not reason, reason, verdicts, core, trigrams, suspicious)
+
+
+def _contradicted(verdict: ClaimVerdict, claim: Claim, items: list[int], spans_of, vocabulary: frozenset,
+                  min_support: float) -> ClaimVerdict:
+    """``verdict`` made ``contradicted`` when a span of one of ``items`` (the evidence that
+    does not address the model) shares most of the claim's content words but not its
+    polarity: the claim negates or drops what that span states, or states what it negates."""
+    text = _Text.of(claim.body, vocabulary)
+    words = sorted({w for w in text.lower if _claim_word(w)})
+    if len(words) < 2:
+        return verdict
+    for m in items:
+        for _, span_text, span in spans_of((m,), tuple(words)):
+            shared = [w for w in words if span.has(w)]
+            if len(shared) < 2 or len(shared) / len(words) < min_support:
+                continue
+            problem = _negation_problem(text, span, {_stem(w) for w in shared})
+            if problem:
+                n = verdict.support["evidence"] if verdict.support else None
+                return replace(verdict, verdict="contradicted", contradicts={"evidence": m, "span": span_text},
+                               why=f"[{n}] supports it, but [{m}] contradicts it: {problem}")
+    return verdict
 
 
 def claims_reason(claims: list[dict], core: int | None, trigrams: float) -> str:
     """Why a claim-checked answer fails ('' when it passes): no claim says anything, the
     first unsupported claim and why, or the answer loops."""
-    failed = [i for i, c in enumerate(claims) if c["verdict"] in ("unsupported", "miscited")]
+    failed = [i for i, c in enumerate(claims) if c["verdict"] in FAILED_VERDICTS]
     reasons = []
     if core is None:
         reasons.append("the answer has no content words")

@@ -67,6 +67,8 @@ class KGPipeline(Pipeline):
 
     def gather(self, question: str, qa: KGQA, query: KGQuery | None, ctx: AskContext) -> Gathered:
         query = query or KGQuery()
+        if ctx.use_llm:
+            check_fits(question, ctx)
         turns = [t if isinstance(t, Turn) else turn_from_dict(t) for t in query.history]
         planner = ctx.model if ctx.use_llm and query.llm_planner else None
         result = qa.ask(question, turns, model=planner, use_llm_planner=planner is not None,
@@ -82,6 +84,24 @@ class KGPipeline(Pipeline):
                                  [c.title for c in citations])
         draft.max_tokens = ctx.llm_config.max_tokens
         return Gathered(draft, citations, trace)
+
+
+def check_fits(question: str, ctx: AskContext) -> None:
+    """Refuse, as the other pipelines do, a question that cannot fit the model's context
+    with the instructions and the answer (counted with the model's tokenizer), before the
+    graph is searched for every word of it."""
+    from ..errors import ContextTooLongError, GenerationError
+
+    config = ctx.llm_config
+    count = getattr(ctx.model, "count_tokens", None)
+    try:
+        tokens = count(question) if count is not None else 0
+    except GenerationError:     # a model server that is down: the answer stage falls back
+        return
+    if tokens + config.prompt_tokens + config.max_tokens > config.n_ctx:
+        raise ContextTooLongError(
+            f"question: too long for the model's context ({tokens} question tokens + {config.prompt_tokens} "
+            f"for the instructions + {config.max_tokens} for the answer > n_ctx {config.n_ctx})")
 
 
 def citations_for(context_store: dict, edges: list[dict], nodes: dict[str, dict]) -> list[Citation]:

@@ -14,15 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..answering import Draft, grounding_check
-from ..config import GRAPH_METHODS, LexicalConfig, LLMConfig
+from ..answering import Check, Draft, grounding_check
+from ..config import CONCEPT_METHODS, GRAPH_METHODS, LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError
 from ..llm.base import LLM
 from ..llm.budget import fit_context
-from ..llm.prompts import REFUSAL, answer_language, extract_outline, format_chunk, lexical_messages
+from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
+                           lexical_messages, numbered_evidence)
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.boosting import is_procedural_query
 from ..retrieval.rerank import make_reranker
+from ..retrieval.communities import CommunityHit, Route, load_communities, rank_communities, route
 from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
 from ..text import VIETNAMESE_FUNCTION_WORDS, normalize, tokenize
 from .base import NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
@@ -60,6 +62,8 @@ class LexicalTrace(Trace):
     mmr_similarity: str | None = None   # cosine (over chunk vectors) or jaccard (over terms)
     graph: dict | None = None           # graph methods: the base ranking and the walk's seeds
     bridges: dict | None = None         # graph methods: per cited chunk, the concepts and edges that brought it
+    broad: dict | None = None           # communities, auto: whether the question is about the whole corpus, and why
+    communities: list | None = None     # communities: the communities retrieved (id, label, size, chunks, score ...)
 
 
 class LexicalPipeline(Pipeline):
@@ -71,10 +75,10 @@ class LexicalPipeline(Pipeline):
     source_how = "ragkit index build"
     flag = "--index"
 
-    def load(self, where: str, sources: Sources) -> tuple[BM25Index, Any, Any]:
+    def load(self, where: str, sources: Sources) -> tuple[BM25Index, Any, Any, Any]:
         index = load_index(where)
         dense = load_dense(index, where)
-        return index, dense, load_concepts(where, dense)
+        return index, dense, load_concepts(where, dense), load_communities(where)
 
     def config_from(self, request) -> LexicalConfig:
         return LexicalConfig(k=request.k, method=request.method, rerank=request.rerank,
@@ -83,8 +87,12 @@ class LexicalPipeline(Pipeline):
     def gather(self, question: str, source, config: LexicalConfig | None, ctx: AskContext) -> Gathered:
         index, dense, *rest = source
         concepts = rest[0] if rest else None
+        communities = rest[1] if len(rest) > 1 else None
         config = config or LexicalConfig()
         profiler, llm_config = ctx.profiler, ctx.llm_config
+        routed = route(config.method, question, communities, concepts, index)
+        if routed.communities:
+            return self.gather_communities(question, index, communities, routed, config, ctx)
         # The model's tokenizer measures the question even without generation: a question
         # that cannot fit the context is refused the same way in both modes.
         model = ctx.model
@@ -125,7 +133,8 @@ class LexicalPipeline(Pipeline):
             chat_format=getattr(model, "chat_format", None), answer_language=language,
             rerank=steps.get("rerank"), mmr_similarity=steps.get("mmr_similarity"),
             graph=steps.get("graph"),
-            bridges={h.doc_id: steps["bridges"].get(h.doc_id, []) for h in used} if "bridges" in steps else None)
+            bridges={h.doc_id: steps["bridges"].get(h.doc_id, []) for h in used} if "bridges" in steps else None,
+            broad={**routed.broad.to_dict(), "route": routed.reason} if routed.broad else None)
         # Each outline step ends with the number of the chunk it was cut from, as the answer's
         # lines should.
         step_sources = outline_sources(outline, [h.text for h in used])
@@ -138,6 +147,121 @@ class LexicalPipeline(Pipeline):
                       fallback_note=_REPLACED_NOTE[language],
                       cites=[*range(1, len(used) + 1), *step_sources], evidence=evidence + outline)
         return Gathered(draft, citations, trace)
+
+    def gather_communities(self, question: str, index: BM25Index, communities, routed: Route,
+                           config: LexicalConfig, ctx: AskContext) -> Gathered:
+        """Evidence for a question about the whole corpus: the summaries of the ``config.k``
+        communities ``rank_communities`` gives, each sentence cited to the chunk it was cut
+        from. The evidence answer lists the themes with their sentences; a model may write
+        the answer from them instead, checked against them like any answer."""
+        with ctx.profiler.stage("communities"):
+            hits = rank_communities(communities, routed.broad, config.k)
+        language = answer_language(question, "vi")
+        order = list(dict.fromkeys(cid for h in hits for cid in h.community.cited_chunks()))
+        number = {cid: n for n, cid in enumerate(order, 1)}
+        said: dict[str, list[str]] = {cid: [] for cid in order}
+        for h in hits:
+            for s in h.community.summary:
+                if s["text"] not in said[s["chunk_id"]]:
+                    said[s["chunk_id"]].append(s["text"])
+        evidence = [" ".join(said[cid]) for cid in order]
+        score = {cid: h.score for h in reversed(hits) for cid in h.community.cited_chunks()}
+        citations = []
+        for cid in order:
+            hit = index.hit(cid, score[cid])
+            citations.append(Citation(id=number[cid], doc_id=cid, title=hit.title, source=hit.source,
+                                      score=round(score[cid], 6), evidence=number[cid]))
+        model, llm_config = ctx.model, ctx.llm_config
+        with ctx.profiler.stage("token_counting"):
+            empty = answer_messages(THEMES_TASK[language], question, "", language, None)
+            prompt_tokens = sum(model.count_tokens(m["content"]) for m in empty) + _TEMPLATE_OVERHEAD * len(empty)
+            if llm_config.n_ctx - llm_config.max_tokens - prompt_tokens <= 0:
+                raise ContextTooLongError(
+                    f"question: too long for the model's context ({prompt_tokens} prompt tokens + "
+                    f"{llm_config.max_tokens} for the answer > n_ctx {llm_config.n_ctx})")
+
+        def prompt(model: LLM):
+            kept = hits
+            while True:       # the last themes leave until the prompt fits the context
+                items = len({cid for h in kept for cid in h.community.cited_chunks()})
+                messages = answer_messages(THEMES_TASK[language], question, numbered_evidence(evidence[:items]),
+                                           language, None)
+                tokens = sum(model.count_tokens(m["content"]) for m in messages) + _TEMPLATE_OVERHEAD * len(messages)
+                if tokens <= llm_config.n_ctx - llm_config.max_tokens or len(kept) == 1:
+                    return messages, items
+                kept = kept[:-1]
+
+        trace = LexicalTrace(
+            query_tokens=index.tokenizer(question), method="communities", method_reason=routed.reason,
+            selected=order, prompt_tokens=prompt_tokens, model=getattr(model, "name", type(model).__name__),
+            chat_format=getattr(model, "chat_format", None), answer_language=language,
+            broad={**routed.broad.to_dict(), "route": routed.reason} if routed.broad else None,
+            communities=[_community_summary(h, communities.chunks) for h in hits])
+        draft = Draft(evidence_answer=themes_answer(hits, number, language),
+                      check=themes_check(evidence, question), prompt=prompt if evidence else None,
+                      language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
+                      fallback_note=_REPLACED_NOTE[language], evidence=evidence)
+        return Gathered(draft, citations, trace)
+
+
+# A question about the whole corpus: the model writes the themes from their summaries.
+THEMES_TASK = {
+    "en": ("You describe the main themes of a document collection. The evidence is sentences taken from "
+           "its documents, grouped by theme, the largest theme first. Write one sentence for each theme, "
+           "in the evidence's own words."),
+    "vi": ("Bạn mô tả các chủ đề chính của một bộ tài liệu. Bằng chứng là các câu trích từ tài liệu, "
+           "xếp theo chủ đề, chủ đề lớn nhất trước. Viết một câu cho mỗi chủ đề, dùng chính từ ngữ của bằng chứng."),
+}
+_THEMES_HEAD = {"en": "Main themes:", "vi": "Các chủ đề chính:"}
+_LEAD_IN_WORDS = 4      # a theme's lead-in ("Kentucky, West Virginia, Ohio:") names, claims nothing
+
+
+def themes_check(evidence: list[str], question: str):
+    """The grounding check, and one thing more: some claim must be supported by an evidence
+    item it cites. Theme names the model makes up ("Geographical features and borders") are
+    claims no sentence supports; what is left once they are dropped must still say
+    something from the documents, not only repeat the question ("The main themes are:")."""
+    check = grounding_check(evidence, question)
+
+    def judge(text: str) -> Check:
+        verdict = check(text)
+        if verdict.passed and not any(c.get("verdict") == "supported" and c.get("cited")
+                                      for c in verdict.details.get("claims", ())):
+            return Check(False, "no claim cites the evidence that supports it", verdict.details)
+        return verdict
+
+    return judge
+
+
+def theme_lead_in(community) -> str:
+    """A theme's name in an answer: its top concepts, as many as fit in ``_LEAD_IN_WORDS``
+    words (at least one)."""
+    names: list[str] = []
+    for c in community.top_concepts:
+        if names and len(" ".join([*names, c["concept"]]).split()) > _LEAD_IN_WORDS:
+            break
+        names.append(c["concept"])
+    return ", ".join(names)
+
+
+def themes_answer(hits: list[CommunityHit], number: dict[str, int], language: str) -> str:
+    """The evidence answer to a question about the whole corpus: each theme's lead-in, then
+    its summary's sentences, each with the [n] of its chunk."""
+    if not hits:
+        return NOT_ENOUGH_VI if language == "vi" else REFUSAL["en"]
+    lines = [_THEMES_HEAD[language]]
+    for i, h in enumerate(hits, 1):
+        lines.append(f"{i}. {theme_lead_in(h.community)}:")
+        lines.append(" ".join(f"{s['text']} [{number[s['chunk_id']]}]" for s in h.community.summary))
+    return "\n".join(line for line in lines if line)
+
+
+def _community_summary(hit: CommunityHit, chunks: int) -> dict:
+    c = hit.community
+    return {"id": c.id, "label": c.label, "size": c.size, "chunks": c.chunks, "of_chunks": chunks,
+            "score": round(hit.score, 6), "concepts": [t["concept"] for t in c.top_concepts],
+            "representatives": [r["chunk_id"] for r in c.representatives], "linked": hit.linked,
+            "summary": c.summary}
 
 
 def ask_lexical(question: str, index: BM25Index | str | Path, *,
@@ -159,8 +283,10 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
             index = load_index(index)
         if dense is None and config.method != "bm25" and folder is not None:
             dense = load_dense(index, folder)
-        concepts = load_concepts(folder, dense) if folder is not None and config.method in GRAPH_METHODS else None
-    return LexicalPipeline().ask(question, (index, dense, concepts), config, ctx)
+        communities = load_communities(folder) if folder is not None and config.method in CONCEPT_METHODS else None
+        concepts = load_concepts(folder, dense) if folder is not None and (
+            config.method in GRAPH_METHODS or communities is not None) else None
+    return LexicalPipeline().ask(question, (index, dense, concepts, communities), config, ctx)
 
 
 def outline_sources(outline: list[str], texts: list[str]) -> list[int]:

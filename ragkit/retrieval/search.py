@@ -19,15 +19,16 @@ from .mmr import mmr_rerank
 
 
 @lru_cache(maxsize=4)
-def _load_index(path: str, mtime: float) -> BM25Index:
+def _load_index(path: str, version: str, mtime: float) -> BM25Index:
     return BM25Index.load(path)
 
 
 def load_index(path: str | Path) -> BM25Index:
-    """Load an index, reusing the loaded copy while the folder is unchanged."""
+    """Load an index, reusing the loaded copy while the folder is unchanged (the same
+    version, as a rebuild switches the folder to a new one). Errors name ``path``."""
     path = Path(path)
     meta = path / "meta.json"
-    return _load_index(str(path.resolve()), meta.stat().st_mtime if meta.exists() else 0.0)
+    return _load_index(str(path), str(path.resolve()), meta.stat().st_mtime if meta.exists() else 0.0)
 
 
 def dense_dir_for(index_dir: str | Path) -> Path:
@@ -130,6 +131,9 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
     """
     profiler = profiler or Profiler()
     trace = trace if trace is not None else {}
+    if config.method == "communities":      # retrieval/communities.py: summaries, not a ranking of chunks
+        raise InputError("--method communities: answers from community summaries and ranks no chunks "
+                         "(use it with 'ragkit search' or 'ragkit ask --pipeline lexical')")
     if config.method in GRAPH_METHODS:
         return _retrieve_by_graph(index, question, config, profiler, dense, reranker, trace, concepts)
     method, trace["method_reason"] = resolve_method(config.method, index, question, dense is not None)

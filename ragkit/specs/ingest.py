@@ -294,13 +294,28 @@ def _page_furniture(pages: list[list[str]]) -> set[str]:
 
 
 def _read_pdf(path: Path) -> tuple[str, list[Section], str]:
+    import logging
+
     import pypdf
 
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(1024)
+    except OSError as exc:
+        raise InputError(f"spec {path}: cannot be read ({exc.strerror})") from None
+    if b"%PDF-" not in head:       # what PDF readers accept: the marker in the first 1024 bytes
+        raise InputError(f"spec {path}: not a PDF (no %PDF- header; it starts {head[:16]!r})")
+    # pypdf logs its repairs of a damaged file as warnings; the error below says it in one line.
+    logger = logging.getLogger("pypdf")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
     try:
         reader = pypdf.PdfReader(str(path))
         pages = [(page.extract_text() or "").splitlines() for page in reader.pages]
     except Exception as exc:  # pypdf raises many types for damaged files
         raise InputError(f"spec {path}: not a readable PDF ({type(exc).__name__}: {exc})") from None
+    finally:
+        logger.setLevel(level)
     if not any(ln.strip() for lines in pages for ln in lines):
         raise InputError(f"spec {path}: the PDF has no extractable text (a scan?)")
     furniture = _page_furniture(pages)

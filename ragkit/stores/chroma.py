@@ -5,7 +5,11 @@ download a model) is never used."""
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -15,6 +19,29 @@ import numpy as np
 
 from ..config import Settings
 from ..errors import InputError, StoreUnavailableError
+
+
+def readable_copy(location: str) -> str:
+    """``location``, or a private copy of it when this process cannot write there.
+
+    Embedded Chroma opens its SQLite file for writing even to read it, so an index on a
+    read-only mount, or one another user built (its files 0644 under umask 022), would not
+    open at all. Such a folder is copied once per process into a temporary folder (removed
+    at exit) and read from there; what is there is never changed."""
+    folder = Path(location)
+    database = folder / "chroma.sqlite3"
+    if not database.is_file() or (os.access(folder, os.W_OK) and os.access(database, os.W_OK)):
+        return location
+    key = str(folder.resolve())
+    if key not in _COPIES:
+        copy = Path(tempfile.mkdtemp(prefix="ragkit-chroma-read-")) / "chroma"
+        shutil.copytree(folder, copy)
+        atexit.register(shutil.rmtree, copy.parent, True)
+        _COPIES[key] = str(copy)
+    return _COPIES[key]
+
+
+_COPIES: dict[str, str] = {}
 
 
 @dataclass
@@ -42,7 +69,7 @@ class ChromaVectors:
                                  f"start one with 'chroma run --host 127.0.0.1' or unset CHROMA_URL") from None
         else:
             Path(location).mkdir(parents=True, exist_ok=True)
-            self.client = chromadb.PersistentClient(path=location, settings=settings)
+            self.client = chromadb.PersistentClient(path=readable_copy(location), settings=settings)
         if create:
             self.collection = self.client.get_or_create_collection(
                 collection, embedding_function=None, metadata={"hnsw:space": "cosine"})

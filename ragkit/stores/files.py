@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import InputError
+from ..errors import InputError, output_error
 from ..faults import fault_point
 
 
@@ -39,16 +39,31 @@ def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     dead runs beside ``target`` are removed first (``clean_leftovers``).
     """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    clean_leftovers(target)
-    tmp = new_version_dir(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        clean_leftovers(target)
+        tmp = new_version_dir(target)
+    except OSError as exc:
+        raise output_error(target, exc) from None
     try:
         yield tmp
+    except OSError as exc:          # a full disk or a folder gone read-only while writing
+        _discard_version(tmp)
+        raise output_error(target, exc) from None
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        _WRITING.discard(str(tmp.resolve()))
+        _discard_version(tmp)
         raise
-    swap_into_place(tmp, target)
+    try:
+        swap_into_place(tmp, target)
+    except OSError as exc:
+        _discard_version(tmp)
+        raise output_error(target, exc) from None
+
+
+def _discard_version(path: Path) -> None:
+    """Remove a version this process was writing and will not finish."""
+    _WRITING.discard(str(path.resolve()))
+    shutil.rmtree(path, ignore_errors=True)
 
 
 _WRITING: set[str] = set()     # versions this process is writing now (not leftovers)
@@ -244,9 +259,12 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    clean_leftovers(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        clean_leftovers(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent)
+    except OSError as exc:
+        raise output_error(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -255,9 +273,11 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise output_error(path, exc) from None
         raise
 
 

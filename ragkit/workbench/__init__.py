@@ -12,7 +12,8 @@ calls one function here (``from ragkit import workbench as wb``) and shows what 
 from __future__ import annotations
 
 from .kg_builder import (
-    KGParams, build_kg, kg_summary, term_neighbourhood, plot_term_neighbourhood,
+    KGParams, build_kg, kg_summary, term_neighbourhood, plot_term_neighbourhood, TextGraphParams,
+    build_text_graph, concept_counts, communities_table, ask_about_everything, walk_table, plot_walk,
 )
 from .term_extraction import (
     extracted_terms, multiple_expansions, spec_conflicts,
@@ -35,6 +36,8 @@ from .latency_profiling import (
 
 __all__ = [
     'KGParams', 'build_kg', 'kg_summary', 'term_neighbourhood', 'plot_term_neighbourhood',
+    'TextGraphParams', 'build_text_graph', 'concept_counts', 'communities_table', 'ask_about_everything',
+    'walk_table', 'plot_walk',
     'extracted_terms', 'multiple_expansions', 'spec_conflicts', 'IndexBuildParams',
     'build_index', 'open_index', 'index_overview', 'chunks_by_source', 'top_terms',
     'plot_chunk_lengths', 'QueryParams', 'ask', 'answer_markdown', 'candidates_table',

@@ -83,3 +83,97 @@ def plot_term_neighbourhood(p: KGParams):
     fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+# ----------------------------------------------------------------------- 01 graph from text
+@dataclass(frozen=True)
+class TextGraphParams:
+    """Parameters of ``01_kg_builder``'s graph from text: a concept graph and its communities
+    built from documents without a model (``ragkit index build --concepts``)."""
+
+    corpus: str = "../data/specs"                       # documents folder or BEIR corpus.jsonl
+    index_dir: str = "../outputs/index/specs-concepts"  # the index with its concepts folder
+    question: str = "Through which function does the SCP discover a suitable producer?"
+    broad_question: str = "What are the main topics of these documents?"
+
+    def __post_init__(self) -> None:
+        for name in ("corpus", "index_dir", "question", "broad_question"):
+            check_type(name, getattr(self, name), str)
+        for name in ("question", "broad_question"):
+            if not getattr(self, name).strip():
+                raise InputError(f"parameter {name}: must not be empty")
+
+
+def build_text_graph(p: TextGraphParams) -> dict:
+    """Index the documents (BM25) with their concept graph and communities, as ``ragkit
+    index build --corpus CORPUS --out INDEX_DIR --concepts`` does; what was built."""
+    from ..concepts.build import build_concepts
+    from ..corpus import load_corpus
+    from ..retrieval.bm25 import BM25Index
+    from ..retrieval.search import concepts_dir_for
+
+    docs = load_corpus(p.corpus)
+    index = BM25Index.for_corpus(docs, "auto", progress=False)
+    graph, communities, report = build_concepts(docs, concepts_dir_for(p.index_dir), progress=False,
+                                                what=f"corpus {p.corpus}")
+    index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
+    index.save(p.index_dir)
+    return {"chunks": report["chunks"], "concepts": report["concepts"], "hubs": report["hubs"],
+            "mentions": report["mentions"], "co-occurrences": report["cooccurrences"],
+            "communities": report["communities"]["communities"], "themes": report["communities"]["themes"]}
+
+
+def concept_counts(summary: dict) -> pd.DataFrame:
+    """What the graph from text holds, one count a row."""
+    return pd.DataFrame({"count": summary}).rename_axis("graph from text")
+
+
+def communities_table(p: TextGraphParams, n: int = 6) -> pd.DataFrame:
+    """The ``n`` largest communities: how many chunks they are home to, their concepts, top
+    concepts, representative chunks and the first sentence of their summary."""
+    from ..retrieval.communities import load_communities
+
+    communities = load_communities(p.index_dir)
+    rows = [{"community": c.id, "chunks": c.chunks, "concepts": c.size,
+             "top concepts": ", ".join(t["concept"] for t in c.top_concepts[:4]),
+             "representative chunks": ", ".join(r["chunk_id"] for r in c.representatives),
+             "summary (first sentence)": c.summary[0]["text"] if c.summary else ""}
+            for c in communities.communities[:n]]
+    return pd.DataFrame(rows).set_index("community")
+
+
+def ask_about_everything(p: TextGraphParams):
+    """``p.broad_question`` asked with ``--method auto`` and no model: a question about the
+    whole corpus, answered from the community summaries."""
+    from ..config import LexicalConfig
+    from ..pipelines.lexical import ask_lexical
+
+    return ask_lexical(p.broad_question, p.index_dir, config=LexicalConfig(method="auto", k=3), use_llm=False)
+
+
+def walk_table(p: TextGraphParams, chunks: int = 3) -> pd.DataFrame:
+    """The chunks ``p.question``'s walk ranks first, each with the concepts that brought it in
+    and the edges the walk took to them."""
+    g = _walk(p, chunks)
+    rows = [{"rank": rank, "chunk": doc_id, "concept": b["concept"], "via": " ; ".join(b["via"])}
+            for rank, (doc_id, bridge) in enumerate(g.graph["bridges"].items(), 1) for b in bridge]
+    return pd.DataFrame(rows).set_index(["rank", "chunk"])
+
+
+def plot_walk(p: TextGraphParams, chunks: int = 3):
+    """A drawing of the part of the graph ``p.question``'s walk used, bridge concepts in red."""
+    from ..concepts.draw import draw_walk
+
+    return draw_walk(_walk(p, chunks))
+
+
+def _walk(p: TextGraphParams, chunks: int):
+    """``p.question``'s walk subgraph, seeded like ``--method graph`` on an index without
+    vectors (the question's concepts and the top five BM25 chunks)."""
+    from ..concepts.draw import walk_subgraph
+    from ..retrieval.search import load_concepts, load_index
+
+    index = load_index(p.index_dir)
+    searcher = load_concepts(p.index_dir)
+    base = [(h.doc_id, h.score) for h in index.search(p.question, k=searcher.params.seed_passages)]
+    return walk_subgraph(searcher, p.question, base, chunks=chunks)

@@ -1,0 +1,533 @@
+"""Communities of a concept graph: the themes of a corpus, for questions about all of it
+(GraphRAG's global search, done without a model).
+
+1. **Detection**: Louvain modularity maximisation (Blondel et al., 2008; ``louvain``, a
+   fixed ``seed``, ``resolution`` 1) over the CO_OCCURS weights. Every concept of the graph is in exactly one community; a concept with
+   no CO_OCCURS edge is a community of its own.
+2. **Home chunks**: a chunk's home is the community holding most of its concepts (on a tie,
+   the one with more concepts). A community's ``chunks`` is how many chunks it is home to:
+   its share of the corpus. Communities are numbered by that, largest first.
+3. **Top concepts**: each member's weighted degree inside its community (the sum of its
+   CO_OCCURS weights to other members) times its ``idf = log(N / df)``: central to the
+   community and rare in the corpus. Overlapping word n-grams ("tiện trụ", "tiện trụ ngoài")
+   are shown once, the best first.
+4. **Representative chunks**: the chunks mentioning members, ranked by the centrality of
+   the members they mention times the share of their concepts that are members.
+5. **Extractive summary**: up to ``SUMMARY_SENTENCES`` sentences of the representative
+   chunks, chosen greedily by the centrality weight of the members they mention that no
+   chosen sentence mentions yet (weighted maximum coverage), shown in reading order, each
+   with the chunk it was cut from. Every sentence is a verbatim piece of its chunk's text
+   (up to whitespace: ``split_sentences``).
+
+A community home to at least ``MIN_CHUNKS`` chunks is a **theme**; a corpus with none (too
+small, or chunks sharing no concept) has no themes, and ``Communities.unavailable`` says why.
+
+Built with the concept graph (``ragkit index build --concepts``) and kept beside it in
+``<index>/concepts/communities.json.gz``, so a question never recomputes them and a rebuild
+always does. Complexity: Louvain is about O(E log V) in practice; the rest is one pass over
+the MENTIONS and CO_OCCURS matrices (MuSiQue's concepts: see docs/pipelines.md).
+
+    >>> from ragkit.corpus import Doc
+    >>> from ragkit.concepts.graph import ConceptGraph
+    >>> docs = [Doc("a", "The Bubye River flows into the Limpopo River in Zimbabwe."),
+    ...         Doc("b", "The Limpopo River forms the border of Zimbabwe and South Africa."),
+    ...         Doc("c", "Victoria Falls lies on the Zambezi River.")]
+    >>> graph, _, _ = ConceptGraph.build(docs, progress=False)
+    >>> found = detect_communities(graph, {d.doc_id: d.text for d in docs})
+    >>> [(c.id, c.chunks, c.label) for c in found.themes]
+    [(0, 2, 'Bubye River · South Africa · Limpopo River')]
+    >>> [s["chunk_id"] for s in found.themes[0].summary]
+    ['a', 'b']
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import IndexFormatError
+from ..stores.files import atomic_write_bytes
+from .extract import concept_key
+from .graph import ConceptGraph
+
+FORMAT = "ragkit-communities"
+VERSION = 1
+FILE = "communities.json.gz"
+SEED = 42                 # Louvain's random node order: fixed, so a rebuild finds the same communities
+RESOLUTION = 1.0          # modularity's resolution: < 1 gives fewer, larger communities
+MIN_CHUNKS = 2            # a community home to at least this many chunks is a theme
+TOP_CONCEPTS = 8          # concepts shown per community
+REPRESENTATIVES = 3       # chunks the summary is cut from
+SUMMARY_SENTENCES = 3
+MIN_SENTENCE_WORDS = 4    # shorter pieces are headings or fragments, not sentences
+MAX_SENTENCE_CHARS = 400  # longer ones are lists or tables run together
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+•]\s+|\d{1,2}[.)]\s+)")
+# A sentence ends at . ! ? and space, before a capital or a digit ...
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)]*\s+")
+# ... unless the word before is an initial or an abbreviation ("U.S. Army", "Dr. Who").
+_NOT_AN_END = re.compile(r"(?:\b\w|\b(?:\w+\.)+\w+|\b(?:Dr|Mr|Mrs|Ms|St|Jr|Sr|No|Vol|vs|etc|e\.g|i\.e|ca|Co|Inc|Ltd|Mt|Ft))\.$")
+
+
+@dataclass
+class Community:
+    """One community: its members (concept keys), how many chunks it is home to, its top
+    concepts, representative chunks and extractive summary."""
+
+    id: int
+    size: int                       # member concepts
+    chunks: int                     # chunks whose home it is
+    members: list[str]
+    top_concepts: list[dict]        # {"concept", "key", "score", "df"}
+    representatives: list[dict]     # {"chunk_id", "in_community", "share", "home"}
+    summary: list[dict]             # {"text", "chunk_id"}: verbatim sentences of their chunks
+
+    @property
+    def label(self) -> str:
+        """Its three top concepts, the name tables and answers give it."""
+        return " · ".join(c["concept"] for c in self.top_concepts[:3])
+
+    @property
+    def summary_text(self) -> str:
+        return " ".join(s["text"] for s in self.summary)
+
+    def cited_chunks(self) -> list[str]:
+        """The chunks its summary cites, in the order it cites them."""
+        return list(dict.fromkeys(s["chunk_id"] for s in self.summary))
+
+
+@dataclass
+class Communities:
+    """A corpus's communities, largest first, with what the build found."""
+
+    communities: list[Community]
+    chunks: int                                     # chunks in the corpus
+    meta: dict = field(default_factory=dict)        # algorithm, seed, resolution, modularity, seconds
+    _membership: dict | None = field(default=None, repr=False)
+
+    @property
+    def themes(self) -> list[Community]:
+        """The communities home to at least ``MIN_CHUNKS`` chunks, largest first."""
+        need = self.meta.get("min_chunks", MIN_CHUNKS)
+        return [c for c in self.communities if c.chunks >= need]
+
+    @property
+    def unavailable(self) -> str | None:
+        """Why the corpus has no themes, or None when it has some."""
+        if self.themes:
+            return None
+        need = self.meta.get("min_chunks", MIN_CHUNKS)
+        if self.chunks < need:
+            return (f"the corpus has {self.chunks} chunk{'s' * (self.chunks != 1)}: a community needs "
+                    f"at least {need} chunks that share concepts")
+        return (f"no community of its {len(self.communities)} is home to {need} or more of its "
+                f"{self.chunks} chunks (the chunks share too few concepts)")
+
+    def community_of(self, key: str) -> int | None:
+        """The community a concept key belongs to."""
+        if self._membership is None:
+            self._membership = {k: c.id for c in self.communities for k in c.members}
+        return self._membership.get(key)
+
+    # ------------------------------------------------------------------ persistence
+    def to_dict(self) -> dict:
+        return {"format": FORMAT, "version": VERSION, "chunks": self.chunks, **self.meta,
+                "communities": [asdict(c) for c in self.communities]}
+
+    def save(self, directory: str | Path) -> Path:
+        """Write ``communities.json.gz`` into a concepts folder (atomically)."""
+        path = Path(directory) / FILE
+        data = json.dumps(self.to_dict(), ensure_ascii=False).encode("utf-8")
+        atomic_write_bytes(path, gzip.compress(data, mtime=0))
+        return path
+
+    @classmethod
+    def load(cls, directory: str | Path) -> "Communities | None":
+        """The communities saved in a concepts folder, or None when it has none (a graph
+        built before communities were)."""
+        path = Path(directory) / FILE
+        if not path.is_file():
+            return None
+        data = json.loads(gzip.decompress(path.read_bytes()))
+        if data.get("format") != FORMAT or data.get("version") != VERSION:
+            raise IndexFormatError(f"communities {path}: not ragkit communities of version {VERSION}; "
+                                   "rebuild with 'ragkit index build --concepts'")
+        communities = [Community(**c) for c in data.pop("communities")]
+        for key in ("format", "version"):
+            data.pop(key)
+        return cls(communities, data.pop("chunks"), data)
+
+
+# ---------------------------------------------------------------------- detection
+def louvain_partition(graph: ConceptGraph, *, seed: int = SEED,
+                      resolution: float = RESOLUTION) -> tuple[np.ndarray, float]:
+    """Each concept's community (an array of labels, not yet ordered) over the CO_OCCURS
+    weights (``louvain``), and the partition's modularity."""
+    adjacency = sp.csr_matrix(graph.cooccurs, dtype=np.float64)
+    adjacency.setdiag(0)
+    adjacency.eliminate_zeros()
+    label = louvain(adjacency, resolution=resolution, seed=seed)
+    return label, modularity(sp.triu(adjacency, k=1).tocoo(), label, resolution)
+
+
+def louvain(adjacency: sp.spmatrix, *, resolution: float = RESOLUTION, seed: int = SEED,
+            max_passes: int = 100, threshold: float = 1e-7) -> np.ndarray:
+    """Louvain modularity maximisation (Blondel, Guillaume, Lambiotte and Lefebvre, 2008) of
+    a symmetric weighted graph: each node's community label (0, 1, ...).
+
+    Each level moves nodes, in a seeded random order, to the neighbouring community with the
+    best gain ``k_i,C − γ · k_i · Σ_tot(C) / 2m`` (the modularity change, times m, of joining C),
+    until a pass moves none; then the communities become the nodes of the next level. A node
+    moves only when the gain beats staying by more than round-off (``1e-12 · k_i``), so every
+    move raises modularity and the loop ends: networkx 3.6's ``louvain_communities`` can
+    cycle forever between equal gains that round-off makes unequal (networkx issue 8739),
+    and it did on MuSiQue's concept graph. Levels stop when modularity gains less than
+    ``threshold``. A pass is O(edges); a few passes and levels are the usual.
+
+    >>> two_triangles = sp.csr_matrix(np.array([[0, 1, 1, 0, 0, 0], [1, 0, 1, 0, 0, 0], [1, 1, 0, 1, 0, 0],
+    ...                                          [0, 0, 1, 0, 1, 1], [0, 0, 0, 1, 0, 1], [0, 0, 0, 1, 1, 0]]))
+    >>> louvain(two_triangles).tolist()
+    [0, 0, 0, 1, 1, 1]
+    """
+    a = sp.csr_matrix(adjacency, dtype=np.float64)
+    n = a.shape[0]
+    label = np.arange(n)
+    two_m = a.sum()
+    if two_m <= 0:
+        return label
+    rng = np.random.default_rng(seed)
+    edges = sp.triu(a).tocoo()                      # each edge once, to measure modularity
+    quality = modularity(edges, label, resolution)
+    while True:
+        community = _one_level(a, two_m, resolution, rng, max_passes)
+        _, community = np.unique(community, return_inverse=True)
+        if community.max() + 1 == a.shape[0]:
+            break                                   # no node moved: nothing to aggregate
+        label = community[label]
+        better = modularity(edges, label, resolution)
+        members = sp.csr_matrix((np.ones(len(community)), (np.arange(len(community)), community)))
+        a = sp.csr_matrix(members.T @ a @ members)
+        if better - quality <= threshold:
+            break
+        quality = better
+    _, label = np.unique(label, return_inverse=True)
+    return label
+
+
+def _one_level(a: sp.csr_matrix, two_m: float, resolution: float, rng, max_passes: int) -> np.ndarray:
+    """One level of Louvain's local moving: each node's community (of this level's nodes)."""
+    n = a.shape[0]
+    degree = np.asarray(a.sum(axis=1)).ravel().tolist()
+    total = list(degree)                            # Σ_tot of each community
+    community = list(range(n))
+    indptr, indices, data = a.indptr.tolist(), a.indices.tolist(), a.data.tolist()
+    for _ in range(max_passes):
+        moved = 0
+        for i in rng.permutation(n).tolist():
+            k_i, own = degree[i], community[i]
+            links: dict[int, float] = {}
+            for j, w in zip(indices[indptr[i]:indptr[i + 1]], data[indptr[i]:indptr[i + 1]]):
+                if j != i:
+                    c = community[j]
+                    links[c] = links.get(c, 0.0) + w
+            total[own] -= k_i
+            share = resolution * k_i / two_m
+            best, best_gain = own, links.get(own, 0.0) - share * total[own]
+            margin = 1e-12 * max(k_i, 1e-300)
+            for c, w in links.items():
+                gain = w - share * total[c]
+                if gain > best_gain + margin:
+                    best, best_gain = c, gain
+            total[best] += k_i
+            if best != own:
+                community[i] = best
+                moved += 1
+        if not moved:
+            break
+    return np.asarray(community)
+
+
+def modularity(edges: sp.coo_matrix, label: np.ndarray, resolution: float = RESOLUTION) -> float:
+    """Newman's modularity of a partition, ``Σ_c [L_c / W − γ (D_c / 2W)²]`` (``edges``: each
+    undirected edge once with its weight; ``W`` their total, ``L_c`` the weight inside
+    community c, ``D_c`` its members' summed degree), in O(E) with numpy (networkx's
+    ``modularity`` gives the same figure, slower).
+
+    >>> edges = sp.coo_matrix(([1.0, 1.0, 1.0], ([0, 1, 2], [1, 2, 3])), shape=(4, 4))   # a path
+    >>> round(modularity(edges, np.array([0, 0, 1, 1])), 4)
+    0.1667
+    """
+    total = edges.data.sum()
+    if total <= 0:
+        return 0.0
+    k = int(label.max()) + 1
+    inside = label[edges.row] == label[edges.col]
+    weight_in = np.bincount(label[edges.row][inside], weights=edges.data[inside], minlength=k)
+    degree = np.bincount(edges.row, weights=edges.data, minlength=len(label)) + \
+        np.bincount(edges.col, weights=edges.data, minlength=len(label))
+    degree_c = np.bincount(label, weights=degree, minlength=k)
+    return float((weight_in / total).sum() - resolution * ((degree_c / (2 * total)) ** 2).sum())
+
+
+def detect_communities(graph: ConceptGraph, texts: Mapping[str, str], *, seed: int = SEED,
+                       resolution: float = RESOLUTION, min_chunks: int = MIN_CHUNKS) -> Communities:
+    """The communities of ``graph``, each with its top concepts, representative chunks and an
+    extractive summary cut from ``texts`` ({chunk id: chunk text, without its title})."""
+    started = time.perf_counter()
+    n, m = len(graph.chunk_ids), len(graph.keys)
+    raw, modularity = louvain_partition(graph, seed=seed, resolution=resolution)
+    sizes = np.bincount(raw, minlength=int(raw.max()) + 1 if m else 0)
+    first_key = {}
+    for i in range(m - 1, -1, -1):          # keys are sorted: the smallest member key of each
+        first_key[int(raw[i])] = i
+
+    # Home chunks: the community holding most of a chunk's concepts; on a tie the larger one.
+    mentions = graph.mentions.tocsr()
+    home = np.full(n, -1, dtype=np.int64)
+    for r in range(n):
+        concepts = mentions.indices[mentions.indptr[r]:mentions.indptr[r + 1]]
+        if len(concepts):
+            labels, counts = np.unique(raw[concepts], return_counts=True)
+            home[r] = min(zip(labels, counts), key=lambda x: (-x[1], -sizes[x[0]], first_key[int(x[0])]))[0]
+    homes = np.bincount(home[home >= 0], minlength=len(sizes))
+    order = sorted(range(len(sizes)), key=lambda c: (-homes[c], -sizes[c], first_key[c]))
+    new_id = np.empty(len(sizes), dtype=np.int64)
+    new_id[order] = np.arange(len(sizes))
+    label = new_id[raw]
+    home = np.where(home >= 0, new_id[np.maximum(home, 0)], -1)
+
+    centrality = inside_centrality(graph, label)
+
+    members_of: list[list[int]] = [[] for _ in order]
+    for i in range(m):
+        members_of[int(label[i])].append(i)
+    # Chunk × community: how many of each chunk's concepts each community holds, and their
+    # centrality summed.
+    rows = np.repeat(np.arange(n), np.diff(mentions.indptr))
+    cols = label[mentions.indices]
+    counts = sp.csc_matrix((np.ones(mentions.nnz), (rows, cols)), shape=(n, len(order)))
+    mass = sp.csc_matrix((centrality[mentions.indices], (rows, cols)), shape=(n, len(order)))
+    counts.sum_duplicates()
+    mass.sum_duplicates()
+    per_chunk = np.maximum(np.diff(mentions.indptr), 1).astype(np.float64)
+
+    communities, sentences, matcher = [], {}, ConceptMatcher(graph)
+    for cid, members in enumerate(members_of):
+        top = top_concepts(graph, members, centrality)
+        reps = representatives(graph, counts, mass, cid, per_chunk, home)
+        summary = extractive_summary(graph, members, centrality, [r["chunk_id"] for r in reps], texts,
+                                     cache=sentences, matcher=matcher)
+        communities.append(Community(id=cid, size=len(members), chunks=int(homes[order[cid]]),
+                                     members=[graph.keys[i] for i in members], top_concepts=top,
+                                     representatives=reps, summary=summary))
+    meta = {"algorithm": "louvain", "weight": "CO_OCCURS", "seed": seed, "resolution": resolution,
+            "min_chunks": min_chunks, "concepts": m, "modularity": round(modularity, 4),
+            "seconds": round(time.perf_counter() - started, 4)}
+    return Communities(communities, n, meta)
+
+
+def inside_centrality(graph: ConceptGraph, label: np.ndarray) -> np.ndarray:
+    """Each concept's weighted degree inside its community, counted in sentences (the
+    sentences it shares with other members: a CO_OCCURS weight times ``sqrt(df_a · df_b)``),
+    times its ``idf = log(N / df)``. Counting sentences rather than summing the weights,
+    which already divide by the chunk frequencies, keeps idf the only rarity term: a name
+    that many members' sentences mention (a country, a network function) ranks above a
+    phrase of one long sentence."""
+    n, m = len(graph.chunk_ids), len(graph.keys)
+    coo = graph.cooccurs.tocoo()
+    inside = label[coo.row] == label[coo.col]
+    sentences = np.rint(coo.data * np.sqrt(graph.df[coo.row] * graph.df[coo.col]))
+    degree = np.bincount(coo.row[inside], weights=sentences[inside], minlength=m)
+    return degree * np.log(max(n, 1) / np.maximum(graph.df, 1.0))
+
+
+def top_concepts(graph: ConceptGraph, members: list[int], centrality: np.ndarray,
+                 limit: int = TOP_CONCEPTS) -> list[dict]:
+    """The members by centrality (weighted degree inside × idf), best first, leaving out a
+    concept whose words (of its key or its label) overlap one already shown: a word n-gram of
+    the same phrase, or a title that repeats a name ("4.2 SMF" after "SMF")."""
+    ranked = sorted(members, key=lambda i: (-centrality[i], -graph.df[i], graph.keys[i]))
+    chosen: list[int] = []
+    forms = lambda i: (graph.keys[i], concept_key(graph.labels[i]))     # noqa: E731 (an abbreviation's key is its long form)
+    for i in ranked:
+        if any(_overlap(a, b) for j in chosen for a in forms(i) for b in forms(j)):
+            continue
+        chosen.append(i)
+        if len(chosen) == limit:
+            break
+    return [{"concept": graph.labels[i], "key": graph.keys[i], "score": round(float(centrality[i]), 4),
+             "df": int(graph.df[i])} for i in chosen]
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether two keys are pieces of one phrase: one inside the other, or one's last words
+    the other's first ("tien tru" and "tru ngoai")."""
+    x, y = a.split(), b.split()
+    if len(x) > len(y):
+        x, y = y, x
+    if any(y[i:i + len(x)] == x for i in range(len(y) - len(x) + 1)):
+        return True
+    return any(x[-k:] == y[:k] or y[-k:] == x[:k] for k in range(1, len(x)))
+
+
+def representatives(graph: ConceptGraph, counts: sp.csc_matrix, mass: sp.csc_matrix, cid: int,
+                    per_chunk: np.ndarray, home: np.ndarray, limit: int = REPRESENTATIVES) -> list[dict]:
+    """The chunks whose concepts fall most in community ``cid``, ranked by the centrality of
+    the members they mention times the share of their concepts that are members
+    (``counts``, ``mass``: chunks × communities, member counts and centrality sums)."""
+    span = slice(counts.indptr[cid], counts.indptr[cid + 1])     # both built alike: one pattern
+    rows, inside, central = counts.indices[span], counts.data[span], mass.data[span]
+    score = central * inside / per_chunk[rows]
+    best = sorted(range(len(rows)), key=lambda j: (-score[j], rows[j]))[:limit]
+    return [{"chunk_id": graph.chunk_ids[rows[j]], "in_community": int(inside[j]),
+             "share": round(float(inside[j] / per_chunk[rows[j]]), 4), "home": bool(home[rows[j]] == cid)}
+            for j in best]
+
+
+def extractive_summary(graph: ConceptGraph, members: list[int], centrality: np.ndarray,
+                       chunk_ids: list[str], texts: Mapping[str, str],
+                       limit: int = SUMMARY_SENTENCES, cache: dict | None = None,
+                       matcher: "ConceptMatcher | None" = None) -> list[dict]:
+    """Sentences of the representative chunks that cover the community's central concepts:
+    each pick adds the most centrality weight of members no earlier pick mentions (ties: the
+    better chunk, then the earlier sentence); shown in reading order. ``cache`` keeps each
+    chunk's sentences and their concepts across communities (a chunk represents several)."""
+    cache = {} if cache is None else cache
+    matcher = matcher or ConceptMatcher(graph)
+    member_set = set(members)
+    candidates = []        # (chunk rank, position, text, concepts mentioned, chunk id)
+    for rank, cid in enumerate(chunk_ids):
+        for pos, (sentence, concepts) in enumerate(sentence_concepts(matcher, cid, texts.get(cid, ""), cache)):
+            found = concepts & member_set
+            if found:
+                candidates.append((rank, pos, sentence, found, cid))
+    covered: set[int] = set()
+    picked = []
+    while candidates and len(picked) < limit:
+        gains = [sum(centrality[c] for c in found - covered) for *_, found, _ in candidates]
+        best = max(range(len(candidates)), key=lambda j: (gains[j], -candidates[j][0], -candidates[j][1]))
+        if gains[best] <= 0:
+            break
+        picked.append(candidates.pop(best))
+        covered |= picked[-1][3]
+    picked.sort(key=lambda x: (x[0], x[1]))
+    return [{"text": text, "chunk_id": cid} for _, _, text, _, cid in picked]
+
+
+def sentence_concepts(matcher: "ConceptMatcher", chunk_id: str, text: str, cache: dict) -> list[tuple[str, set]]:
+    """A chunk's sentences (``split_sentences``), each with the concepts it mentions."""
+    if chunk_id not in cache:
+        cache[chunk_id] = [(s, matcher.find(s)) for s in split_sentences(text)]
+    return cache[chunk_id]
+
+
+class ConceptMatcher:
+    """Finds the concepts of a graph a text mentions: every word n-gram whose key is a
+    concept's, directly or through an alias. An n-gram grows only while it is the start of
+    some key, so a text costs about one lookup per word."""
+
+    def __init__(self, graph: ConceptGraph):
+        self.graph = graph
+        self.prefixes = set()
+        for key in [*graph.keys, *graph.aliases]:
+            words = key.split()
+            self.prefixes.update(" ".join(words[:j]) for j in range(1, len(words) + 1))
+        self._keys: dict[str, str] = {}
+
+    def _key(self, word: str) -> str:
+        key = self._keys.get(word)
+        if key is None:
+            key = self._keys[word] = concept_key(word)
+        return key
+
+    def find(self, text: str) -> set[int]:
+        keys = [k for k in (self._key(m.group(0)) for m in _WORD.finditer(text)) if k]
+        found = set()
+        for i in range(len(keys)):
+            key = keys[i]
+            for j in range(i + 1, min(i + 7, len(keys) + 1)):
+                if j > i + 1:
+                    key = f"{key} {keys[j - 1]}"
+                if key not in self.prefixes:
+                    break
+                concept = self.graph.concept_of(key)
+                if concept is not None:
+                    found.add(concept)
+        return found
+
+
+def mentioned_concepts(graph: ConceptGraph, text: str) -> set[int]:
+    """The concepts of ``graph`` a text mentions (``ConceptMatcher``).
+
+    >>> from ragkit.corpus import Doc
+    >>> g, _, _ = ConceptGraph.build([Doc("a", "The Bubye River flows in Zimbabwe.")], progress=False)
+    >>> sorted(g.labels[c] for c in mentioned_concepts(g, "Is the bubye river in zimbabwe?"))
+    ['Bubye River', 'Zimbabwe']
+    """
+    return ConceptMatcher(graph).find(text)
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences of a chunk, each a verbatim piece of it up to whitespace (runs of
+    spaces and line breaks read as one space). A paragraph is read as one run of text
+    (hard-wrapped lines are joined); a paragraph with list items is read line by line, list
+    markers stripped; headings, table rows and tab-separated lines are left out. A sentence
+    ends at ". ", "! " or "? " before a capital or a digit, but not after an initial or a
+    common abbreviation. Pieces of fewer than ``MIN_SENTENCE_WORDS`` words or more than
+    ``MAX_SENTENCE_CHARS`` characters are left out, and so are lead-ins ending with ":" (what
+    they introduce is in the items after them).
+
+    >>> split_sentences("# Safety\\n- Wear goggles at all times. Dr. Who agrees with U.S. rules.\\n"
+    ...                 "- Keep hands away from the\\n  spindle while it turns.")
+    ['Wear goggles at all times.', 'Dr. Who agrees with U.S. rules.', 'Keep hands away from the spindle while it turns.']
+    """
+    out = []
+    for block in re.split(r"\n\s*\n", text):
+        lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+        if any(_LIST_MARKER.match(ln) for ln in lines):
+            units, current = [], []
+            for ln in lines:          # a list item runs on over the lines that continue it
+                if _LIST_MARKER.match(ln) or ln.startswith(("#", "|")) or "\t" in ln:
+                    units.append(current)
+                    current = []
+                current.append(ln)
+            units.append(current)
+        else:
+            units = [[ln] for ln in lines if ln.startswith(("#", "|")) or "\t" in ln]
+            prose = [ln for ln in lines if not (ln.startswith(("#", "|")) or "\t" in ln)]
+            units.append(prose)
+        for unit in units:
+            if not unit or unit[0].startswith(("#", "|", "```")) or "\t" in unit[0]:
+                continue
+            line = _LIST_MARKER.sub("", " ".join(" ".join(unit).split()), count=1)
+            start = 0
+            for match in _SENTENCE_END.finditer(line):
+                following = line[match.end():].lstrip("\"“'‘([")[:1]
+                if not (following.isupper() or following.isdigit()) or \
+                        _NOT_AN_END.search(line[start:match.start() + 1]):
+                    continue
+                out.append(line[start:match.end()].rstrip())
+                start = match.end()
+            out.append(line[start:].strip())
+    return [s for s in out if len(_WORD.findall(s)) >= MIN_SENTENCE_WORDS and len(s) <= MAX_SENTENCE_CHARS
+            and not s.endswith(":")]
+
+
+def coverage(community: Community, chunks: int) -> float:
+    """The share of the corpus's chunks a community is home to."""
+    return community.chunks / chunks if chunks else 0.0
+
+
+__all__ = ["Communities", "Community", "detect_communities", "louvain_partition", "louvain", "modularity",
+           "top_concepts",
+           "representatives", "extractive_summary", "mentioned_concepts", "ConceptMatcher", "split_sentences", "coverage",
+           "MIN_CHUNKS", "SEED", "RESOLUTION"]
