@@ -61,51 +61,57 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
     index.meta["corpus"] = str(Path(args.corpus).resolve())
     language = index.language
     dense_info = None
-    if args.dense:
-        from .embeddings import choose_embedder
-        from .retrieval.dense import DenseIndex
-        from .retrieval.search import dense_dir_for
-
-        embedder, reason = choose_embedder(args.dense, language.lang)
-        # Built in place first (reusing unchanged vectors); save() then moves them along.
-        folder = dense_dir_for(args.out)
-        dense_index = DenseIndex(folder, embedder)
-        report = dense_index.build(docs, progress=_progress(args))
-        index.meta["dense"] = {"embedder": embedder}
-        dense_info = {"embedder": embedder, "embedder_reason": reason, "dir": str(folder), **asdict(report)}
     concepts_info = None
-    if args.concepts:
-        from .concepts.build import save_communities
-        from .concepts.graph import ConceptGraph, read_extractions
-        from .retrieval.search import concepts_dir_for
+    from .retrieval.search import concepts_dir_for, dense_dir_for
+    from .stores.files import atomic_dir
 
-        # Built in place first (re-extracting only the chunks whose text changed, as the
-        # folder or else the store last kept them); save() then moves the folder along.
-        folder = concepts_dir_for(args.out)
-        previous = read_extractions(folder)
-        if previous is None and concept_store is not None:
-            previous = concept_store.extractions()
-        graph, rows, report = ConceptGraph.build(docs, previous=previous,
-                                                 progress=_progress(args), what=f"corpus {args.corpus}")
-        concepts_info = {"dir": str(folder), **asdict(report)}
-        labels = None
-        if getattr(args, "concept_vectors", False):
-            from .concepts.vectors import LabelVectors, vectors_path
+    live = Path(args.out)
+    # Everything is written into the index's next version (vectors and concept graph
+    # included, reusing what the live version has by reading it); the live version is only
+    # read, and replaced by one switch of the folder symlink when all of it is written.
+    with atomic_dir(live) as staging:
+        if args.dense:
+            from .embeddings import choose_embedder
+            from .retrieval.dense import DenseIndex
 
-            embedder = dense_index.embedder        # the model the chunks were embedded with, loaded once
-            labels = LabelVectors.build(graph, embedder, progress=_progress(args),
-                                        previous=LabelVectors.read(vectors_path(folder, embedder)))
-            concepts_info["label_vectors"] = {"embedder": embedder.name, "labels": len(labels.concepts),
-                                              "embedded": labels.embedded}
-        if concept_store is not None:
-            concepts_info["store"] = concept_store.write(graph, rows).to_dict()
-        graph.save(folder, rows)
-        # The communities are recomputed on every build (retrieval/communities.py reads them).
-        _, concepts_info["communities"] = save_communities(graph, docs, folder)
-        if labels is not None:
-            labels.save(vectors_path(folder, embedder), graph)
-        index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
-    index.save(args.out)
+            embedder, reason = choose_embedder(args.dense, language.lang)
+            dense_index = DenseIndex(dense_dir_for(staging), embedder)
+            report = dense_index.build(docs, progress=_progress(args), previous=dense_dir_for(live.resolve()))
+            index.meta["dense"] = {"embedder": embedder}
+            dense_info = {"embedder": embedder, "embedder_reason": reason, "dir": str(dense_dir_for(live)),
+                          **asdict(report)}
+        if args.concepts:
+            from .concepts.build import save_communities
+            from .concepts.graph import ConceptGraph, read_extractions
+
+            # Re-extracting only the chunks whose text changed, as the live folder or else
+            # the store last kept them.
+            folder = concepts_dir_for(staging)
+            previous = read_extractions(concepts_dir_for(live))
+            if previous is None and concept_store is not None:
+                previous = concept_store.extractions()
+            graph, rows, report = ConceptGraph.build(docs, previous=previous,
+                                                     progress=_progress(args), what=f"corpus {args.corpus}")
+            concepts_info = {"dir": str(concepts_dir_for(live)), **asdict(report)}
+            labels = None
+            if getattr(args, "concept_vectors", False):
+                from .concepts.vectors import LabelVectors, vectors_path
+
+                embedder = dense_index.embedder        # the model the chunks were embedded with, loaded once
+                labels = LabelVectors.build(graph, embedder, progress=_progress(args),
+                                            previous=LabelVectors.read(vectors_path(concepts_dir_for(live),
+                                                                                    embedder)))
+                concepts_info["label_vectors"] = {"embedder": embedder.name, "labels": len(labels.concepts),
+                                                  "embedded": labels.embedded}
+            if concept_store is not None:
+                concepts_info["store"] = concept_store.write(graph, rows).to_dict()
+            graph.write_files(folder, rows)
+            # The communities are recomputed on every build (retrieval/communities.py reads them).
+            _, concepts_info["communities"] = save_communities(graph, docs, folder)
+            if labels is not None:
+                labels.save(vectors_path(folder, embedder), graph)
+            index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
+        index.write_files(staging, keep_from=live)
     return {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
             "postings": int(index.weights.nnz), "build_s": index.meta.get("build_s"),
             "lang": language.lang, "lang_detected": language.detected, "lang_reason": language.reason,

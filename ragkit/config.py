@@ -19,6 +19,7 @@ variable                    what it sets
 ``NEO4J_PASSWORD``          its password (default ``ragkit-neo4j``, what tools/neo4j sets)
 ``NEO4J_DATABASE``          the Neo4j database (default: the server's default database)
 ``RAGKIT_API_KEY``          the key ``ragkit serve`` requires as a bearer token (needed beyond loopback; never logged)
+``RAGKIT_KILL_AT``          ``<point>:<n>``: SIGKILL the process the n-th time it reaches that fault point (fault tests only)
 ``HF_HUB_OFFLINE``,         set to 1 by ``offline_hub_environment`` unless already set: models
 ``TRANSFORMERS_OFFLINE``    come from wheels, and a hub name without them hangs for minutes
 ==========================  =================================================================
@@ -201,6 +202,7 @@ class Settings:
     neo4j_password: str | None = field(default=None, repr=False)   # NEO4J_PASSWORD
     neo4j_database: str | None = None                        # NEO4J_DATABASE
     api_key: str | None = field(default=None, repr=False)    # RAGKIT_API_KEY (ragkit serve)
+    kill_at: str | None = None                               # RAGKIT_KILL_AT (ragkit.faults)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
@@ -225,7 +227,8 @@ class Settings:
                    llm_api_key=text("RAGKIT_LLM_API_KEY"), n_ctx=integer("RAGKIT_N_CTX"),
                    threads=integer("RAGKIT_THREADS"), chroma_url=text("CHROMA_URL"),
                    neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),
-                   neo4j_database=text("NEO4J_DATABASE"), api_key=text("RAGKIT_API_KEY"))
+                   neo4j_database=text("NEO4J_DATABASE"), api_key=text("RAGKIT_API_KEY"),
+                   kill_at=text("RAGKIT_KILL_AT"))
 
 
 # Set (unless already set) before sentence-transformers or huggingface_hub is imported: they

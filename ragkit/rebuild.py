@@ -55,12 +55,10 @@ def rebuild_lock(out_root: str | Path) -> Iterator[Path]:
 def last_good_run(out_root: str | Path, notebook: Path) -> dict | None:
     """The newest manifest of ``notebook`` whose status is ok."""
     folder = Path(out_root) / notebook.stem
-    for manifest in sorted(folder.glob("*/manifest.json"), reverse=True):
-        try:
-            data = json.loads(manifest.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        if data.get("status") == "ok":
+    from .runs import settle_dead_runs
+
+    for data in settle_dead_runs(folder):
+        if isinstance(data, dict) and data.get("status") == "ok":
             return data
     return None
 

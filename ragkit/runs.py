@@ -8,8 +8,12 @@ runs: a name the notebook does not declare, or a value of the wrong type, is ref
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
+import json
+import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -19,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError, NotebookError, RagkitError, RunTerminated
-from .stores.files import atomic_write_json, remove_path, swap_into_place
+from .stores.files import atomic_write_json, clean_leftovers, pid_alive, remove_path, swap_into_place
 
 KERNEL = "python3"
 _PACKAGES = ("ragkit", "numpy", "scipy", "papermill", "llama-cpp-python", "rank-bm25", "bm25s",
@@ -237,15 +241,21 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
     output = run_dir / notebook.name
     targets = {name: path for name in artifact_parameters(declared)
                if (path := local_path(notebook, effective.get(name))) is not None}
-    # The staged name keeps the suffixes (.json.gz), which stores read their format from.
-    staging = {name: path.with_name(f".staging-{stamp}-{path.name}") for name, path in targets.items()}
+    # The staged name keeps the suffixes (.json.gz), which stores read their format from, and
+    # carries the pid, so the next run removes what a killed one left (``clean_leftovers``).
+    for path in targets.values():
+        clean_leftovers(path)
+    settle_dead_runs(Path(out_root) / notebook.stem)
+    staging = {name: path.with_name(f".staging-{os.getpid()}-{stamp}-{path.name}")
+               for name, path in targets.items()}
     manifest = {"notebook": str(notebook), "output_notebook": str(output),
                 "parameters": checked, "effective_parameters": effective,
                 "inputs": run_inputs(notebook, effective),
                 "notebook_sha256": sha256_file(notebook), "code_sha256": code_hash(),
                 "artifacts": {name: str(path) for name, path in targets.items()},
                 "model": model_info(), "started": stamp, "git_commit": _git_commit(),
-                "versions": _versions(), "status": "running"}
+                "versions": _versions(), "status": "running", "pid": os.getpid(),
+                "host": socket.gethostname()}
     atomic_write_json(run_dir / "manifest.json", manifest)
     for name, staged in staging.items():
         # A folder artifact starts as a copy of the current one, so incremental builds (03's
@@ -285,6 +295,31 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     return manifest
+
+
+def read_manifest(path: str | Path) -> dict:
+    """A run's manifest. One still ``running`` whose process is gone (it was killed, or the
+    machine went down: its pid no longer runs on the host that wrote it) is marked failed,
+    here and in the file, so a dead run never reads as one in progress."""
+    path = Path(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if (isinstance(data, dict) and data.get("status") == "running" and data.get("pid")
+            and data.get("host") == socket.gethostname() and not pid_alive(int(data["pid"]))):
+        data.update(status="failed", error=f"the run's process (pid {data['pid']} on {data['host']}) "
+                                           "died before it finished (killed, or out of memory)")
+        with contextlib.suppress(OSError):
+            atomic_write_json(path, data)
+    return data
+
+
+def settle_dead_runs(folder: str | Path) -> list[dict]:
+    """Every manifest under ``folder`` (one notebook's runs), dead ``running`` ones marked
+    failed (``read_manifest``); newest first."""
+    out = []
+    for path in sorted(Path(folder).glob("*/manifest.json"), reverse=True):
+        with contextlib.suppress(OSError, ValueError):
+            out.append(read_manifest(path))
+    return out
 
 
 def _main_thread() -> bool:

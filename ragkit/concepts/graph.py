@@ -243,13 +243,19 @@ class ConceptGraph:
         """Write ``extractions.jsonl``, ``graph.json.gz`` and ``meta.json`` atomically."""
         directory = Path(directory)
         with atomic_dir(directory) as tmp:
-            with (tmp / "extractions.jsonl").open("w", encoding="utf-8") as handle:
-                for cid in self.chunk_ids:
-                    handle.write(json.dumps({"chunk_id": cid, **rows[cid]}, ensure_ascii=False) + "\n")
-            self._write_node_link(tmp / "graph.json.gz")
-            (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": VERSION,
-                                                       **self.meta}, indent=2) + "\n")
+            self.write_files(tmp, rows)
         return directory
+
+    def write_files(self, folder: str | Path, rows: dict[str, dict]) -> None:
+        """The graph's files in ``folder`` (an index version being written)."""
+        tmp = Path(folder)
+        tmp.mkdir(parents=True, exist_ok=True)
+        with (tmp / "extractions.jsonl").open("w", encoding="utf-8") as handle:
+            for cid in self.chunk_ids:
+                handle.write(json.dumps({"chunk_id": cid, **rows[cid]}, ensure_ascii=False) + "\n")
+        self._write_node_link(tmp / "graph.json.gz")
+        (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": VERSION,
+                                                   **self.meta}, indent=2) + "\n")
 
     def _write_node_link(self, path: Path) -> None:
         """``graph.json.gz``: {"format", "version", "aliases", "hubs", "graph"}, the graph as

@@ -42,7 +42,8 @@ from ..stores.chroma import ChromaVectors
 from ..config import GraphConfig
 from ..errors import InputError
 from ..inputs import csv_rows
-from ..stores.files import atomic_write_text
+from ..faults import fault_point
+from ..stores.files import atomic_dir
 from ..profiler import Profiler
 from ..text import ENGLISH_STOPWORDS, normalize, strip_accents, vietnamese_char_count
 
@@ -290,40 +291,49 @@ class GraphRAG:
             extra = {k: v for k, v in row.items() if k not in ("source", "relation", "target")}
             graph.add_edge(row["source"], row["target"], key=row["relation"], relation=row["relation"], **extra)
         out_dir = Path(out_dir)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        vectors = ChromaVectors.for_dir(out_dir / "chroma", f"nodes_{embedder}")
-        stored = vectors.fingerprints()
         nodes = sorted(graph.nodes)
         fingerprint = {n: hashlib.sha1(f"{model.name}|{display(n)}".encode()).hexdigest()[:16] for n in nodes}
-        todo = [n for n in nodes if stored.get(n) != fingerprint[n]]
-        for start in tqdm(range(0, len(todo), 2048), desc="embed nodes", unit="batch", disable=not progress):
-            batch = todo[start:start + 2048]
-            vecs = model.encode([display(n) for n in batch])
-            vectors.upsert(batch, vecs, [{"fingerprint": fingerprint[n]} for n in batch], [display(n) for n in batch])
-        vectors.delete([n for n in stored if n not in graph])
-        data = nx.node_link_data(graph, edges="edges")
-        atomic_write_text(out_dir / GRAPH_FILE, json.dumps({"format_version": 1, "embedder": embedder, "graph": data}, ensure_ascii=False))
+        # The graph's next version is written beside the live one (its vectors in a Chroma
+        # of their own, the unchanged ones copied from the live Chroma, which is only read)
+        # and switched in whole; the live graph answers until then and the old one goes after.
+        live = ChromaVectors.existing(out_dir.resolve() / "chroma", f"nodes_{embedder}")
+        with atomic_dir(out_dir) as staging:
+            vectors = ChromaVectors.for_dir(staging / "chroma", f"nodes_{embedder}")
+            stored = live.fingerprints() if live is not None else {}
+            todo = [n for n in nodes if stored.get(n) != fingerprint[n]]
+            if live is not None:
+                vectors.copy_from(live, [n for n in nodes if stored.get(n) == fingerprint[n]])
+            for start in tqdm(range(0, len(todo), 2048), desc="embed nodes", unit="batch", disable=not progress):
+                batch = todo[start:start + 2048]
+                vecs = model.encode([display(n) for n in batch])
+                vectors.upsert(batch, vecs, [{"fingerprint": fingerprint[n]} for n in batch],
+                               [display(n) for n in batch])
+                fault_point("graph.batch")
+            data = nx.node_link_data(graph, edges="edges")
+            (staging / GRAPH_FILE).write_text(json.dumps({"format_version": 1, "embedder": embedder, "graph": data},
+                                                         ensure_ascii=False), encoding="utf-8")
         return BuildReport(graph.number_of_nodes(), graph.number_of_edges(), len(todo), len(nodes) - len(todo),
                            round(time.perf_counter() - started, 3), vectors.location)
 
     @classmethod
     def load(cls, directory: str | Path) -> "GraphRAG":
         directory = Path(directory)
-        path = directory / GRAPH_FILE
+        version = directory.resolve()        # graph and vectors from one version
+        path = version / GRAPH_FILE
         if not path.is_file():
             raise InputError(f"graph {directory}: not a built graph (run 'ragkit graph build')")
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
             graph = nx.node_link_graph(data["graph"], directed=True, multigraph=True, edges="edges")
         except OSError as exc:
-            raise InputError(f"graph {path}: cannot be read ({exc.strerror or exc})") from None
+            raise InputError(f"graph {directory / GRAPH_FILE}: cannot be read ({exc.strerror or exc})") from None
         except (ValueError, KeyError, TypeError) as exc:
-            raise InputError(f"graph {path}: not a built graph ({type(exc).__name__}); rebuild it with "
+            raise InputError(f"graph {directory / GRAPH_FILE}: not a built graph ({type(exc).__name__}); rebuild it with "
                              f"'ragkit graph build'") from None
         if graph.number_of_nodes() == 0:
             raise InputError(f"graph {directory}: the graph is empty")
         embedder = data.get("embedder", "minilm")
-        return cls(graph, ChromaVectors.for_dir(directory / "chroma", f"nodes_{embedder}"), directory, embedder)
+        return cls(graph, ChromaVectors.for_dir(version / "chroma", f"nodes_{embedder}"), directory, embedder)
 
     # ----------------------------------------------------------------- query stages
     def extract_entities(self, question: str) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -24,6 +25,7 @@ from tqdm.auto import tqdm
 from .. import __version__
 from ..corpus import Doc
 from ..errors import IndexFormatError, InputError
+from ..faults import fault_point
 from ..stores.files import atomic_dir
 from ..text import LanguageChoice, Tokenizer, choose_language, tokenizer_for
 from .boosting import is_procedural_query, structural_boost_scores
@@ -255,30 +257,40 @@ class BM25Index:
 
     # ------------------------------------------------------------------ persistence
     def save(self, directory: str | Path) -> Path:
-        """Write the index to ``directory`` atomically (a temporary folder, then a rename).
-        Chunk vectors in ``directory/dense`` (``index build --dense``) and the concept graph in
-        ``directory/concepts`` (``--concepts``) move to the new folder."""
+        """Write the index to ``directory`` atomically: a new version folder beside it, then
+        one switch of the ``directory`` symlink (``stores.files.atomic_dir``). The chunk
+        vectors (``directory/dense``) and concept graph (``directory/concepts``) of the
+        current version are copied along; ``index build`` writes new ones into the version
+        itself (``write_files``)."""
         directory = Path(directory)
         with atomic_dir(directory) as tmp:
-            for kept in ("dense", "concepts"):       # built beside the index, kept with it
-                if (directory / kept).is_dir():
-                    os.replace(directory / kept, tmp / kept)
-            meta = {"format_version": FORMAT_VERSION, "ragkit_version": __version__,
-                    "params": asdict(self.params), "tokenizer": self.tokenizer.to_dict(),
-                    **{k: v for k, v in self.meta.items() if k != "format_version"}}
-            (tmp / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False))
-            terms = [""] * len(self.vocab)
-            for term, i in self.vocab.items():
-                terms[i] = term
-            (tmp / "vocab.json").write_text(json.dumps(terms, ensure_ascii=False))
-            np.save(tmp / "idf.npy", self.idf)
-            np.save(tmp / "doc_len.npy", self.doc_len)
-            np.save(tmp / "boost.npy", self.boost)
-            sp.save_npz(tmp / "weights.npz", self.weights, compressed=False)
-            with (tmp / "docs.jsonl").open("w", encoding="utf-8") as handle:
-                for d in self.docs:
-                    handle.write(json.dumps(d.to_dict(), ensure_ascii=False) + "\n")
+            self.write_files(tmp, keep_from=directory)
         return directory
+
+    def write_files(self, folder: str | Path, keep_from: str | Path | None = None) -> None:
+        """The index's files in ``folder`` (a version being written); ``dense`` and
+        ``concepts`` not already there are copied from the index at ``keep_from``."""
+        tmp = Path(folder)
+        if keep_from is not None:
+            for kept in ("dense", "concepts"):       # built beside the index, kept with it
+                if (Path(keep_from) / kept).is_dir() and not (tmp / kept).exists():
+                    shutil.copytree(Path(keep_from) / kept, tmp / kept, symlinks=True)
+        meta = {"format_version": FORMAT_VERSION, "ragkit_version": __version__,
+                "params": asdict(self.params), "tokenizer": self.tokenizer.to_dict(),
+                **{k: v for k, v in self.meta.items() if k != "format_version"}}
+        terms = [""] * len(self.vocab)
+        for term, i in self.vocab.items():
+            terms[i] = term
+        (tmp / "vocab.json").write_text(json.dumps(terms, ensure_ascii=False))
+        np.save(tmp / "idf.npy", self.idf)
+        np.save(tmp / "doc_len.npy", self.doc_len)
+        np.save(tmp / "boost.npy", self.boost)
+        sp.save_npz(tmp / "weights.npz", self.weights, compressed=False)
+        with (tmp / "docs.jsonl").open("w", encoding="utf-8") as handle:
+            for d in self.docs:
+                handle.write(json.dumps(d.to_dict(), ensure_ascii=False) + "\n")
+        fault_point("index.files")
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False))
 
     @staticmethod
     def is_current(directory: str | Path) -> bool:
@@ -291,44 +303,61 @@ class BM25Index:
 
     @classmethod
     def load(cls, directory: str | Path) -> "BM25Index":
-        """Read an index written by ``save``; a missing or foreign folder is an error."""
-        directory = Path(directory)
+        """Read an index written by ``save``; a missing or foreign folder is an error.
+
+        The folder is resolved once, so every file comes from one version; should a save
+        switch versions twice while this reads (and remove the one being read), it reads
+        the new one."""
+        for _ in range(3):
+            resolved = Path(directory).resolve()
+            try:
+                return cls._load(Path(directory), resolved)
+            except (OSError, IndexFormatError):
+                if Path(directory).resolve() == resolved:
+                    raise
+        return cls._load(Path(directory), Path(directory).resolve())
+
+    @classmethod
+    def _load(cls, named: Path, directory: Path) -> "BM25Index":
         if not directory.is_dir():
-            raise IndexFormatError(f"index {directory}: no such folder (build it with 'ragkit index build')")
+            raise IndexFormatError(f"index {named}: no such folder (build it with 'ragkit index build')")
         missing = [f for f in _FILES if not (directory / f).exists()]
         if missing:
-            raise IndexFormatError(f"index {directory}: not a ragkit BM25 index (missing {', '.join(missing)})")
-        meta = _read_index_file(directory / "meta.json", json.loads)
+            raise IndexFormatError(f"index {named}: not a ragkit BM25 index (missing {', '.join(missing)})")
+        meta = _read_index_file(directory / "meta.json", shown=named / "meta.json", parse=json.loads)
         if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
             meta = meta if isinstance(meta, dict) else {}
             raise IndexFormatError(
-                f"index {directory}: format version {meta.get('format_version')!r}, this ragkit "
+                f"index {named}: format version {meta.get('format_version')!r}, this ragkit "
                 f"reads {FORMAT_VERSION}; rebuild it with 'ragkit index build'")
-        terms = _read_index_file(directory / "vocab.json", json.loads)
-        docs = _read_index_file(directory / "docs.jsonl",
+        terms = _read_index_file(directory / "vocab.json", shown=named / "vocab.json", parse=json.loads)
+        docs = _read_index_file(directory / "docs.jsonl", shown=named / "docs.jsonl", parse=
                                 lambda text: [Doc(**json.loads(line)) for line in text.splitlines() if line.strip()])
         weights = sp.load_npz(directory / "weights.npz").tocsc()
-        return cls(docs=docs, tokenizer=Tokenizer.from_dict(meta["tokenizer"]),
+        index = cls(docs=docs, tokenizer=Tokenizer.from_dict(meta["tokenizer"]),
                    params=BM25Params(**meta["params"]),
                    vocab={t: i for i, t in enumerate(terms)},
                    idf=np.load(directory / "idf.npy"), doc_len=np.load(directory / "doc_len.npy"),
                    weights=weights, boost=np.load(directory / "boost.npy"), meta=meta)
+        index.loaded_from = directory        # the version read: its vectors belong to it
+        return index
 
 
-def _read_index_file(path: Path, parse):
+def _read_index_file(path: Path, parse, shown: Path | None = None):
     """``parse`` of an index file's text; a file that cannot be read, is not UTF-8 or does
-    not parse is a one-line IndexFormatError naming it."""
+    not parse is a one-line IndexFormatError naming it (as ``shown``, the path the user gave)."""
+    name = shown or path
     try:
         return parse(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise IndexFormatError(f"index {path}: cannot be read ({exc.strerror or exc})") from None
+        raise IndexFormatError(f"index {name}: cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
-        raise IndexFormatError(f"index {path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
+        raise IndexFormatError(f"index {name}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at "
                                f"offset {exc.start})") from None
     except json.JSONDecodeError as exc:
-        raise IndexFormatError(f"index {path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+        raise IndexFormatError(f"index {name}: not JSON ({exc.msg} at line {exc.lineno})") from None
     except (TypeError, ValueError) as exc:
-        raise IndexFormatError(f"index {path}: not a ragkit index file ({exc})") from None
+        raise IndexFormatError(f"index {name}: not a ragkit index file ({exc})") from None
 
 
 def _top_k(indices: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -13,6 +13,7 @@ from typing import Sequence
 from ..corpus import Doc
 from ..errors import InputError
 from ..embeddings import default_embedder
+from ..faults import fault_point
 from ..stores.chroma import ChromaVectors
 
 
@@ -37,16 +38,27 @@ class DenseIndex:
     def _fingerprint(self, doc: Doc) -> str:
         return hashlib.sha1(f"{self.embedder.name}|{doc.full_text}".encode("utf-8")).hexdigest()[:16]
 
-    def build(self, docs: Sequence[Doc], progress: bool = True, batch: int = 512) -> DenseBuild:
-        """Embed the chunks whose text (or model) changed since the last build; drop the rest."""
+    def build(self, docs: Sequence[Doc], progress: bool = True, batch: int = 512,
+              previous: str | Path | None = None) -> DenseBuild:
+        """Embed the chunks whose text (or model) changed since the last build; drop the rest.
+
+        With ``previous`` (the live index's ``dense`` folder) this folder is a new one: the
+        unchanged vectors are copied from ``previous``, which is only read, so a build that
+        fails or is killed leaves the live vectors as they were. Without it the vectors here
+        are updated in place."""
         started = time.perf_counter()
         if not docs:
             raise InputError("corpus: has no documents to embed")
-        stored = self.vectors.fingerprints()
+        source = ChromaVectors.existing(previous, f"chunks-{self.embedder_kind}") if previous else None
+        stored = (source or self.vectors).fingerprints() if source is not None or previous is None else {}
         wanted = {d.doc_id: self._fingerprint(d) for d in docs}
         todo = [d for d in docs if stored.get(d.doc_id) != wanted[d.doc_id]]
         stale = [i for i in stored if i not in wanted]
-        self.vectors.delete(stale)
+        if source is not None:
+            kept = {d.doc_id for d in docs} - {d.doc_id for d in todo}
+            self.vectors.copy_from(source, [d.doc_id for d in docs if d.doc_id in kept])
+        else:
+            self.vectors.delete(stale)
         from tqdm.auto import tqdm
 
         with tqdm(total=len(todo), desc=f"embedding ({self.embedder.name})", unit="chunk",
@@ -56,6 +68,7 @@ class DenseIndex:
                 vectors = self.embedder.encode_passages([d.full_text for d in part])
                 self.vectors.upsert([d.doc_id for d in part], vectors,
                                     [{"fingerprint": wanted[d.doc_id]} for d in part], [d.title for d in part])
+                fault_point("dense.batch")
                 bar.update(len(part))
         return DenseBuild(len(docs), len(todo), len(docs) - len(todo), len(stale),
                           round(time.perf_counter() - started, 3))

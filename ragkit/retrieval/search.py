@@ -19,20 +19,22 @@ from .mmr import mmr_rerank
 
 
 @lru_cache(maxsize=4)
-def _load_index(path: str, mtime: float) -> BM25Index:
+def _load_index(path: str, version: str, mtime: float) -> BM25Index:
     return BM25Index.load(path)
 
 
 def load_index(path: str | Path) -> BM25Index:
-    """Load an index, reusing the loaded copy while the folder is unchanged."""
+    """Load an index, reusing the loaded copy while the folder is unchanged (the same
+    version, as a rebuild switches the folder to a new one). Errors name ``path``."""
     path = Path(path)
     meta = path / "meta.json"
-    return _load_index(str(path.resolve()), meta.stat().st_mtime if meta.exists() else 0.0)
+    return _load_index(str(path), str(path.resolve()), meta.stat().st_mtime if meta.exists() else 0.0)
 
 
 def dense_dir_for(index_dir: str | Path) -> Path:
-    """Where an index's chunk vectors live: ``<index>/dense``. They move with the folder
-    when it is saved again, so a rebuild re-embeds only the chunks that changed."""
+    """Where an index's chunk vectors live: ``<index>/dense``. A rebuild writes new ones in
+    the index's next version, copying the unchanged vectors from these, so it re-embeds
+    only the chunks that changed."""
     return Path(index_dir) / "dense"
 
 
@@ -43,7 +45,10 @@ def load_dense(index: BM25Index, index_dir: str | Path):
         return None
     from .dense import DenseIndex
 
-    return DenseIndex(dense_dir_for(index_dir), info["embedder"])
+    # The version the index was read from (a symlinked folder's target): its vectors match
+    # its chunks even when a save switches the folder meanwhile.
+    folder = getattr(index, "loaded_from", None) or Path(index_dir).resolve()
+    return DenseIndex(dense_dir_for(folder), info["embedder"])
 
 
 def concepts_dir_for(index_dir: str | Path) -> Path:

@@ -5,7 +5,11 @@ download a model) is never used."""
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -17,6 +21,29 @@ from ..config import Settings
 from ..errors import InputError, StoreUnavailableError
 
 
+def readable_copy(location: str) -> str:
+    """``location``, or a private copy of it when this process cannot write there.
+
+    Embedded Chroma opens its SQLite file for writing even to read it, so an index on a
+    read-only mount, or one another user built (its files 0644 under umask 022), would not
+    open at all. Such a folder is copied once per process into a temporary folder (removed
+    at exit) and read from there; what is there is never changed."""
+    folder = Path(location)
+    database = folder / "chroma.sqlite3"
+    if not database.is_file() or (os.access(folder, os.W_OK) and os.access(database, os.W_OK)):
+        return location
+    key = str(folder.resolve())
+    if key not in _COPIES:
+        copy = Path(tempfile.mkdtemp(prefix="ragkit-chroma-read-")) / "chroma"
+        shutil.copytree(folder, copy)
+        atexit.register(shutil.rmtree, copy.parent, True)
+        _COPIES[key] = str(copy)
+    return _COPIES[key]
+
+
+_COPIES: dict[str, str] = {}
+
+
 @dataclass
 class VectorHits:
     ids: list[str]
@@ -26,7 +53,7 @@ class VectorHits:
 class ChromaVectors:
     """One Chroma collection of (id, vector, metadata) with cosine distance."""
 
-    def __init__(self, location: str, collection: str = "nodes"):
+    def __init__(self, location: str, collection: str = "nodes", create: bool = True):
         import chromadb
 
         settings = chromadb.Settings(anonymized_telemetry=False)
@@ -42,9 +69,47 @@ class ChromaVectors:
                                  f"start one with 'chroma run --host 127.0.0.1' or unset CHROMA_URL") from None
         else:
             Path(location).mkdir(parents=True, exist_ok=True)
-            self.client = chromadb.PersistentClient(path=location, settings=settings)
-        self.collection = self.client.get_or_create_collection(
-            collection, embedding_function=None, metadata={"hnsw:space": "cosine"})
+            self.client = chromadb.PersistentClient(path=readable_copy(location), settings=settings)
+        if create:
+            self.collection = self.client.get_or_create_collection(
+                collection, embedding_function=None, metadata={"hnsw:space": "cosine"})
+        else:
+            self.collection = self.client.get_collection(collection, embedding_function=None)
+
+    @classmethod
+    def existing(cls, directory: str | Path, collection: str) -> "ChromaVectors | None":
+        """The collection ``for_dir`` would open, when there is one to read (a build reads the
+        live vectors it can reuse from here and writes its own elsewhere); else None."""
+        url = Settings.from_env().chroma_url
+        if not url and not (Path(directory) / "chroma.sqlite3").is_file():
+            return None
+        try:
+            if not url:
+                return cls(str(Path(directory)), collection, create=False)
+            tag = hashlib.sha1(str(Path(directory).resolve()).encode()).hexdigest()[:12]
+            return cls(url, f"{collection}-{tag}", create=False)
+        except (InputError, StoreUnavailableError):
+            raise
+        except Exception:        # chromadb: no such collection (its error type varies by version)
+            return None
+
+    def records(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray, list[dict], list[str]]:
+        """(ids, vectors, metadatas, documents) of the stored ``ids`` (those present)."""
+        if not ids:
+            return [], np.zeros((0, 0), dtype=np.float32), [], []
+        got = self.collection.get(ids=list(ids), include=["embeddings", "metadatas", "documents"])
+        return (list(got["ids"]), np.asarray(got["embeddings"], dtype=np.float32),
+                [m or {} for m in got["metadatas"]], [d or "" for d in got["documents"]])
+
+    def copy_from(self, source: "ChromaVectors", ids: Sequence[str], batch: int = 4000) -> int:
+        """Copy the vectors of ``ids`` from ``source`` unchanged; how many were there."""
+        copied = 0
+        for start in range(0, len(ids), batch):
+            got_ids, vectors, metadatas, documents = source.records(ids[start:start + batch])
+            if got_ids:
+                self.upsert(got_ids, vectors, metadatas, documents)
+                copied += len(got_ids)
+        return copied
 
     @classmethod
     def for_dir(cls, directory: str | Path, collection: str) -> "ChromaVectors":

@@ -4,46 +4,145 @@ run never leaves a half-written index, store or output behind.
 A temporary name is private (``mkstemp`` makes 0600 files, ``mkdtemp`` 0700 folders); what
 is renamed into place gets the mode the process umask gives any new file or folder (0644
 and 0755 under umask 022), so a store rebuilt by one user's cron job is readable by the
-others the umask lets in, and stays private under umask 077."""
+others the umask lets in, and stays private under umask 077.
+
+A folder artifact (an index, a graph folder) is a symlink to a versioned folder beside it
+(``<name>`` → ``.<name>.v-<ns>-<pid>``): a new version is written in full under its own
+name, then the symlink is switched with one ``os.replace``, so a reader always finds a
+complete folder, the old one or the new one. The version before the current one is kept for
+the readers that opened it a moment ago; older ones are removed. Every temporary name
+carries the pid of the process that made it, and ``clean_leftovers`` removes those whose
+process is gone (a run killed by SIGKILL, a full disk), on the next write beside them."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator
 
 from ..errors import InputError, output_error
+from ..faults import fault_point
 
 
 @contextlib.contextmanager
 def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
-    """Yield a fresh temporary folder beside ``target``; on success it replaces ``target``.
+    """Yield a fresh folder beside ``target`` (its next version); on success ``target``
+    points to it (``swap_into_place``).
 
-    On an exception the temporary folder is removed and ``target`` is left as it was.
+    On an exception the new folder is removed and ``target`` is left as it was. Leftovers of
+    dead runs beside ``target`` are removed first (``clean_leftovers``).
     """
     target = Path(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        clean_leftovers(target)
+        tmp = new_version_dir(target)
     except OSError as exc:
         raise output_error(target, exc) from None
     try:
         yield tmp
     except OSError as exc:          # a full disk or a folder gone read-only while writing
-        shutil.rmtree(tmp, ignore_errors=True)
+        _discard_version(tmp)
         raise output_error(target, exc) from None
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _discard_version(tmp)
         raise
     try:
         swap_into_place(tmp, target)
     except OSError as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _discard_version(tmp)
         raise output_error(target, exc) from None
+
+
+def _discard_version(path: Path) -> None:
+    """Remove a version this process was writing and will not finish."""
+    _WRITING.discard(str(path.resolve()))
+    shutil.rmtree(path, ignore_errors=True)
+
+
+_WRITING: set[str] = set()     # versions this process is writing now (not leftovers)
+
+
+def new_version_dir(target: str | os.PathLike) -> Path:
+    """An empty private folder ``.<name>.v-<ns>-<pid>`` beside ``target``."""
+    target = Path(target)
+    for _ in range(100):
+        path = target.with_name(f".{target.name}.v-{time.time_ns()}-{os.getpid()}")
+        try:
+            path.mkdir(mode=0o700)
+            _WRITING.add(str(path.resolve()))
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{target}: no free version name")
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this machine (signal 0 checks without sending)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:          # someone else's process: alive
+        return True
+    return True
+
+
+def _leftover_pid(name: str, target: str) -> int | None:
+    """The pid in one of our temporary names made for ``target`` (None when it is not one)."""
+    patterns = (rf"\.{re.escape(target)}\.(?:tmp|link|old)-(\d+)(?:-.*)?",
+                rf"\.{re.escape(target)}\.v-\d+-(\d+)",
+                rf"\.staging-(\d+)-[^-]+-{re.escape(target)}")
+    for pattern in patterns:
+        match = re.fullmatch(pattern, name)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def clean_leftovers(target: str | os.PathLike) -> list[Path]:
+    """Remove the temporary files and folders beside ``target`` that a process now gone made
+    for it (their names carry its pid), and the versions of a folder artifact before the
+    one it replaced; the paths removed. The current and the previous version stay."""
+    target = Path(target)
+    if not target.parent.is_dir():
+        return []
+    keep = set()
+    if target.is_symlink():
+        keep.add(os.readlink(target))
+    removed = []
+    versions = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(target.parent):
+            pid = _leftover_pid(entry.name, target.name)
+            if pid is None or entry.name in keep:
+                continue
+            if entry.name.startswith(f".{target.name}.v-"):
+                versions.append((entry.name, pid))
+                continue
+            if pid != os.getpid() and not pid_alive(pid):
+                remove_path(Path(entry.path))
+                removed.append(Path(entry.path))
+    # Versions: the newest finished one not linked is the previous one (kept for readers);
+    # any other whose writer is gone, or is this process, is removed. One still being
+    # written (its writer alive) is not touched.
+    finished = sorted((n for n, pid in versions if (pid == os.getpid() or not pid_alive(pid))
+                       and str((target.parent / n).resolve()) not in _WRITING),
+                      key=lambda n: int(n.rsplit("-", 2)[-2]))
+    previous = finished[-1] if finished and target.is_symlink() else None
+    for name in finished:
+        if name != previous:
+            remove_path(target.parent / name)
+            removed.append(target.parent / name)
+    return removed
 
 
 def current_umask() -> int:
@@ -83,29 +182,60 @@ def publish_mode(path: str | os.PathLike, umask: int | None = None) -> None:
 
 
 def swap_into_place(staged: str | os.PathLike, target: str | os.PathLike) -> bool:
-    """Move a finished file or folder ``staged`` to ``target``, replacing what was there
-    (a folder through a rename aside, so readers never see a half-written one), with the
-    modes the umask gives new files (``publish_mode``). False when nothing was staged."""
+    """Move a finished file or folder ``staged`` to ``target``, replacing what was there,
+    with the modes the umask gives new files (``publish_mode``). False when nothing was
+    staged.
+
+    A file is renamed over ``target``. A folder becomes ``target``'s new version: ``target``
+    is a symlink switched to it with one ``os.replace``, so there is no moment without a
+    complete folder at ``target``; the version it replaced stays one more round for the
+    readers that resolved it, older ones are removed. A real folder at ``target`` (written
+    by an older ragkit) is turned into a version once, which is the one moment it is gone."""
     staged, target = Path(staged), Path(target)
     if not staged.exists():
         return False
     publish_mode(staged)
     target.parent.mkdir(parents=True, exist_ok=True)
-    if staged.is_dir() and target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(target, old)
+    if not staged.is_dir():
+        fault_point("swap")
         os.replace(staged, target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(staged, target)
+        return True
+    if not re.fullmatch(rf"\.{re.escape(target.name)}\.v-\d+-\d+", staged.name) \
+            or staged.parent.resolve() != target.parent.resolve():
+        version = new_version_dir(target)
+        version.rmdir()
+        os.replace(staged, version)
+        staged = version
+    if not target.is_symlink() and target.exists():
+        if target.is_dir():
+            legacy = new_version_dir(target)
+            legacy.rmdir()
+            os.replace(target, legacy)
+            _WRITING.discard(str(legacy.resolve()))
+        else:
+            target.unlink()
+    fault_point("swap")
+    link = target.with_name(f".{target.name}.link-{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        link.unlink()
+    os.symlink(staged.name, link)
+    os.replace(link, target)
+    _WRITING.discard(str(staged.resolve()))
+    clean_leftovers(target)
     return True
 
 
 def remove_path(path: str | os.PathLike) -> None:
-    """Delete a file or folder if it is there."""
+    """Delete a file or folder if it is there (a symlinked folder artifact: the link and its
+    versions)."""
     path = Path(path)
-    if path.is_dir():
+    if path.is_symlink():
+        link = path
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        for entry in link.parent.glob(f".{link.name}.v-*"):
+            shutil.rmtree(entry, ignore_errors=True)
+    elif path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
     else:
         with contextlib.suppress(FileNotFoundError):
@@ -131,12 +261,16 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+        clean_leftovers(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.tmp-{os.getpid()}-", dir=path.parent)
     except OSError as exc:
         raise output_error(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            fault_point("write")
+            handle.flush()
+            os.fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~current_umask())
         os.replace(tmp, path)
     except BaseException as exc:

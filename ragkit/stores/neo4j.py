@@ -16,6 +16,7 @@ from typing import Callable, Iterator, Sequence, TypeVar
 
 from ..config import Settings
 from ..errors import StoreUnavailableError
+from ..faults import fault_point
 
 T = TypeVar("T")
 
@@ -110,6 +111,7 @@ class Neo4jConnection:
         """``batched`` inside the transaction ``tx``."""
         for start in range(0, len(rows), batch):
             tx.run(query, rows=list(rows[start:start + batch])).consume()
+            fault_point("neo4j.batch")
 
     def ping(self) -> None:
         """Nothing when the server answers; else ``StoreUnavailableError`` naming it."""

@@ -46,15 +46,22 @@ def build_index(p: IndexBuildParams, progress: bool = False) -> BM25Index:
     docs = load_corpus(p.corpus)
     index = BM25Index.for_corpus(docs, p.lang, bigrams=p.bigrams, params=BM25Params(idf=p.idf),
                                  progress=progress)
-    if p.dense:    # chunk vectors too, for dense and hybrid search
-        from ..embeddings import choose_embedder
-        from ..retrieval.dense import DenseIndex
-        from ..retrieval.search import dense_dir_for
+    if not p.dense:
+        index.save(p.index_dir)
+        return index
+    from ..embeddings import choose_embedder
+    from ..retrieval.dense import DenseIndex
+    from ..retrieval.search import dense_dir_for
+    from ..stores.files import atomic_dir
 
-        embedder, _ = choose_embedder(p.dense, index.language.lang)
-        DenseIndex(dense_dir_for(p.index_dir), embedder).build(docs, progress=progress)
+    # Chunk vectors too, for dense and hybrid search: written into the index's next version
+    # (unchanged ones copied from the live one), switched in with the rest.
+    embedder, _ = choose_embedder(p.dense, index.language.lang)
+    with atomic_dir(p.index_dir) as staging:
+        DenseIndex(dense_dir_for(staging), embedder).build(
+            docs, progress=progress, previous=dense_dir_for(Path(p.index_dir).resolve()))
         index.meta["dense"] = {"embedder": embedder}
-    index.save(p.index_dir)
+        index.write_files(staging, keep_from=p.index_dir)
     return index
 
 

@@ -1,0 +1,298 @@
+"""Faults during writes: a process killed with SIGKILL part-way (``RAGKIT_KILL_AT``, see
+``ragkit/faults.py``), a read-only target and a full disk (a small tmpfs). After each, the
+previous artifact loads and answers, the next run succeeds and leaves no temporary file, and
+a reader never sees a moment without an index."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from .conftest import MANUALS, NEO4J_PASSWORD, ROOT
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+SPECS = [ROOT / "data" / "specs" / "demo_5gc.md", ROOT / "data" / "specs" / "demo_vocab.md"]
+NOBEL = ROOT / "data" / "nobel_edges.csv"
+BIOMED = ROOT / "data" / "biomed"
+TEMPORARY = re.compile(r"\.(tmp|link|old)-\d+|^\.staging-")
+
+
+def ragkit(*args, kill_at: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    extra = {"RAGKIT_KILL_AT": kill_at} if kill_at else {}
+    return subprocess.run([sys.executable, "-m", "ragkit.cli", *map(str, args)], capture_output=True, text=True,
+                          env={**ENV, **(env or {}), **extra}, cwd=ROOT, timeout=900)
+
+
+def ok(*args, **kw) -> subprocess.CompletedProcess:
+    proc = ragkit(*args, **kw)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def killed(*args, kill_at: str, **kw) -> None:
+    proc = ragkit(*args, kill_at=kill_at, **kw)
+    assert proc.returncode == -9, f"not killed at {kill_at} (rc {proc.returncode}): {proc.stderr[-1000:]}"
+
+
+def leftovers(folder: Path, name: str) -> list[str]:
+    """Temporary names beside ``name`` in ``folder``, and versions beyond current + previous."""
+    names = [p.name for p in folder.iterdir() if p.name.startswith((f".{name}.", ".staging-"))]
+    temporary = [n for n in names if TEMPORARY.search(n)]
+    versions = [n for n in names if n.startswith(f".{name}.v-")]
+    return temporary + (versions if len(versions) > 2 else [])
+
+
+def dense_ids(index: Path, query: str = "khoan lỗ") -> list[str]:
+    proc = ok("search", "--index", index, "--method", "dense", "--query", query, "--json")
+    return [r["doc_id"] for r in json.loads(proc.stdout)["results"]]
+
+
+# --------------------------------------------------------------------------- index build --dense
+@pytest.fixture(scope="module")
+def other_corpus(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("other") / "corpus.jsonl"
+    rows = [{"_id": f"7568{i:02d}", "text": f"Aspirin dose {i} lowers a fever and treats pain."} for i in range(8)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize("point", ["dense.batch:1", "index.files:1", "swap:1"])
+def test_a_killed_dense_rebuild_leaves_the_previous_index_answering(tmp_path, other_corpus, point):
+    out = tmp_path / "ix"
+    ok("index", "build", "--corpus", MANUALS, "--out", out, "--dense", "minilm")
+    before = dense_ids(out)
+    assert before and all(".md#" in i for i in before)
+
+    killed("index", "build", "--corpus", other_corpus, "--out", out, "--dense", "minilm", kill_at=point)
+    assert dense_ids(out) == before                      # the old vectors, the old chunks
+
+    ok("index", "build", "--corpus", other_corpus, "--out", out, "--dense", "minilm")
+    after = dense_ids(out, "aspirin fever")
+    assert after and all(i.startswith("7568") for i in after)
+    assert not leftovers(tmp_path, "ix"), sorted(p.name for p in tmp_path.iterdir())
+
+
+# --------------------------------------------------------------------------- graph build --edges
+def graph_answer(folder: Path, question: str) -> dict:
+    proc = ok("ask", question, "--pipeline", "graph", "--graph", folder, "--no-llm", "--json")
+    return json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("point", ["graph.batch:1", "swap:1"])
+def test_a_killed_graph_rebuild_leaves_the_previous_graph_answering(tmp_path, point):
+    from ragkit.graphrag.multihop import GraphRAG
+
+    out = tmp_path / "g"
+    ok("graph", "build", "--edges", NOBEL, "--out", out)
+    question = "What is the nationality of Marie Curie's spouse?"
+    before = graph_answer(out, question)["answer"]
+
+    killed("graph", "build", "--edges", BIOMED / "edges.csv", "--out", out, kill_at=point)
+    assert graph_answer(out, question)["answer"] == before
+    graph = GraphRAG.load(out)                           # its own vectors, not the other graph's
+    assert sorted(graph.vectors.fingerprints()) == sorted(graph.graph.nodes)
+
+    ok("graph", "build", "--edges", BIOMED / "edges.csv", "--out", out)
+    assert "compound:aspirin" in GraphRAG.load(out).graph
+    assert not leftovers(tmp_path, "g"), sorted(p.name for p in tmp_path.iterdir())
+
+
+# --------------------------------------------------------------------------- kg build / kg import
+def spec_answer(store) -> str:
+    proc = ok("ask", "What is SCP in 5G Core?", "--pipeline", "spec", "--store", store, "--no-llm", "--json")
+    return json.loads(proc.stdout)["answer"]
+
+
+def test_a_killed_kg_build_to_a_file_leaves_the_previous_store(tmp_path):
+    store = tmp_path / "s.json.gz"
+    ok("kg", "build", "--specs", SPECS[0], "--store", store)
+    before = store.read_bytes()
+    answer = spec_answer(store)
+    assert "Service Communication Proxy" in answer
+
+    killed("kg", "build", "--specs", *SPECS, "--store", store, kill_at="write:1")
+    assert store.read_bytes() == before and spec_answer(store) == answer
+    assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name]      # what the kill left
+
+    ok("kg", "build", "--specs", *SPECS, "--store", store)
+    assert store.read_bytes() != before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json.gz"]   # the next run cleaned up
+
+
+def test_a_killed_kg_import_leaves_the_previous_store(tmp_path):
+    store = tmp_path / "kg.json.gz"
+    nodes, edges = BIOMED / "nodes.csv", BIOMED / "edges.csv"
+    fewer = tmp_path / "edges.csv"
+    lines = edges.read_text(encoding="utf-8").splitlines(keepends=True)
+    fewer.write_text("".join(lines[:4]), encoding="utf-8")
+    ok("kg", "import", "--nodes", nodes, "--edges", edges, "--store", store)
+    question = ["ask", "What diseases does Aspirin treat?", "--pipeline", "kg", "--store", store, "--no-llm",
+                "--json"]
+    before = json.loads(ok(*question).stdout)["answer"]
+
+    killed("kg", "import", "--nodes", nodes, "--edges", fewer, "--store", store, kill_at="write:1")
+    assert json.loads(ok(*question).stdout)["answer"] == before
+
+    ok("kg", "import", "--nodes", nodes, "--edges", fewer, "--store", store)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["edges.csv", "kg.json.gz"]
+
+
+def test_a_killed_kg_build_to_neo4j_leaves_the_previous_spec(neo4j_uri):
+    from ragkit.specs.neo4j_store import Neo4jStore
+
+    env = {"NEO4J_PASSWORD": NEO4J_PASSWORD}
+    store = Neo4jStore(neo4j_uri)
+    try:
+        store.clear()
+        ok("kg", "build", "--specs", SPECS[0], "--store", neo4j_uri, env=env)
+        before = store.counts()
+        answer = spec_answer(neo4j_uri)
+        # The second spec's documents, chunks and terms in one transaction: killed after its
+        # second batch, none of it is there.
+        killed("kg", "build", "--specs", *SPECS, "--store", neo4j_uri, kill_at="neo4j.batch:2", env=env)
+        assert store.counts() == before and spec_answer(neo4j_uri) == answer
+        ok("kg", "build", "--specs", *SPECS, "--store", neo4j_uri, env=env)
+        assert store.counts() != before
+    finally:
+        store.clear()
+        store.close()
+
+
+# --------------------------------------------------------------------------- read-only, full disk
+def _mount(*args) -> bool:
+    return subprocess.run(["mount", *args], capture_output=True).returncode == 0
+
+
+@pytest.fixture
+def mounted(tmp_path):
+    """``mount`` as this test needs it (the tests run as root here), unmounted after."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a read-only folder or a small tmpfs needs root")
+    points = []
+
+    def mount(*args) -> Path:
+        point = Path(args[-1])
+        point.mkdir(parents=True, exist_ok=True)
+        if not _mount(*args):
+            pytest.skip(f"mount {' '.join(map(str, args))} is not permitted here")
+        points.append(point)
+        return point
+
+    yield mount
+    for point in reversed(points):
+        subprocess.run(["umount", "-l", str(point)], capture_output=True)
+
+
+def test_a_read_only_target_is_an_error_and_leaves_the_index(tmp_path, other_corpus, mounted):
+    src = tmp_path / "src"
+    ok("index", "build", "--corpus", MANUALS, "--out", src / "ix", "--dense", "minilm")
+    before = dense_ids(src / "ix")
+    ro = mounted("--bind", src, tmp_path / "ro")
+    assert _mount("-o", "remount,bind,ro", str(ro))
+    proc = ragkit("index", "build", "--corpus", other_corpus, "--out", ro / "ix", "--dense", "minilm")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("ragkit: error: ") and "read-only file system" in proc.stderr.lower()
+    assert "Traceback" not in proc.stderr
+    assert dense_ids(ro / "ix") == before
+
+
+def used_k(disk: Path) -> int:
+    """KiB used on the file system of ``disk``."""
+    return int(subprocess.run(["df", "--output=used", "-k", str(disk)], capture_output=True,
+                              text=True).stdout.split()[-1])
+
+
+def test_a_full_disk_leaves_the_index_and_the_graph(tmp_path, other_corpus, mounted):
+    disk = mounted("-t", "tmpfs", "-o", "size=64m", "tmpfs", tmp_path / "disk")
+    ok("index", "build", "--corpus", MANUALS, "--out", disk / "ix", "--dense", "minilm")
+    before = dense_ids(disk / "ix")
+    assert _mount("-o", f"remount,size={used_k(disk) + 64}k", str(disk))   # no room for a second version
+    proc = ragkit("index", "build", "--corpus", other_corpus, "--out", disk / "ix", "--dense", "minilm")
+    assert proc.returncode != 0, "the tmpfs did not fill up"
+    assert dense_ids(disk / "ix") == before
+    assert not leftovers(disk, "ix")                     # the failed version was removed
+    assert _mount("-o", "remount,size=64m", str(disk))
+    ok("index", "build", "--corpus", other_corpus, "--out", disk / "ix", "--dense", "minilm")
+    assert dense_ids(disk / "ix", "aspirin fever")[0].startswith("7568")
+
+    ok("graph", "build", "--edges", NOBEL, "--out", disk / "g")
+    question = "What is the nationality of Marie Curie's spouse?"
+    answer = graph_answer(disk / "g", question)["answer"]
+    assert _mount("-o", f"remount,size={used_k(disk) + 200}k", str(disk))
+    proc = ragkit("graph", "build", "--edges", BIOMED / "edges.csv", "--out", disk / "g")
+    assert proc.returncode != 0, "the tmpfs did not fill up"
+    assert graph_answer(disk / "g", question)["answer"] == answer
+    assert _mount("-o", "remount,size=64m", str(disk))
+    ok("graph", "build", "--edges", BIOMED / "edges.csv", "--out", disk / "g")
+    assert not leftovers(disk, "g")
+
+
+# --------------------------------------------------------------------------- readers, dead runs
+def test_a_reader_never_misses_the_index_during_100_saves(tmp_path):
+    from ragkit.corpus import load_corpus
+    from ragkit.retrieval.bm25 import BM25Index
+
+    index = BM25Index.for_corpus(load_corpus(str(MANUALS)), "vi", progress=False)
+    out = tmp_path / "ix"
+    index.save(out)
+    errors, loads, done = [], [0], threading.Event()
+
+    def read():
+        while not done.is_set():
+            try:
+                assert BM25Index.load(out).search("các bước khoan", k=3)
+                loads[0] += 1
+            except Exception as exc:  # noqa: BLE001 - any failure is the finding
+                errors.append(repr(exc))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for _ in range(100):
+            index.save(out)
+    finally:
+        done.set()
+        reader.join()
+    assert not errors, f"{len(errors)} failed loads of {loads[0] + len(errors)}: {errors[:3]}"
+    assert loads[0] > 10
+    assert not leftovers(tmp_path, "ix"), sorted(p.name for p in tmp_path.iterdir())
+
+
+def test_a_run_left_running_by_a_dead_process_reads_as_failed(tmp_path):
+    from ragkit.runs import read_manifest
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    path = tmp_path / "nb" / "20240101T000000000000Z" / "manifest.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"notebook": "nb.ipynb", "status": "running", "pid": dead.pid,
+                                "host": socket.gethostname()}))
+    assert read_manifest(path)["status"] == "failed"
+    assert json.loads(path.read_text())["status"] == "failed"
+    alive = {"status": "running", "pid": os.getpid(), "host": socket.gethostname()}
+    path.write_text(json.dumps(alive))
+    assert read_manifest(path)["status"] == "running"    # its process still runs
+
+
+def test_leftovers_of_a_dead_process_are_removed_and_a_live_ones_kept(tmp_path):
+    from ragkit.stores.files import atomic_write_text
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / f".s.json.gz.tmp-{dead.pid}-abc").write_bytes(b"")
+    (tmp_path / f".s.json.gz.tmp-{os.getpid()}-abc").write_bytes(b"")   # a write in progress
+    (tmp_path / f".ix.v-1-{dead.pid}").mkdir()
+    (tmp_path / f".staging-{dead.pid}-20240101T000000Z-s.json.gz").mkdir()
+    atomic_write_text(tmp_path / "s.json.gz", "x")
+    from ragkit.stores.files import clean_leftovers
+
+    clean_leftovers(tmp_path / "ix")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f".s.json.gz.tmp-{os.getpid()}-abc", "s.json.gz"]
