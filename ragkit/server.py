@@ -401,6 +401,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
                     request, session = parse_request(raw, limits)
                     session = open_session(principal, session) or default_session
                 except HTTPProblem as exc:
+                    log.info(f"ws {exc.status} principal={principal} refused: {exc.message}")
                     await socket.send_json({"type": "error", "status": exc.status, "error": exc.message})
                     continue
                 await stream_answer(socket, request, principal, session)
@@ -432,11 +433,17 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
             except (WebSocketDisconnect, RuntimeError, OSError):
                 raise WebSocketDisconnect(code=1006) from None
 
-        job = asyncio.ensure_future(answer(request, principal, session, on_token, via="ws"))
-        getter = None
         try:
             await send({"type": "start", "question": request.question, "pipeline": request.pipeline,
                         "session": session})
+        except WebSocketDisconnect:
+            # Gone before the answer started: nothing is answered, and the log says so.
+            log.info(f"ws 499 pipeline={request.pipeline} principal={principal} "
+                     f"session={session[:8] + '...' if session else '-'} the client left before the answer started")
+            raise
+        job = asyncio.ensure_future(answer(request, principal, session, on_token, via="ws"))
+        getter = None
+        try:
             streamed = False
             written: dict[int, list[str]] = {}      # what the model streamed, per call
             while True:

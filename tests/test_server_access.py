@@ -243,3 +243,33 @@ def test_an_oversized_websocket_message_is_an_error_event_and_the_connection_sta
     too_big, event = asyncio.run(main())
     assert too_big == {"type": "error", "status": 413, "error": "request: 70034 bytes, over the 65536-byte limit"}
     assert event["type"] == "result"
+
+
+def test_every_websocket_question_is_one_log_line_even_when_its_client_left_at_once(server):
+    """A client that sends its question and closes without reading anything, and one whose
+    message is refused: each is a line in the request log (answered, 499 or the refusal)."""
+    import re
+
+    def ws_lines() -> int:
+        return len(re.findall(r"(?m)^\S+:\s+ws \d{3} ", server["log"].read_text()))
+
+    async def ask_and_leave():
+        async with websockets.connect(server["ws"], additional_headers=auth(KEY_A)) as ws:
+            await ws.send(json.dumps(kg(Q1)))
+
+    async def refused():
+        async with websockets.connect(server["ws"], additional_headers=auth(KEY_A)) as ws:
+            await ws.send(json.dumps({"question": "y" * 70000, "pipeline": "kg"}))
+            await asyncio.wait_for(ws.recv(), 30)
+
+    before = ws_lines()
+    for _ in range(10):
+        asyncio.run(ask_and_leave())
+    asyncio.run(refused())
+    for _ in range(100):
+        if ws_lines() - before >= 11:
+            break
+        time.sleep(0.1)
+    text = server["log"].read_text()
+    assert ws_lines() - before == 11, text[-3000:]
+    assert "ws 413 principal=" in text and "Traceback" not in text
