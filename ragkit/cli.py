@@ -215,7 +215,7 @@ def cmd_kg_import(args: argparse.Namespace) -> int:
     from .kgqa.store import open_typed_store
 
     with open_typed_store(args.store) as store:   # both files are checked before anything is written
-        info = import_kg(args.nodes, args.edges, store, dedupe=args.dedupe)
+        info = import_kg(args.nodes, args.edges, store, dedupe=args.dedupe, progress=_progress(args))
         info["counts"] = store.counts()
     removed = (f" (replacing the stored graph: {info['nodes_removed']} nodes and {info['edges_removed']} "
                f"edges are gone)" if info["nodes_removed"] or info["edges_removed"] else "")

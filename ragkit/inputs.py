@@ -16,6 +16,7 @@ from typing import Iterator
 from .errors import InputError
 
 DEDUPE_CHOICES = ("first", "last")
+PROGRESS_MIN_BYTES = 8 << 20     # files smaller than this are read without a progress bar
 
 
 def _open(path: Path, what: str):
@@ -29,13 +30,20 @@ def _open(path: Path, what: str):
         raise InputError(f"{what} {path}: cannot be read ({exc.strerror or exc})") from None
 
 
-def lines(path: str | os.PathLike, what: str) -> Iterator[tuple[int, str]]:
+def lines(path: str | os.PathLike, what: str, progress: bool = False) -> Iterator[tuple[int, str]]:
     """(line number, text with its line ending) for every line of a UTF-8 file; a leading
-    byte-order mark is dropped."""
+    byte-order mark is dropped. With ``progress``, a file of ``PROGRESS_MIN_BYTES`` or more
+    shows a progress bar (bytes read) on stderr."""
+    from tqdm.auto import tqdm
+
     path = Path(path)
-    with _open(path, what) as handle:
+    with _open(path, what) as handle, tqdm(
+            total=os.fstat(handle.fileno()).st_size, unit="B", unit_scale=True, desc=f"read {path.name}",
+            disable=not progress or os.fstat(handle.fileno()).st_size < PROGRESS_MIN_BYTES,
+            mininterval=0.5) as bar:
         try:
             for lineno, raw in enumerate(handle, 1):
+                bar.update(len(raw))
                 if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
                     raw = raw[len(codecs.BOM_UTF8):]
                 try:
@@ -52,11 +60,13 @@ def read_text(path: str | os.PathLike, what: str) -> str:
     return "".join(text for _, text in lines(path, what))
 
 
-def csv_rows(path: str | os.PathLike, what: str, required: tuple[str, ...]) -> list[tuple[int, dict]]:
+def csv_rows(path: str | os.PathLike, what: str, required: tuple[str, ...],
+             progress: bool = False) -> list[tuple[int, dict]]:
     """(line number where the row starts, {column: stripped value}) for every row of a CSV
-    with a header that has the ``required`` columns (other columns kept)."""
+    with a header that has the ``required`` columns (other columns kept); ``progress`` as
+    ``lines``."""
     path = Path(path)
-    reader = csv.reader(text for _, text in lines(path, what))
+    reader = csv.reader(text for _, text in lines(path, what, progress))
     try:
         header = [c.strip() for c in next(reader, [])]
         missing = [c for c in required if c not in header]

@@ -263,3 +263,22 @@ def test_damaged_index_files_are_one_line_errors(tmp_path, capsys):
     (ix / "vocab.json").mkdir()
     line = refused(capsys, "search", "--index", ix, "--query", "fever")
     assert f"index {ix / 'vocab.json'}: cannot be read (Is a directory)" in line
+
+
+def test_a_large_csv_is_read_with_a_progress_bar(tmp_path, capfd):
+    from ragkit.inputs import PROGRESS_MIN_BYTES, csv_rows
+
+    path = tmp_path / "edges.csv"
+    row = "compound:c{0},TREATS,disease:d{0}\n"
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write("source,relation,target\n")
+        n = 0
+        while handle.tell() < PROGRESS_MIN_BYTES + 1024:
+            handle.write(row.format(n))
+            n += 1
+    rows = csv_rows(path, "edges", ("source", "relation", "target"), progress=True)
+    assert len(rows) == n
+    err = capfd.readouterr().err
+    assert "read edges.csv" in err and "100%" in err
+    csv_rows(path, "edges", ("source", "relation", "target"))          # no bar unless asked
+    assert capfd.readouterr().err == ""

@@ -12,20 +12,20 @@ from ..inputs import csv_rows, first_of_each
 from .store import NAME_RE, Edge, TypedStore
 
 
-def _rows(path: Path, required: tuple[str, ...], what: str) -> list[tuple[int, dict]]:
-    rows = csv_rows(path, what, required)
+def _rows(path: Path, required: tuple[str, ...], what: str, progress: bool = False) -> list[tuple[int, dict]]:
+    rows = csv_rows(path, what, required, progress)
     if not rows:
         raise InputError(f"{what} {path}: holds no rows")
     return rows
 
 
-def read_nodes(path: str | Path, dedupe: str | None = None) -> list[dict]:
+def read_nodes(path: str | Path, dedupe: str | None = None, progress: bool = False) -> list[dict]:
     """Nodes with ``aliases`` split on ``|`` into a list; other columns kept as properties.
     Two rows with the same id are an error naming it and both lines, unless ``dedupe`` says
     which to keep (``first`` or ``last``)."""
     path = Path(path)
     nodes = []
-    for lineno, row in _rows(path, ("id", "name", "type"), "nodes"):
+    for lineno, row in _rows(path, ("id", "name", "type"), "nodes", progress):
         where = f"nodes {path}:{lineno}"
         if not row["id"] or not row["name"]:
             raise InputError(f"{where}: a node needs an id and a name")
@@ -38,10 +38,10 @@ def read_nodes(path: str | Path, dedupe: str | None = None) -> list[dict]:
     return [node for _, node in kept]
 
 
-def read_edges(path: str | Path, node_ids: set[str]) -> list[Edge]:
+def read_edges(path: str | Path, node_ids: set[str], progress: bool = False) -> list[Edge]:
     path = Path(path)
     edges, seen = [], set()
-    for lineno, row in _rows(path, ("source", "relation", "target"), "edges"):
+    for lineno, row in _rows(path, ("source", "relation", "target"), "edges", progress):
         where = f"edges {path}:{lineno}"
         for end in ("source", "target"):
             if row[end] not in node_ids:
@@ -58,8 +58,10 @@ def read_edges(path: str | Path, node_ids: set[str]) -> list[Edge]:
 
 
 def import_kg(nodes_csv: str | Path, edges_csv: str | Path, store: TypedStore,
-              dedupe: str | None = None) -> dict:
-    nodes = read_nodes(nodes_csv, dedupe)
-    edges = read_edges(edges_csv, {n["id"] for n in nodes})
+              dedupe: str | None = None, progress: bool = False) -> dict:
+    """Replace ``store``'s graph by the CSV files' (both read and checked first); with
+    ``progress``, large files show a bar as they are read."""
+    nodes = read_nodes(nodes_csv, dedupe, progress)
+    edges = read_edges(edges_csv, {n["id"] for n in nodes}, progress)
     report = store.replace_graph(nodes, edges)
     return {"store": store.uri, **report, "schema": [s.__dict__ for s in store.schema()]}
