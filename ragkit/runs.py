@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError, NotebookError, RagkitError, RunTerminated
+from .faults import fault_point
 from .stores.files import atomic_write_json, clean_leftovers, pid_alive, remove_path, swap_into_place
 
 KERNEL = "python3"
@@ -274,6 +275,7 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
                                    kernel_name=KERNEL, progress_bar=progress,
                                    cwd=str(notebook.parent))
         for name, staged in staging.items():
+            fault_point("run.swap")
             swap_into_place(staged, targets[name])
         manifest["status"] = "ok"
     except papermill.PapermillExecutionError as exc:

@@ -296,3 +296,75 @@ def test_leftovers_of_a_dead_process_are_removed_and_a_live_ones_kept(tmp_path):
 
     clean_leftovers(tmp_path / "ix")
     assert sorted(p.name for p in tmp_path.iterdir()) == [f".s.json.gz.tmp-{os.getpid()}-abc", "s.json.gz"]
+
+
+# --------------------------------------------------------------------------- ragkit rebuild
+KG_NB = ROOT / "notebooks" / "01_kg_builder.ipynb"
+INDEX_NB = ROOT / "notebooks" / "03_index_build.ipynb"
+
+
+@pytest.mark.slow
+def test_a_killed_rebuild_leaves_the_previous_artifacts_and_the_next_one_runs(tmp_path):
+    """SIGKILL of ``ragkit rebuild`` (notebooks 01 and 03): of its whole process group (the
+    notebook's kernel too) while 01 runs, and of the runner as it moves 01's KG store into
+    place. Each time the previous KG store and index answer, the dead run reads as failed
+    and the lock is free. Killed after 01 is in place and before 03's index is, the next
+    rebuild runs 03 only; at the end nothing temporary is left."""
+    import signal
+    import time
+
+    from ragkit.runs import settle_dead_runs
+
+    corpus, specs, runs = tmp_path / "manuals", tmp_path / "specs", tmp_path / "runs"
+    corpus.mkdir()
+    specs.mkdir()
+    for path in MANUALS.iterdir():
+        (corpus / path.name).write_bytes(path.read_bytes())
+    for path in SPECS:
+        (specs / path.name).write_bytes(path.read_bytes())
+    store, index = tmp_path / "kg.json.gz", tmp_path / "index"
+    params = ["-p", "store", store, "-p", "text_index", tmp_path / "text-index", "-p", "index_dir", index,
+              "-p", "corpus", corpus, "-p", "specs", ",".join(str(specs / p.name) for p in SPECS)]
+    command = ["rebuild", KG_NB, INDEX_NB, "--out", runs, *params, "--json"]
+    ok(*command)
+    search = ["search", "--index", index, "--query", "kiểm tra dầu bôi trơn mỗi ca", "--json"]
+    kg_before, index_before = store.read_bytes(), json.loads(ok(*search).stdout)["results"]
+
+    def unchanged(notebook: Path) -> None:
+        assert store.read_bytes() == kg_before
+        assert json.loads(ok(*search).stdout)["results"] == index_before
+        statuses = [m["status"] for m in settle_dead_runs(runs / notebook.stem)]
+        assert statuses[0] == "failed" and "running" not in statuses, statuses
+
+    with (specs / SPECS[0].name).open("a", encoding="utf-8") as handle:     # both notebooks out of date
+        handle.write("\n- **XYZF**: Example Test Function, added to make the rebuild run.\n")
+    with (corpus / sorted(p.name for p in MANUALS.iterdir())[0]).open("a", encoding="utf-8") as handle:
+        handle.write("\nGhi chú: kiểm tra dầu bôi trơn mỗi ca.\n")
+
+    # The whole group, kernel included, while 01 runs (as the OOM killer or a reboot would).
+    proc = subprocess.Popen([sys.executable, "-m", "ragkit.cli", *map(str, command)], env=ENV, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    for _ in range(1200):
+        if any('"running"' in m.read_text() for m in (runs / KG_NB.stem).glob("*/manifest.json")):
+            break
+        time.sleep(0.1)
+    time.sleep(2.0)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    unchanged(KG_NB)
+
+    killed(*command, kill_at="run.swap:1")      # the runner, before 01's first artifact moves
+    unchanged(KG_NB)
+
+    killed(*command, kill_at="run.swap:3")      # 01's two artifacts moved, 03's index not
+    assert store.read_bytes() != kg_before
+    assert json.loads(ok(*search).stdout)["results"] == index_before
+    assert settle_dead_runs(runs / INDEX_NB.stem)[0]["status"] == "failed"
+
+    done = json.loads(ok(*command).stdout)["results"]
+    assert [(r["notebook"], r["status"]) for r in done] == [(KG_NB.name, "up to date"), (INDEX_NB.name, "ok")]
+    assert json.loads(ok(*search).stdout)["results"] != index_before
+    assert "XYZF" in ok("ask", "What is XYZF?", "--pipeline", "spec", "--store", store, "--no-llm").stdout
+    left = [p.name for p in tmp_path.iterdir() if TEMPORARY.search(p.name)]
+    versions = [p.name for p in tmp_path.iterdir() if ".v-" in p.name]
+    assert not left and len(versions) <= 4, sorted(p.name for p in tmp_path.iterdir())

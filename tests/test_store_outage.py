@@ -107,3 +107,29 @@ def test_the_authentication_rate_limit_is_one_line(neo4j_uri):
     finally:
         admin.run("DROP USER $user IF EXISTS", user=user)
         admin.close()
+
+
+@pytest.mark.slow
+def test_a_neo4j_killed_during_a_write_is_one_line_naming_it(tmp_path, monkeypatch):
+    """The database dies between two batches of a spec's one write transaction: the write
+    is a one-line StoreUnavailableError naming the server (the transaction never committed)."""
+    from ragkit.specs.build import parse_specs
+    from ragkit.specs.neo4j_store import Neo4jStore
+    from ragkit.stores import neo4j as bolt
+    from ragkit.stores.neo4j_launcher import running_neo4j_process
+
+    parsed = parse_specs([SPEC], progress=False)
+    with running_neo4j_process(tmp_path / "neo4j", password=NEO4J_PASSWORD) as (uri, database):
+        store = Neo4jStore(uri, password=NEO4J_PASSWORD)
+
+        def kill_the_database(point: str) -> None:
+            if point == "neo4j.batch" and database.poll() is None:
+                database.send_signal(signal.SIGKILL)
+                database.wait()
+
+        monkeypatch.setattr(bolt, "fault_point", kill_the_database)
+        with pytest.raises(StoreUnavailableError) as lost:
+            store.write(parsed.docs, parsed.chunks, parsed.terms)
+        message = str(lost.value)
+        assert message.startswith(f"store {uri}: Neo4j") and "\n" not in message, message
+        store.close()
