@@ -172,7 +172,10 @@ def local_path(notebook: Path, value: Any) -> Path | None:
     if not isinstance(value, str) or not value or "://" in value:
         return None
     path = Path(value)
-    return (path if path.is_absolute() else notebook.parent / path).resolve()
+    path = path if path.is_absolute() else notebook.parent / path
+    # The folder resolved, not the name: a folder artifact is a symlink to its current
+    # version, and the run replaces the link, never the version behind it.
+    return path.parent.resolve() / path.name
 
 
 def model_info() -> dict:

@@ -291,6 +291,7 @@ def test_leftovers_of_a_dead_process_are_removed_and_a_live_ones_kept(tmp_path):
     (tmp_path / f".s.json.gz.tmp-{os.getpid()}-abc").write_bytes(b"")   # a write in progress
     (tmp_path / f".ix.v-1-{dead.pid}").mkdir()
     (tmp_path / f".staging-{dead.pid}-20240101T000000Z-s.json.gz").mkdir()
+    (tmp_path / f"..staging-{dead.pid}-20240101T000000Z-ix.v-1-{os.getpid()}").mkdir()   # a notebook's version
     atomic_write_text(tmp_path / "s.json.gz", "x")
     from ragkit.stores.files import clean_leftovers
 

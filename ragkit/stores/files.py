@@ -100,7 +100,9 @@ def _leftover_pid(name: str, target: str) -> int | None:
     """The pid in one of our temporary names made for ``target`` (None when it is not one)."""
     patterns = (rf"\.{re.escape(target)}\.(?:tmp|link|old)-(\d+)(?:-.*)?",
                 rf"\.{re.escape(target)}\.v-\d+-(\d+)",
-                rf"\.staging-(\d+)-[^-]+-{re.escape(target)}")
+                rf"\.staging-(\d+)-[^-]+-{re.escape(target)}",
+                # what a notebook wrote beside its staged artifact (its versions, its link)
+                rf"\.\.staging-(\d+)-[^-]+-{re.escape(target)}\.(?:v-\d+-\d+|link-\d+|tmp-\d+-.*)")
     for pattern in patterns:
         match = re.fullmatch(pattern, name)
         if match:
@@ -200,7 +202,16 @@ def swap_into_place(staged: str | os.PathLike, target: str | os.PathLike) -> boo
         fault_point("swap")
         os.replace(staged, target)
         return True
-    if not re.fullmatch(rf"\.{re.escape(target.name)}\.v-\d+-\d+", staged.name) \
+    if staged.is_symlink():
+        # A staged folder artifact that was itself written through ``atomic_dir`` (a
+        # notebook run's staging copy): its finished version becomes ``target``'s, and the
+        # staging link goes with any other versions it had.
+        version = new_version_dir(target)
+        version.rmdir()
+        os.replace(staged.resolve(), version)
+        remove_path(staged)
+        staged = version
+    elif not re.fullmatch(rf"\.{re.escape(target.name)}\.v-\d+-\d+", staged.name) \
             or staged.parent.resolve() != target.parent.resolve():
         version = new_version_dir(target)
         version.rmdir()
