@@ -19,6 +19,7 @@ import numpy as np
 
 from ..config import Settings
 from ..errors import InputError, StoreUnavailableError
+from .files import final_path
 
 
 def readable_copy(location: str) -> str:
@@ -86,7 +87,7 @@ class ChromaVectors:
         try:
             if not url:
                 return cls(str(Path(directory)), collection, create=False)
-            tag = hashlib.sha1(str(Path(directory).resolve()).encode()).hexdigest()[:12]
+            tag = hashlib.sha1(final_path(directory).encode()).hexdigest()[:12]
             return cls(url, f"{collection}-{tag}", create=False)
         except (InputError, StoreUnavailableError):
             raise
@@ -119,7 +120,7 @@ class ChromaVectors:
         url = Settings.from_env().chroma_url
         if not url:
             return cls(str(Path(directory)), collection)
-        tag = hashlib.sha1(str(Path(directory).resolve()).encode()).hexdigest()[:12]
+        tag = hashlib.sha1(final_path(directory).encode()).hexdigest()[:12]
         return cls(url, f"{collection}-{tag}")
 
     def count(self) -> int:
