@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from typing import Iterable, Sequence
 
+from ..extras import requires_extra
+
 # JSON whitespace, bounded: nothing, a space, or a newline and a little indentation.
 WS_RULE = 'ws ::= ( " " | "\\n" [ ]{0,8} )?'
 
@@ -63,7 +65,8 @@ def json_list(rule: str, least: int = 1, most: int = 8) -> str:
 def json_schema_grammar(schema: dict) -> str:
     """A grammar for the JSON values ``schema`` accepts (types, required properties, enums,
     lists ...), from llama-cpp-python's converter (``llama_cpp.llama_grammar``)."""
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
+    with requires_extra("llm"):
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     return json_schema_to_gbnf(json.dumps(schema))
 

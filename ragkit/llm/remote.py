@@ -15,12 +15,14 @@ import os
 import threading
 from typing import Callable, Iterator, Sequence
 
-import httpx
-
 from ..config import LLMConfig
 from ..errors import GenerationError, ModelError
+from ..extras import requires_extra
 from .base import Generation, collect_stream
 from .gguf import CHATML_STOP
+
+with requires_extra("llm"):
+    import httpx
 
 
 class ServerLLM:

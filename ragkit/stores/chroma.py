@@ -19,6 +19,7 @@ import numpy as np
 
 from ..config import Settings
 from ..errors import InputError, StoreUnavailableError
+from ..extras import requires_extra
 from .files import final_path
 
 
@@ -55,7 +56,8 @@ class ChromaVectors:
     """One Chroma collection of (id, vector, metadata) with cosine distance."""
 
     def __init__(self, location: str, collection: str = "nodes", create: bool = True):
-        import chromadb
+        with requires_extra("dense"):
+            import chromadb
 
         settings = chromadb.Settings(anonymized_telemetry=False)
         self.location = location
