@@ -88,7 +88,7 @@ class ChromaVectors:
             return None
         try:
             if not url:
-                return cls(str(Path(directory)), collection, create=False)
+                return cls(str(Path(directory).resolve()), collection, create=False)
             tag = hashlib.sha1(final_path(directory).encode()).hexdigest()[:12]
             return cls(url, f"{collection}-{tag}", create=False)
         except (InputError, StoreUnavailableError):
@@ -121,7 +121,10 @@ class ChromaVectors:
         against one server do not share (and overwrite) one collection."""
         url = Settings.from_env().chroma_url
         if not url:
-            return cls(str(Path(directory)), collection)
+            # One path per folder (links resolved): two paths to one database would open it
+            # twice in this process, and the two copies of its HNSW index can rank the last
+            # near-ties differently.
+            return cls(str(Path(directory).resolve()), collection)
         tag = hashlib.sha1(final_path(directory).encode()).hexdigest()[:12]
         return cls(url, f"{collection}-{tag}")
 
