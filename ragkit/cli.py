@@ -18,6 +18,8 @@ from .config import CONCEPT_METHODS, DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS
 from .embeddings import EMBEDDER_CHOICES, EMBEDDERS
 from .errors import InputError, RagkitError
 from .pipelines import PIPELINES
+from .eval.metrics import METRICS
+from .eval.significance import PERMUTATIONS
 from .retrieval.bm25 import BM25Params
 from .retrieval.scoring import IDF_VARIANTS
 
@@ -530,6 +532,15 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_compare(args: argparse.Namespace) -> int:
+    from .eval.compare import compare_runs, compare_table
+
+    result = compare_runs(args.run_a, args.run_b, args.qrels, metrics=args.metric, permutations=args.permutations,
+                          seed=args.seed, ignore_identical_ids=args.ignore_identical_ids, limit=args.limit)
+    _emit(result, args.json, compare_table(result))
+    return 0
+
+
 # --------------------------------------------------------------------------- run
 def cmd_run(args: argparse.Namespace) -> int:
     from .runs import run_notebook
@@ -799,6 +810,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_retrieval)
     p.set_defaults(ranking_defaults={dest: p.get_default(dest) for dest in RANKING_OPTIONS})
+
+    p = ev.add_parser("compare", help="two TREC runs on the same qrels: per metric, is B's difference "
+                                      "from A significant (paired randomization test)")
+    p.add_argument("run_a", metavar="RUN_A", help="a TREC run file (qid Q0 docid rank score tag)")
+    p.add_argument("run_b", metavar="RUN_B", help="a TREC run file; delta is B - A")
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--metric", action="append", choices=tuple(METRICS),
+                   help="a metric to compare (repeatable; default: all)")
+    p.add_argument("--permutations", type=int, default=PERMUTATIONS,
+                   help="random sign flips of the randomization test (every flip when 2^queries is fewer)")
+    p.add_argument("--seed", type=int, default=0, help="of the random sign flips, so p-values repeat")
+    p.add_argument("--limit", type=int, help="only the first N judged queries")
+    _add_identical_ids_option(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_eval_compare)
 
     p = ev.add_parser("graphqa", help="Hits@1 of the graph pipeline on JSONL questions")
     p.add_argument("--graph", required=True)

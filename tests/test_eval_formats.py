@@ -1,6 +1,6 @@
 """Evaluation in the formats IR tools exchange: TREC run files written (``--run-out``) and
-read from any system (``--run``), per-query metrics (``--per-query``) and BEIR's
-``ignore_identical_ids``."""
+read from any system (``--run``), per-query metrics (``--per-query``), paired significance
+tests between two runs (``eval compare``) and BEIR's ``ignore_identical_ids``."""
 
 import csv
 import json
@@ -10,6 +10,7 @@ import pytest
 
 from ragkit.cli import main
 from ragkit.eval.metrics import METRICS
+from ragkit.eval.significance import compare_metric, paired_t_test, randomization_test
 from ragkit.eval.trec import read_trec_run
 
 from .conftest import shared
@@ -98,6 +99,7 @@ def test_a_malformed_run_line_is_one_line_naming_file_and_line(tmp_path, capsys,
     run.write_text(f"q1 Q0 d1 1 2.0 sys\n{line}\n")
     assert _error(capsys, ["eval", "retrieval", "--run", run, "--qrels", qrels]) == \
         [f"ragkit: error: run {run}:2: {problem}"]
+    assert _error(capsys, ["eval", "compare", run, run, "--qrels", qrels]) == [f"ragkit: error: run {run}:2: {problem}"]
 
 
 def test_run_takes_no_ranking_options_and_ranking_needs_a_corpus(tmp_path, capsys):
@@ -136,6 +138,74 @@ def test_per_query_has_one_row_per_query_and_method(scifact_small, tmp_path, cap
     assert [json.loads(line) for line in (tmp_path / "again.jsonl").open()] == jsonl
 
 
+# ------------------------------------------------------------------ significance
+def test_randomization_test_is_exact_for_few_queries_and_agrees_with_scipy():
+    from scipy.stats import permutation_test
+
+    a = [0.2, 0.5, 0.1, 0.9, 0.4, 0.3, 0.0, 0.6, 0.7, 0.2]
+    b = [0.4, 0.6, 0.1, 1.0, 0.3, 0.5, 0.2, 0.6, 0.9, 0.4]
+    ours = randomization_test(a, b)                          # 2^10 flips: every one
+    theirs = permutation_test((b, a), lambda x, y: sum(x) / len(x) - sum(y) / len(y),
+                              permutation_type="samples", n_resamples=math.inf).pvalue
+    assert ours == pytest.approx(theirs, abs=1e-12) and ours < 0.05
+    sampled = randomization_test(a * 3, b * 3, permutations=5000, seed=1)   # 2^30: sampled, repeatable
+    assert sampled == randomization_test(a * 3, b * 3, permutations=5000, seed=1) and sampled < 0.001
+    assert paired_t_test(a, b) == pytest.approx(0.0115, abs=1e-4)           # t = 0.11 / (0.1100 / √10) = 3.16, 9 df
+
+
+def test_identical_values_give_p_one():
+    values = [0.1, 0.7, 0.3, 1.0]
+    c = compare_metric("ndcg@10", values, values)
+    assert (c.delta, c.p_randomization, c.p_ttest, c.significant) == (0.0, 1.0, 1.0, False)
+    assert randomization_test(values * 100, values * 100) == 1.0
+
+
+def _runs(tmp_path, n=30):
+    """30 queries with one relevant document each; A finds it at rank 4, B at rank 1 (but
+    for three queries, where B has it at rank 6)."""
+    qrels = [(f"q{i}", f"rel{i}", 1) for i in range(n)]
+    _, _, qrels_file = _beir(tmp_path, {}, {}, qrels)
+
+    def write(name, rank_of):
+        lines = []
+        for i in range(n):
+            docs = [f"x{i}_{j}" for j in range(9)]
+            docs.insert(rank_of(i) - 1, f"rel{i}")
+            lines += [f"q{i} Q0 {d} {r} {10 - r}.0 {name}\n" for r, d in enumerate(docs, 1)]
+        path = tmp_path / f"{name}.run"
+        path.write_text("".join(lines))
+        return path
+
+    return write("a", lambda i: 4), write("b", lambda i: 6 if i < 3 else 1), qrels_file
+
+
+def test_compare_finds_a_known_difference_and_none_between_identical_runs(tmp_path, capsys):
+    run_a, run_b, qrels = _runs(tmp_path)
+    result = _json(capsys, ["eval", "compare", run_a, run_b, "--qrels", qrels])
+    assert (result["queries"], result["tag_a"], result["tag_b"], result["exact"]) == (30, "a", "b", False)
+    assert (result["permutations"], result["seed"]) == (10_000, 0)
+    mrr = result["metrics"]["mrr@10"]
+    assert (mrr["mean_a"], mrr["mean_b"]) == (0.25, round((27 + 3 / 6) / 30, 5))
+    assert mrr["delta"] == round(mrr["mean_b"] - mrr["mean_a"], 5)
+    assert mrr["p_randomization"] < 0.001 and mrr["p_ttest"] < 0.001 and mrr["significant"]
+    assert result["metrics"]["hit@10"] == {"mean_a": 1.0, "mean_b": 1.0, "delta": 0.0, "p_randomization": 1.0,
+                                           "p_ttest": 1.0, "significant": False}
+    # the means are what eval retrieval --run prints for each run
+    assert _json(capsys, ["eval", "retrieval", "--run", run_b, "--qrels", qrels])["ndcg@10"] == \
+        result["metrics"]["ndcg@10"]["mean_b"]
+    same = _json(capsys, ["eval", "compare", run_a, run_a, "--qrels", qrels, "--metric", "ndcg@10"])
+    assert list(same["metrics"]) == ["ndcg@10"]
+    assert same["metrics"]["ndcg@10"]["p_randomization"] == 1.0 and not same["metrics"]["ndcg@10"]["significant"]
+    few = _json(capsys, ["eval", "compare", run_a, run_b, "--qrels", qrels, "--limit", "8"])
+    assert (few["queries"], few["exact"], few["permutations"]) == (8, True, 256)
+    assert main(["eval", "compare", str(run_a), str(run_b), "--qrels", str(qrels)]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[2].split() == ["metric", "mean", "A", "mean", "B", "delta", "p", "p", "(t)", "significant"]
+    rows = {line.split()[0]: line.split() for line in table[3:-1]}
+    assert list(rows) == list(METRICS) and rows["mrr@10"][-1] == "yes" and rows["hit@10"][-1] == "no"
+    assert table[-1].startswith("30 queries; p: Fisher's randomization test")
+
+
 # ------------------------------------------------------------------ BEIR's ignore_identical_ids
 def test_ignore_identical_ids_drops_the_self_hit(tmp_path, capsys):
     """As in ArguAna, the query is a document of the corpus: it finds itself first."""
@@ -153,13 +223,16 @@ def test_ignore_identical_ids_drops_the_self_hit(tmp_path, capsys):
     # a run that holds the self-hit, scored with and without the option
     for flag, mrr in (((), 0.5), (("--ignore-identical-ids",), 1.0)):
         assert _json(capsys, ["eval", "retrieval", "--run", tmp_path / "kept.run", "--qrels", qrels, *flag])["mrr@10"] == mrr
+    compared = _json(capsys, ["eval", "compare", tmp_path / "kept.run", tmp_path / "dropped.run", "--qrels", qrels,
+                              "--ignore-identical-ids"])
+    assert compared["metrics"]["mrr@10"]["delta"] == 0.0
 
 
 def test_the_examples_in_the_docstrings_hold():
     import doctest
 
-    from ragkit.eval import metrics, retrieval, trec
+    from ragkit.eval import metrics, retrieval, significance, trec
 
-    for module in (metrics, retrieval, trec):
+    for module in (metrics, retrieval, significance, trec):
         failed, tried = doctest.testmod(module)
         assert tried > 0 and failed == 0, module.__name__
