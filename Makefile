@@ -107,6 +107,7 @@ bench: install $(PANDOC)
 	$(BIN)/python bench/hybrid.py
 	$(BIN)/python bench/rerank.py
 	$(BIN)/python bench/install_size.py
+	$(BIN)/python bench/significance.py
 
 ## Re-execute the notebooks in place, refreshing the outputs nbval compares against.
 notebooks: install
