@@ -28,6 +28,22 @@ def shared(*parts: str) -> Path:
     return path
 
 
+def scifact_subset(n_queries: int, n_others: int) -> tuple[list[list[str]], list[dict], list[dict]]:
+    """The first ``n_queries`` judged SciFact test queries: their qrels rows, their judged
+    abstracts followed by ``n_others`` other abstracts, and the queries."""
+    import csv
+    import json
+
+    rows = list(csv.reader(shared("scifact", "qrels", "test.tsv").open(), delimiter="\t"))[1:]
+    qids = list(dict.fromkeys(r[0] for r in rows))[:n_queries]
+    rows = [r for r in rows if r[0] in qids]
+    wanted = {r[1] for r in rows}
+    docs = [json.loads(line) for line in shared("scifact", "corpus.jsonl").open()]
+    docs = [d for d in docs if d["_id"] in wanted] + [d for d in docs if d["_id"] not in wanted][:n_others]
+    queries = [q for q in map(json.loads, shared("scifact", "queries.jsonl").open()) if q["_id"] in qids]
+    return rows, docs, queries
+
+
 @pytest.fixture(scope="session")
 def manual_docs():
     from ragkit.corpus import load_document_folder

@@ -13,7 +13,7 @@ from ragkit.eval.metrics import METRICS
 from ragkit.eval.significance import compare_metric, paired_t_test, randomization_test
 from ragkit.eval.trec import read_trec_run
 
-from .conftest import shared
+from .conftest import scifact_subset
 
 
 def _json(capsys, argv) -> dict:
@@ -38,14 +38,8 @@ def _beir(folder, docs: dict, queries: dict, qrels: list[tuple[str, str, int]]):
 @pytest.fixture(scope="module")
 def scifact_small(tmp_path_factory):
     """The first 40 judged SciFact test queries, their abstracts and 300 others."""
-    rows = list(csv.reader(shared("scifact", "qrels", "test.tsv").open(), delimiter="\t"))[1:]
-    qids = list(dict.fromkeys(r[0] for r in rows))[:40]
-    rows = [r for r in rows if r[0] in qids]
-    wanted = {r[1] for r in rows}
-    docs = [json.loads(line) for line in shared("scifact", "corpus.jsonl").open()]
-    docs = [d for d in docs if d["_id"] in wanted] + [d for d in docs if d["_id"] not in wanted][:300]
-    queries = {q["_id"]: q["text"] for q in map(json.loads, shared("scifact", "queries.jsonl").open())
-               if q["_id"] in qids}
+    rows, docs, queries = scifact_subset(40, 300)
+    queries = {q["_id"]: q["text"] for q in queries}
     return _beir(tmp_path_factory.mktemp("scifact"), {d["_id"]: d["title"] + ". " + d["text"] for d in docs},
                  queries, [(q, d, int(g)) for q, d, g in rows])
 

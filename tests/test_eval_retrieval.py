@@ -1,7 +1,6 @@
 """``ragkit eval retrieval`` ranks through the same ``retrieve`` as ``ragkit search`` and
 ``ask``; languages and embedders are chosen from the data when not given."""
 
-import csv
 import json
 
 import pytest
@@ -16,7 +15,7 @@ from ragkit.eval.trec import read_trec_run, write_trec_run
 from ragkit.retrieval.bm25 import BM25Index
 from ragkit.text import choose_language, detect_language, document_language
 
-from .conftest import MANUALS, shared
+from .conftest import MANUALS, scifact_subset, shared
 
 VIETNAMESE = "Luật này quy định về quyền và nghĩa vụ của người lao động khi chấm dứt hợp đồng lao động."
 ENGLISH = "The results of this study show that the treatment was effective in most of the patients."
@@ -112,14 +111,7 @@ def scifact_beir(tmp_path_factory):
     """A small real collection: the first 25 judged SciFact test queries, their abstracts and
     250 others, plus one Vietnamese question (cross-lingual for ``auto``)."""
     folder = tmp_path_factory.mktemp("scifact-small")
-    rows = list(csv.reader(shared("scifact", "qrels", "test.tsv").open(), delimiter="\t"))[1:]
-    qids = list(dict.fromkeys(r[0] for r in rows))[:25]
-    rows = [r for r in rows if r[0] in qids]
-    wanted = {r[1] for r in rows}
-    docs = [json.loads(line) for line in shared("scifact", "corpus.jsonl").open()]
-    subset = [d for d in docs if d["_id"] in wanted] + [d for d in docs if d["_id"] not in wanted][:250]
-    queries = [json.loads(line) for line in shared("scifact", "queries.jsonl").open()]
-    queries = [q for q in queries if q["_id"] in qids]
+    rows, subset, queries = scifact_subset(25, 250)
     queries.append({"_id": "vi1", "text": "Vitamin D có ảnh hưởng thế nào đến sức khỏe của xương?"})
     rows.append(["vi1", subset[0]["_id"], "1"])
     (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in subset))
