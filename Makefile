@@ -104,6 +104,7 @@ bench: install $(PANDOC)
 	$(BIN)/python bench/grounding_check.py
 	$(BIN)/python bench/hybrid.py
 	$(BIN)/python bench/rerank.py
+	$(BIN)/python bench/planner_json.py
 
 ## Re-execute the notebooks in place, refreshing the outputs nbval compares against.
 notebooks: install
