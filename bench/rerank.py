@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from types import SimpleNamespace
 
 import numpy as np
 from _common import OUT, SHARED, write
@@ -35,21 +36,16 @@ from ragkit.text import tokenizer_for
 DEPTHS = (5, 10, 20)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--queries", type=int, default=10)
-    parser.add_argument("--model", help="a GGUF file (default: SmolLM2-135M)")
-    args = parser.parse_args()
-
+def hybrid_rankings() -> SimpleNamespace:
+    """SciFact, its BM25 index and MiniLM vectors, and every test query's hybrid ranking
+    (weighted, α = 0.5) with its fused scores."""
     sci = SHARED / "scifact"
     docs = load_corpus(sci / "corpus.jsonl")
-    by_id = {d.doc_id: d for d in docs}
     qrels = load_qrels(sci / "qrels" / "test.tsv")
     queries = load_beir_queries(sci / "queries.jsonl")
     bm25 = BM25Index.build(docs, tokenizer_for("en"), progress=False)
     dense = DenseIndex(OUT.parent / "dense-bench" / "scifact-minilm", "minilm")
     dense.build(docs, progress=True)
-
     ranked: dict[str, list[str]] = {}
     fused_scores: dict[str, list[float]] = {}
     for qid in qrels:
@@ -57,6 +53,52 @@ def main() -> None:
         fused = fuse(lexical, dense.search(queries[qid], k=100), "weighted", 0.5)[:100]
         ranked[qid] = [d for d, _ in fused]
         fused_scores[qid] = [s for _, s in fused]
+    return SimpleNamespace(docs=docs, by_id={d.doc_id: d for d in docs}, qrels=qrels, queries=queries, bm25=bm25,
+                           dense=dense, ranked=ranked, fused_scores=fused_scores,
+                           qrels_path=sci / "qrels" / "test.tsv")
+
+
+def rerank_runs(data: SimpleNamespace | None = None, n_queries: int = 10, model_path: str | None = None) -> dict:
+    """The first ``n_queries`` test queries, their top 20 judged once by the GGUF; from those
+    judgements, the rankings at depth 5, 10 and 20, the judge's order alone and fused
+    with the retrieval order (what ``--rerank llm`` does), and hybrid without rerank.
+    Returns {"rankings": {run: {query id: ranked doc ids}}, "subset", "qrels_path",
+    "logodds", "seconds", "native", "model", "data"}."""
+    data = data or hybrid_rankings()
+    ranked = data.ranked
+    model = GGUFModel(LLMConfig.from_env(model_path=model_path))
+    judge = LLMReranker(model, depth=max(DEPTHS))
+    subset = list(data.qrels)[:n_queries]
+    judge.scores("warm-up", [("", "warm-up")])
+    model.native_timings(reset=True)
+    logodds, seconds = {}, []
+    for n, qid in enumerate(subset, 1):
+        started = time.perf_counter()
+        logodds[qid] = judge.scores(data.queries[qid], [(data.by_id[d].title, data.by_id[d].text)
+                                                        for d in ranked[qid][:max(DEPTHS)]])
+        seconds.append(time.perf_counter() - started)
+        print(f"rerank {n}/{len(subset)}: {seconds[-1]:.1f} s")
+    rankings = {"hybrid (no rerank)": {q: ranked[q] for q in subset}}
+    for depth in DEPTHS:
+        pure, fused = {}, {}
+        for qid in subset:
+            head, scores = ranked[qid][:depth], logodds[qid][:depth]
+            pure[qid] = [head[i] for i, _ in rerank_order(scores, fuse=False)] + ranked[qid][depth:]
+            fused[qid] = [head[i] for i, _ in rerank_order(scores)] + ranked[qid][depth:]
+        rankings[f"rerank depth {depth}, judge alone"] = pure
+        rankings[f"rerank depth {depth}, fused (--rerank llm)"] = fused
+    return {"rankings": rankings, "subset": subset, "qrels_path": data.qrels_path, "logodds": logodds,
+            "seconds": seconds, "native": model.native_timings(), "model": model.name, "data": data}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--queries", type=int, default=10)
+    parser.add_argument("--model", help="a GGUF file (default: SmolLM2-135M)")
+    args = parser.parse_args()
+
+    data = hybrid_rankings()
+    qrels, ranked, fused_scores, bm25, dense = data.qrels, data.ranked, data.fused_scores, data.bm25, data.dense
 
     # ---- MMR over the top 50: cosine over vectors against Jaccard over terms (all queries)
     mmr = {"none": evaluate_run(ranked, qrels)}
@@ -73,34 +115,16 @@ def main() -> None:
         print(f"MMR {similarity}: nDCG@10 {mmr[similarity]['ndcg@10']:.4f} (none {mmr['none']['ndcg@10']:.4f})")
 
     # ---- the LLM rerank, first N queries, each candidate judged once
-    model = GGUFModel(LLMConfig.from_env(model_path=args.model))
-    judge = LLMReranker(model, depth=max(DEPTHS))
-    subset = list(qrels)[: args.queries]
+    result = rerank_runs(data, args.queries, args.model)
+    subset, logodds, seconds, native = result["subset"], result["logodds"], result["seconds"], result["native"]
     judged_qrels = {q: qrels[q] for q in subset}
-    judge.scores("warm-up", [("", "warm-up")])
-    model.native_timings(reset=True)
-    logodds, seconds = {}, []
-    for n, qid in enumerate(subset, 1):
-        started = time.perf_counter()
-        logodds[qid] = judge.scores(queries[qid], [(by_id[d].title, by_id[d].text) for d in ranked[qid][:max(DEPTHS)]])
-        seconds.append(time.perf_counter() - started)
-        print(f"rerank {n}/{len(subset)}: {seconds[-1]:.1f} s")
-    native = model.native_timings()
-    runs = {"hybrid (no rerank)": evaluate_run({q: ranked[q] for q in subset}, judged_qrels)}
-    for depth in DEPTHS:
-        pure, fused = {}, {}
-        for qid in subset:
-            head, scores = ranked[qid][:depth], logodds[qid][:depth]
-            pure[qid] = [head[i] for i, _ in rerank_order(scores, fuse=False)] + ranked[qid][depth:]
-            fused[qid] = [head[i] for i, _ in rerank_order(scores)] + ranked[qid][depth:]
-        runs[f"rerank depth {depth}, judge alone"] = evaluate_run(pure, judged_qrels)
-        runs[f"rerank depth {depth}, fused (--rerank llm)"] = evaluate_run(fused, judged_qrels)
+    runs = {label: evaluate_run(ranking, judged_qrels) for label, ranking in result["rankings"].items()}
     for label, r in runs.items():
         print(f"{label:>38}: nDCG@10 {r['ndcg@10']:.4f}  MRR@10 {r['mrr@10']:.4f}  hit@1 {r['hit@1']:.3f}")
     relevant = [s for q in subset for d, s in zip(ranked[q], logodds[q]) if qrels[q].get(d, 0) > 0]
     other = [s for q in subset for d, s in zip(ranked[q], logodds[q]) if qrels[q].get(d, 0) <= 0]
     write("rerank", {
-        "model": model.name, "queries": len(subset), "retrieval": "hybrid weighted alpha=0.5, MiniLM",
+        "model": result["model"], "queries": len(subset), "retrieval": "hybrid weighted alpha=0.5, MiniLM",
         "runs": runs,
         "logodds_median": {"relevant": round(statistics.median(relevant), 4) if relevant else None,
                            "other": round(statistics.median(other), 4) if other else None},

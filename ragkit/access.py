@@ -21,9 +21,11 @@ import hmac
 import ipaddress
 import threading
 
-from fastapi.responses import JSONResponse
-
 from .errors import InputError
+from .extras import requires_extra
+
+with requires_extra("server"):
+    from fastapi.responses import JSONResponse
 
 LOCAL = "local"                      # the principal of a server without keys (loopback only)
 OPEN_PATHS = {"/health", "/ready"}   # answered without a key (/ready: without its details)

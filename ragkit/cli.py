@@ -18,6 +18,8 @@ from .config import CONCEPT_METHODS, DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS
 from .embeddings import EMBEDDER_CHOICES, EMBEDDERS
 from .errors import InputError, RagkitError
 from .pipelines import PIPELINES
+from .eval.metrics import METRICS
+from .eval.significance import PERMUTATIONS
 from .retrieval.bm25 import BM25Params
 from .retrieval.scoring import IDF_VARIANTS
 
@@ -494,19 +496,48 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- eval
+# Options of eval retrieval that shape a ranking ragkit makes: a run read with --run has none.
+RANKING_OPTIONS = ("corpus", "queries", "method", "embedder", "fusion", "alpha", "dense_dir", "mmr", "rerank",
+                   "rerank_depth", "run_out", "answers", "lang", "keep_accents", "bigrams", "k1", "b", "idf",
+                   "dedupe")
+
+
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
-    from .eval.retrieval import evaluate_retrieval
+    from .eval.retrieval import evaluate_retrieval, evaluate_run_file
     from .retrieval.bm25 import BM25Params
 
+    if args.run:
+        given = [dest for dest in RANKING_OPTIONS if getattr(args, dest) != args.ranking_defaults[dest]]
+        if given:
+            raise InputError(f"--run: --{given[0].replace('_', '-')} is for a ranking ragkit makes; a run "
+                             "read from a file is scored as it is (with --qrels, and --limit, --per-query "
+                             "or --ignore-identical-ids)")
+        result = evaluate_run_file(args.run, args.qrels, limit=args.limit, per_query=args.per_query,
+                                   ignore_identical_ids=args.ignore_identical_ids)
+        _emit(result, args.json, "\n".join(f"{k:>18}: {v}" for k, v in result.items()))
+        return 0
+    missing = [flag for flag in ("corpus", "queries") if not getattr(args, flag)]
+    if missing:
+        raise InputError(f"--{missing[0]}: required (or --run FILE to score a run from another system)")
     result = evaluate_retrieval(args.corpus, args.queries, args.qrels, method=args.method,
                                 lang=args.lang, accents=args.keep_accents, bigrams=args.bigrams,
                                 params=BM25Params(k1=args.k1, b=args.b, idf=args.idf),
                                 mmr=args.mmr, progress=_progress(args), embedder=args.embedder,
                                 fusion=args.fusion, alpha=args.alpha, dense_dir=args.dense_dir,
                                 rerank=args.rerank, rerank_depth=args.rerank_depth, limit=args.limit,
-                                run_out=args.run_out, answers=args.answers, dedupe=args.dedupe)
+                                run_out=args.run_out, answers=args.answers, dedupe=args.dedupe,
+                                per_query=args.per_query, ignore_identical_ids=args.ignore_identical_ids)
     human = "\n".join(f"{k:>12}: {v}" for k, v in result.items() if not isinstance(v, dict))
     _emit(result, args.json, human)
+    return 0
+
+
+def cmd_eval_compare(args: argparse.Namespace) -> int:
+    from .eval.compare import compare_runs, compare_table
+
+    result = compare_runs(args.run_a, args.run_b, args.qrels, metrics=args.metric, permutations=args.permutations,
+                          seed=args.seed, ignore_identical_ids=args.ignore_identical_ids, limit=args.limit)
+    _emit(result, args.json, compare_table(result))
     return 0
 
 
@@ -593,6 +624,12 @@ def _add_dedupe_option(p: argparse.ArgumentParser, key: str, prefix: str = "") -
     p.add_argument("--dedupe", choices=DEDUPE_CHOICES,
                    help=f"{prefix}rows with the same {key}: keep the first or the last (by default "
                         "they are an error naming the id and both lines)")
+
+
+def _add_identical_ids_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ignore-identical-ids", action="store_true",
+                   help="drop a retrieved document whose id is the query's id before scoring (BEIR's "
+                        "default, for ArguAna and Quora, whose queries are documents too)")
 
 
 def _add_bm25_options(p: argparse.ArgumentParser) -> None:
@@ -742,8 +779,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="evaluate").add_subparsers(dest="action", required=True)
     p = ev.add_parser("retrieval", help="nDCG@10, Recall@100, MRR@10, queries/s on BEIR files")
-    p.add_argument("--corpus", required=True)
-    p.add_argument("--queries", required=True)
+    p.add_argument("--corpus", help="a BEIR corpus.jsonl (required unless --run)")
+    p.add_argument("--queries", help="a BEIR queries.jsonl (required unless --run)")
     p.add_argument("--qrels", required=True)
     p.add_argument("--method", default="bm25", choices=METHODS)
     p.add_argument("--embedder", default="auto", choices=EMBEDDER_CHOICES,
@@ -757,7 +794,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_rerank_options(p)
     p.add_argument("--limit", type=int, help="only the first N judged queries (a rerank is slow)")
     p.add_argument("--run-out", metavar="FILE",
-                   help="write the run as a TREC run file: qid Q0 docid rank score ragkit")
+                   help="write the run as a TREC run file: qid Q0 docid rank score tag (the tag: the method, "
+                        "+mmr, +rerank)")
+    p.add_argument("--run", metavar="FILE",
+                   help="score a TREC run file from any system against --qrels instead of ranking (no --corpus)")
+    p.add_argument("--per-query", metavar="FILE",
+                   help="write every query's metrics: qid, method, then each metric; FILE.jsonl (JSON lines) "
+                        "or FILE.tsv")
+    _add_identical_ids_option(p)
     p.add_argument("--answers", metavar="FILE",
                    help="questions with gold answers (eval answers' file), matched to the queries by id "
                         "or text: adds answer_recall@2/@5 and the no-model answer's EM/F1")
@@ -765,6 +809,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_dedupe_option(p, "_id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_retrieval)
+    p.set_defaults(ranking_defaults={dest: p.get_default(dest) for dest in RANKING_OPTIONS})
+
+    p = ev.add_parser("compare", help="two TREC runs on the same qrels: per metric, is B's difference "
+                                      "from A significant (paired randomization test)")
+    p.add_argument("run_a", metavar="RUN_A", help="a TREC run file (qid Q0 docid rank score tag)")
+    p.add_argument("run_b", metavar="RUN_B", help="a TREC run file; delta is B - A")
+    p.add_argument("--qrels", required=True)
+    p.add_argument("--metric", action="append", choices=tuple(METRICS),
+                   help="a metric to compare (repeatable; default: all)")
+    p.add_argument("--permutations", type=int, default=PERMUTATIONS,
+                   help="random sign flips of the randomization test (every flip when 2^queries is fewer)")
+    p.add_argument("--seed", type=int, default=0, help="of the random sign flips, so p-values repeat")
+    p.add_argument("--limit", type=int, help="only the first N judged queries")
+    _add_identical_ids_option(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_eval_compare)
 
     p = ev.add_parser("graphqa", help="Hits@1 of the graph pipeline on JSONL questions")
     p.add_argument("--graph", required=True)

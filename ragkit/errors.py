@@ -12,6 +12,11 @@ class InputError(RagkitError):
     """A file, parameter or question that cannot be used as given."""
 
 
+class MissingExtraError(RagkitError):
+    """An optional package that is not installed; the message names the extra that brings
+    it (``ragkit.extras``): ``chromadb is not installed: pip install 'ragkit[dense]'``."""
+
+
 class IndexFormatError(RagkitError):
     """An index folder that is missing, incomplete or from another format version."""
 

@@ -12,11 +12,13 @@ import time
 from pathlib import Path
 from typing import Iterator, Sequence
 
-import httpx
-
 from .config import child_environment
 from .errors import RagkitError
+from .extras import requires_extra
 from .stores.neo4j_launcher import free_port
+
+with requires_extra("dev"):
+    import httpx
 
 __all__ = ["free_port", "running_http", "llama_server_command", "serve_command"]
 

@@ -38,13 +38,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from fastapi import FastAPI, Request
-from fastapi.responses import Response, StreamingResponse
-
 from .access import error_body
 from .errors import InputError
+from .extras import requires_extra
 from .server import HTTPProblem, check_session, decode_json, problem_for
 from .service import AskRequest, Service
+
+with requires_extra("server"):
+    from fastapi import FastAPI, Request
+    from fastapi.responses import Response, StreamingResponse
 
 PREFIX = "ragkit-"
 NO_LLM = "-no-llm"
@@ -207,7 +209,8 @@ def add_openai_routes(app: FastAPI, service: Service, *, answer: Answerer, open_
     @app.post("/v1/chat/completions", openapi_extra={"requestBody": {"required": True, "content": {
         "application/json": {"schema": chat_request_schema()}}}})
     async def chat_completions(request: Request):
-        from starlette.requests import ClientDisconnect
+        with requires_extra("server"):
+            from starlette.requests import ClientDisconnect
 
         try:
             body = await request.body()

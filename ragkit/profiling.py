@@ -23,6 +23,7 @@ import pandas as pd
 
 from .corpus import Doc, load_document_folder
 from .errors import InputError
+from .extras import requires_extra
 from .service import AskRequest, Service, Sources
 
 # The sum of the stages, not a stage of its own.
@@ -287,7 +288,8 @@ def scaling(sizes: dict[str, list[int]], data: str | Path, repeats: int = 3,
 def plot_stages(summary: pd.DataFrame):
     """One bar per pipeline split into its stages' shares of the median total, with the
     total in milliseconds at the end of the bar."""
-    import matplotlib.pyplot as plt
+    with requires_extra("notebooks"):
+        import matplotlib.pyplot as plt
 
     stages = summary[summary.stage != "total"]
     totals = summary[summary.stage == "total"].set_index("pipeline").median_ms
@@ -321,8 +323,9 @@ def plot_stages(summary: pd.DataFrame):
 
 def plot_scaling(table: pd.DataFrame):
     """One panel per pipeline: each stage's median time against the corpus or graph size."""
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    with requires_extra("notebooks"):
+        import matplotlib.pyplot as plt
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     pipelines = list(dict.fromkeys(table.pipeline))
     columns = min(3, len(pipelines))

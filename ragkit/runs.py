@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import InputError, NotebookError, RagkitError, RunTerminated
+from .extras import requires_extra
 from .faults import fault_point
 from .stores.files import atomic_write_json, clean_leftovers, pid_alive, remove_path, swap_into_place
 
@@ -34,7 +35,8 @@ _TYPES = {"int": int, "float": (int, float), "bool": bool, "str": str}
 
 def declared_parameters(notebook: str | Path) -> dict[str, dict]:
     """The notebook's parameters cell, as papermill reads it: {name: {type, default, help}}."""
-    import papermill
+    with requires_extra("notebooks"):
+        import papermill
 
     path = Path(notebook)
     if not path.is_file():
@@ -172,7 +174,10 @@ def local_path(notebook: Path, value: Any) -> Path | None:
     if not isinstance(value, str) or not value or "://" in value:
         return None
     path = Path(value)
-    return (path if path.is_absolute() else notebook.parent / path).resolve()
+    path = path if path.is_absolute() else notebook.parent / path
+    # The folder resolved, not the name: a folder artifact is a symlink to its current
+    # version, and the run replaces the link, never the version behind it.
+    return path.parent.resolve() / path.name
 
 
 def model_info() -> dict:
@@ -199,7 +204,8 @@ def code_hash() -> str:
 
 def cell_timings(output: Path) -> list[dict]:
     """Seconds per executed cell (papermill's metadata), with the cell's first line."""
-    import nbformat
+    with requires_extra("notebooks"):
+        import nbformat
 
     if not output.exists():
         return []
@@ -230,7 +236,8 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
     """
     import signal
 
-    import papermill
+    with requires_extra("notebooks"):
+        import papermill
 
     notebook = Path(notebook)
     checked = check_parameters(notebook, params or {})

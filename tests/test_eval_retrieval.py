@@ -11,7 +11,8 @@ from ragkit.config import LexicalConfig
 from ragkit.corpus import load_corpus
 from ragkit.embeddings import EMBEDDERS, choose_embedder
 from ragkit.eval.metrics import evaluate_run
-from ragkit.eval.retrieval import eval_config, read_trec_run, write_trec_run
+from ragkit.eval.retrieval import eval_config
+from ragkit.eval.trec import read_trec_run, write_trec_run
 from ragkit.retrieval.bm25 import BM25Index
 from ragkit.text import choose_language, detect_language, document_language
 
@@ -97,7 +98,7 @@ def test_trec_run_file_round_trip(tmp_path):
     lines = path.read_text().splitlines()
     assert lines[0] == "q1 Q0 d3 1 2.500000 ragkit"
     assert lines[2:] == ["q2 Q0 d2 1 2.000000 ragkit", "q2 Q0 d9 2 1.000000 ragkit"]
-    back = read_trec_run(path)
+    back = read_trec_run(path).rankings
     assert [d for d, _ in back["q1"]] == ["d3", "d1"] and [d for d, _ in back["q2"]] == ["d2", "d9"]
 
 
@@ -154,7 +155,7 @@ def test_search_ranks_as_eval_does(scifact_beir, tmp_path_factory, capsys, metho
         assert result["auto_chose"] == {"hybrid": len(queries) - 1, "dense": 1}
     if method != "bm25":
         assert result["embedder"] == "all-MiniLM-L6-v2" and result["dense_embedded"] == 0   # the index's vectors
-    run = read_trec_run(run_file)
+    run = read_trec_run(run_file).rankings
     assert set(run) == set(queries)
     for qid in ("vi1", *list(queries)[:4]):
         searched = _json(capsys, ["search", "--index", index, "--query", queries[qid], "--k", "100",
@@ -184,7 +185,7 @@ def test_answer_figures_on_musique_match_questions_by_text(capsys, tmp_path):
     assert 0 <= answers["em"] <= answers["f1"] < 1
     texts = {d.doc_id: d.text for d in load_corpus(base / "corpus.jsonl")}
     queries = {json.loads(line)["text"]: json.loads(line)["_id"] for line in (base / "queries.jsonl").open()}
-    run = read_trec_run(run_out)
+    run = read_trec_run(run_out).rankings
     held = [holds_gold([texts[d] for d, _ in run[queries[item["question"]]][:5]], item["answers"])
             for item in load_questions(questions)]
     assert answers["answer_recall@5"] == round(sum(held) / len(held), 4)

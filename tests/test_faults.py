@@ -22,7 +22,7 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHON
 SPECS = [ROOT / "data" / "specs" / "demo_5gc.md", ROOT / "data" / "specs" / "demo_vocab.md"]
 NOBEL = ROOT / "data" / "nobel_edges.csv"
 BIOMED = ROOT / "data" / "biomed"
-TEMPORARY = re.compile(r"\.(tmp|link|old)-\d+|^\.staging-")
+TEMPORARY = re.compile(r"\.(tmp|link|old)-\d+|\.w-\d+|^\.\.?staging-")
 
 
 def ragkit(*args, kill_at: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -43,11 +43,13 @@ def killed(*args, kill_at: str, **kw) -> None:
 
 
 def leftovers(folder: Path, name: str) -> list[str]:
-    """Temporary names beside ``name`` in ``folder``, and versions beyond current + previous."""
-    names = [p.name for p in folder.iterdir() if p.name.startswith((f".{name}.", ".staging-"))]
+    """Temporary names beside ``name`` in ``folder`` (half-written versions included), and
+    versions beyond current + previous, or any version that is not complete."""
+    names = [p.name for p in folder.iterdir() if p.name.startswith((f".{name}.", ".staging-", "..staging-"))]
     temporary = [n for n in names if TEMPORARY.search(n)]
     versions = [n for n in names if n.startswith(f".{name}.v-")]
-    return temporary + (versions if len(versions) > 2 else [])
+    incomplete = [n for n in versions if not any((folder / n / f).is_file() for f in ("meta.json", "graph.json"))]
+    return temporary + incomplete + (versions if len(versions) > 2 else [])
 
 
 def dense_ids(index: Path, query: str = "khoan lỗ") -> list[str]:
@@ -74,10 +76,12 @@ def test_a_killed_dense_rebuild_leaves_the_previous_index_answering(tmp_path, ot
     killed("index", "build", "--corpus", other_corpus, "--out", out, "--dense", "minilm", kill_at=point)
     assert dense_ids(out) == before                      # the old vectors, the old chunks
 
+    replaced = os.readlink(out)
     ok("index", "build", "--corpus", other_corpus, "--out", out, "--dense", "minilm")
     after = dense_ids(out, "aspirin fever")
     assert after and all(i.startswith("7568") for i in after)
     assert not leftovers(tmp_path, "ix"), sorted(p.name for p in tmp_path.iterdir())
+    assert (tmp_path / replaced / "meta.json").is_file()     # the version it replaced stays, complete
 
 
 # --------------------------------------------------------------------------- graph build --edges
@@ -291,6 +295,7 @@ def test_leftovers_of_a_dead_process_are_removed_and_a_live_ones_kept(tmp_path):
     (tmp_path / f".s.json.gz.tmp-{os.getpid()}-abc").write_bytes(b"")   # a write in progress
     (tmp_path / f".ix.v-1-{dead.pid}").mkdir()
     (tmp_path / f".staging-{dead.pid}-20240101T000000Z-s.json.gz").mkdir()
+    (tmp_path / f"..staging-{dead.pid}-20240101T000000Z-ix.v-1-{os.getpid()}").mkdir()   # a notebook's version
     atomic_write_text(tmp_path / "s.json.gz", "x")
     from ragkit.stores.files import clean_leftovers
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..extras import requires_extra
+
 ROLE_COLOURS = {"question": "#DD8452", "bridge": "#C44E52", "concept": "#CCCCCC",
                 "ranked": "#4C72B0", "seed passage": "#8FAADC"}
 
@@ -116,9 +118,11 @@ def draw_walk(g, *, ax=None, title: str | None = None, width: float = 9, height:
     """A drawing of ``walk_subgraph``'s graph in ``walk_layout``'s columns: each node a box
     with its label, coloured by its role; MENTIONS edges solid, CO_OCCURS dashed. Returns the
     matplotlib figure."""
-    import matplotlib.pyplot as plt
     import networkx as nx
-    from matplotlib.patches import Patch
+
+    with requires_extra("notebooks"):
+        import matplotlib.pyplot as plt
+        from matplotlib.patches import Patch
 
     if ax is None:
         fig, ax = plt.subplots(figsize=(width, height))

@@ -43,14 +43,31 @@ def hit_at_k(ranked: Sequence[str], judged: Mapping[str, int], k: int) -> float:
     return float(any(judged.get(d, 0) > 0 for d in ranked[:k]))
 
 
+# name: (per-query function, its cutoff), in the order every report lists them
+METRICS = {"ndcg@10": (ndcg_at_k, 10), "recall@2": (recall_at_k, 2), "recall@5": (recall_at_k, 5),
+           "recall@10": (recall_at_k, 10), "recall@100": (recall_at_k, 100), "mrr@10": (mrr_at_k, 10),
+           "hit@1": (hit_at_k, 1), "hit@10": (hit_at_k, 10)}
+
+
+def per_query_metrics(run: Mapping[str, Sequence[str]],
+                      qrels: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, float]]:
+    """{query id: {metric: value}} for the judged queries of ``run`` ({query_id: ranked doc
+    ids}), in the qrels' order: what ``evaluate_run`` averages and significance tests pair.
+
+    >>> per_query_metrics({"q": ["b", "a"]}, {"q": {"a": 1}})["q"]["mrr@10"]
+    0.5
+    """
+    return {q: {name: fn(run[q], qrels[q], k) for name, (fn, k) in METRICS.items()}
+            for q in qrels if q in run}
+
+
+def mean_metrics(rows: Mapping[str, Mapping[str, float]]) -> dict:
+    """The mean of every metric over ``per_query_metrics`` rows, rounded to 5 places."""
+    if not rows:
+        return {}
+    return {name: round(sum(r[name] for r in rows.values()) / len(rows), 5) for name in METRICS}
+
+
 def evaluate_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]) -> dict:
     """Mean metrics over the judged queries of ``run`` ({query_id: ranked doc ids})."""
-    ids = [q for q in qrels if q in run]
-    if not ids:
-        return {}
-    def mean(fn, *args) -> float:
-        return round(sum(fn(run[q], qrels[q], *args) for q in ids) / len(ids), 5)
-    return {"ndcg@10": mean(ndcg_at_k, 10), "recall@2": mean(recall_at_k, 2),
-            "recall@5": mean(recall_at_k, 5), "recall@10": mean(recall_at_k, 10),
-            "recall@100": mean(recall_at_k, 100), "mrr@10": mean(mrr_at_k, 10),
-            "hit@1": mean(hit_at_k, 1), "hit@10": mean(hit_at_k, 10)}
+    return mean_metrics(per_query_metrics(run, qrels))

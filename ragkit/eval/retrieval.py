@@ -1,7 +1,9 @@
 """``ragkit eval retrieval``: build an index over a BEIR corpus, run its judged queries
 through ``retrieval.search.retrieve`` (what ``ragkit search`` and ``ask`` call, with a
 ``LexicalConfig`` built from the same options), and report quality and speed in one JSON
-object. The run itself can be written as a TREC run file (``--run-out``)."""
+object. The run itself can be written as a TREC run file (``--run-out``) and its per-query
+figures as JSON lines or TSV (``--per-query``); a run from any system, read from a TREC run
+file (``--run``), is scored the same way (``evaluate_run_file``)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ from ..corpus import load_beir_queries, load_corpus, load_qrels
 from ..errors import InputError
 from ..retrieval.bm25 import BM25Index, BM25Params, Hit
 from ..text import Tokenizer
-from .metrics import evaluate_run
+from .metrics import METRICS, mean_metrics, per_query_metrics
+from .trec import drop_identical_ids, read_trec_run, write_trec_run
 
 DEPTH = 100            # ranks kept per query: Recall@100 needs them
 
@@ -53,7 +56,8 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
                        rerank: str = "none", rerank_depth: int = 20, llm=None,
                        limit: int | None = None, run_out: str | Path | None = None,
                        keep_run: bool = False, no_dense: bool = False,
-                       answers: str | Path | None = None, dedupe: str | None = None) -> dict:
+                       answers: str | Path | None = None, dedupe: str | None = None,
+                       per_query: str | Path | None = None, ignore_identical_ids: bool = False) -> dict:
     """Quality (nDCG@10, Recall@2/5/10/100, MRR@10, hit@1/10) and speed (queries/s, index
     seconds) of ``method`` (bm25, dense, hybrid or auto) on a BEIR-format collection.
 
@@ -63,8 +67,11 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     mmr: diversify the top candidates (cosine over the chunk vectors for dense and hybrid,
     Jaccard over terms for bm25). rerank="llm": the model (``llm``, default the GGUF) judges
     the top ``rerank_depth``. limit: only the first ``limit`` judged queries (a rerank is slow).
-    run_out: write the run as a TREC run file. keep_run: return it under "run"
-    ({query id: [(doc id, score), ...]}). graph, hybrid+graph: the concept graph is built in
+    run_out: write the run as a TREC run file, tagged with ``run_tag`` (the method).
+    per_query: write every query's metrics there (``write_per_query``). ignore_identical_ids:
+    drop a retrieved document whose id is the query's id before scoring, as BEIR does (one
+    more document is retrieved, so the depth stays k). keep_run: return the run under "run"
+    ({query id: [(doc id, score), ...]}, as scored). graph, hybrid+graph: the concept graph is built in
     memory; its walk is seeded from hybrid, or from BM25 with ``no_dense``. answers: a questions
     file with gold answers (``eval answers``'s), matched to the judged queries by id or by
     question text: adds "answers" (``answer_figures``).
@@ -82,7 +89,9 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
         raise InputError(f"--fusion: must be one of {', '.join(FUSIONS)}, got {fusion!r}")
     if limit is not None and limit < 1:
         raise InputError(f"--limit: must be at least 1, got {limit}")
-    config = eval_config(method=method, k=k, mmr=mmr, fusion=fusion, alpha=alpha, rerank=rerank,
+    check_outputs(run_out, per_query)
+    depth = k + 1 if ignore_identical_ids else k      # BEIR's retrievers fetch one more, too
+    config = eval_config(method=method, k=depth, mmr=mmr, fusion=fusion, alpha=alpha, rerank=rerank,
                          rerank_depth=rerank_depth)
     if rerank != "none" and llm is None:
         from ..llm.backends import default_llm
@@ -131,17 +140,23 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
         steps: dict = {}
         _, hits = retrieve(index, all_queries[qid], config, dense=dense, reranker=reranker, trace=steps,
                            concepts=concepts)
-        if len(hits) < k:        # a rerank's judged top, then the rest in their retrieved order
-            hits = _extend(hits, steps["ranked"], k)
+        if len(hits) < depth:    # a rerank's judged top, then the rest in their retrieved order
+            hits = _extend(hits, steps["ranked"], depth)
+        if ignore_identical_ids:
+            hits = [h for h in hits if h.doc_id != qid]
+        hits = hits[:k]
         chosen[steps["method"]] = chosen.get(steps["method"], 0) + 1
         run[qid] = [(h.doc_id, h.score) for h in hits]
         if gold is not None and qid in gold:
             selected[qid] = hits[:5]
     search_s = time.perf_counter() - started
+    tag = run_tag(method, mmr, rerank)
     if run_out:
-        write_trec_run(run_out, run)
-    ranked = {q: [d for d, _ in hits] for q, hits in run.items()}
-    out = {"method": method, "queries": len(judged), **evaluate_run(ranked, judged),
+        write_trec_run(run_out, run, tag)
+    rows = per_query_metrics({q: [d for d, _ in hits] for q, hits in run.items()}, judged)
+    if per_query:
+        write_per_query(per_query, rows, tag)
+    out = {"method": method, "queries": len(judged), **mean_metrics(rows),
            "qps": round(len(judged) / search_s, 2) if search_s > 0 else None,
            "index_s": round(index_s, 4), "docs": len(docs), "lang": language.lang,
            "lang_detected": language.detected, "lang_reason": language.reason,
@@ -166,8 +181,12 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
                     **({"alpha": config.alpha} if config.fusion == "weighted" else {"rrf_k": config.rrf_k})})
     if gold is not None:
         out["answers"] = answer_figures({q: all_queries[q] for q in selected}, selected, gold)
+    if ignore_identical_ids:
+        out["ignore_identical_ids"] = True
     if run_out:
         out["run_out"] = str(run_out)
+    if per_query:
+        out["per_query"] = str(per_query)
     if keep_run:
         out["run"] = run
     return out
@@ -219,33 +238,76 @@ def _extend(head: Sequence[Hit], ranked: Sequence[Hit], k: int) -> list[Hit]:
     return list(head) + [h for h in ranked if h.doc_id not in seen][: k - len(head)]
 
 
-def write_trec_run(path: str | Path, run: Mapping[str, Sequence[tuple[str, float]]], tag: str = "ragkit") -> Path:
-    """The run as TREC run lines, ``qid Q0 docid rank score tag``, atomically. Tools that
-    read it (trec_eval) sort by score: where a rerank or MMR reordered a ranking, so that its
-    scores no longer descend, the score column is ``n − rank + 1`` instead, keeping our order."""
+def run_tag(method: str, mmr: bool = False, rerank: str = "none") -> str:
+    """The name a run goes by in a TREC run file's tag column and a per-query file's method
+    column: the method, with ``+mmr`` and ``+rerank`` when they reordered it.
+
+    >>> run_tag("hybrid"), run_tag("bm25", mmr=True, rerank="llm")
+    ('hybrid', 'bm25+mmr+rerank')
+    """
+    return method + ("+mmr" if mmr else "") + ("" if rerank == "none" else "+rerank")
+
+
+def judged_rankings(rankings: Mapping[str, Sequence[tuple[str, float]]], judged: Mapping[str, dict],
+                    ignore_identical_ids: bool = False) -> dict[str, list[str]]:
+    """{judged query id: ranked doc ids} of a run: a judged query the run lacks ranks nothing
+    (and scores 0, as trec_eval -c counts it), a query nobody judged is left out."""
+    if ignore_identical_ids:
+        rankings = drop_identical_ids(rankings)
+    return {q: [d for d, _ in rankings.get(q, ())] for q in judged}
+
+
+def evaluate_run_file(run: str | Path, qrels: str | Path, *, limit: int | None = None,
+                      ignore_identical_ids: bool = False, per_query: str | Path | None = None) -> dict:
+    """``eval retrieval --run``: the metrics of ``evaluate_retrieval`` for a TREC run file
+    written by any system, against BEIR qrels. Every judged query counts (``judged_rankings``);
+    a run ragkit wrote with ``--run-out`` scores exactly as it did when it was written.
+    limit: only the first ``limit`` judged queries, as ``evaluate_retrieval`` takes them."""
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit: must be at least 1, got {limit}")
+    check_outputs(None, per_query)
+    judged = load_qrels(qrels)
+    if limit is not None:
+        judged = dict(list(judged.items())[:limit])
+    trec = read_trec_run(run)
+    rows = per_query_metrics(judged_rankings(trec.rankings, judged, ignore_identical_ids), judged)
+    if per_query:
+        write_per_query(per_query, rows, trec.tag)
+    out = {"run": str(run), "tag": trec.tag, "queries": len(judged),
+           "queries_not_in_run": sum(1 for q in judged if q not in trec.rankings), **mean_metrics(rows)}
+    if ignore_identical_ids:
+        out["ignore_identical_ids"] = True
+    if per_query:
+        out["per_query"] = str(per_query)
+    return out
+
+
+PER_QUERY_FORMATS = (".jsonl", ".tsv")
+
+
+def check_outputs(run_out: str | Path | None, per_query: str | Path | None) -> None:
+    """Refuse an output file that could not be written before any work is done."""
+    for flag, path in (("--run-out", run_out), ("--per-query", per_query)):
+        if path and not Path(path).parent.is_dir():
+            raise InputError(f"{flag} {path}: folder {Path(path).parent} does not exist")
+    if per_query and Path(per_query).suffix.lower() not in PER_QUERY_FORMATS:
+        raise InputError(f"--per-query {per_query}: name a .jsonl file (JSON lines) or a .tsv file")
+
+
+def write_per_query(path: str | Path, rows: Mapping[str, Mapping[str, float]], method: str) -> Path:
+    """One row per query: qid, method, then every metric (``METRICS``' order), as JSON lines
+    (``.jsonl``) or tab-separated with a header (``.tsv``), atomically. Several files
+    (one per method) concatenate into one table (a TSV's header aside)."""
+    import json
+
     from ..stores.files import atomic_write_text
 
-    lines = []
-    for qid, hits in run.items():
-        scores = [s for _, s in hits]
-        descending = all(a >= b for a, b in zip(scores, scores[1:]))
-        for rank, (doc_id, score) in enumerate(hits, 1):
-            if any(c.isspace() for c in doc_id):
-                raise InputError(f"--run-out: document id {doc_id!r} has white space, which a TREC run cannot hold")
-            value = score if descending else float(len(hits) - rank + 1)
-            lines.append(f"{qid} Q0 {doc_id} {rank} {value:.6f} {tag}\n")
     path = Path(path)
-    if not path.parent.is_dir():
-        raise InputError(f"--run-out {path}: folder {path.parent} does not exist")
-    atomic_write_text(path, "".join(lines))
+    if path.suffix.lower() == ".tsv":
+        text = "\t".join(("qid", "method", *METRICS)) + "\n" + "".join(
+            "\t".join((qid, method, *(repr(float(r[m])) for m in METRICS))) + "\n" for qid, r in rows.items())
+    else:
+        text = "".join(json.dumps({"qid": qid, "method": method, **r}, ensure_ascii=False) + "\n"
+                       for qid, r in rows.items())
+    atomic_write_text(path, text)
     return path
-
-
-def read_trec_run(path: str | Path) -> dict[str, list[tuple[str, float]]]:
-    """A TREC run file back as {query id: [(doc id, score), ...]} in rank order."""
-    run: dict[str, list[tuple[int, str, float]]] = {}
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            qid, _, doc_id, rank, score, _tag = line.split()
-            run.setdefault(qid, []).append((int(rank), doc_id, float(score)))
-    return {q: [(d, s) for _, d, s in sorted(rows)] for q, rows in run.items()}

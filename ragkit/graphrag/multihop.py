@@ -313,7 +313,8 @@ class GraphRAG:
             (staging / GRAPH_FILE).write_text(json.dumps({"format_version": 1, "embedder": embedder, "graph": data},
                                                          ensure_ascii=False), encoding="utf-8")
         return BuildReport(graph.number_of_nodes(), graph.number_of_edges(), len(todo), len(nodes) - len(todo),
-                           round(time.perf_counter() - started, 3), vectors.location)
+                           round(time.perf_counter() - started, 3),
+                           vectors.location if vectors.location.startswith("http") else str(out_dir / "chroma"))
 
     @classmethod
     def load(cls, directory: str | Path) -> "GraphRAG":

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 
 from ..config import LLMConfig
 from ..errors import GenerationError, ModelError
+from ..extras import requires_extra
 from .base import Generation, collect_stream
 
 GGUF_MAGIC = b"GGUF"
@@ -83,7 +84,8 @@ def check_grammar(text: str, vocab) -> None:
     """Raise a one-line ModelError unless llama.cpp's own parser accepts ``text`` (GBNF, root
     rule ``root``) for ``vocab`` (a ``llama_vocab`` pointer). llama-cpp-python parses a grammar
     only when sampling starts, where one that does not parse would crash the sampler."""
-    import llama_cpp
+    with requires_extra("llm"):
+        import llama_cpp
 
     with captured_stderr() as said:
         sampler = llama_cpp.llama_sampler_init_grammar(vocab, text.encode("utf-8"), b"root")
@@ -138,9 +140,9 @@ class GGUFModel:
         return self._llama
 
     def _load(self):
-        from llama_cpp import Llama
-
-        from llama_cpp._utils import suppress_stdout_stderr
+        with requires_extra("llm"):
+            from llama_cpp import Llama
+            from llama_cpp._utils import suppress_stdout_stderr
 
         cfg = self.config
         try:
@@ -165,12 +167,12 @@ class GGUFModel:
         if self._llama is not None:
             return self._llama
         if self._vocab is None:
-            from llama_cpp import Llama
+            with requires_extra("llm"):
+                from llama_cpp import Llama
+                from llama_cpp._utils import suppress_stdout_stderr
 
             with self._lock:
                 if self._vocab is None:
-                    from llama_cpp._utils import suppress_stdout_stderr
-
                     try:
                         with suppress_stdout_stderr(disable=False):
                             self._vocab = Llama(model_path=str(self.path), vocab_only=True,
@@ -192,7 +194,8 @@ class GGUFModel:
         first time it is seen (one that does not compile is a ModelError)."""
         found = self._grammars.get(text)
         if found is None:
-            from llama_cpp import LlamaGrammar
+            with requires_extra("llm"):
+                from llama_cpp import LlamaGrammar
 
             check_grammar(text, self._tokenizer()._model.vocab)
             with self._lock:
@@ -279,7 +282,8 @@ class GGUFModel:
     def native_timings(self, reset: bool = False) -> dict:
         """llama.cpp's own counters since the last reset: prompt and generation time and
         tokens. Benchmarks compare them with our wall time to measure our overhead."""
-        import llama_cpp
+        with requires_extra("llm"):
+            import llama_cpp
 
         ctx = self.llama._ctx.ctx
         data = llama_cpp.llama_perf_context(ctx)

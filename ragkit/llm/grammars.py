@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Iterable, Mapping, Sequence
 
 from ..errors import ModelError
+from ..extras import requires_extra
 
 
 def json_schema_grammar(schema: dict) -> str:
@@ -36,7 +37,8 @@ def json_schema_grammar(schema: dict) -> str:
 
 @lru_cache(maxsize=64)
 def _converted(schema_text: str) -> str:
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
+    with requires_extra("llm"):
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
 
     try:
         return json_schema_to_gbnf(schema_text)

@@ -27,12 +27,14 @@ import threading
 import time
 from typing import Callable, Iterator, Sequence
 
-import httpx
-
 from ..config import LLMConfig
 from ..errors import GenerationError, ModelError
+from ..extras import requires_extra
 from .base import Generation, collect_stream
 from .gguf import CHATML_STOP
+
+with requires_extra("llm"):
+    import httpx
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})    # the server may answer a later try
 # The server dropped the connection (reset, or closed it without a response): worth a new try.

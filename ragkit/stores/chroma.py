@@ -19,6 +19,8 @@ import numpy as np
 
 from ..config import Settings
 from ..errors import InputError, StoreUnavailableError
+from ..extras import requires_extra
+from .files import final_path
 
 
 def readable_copy(location: str) -> str:
@@ -54,7 +56,8 @@ class ChromaVectors:
     """One Chroma collection of (id, vector, metadata) with cosine distance."""
 
     def __init__(self, location: str, collection: str = "nodes", create: bool = True):
-        import chromadb
+        with requires_extra("dense"):
+            import chromadb
 
         settings = chromadb.Settings(anonymized_telemetry=False)
         self.location = location
@@ -85,8 +88,8 @@ class ChromaVectors:
             return None
         try:
             if not url:
-                return cls(str(Path(directory)), collection, create=False)
-            tag = hashlib.sha1(str(Path(directory).resolve()).encode()).hexdigest()[:12]
+                return cls(str(Path(directory).resolve()), collection, create=False)
+            tag = hashlib.sha1(final_path(directory).encode()).hexdigest()[:12]
             return cls(url, f"{collection}-{tag}", create=False)
         except (InputError, StoreUnavailableError):
             raise
@@ -118,8 +121,11 @@ class ChromaVectors:
         against one server do not share (and overwrite) one collection."""
         url = Settings.from_env().chroma_url
         if not url:
-            return cls(str(Path(directory)), collection)
-        tag = hashlib.sha1(str(Path(directory).resolve()).encode()).hexdigest()[:12]
+            # One path per folder (links resolved): two paths to one database would open it
+            # twice in this process, and the two copies of its HNSW index can rank the last
+            # near-ties differently.
+            return cls(str(Path(directory).resolve()), collection)
+        tag = hashlib.sha1(final_path(directory).encode()).hexdigest()[:12]
         return cls(url, f"{collection}-{tag}")
 
     def count(self) -> int:

@@ -7,12 +7,14 @@ and 0755 under umask 022), so a store rebuilt by one user's cron job is readable
 others the umask lets in, and stays private under umask 077.
 
 A folder artifact (an index, a graph folder) is a symlink to a versioned folder beside it
-(``<name>`` → ``.<name>.v-<ns>-<pid>``): a new version is written in full under its own
-name, then the symlink is switched with one ``os.replace``, so a reader always finds a
-complete folder, the old one or the new one. The version before the current one is kept for
-the readers that opened it a moment ago; older ones are removed. Every temporary name
-carries the pid of the process that made it, and ``clean_leftovers`` removes those whose
-process is gone (a run killed by SIGKILL, a full disk), on the next write beside them."""
+(``<name>`` → ``.<name>.v-<ns>-<pid>``): a new version is written in full under a work name
+(``.<name>.w-<ns>-<pid>``), renamed to its version name once complete, then the symlink is
+switched with one ``os.replace``, so a reader always finds a complete folder, the old one or
+the new one. The version before the current one is kept for the readers that opened it a
+moment ago; older ones are removed. Every temporary name carries the pid of the process that
+made it, and ``clean_leftovers`` removes those whose process is gone (a run killed by
+SIGKILL, a full disk), on the next write beside them; a ``.w-`` folder is never mistaken for
+a complete version."""
 
 from __future__ import annotations
 
@@ -66,14 +68,15 @@ def _discard_version(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-_WRITING: set[str] = set()     # versions this process is writing now (not leftovers)
+_WRITING: set[str] = set()     # work folders this process is writing now (not leftovers)
 
 
 def new_version_dir(target: str | os.PathLike) -> Path:
-    """An empty private folder ``.<name>.v-<ns>-<pid>`` beside ``target``."""
+    """An empty private work folder ``.<name>.w-<ns>-<pid>`` beside ``target``, for its next
+    version (``swap_into_place`` gives it its version name)."""
     target = Path(target)
     for _ in range(100):
-        path = target.with_name(f".{target.name}.v-{time.time_ns()}-{os.getpid()}")
+        path = target.with_name(f".{target.name}.w-{time.time_ns()}-{os.getpid()}")
         try:
             path.mkdir(mode=0o700)
             _WRITING.add(str(path.resolve()))
@@ -81,6 +84,30 @@ def new_version_dir(target: str | os.PathLike) -> Path:
         except FileExistsError:
             continue
     raise FileExistsError(f"{target}: no free version name")
+
+
+_WORK = re.compile(r"\.w-(\d+-\d+)(?=/|$)")
+
+
+def final_path(path: str | os.PathLike) -> str:
+    """``path`` (absolute, links resolved) as it will be once the version being written
+    under it is complete: a work folder ``.<name>.w-<ns>-<pid>`` becomes ``.<name>.v-<ns>-<pid>``.
+    What names data by its folder (a Chroma server's collections) names it by this."""
+    return _WORK.sub(r".v-\1", str(Path(path).resolve()))
+
+
+def _version_name(target: Path, work: Path | None = None) -> Path:
+    """The name for a complete version of ``target``: the work folder's own, ``.w-`` made
+    ``.v-``, or a free ``.<name>.v-<ns>-<pid>``."""
+    if work is not None and re.fullmatch(rf"\.{re.escape(target.name)}\.w-\d+-\d+", work.name) \
+            and work.parent.resolve() == target.parent.resolve():
+        path = target.with_name(work.name.replace(".w-", ".v-", 1))
+        if not os.path.lexists(path):
+            return path
+    while True:
+        path = target.with_name(f".{target.name}.v-{time.time_ns()}-{os.getpid()}")
+        if not os.path.lexists(path):
+            return path
 
 
 def pid_alive(pid: int) -> bool:
@@ -99,8 +126,10 @@ def pid_alive(pid: int) -> bool:
 def _leftover_pid(name: str, target: str) -> int | None:
     """The pid in one of our temporary names made for ``target`` (None when it is not one)."""
     patterns = (rf"\.{re.escape(target)}\.(?:tmp|link|old)-(\d+)(?:-.*)?",
-                rf"\.{re.escape(target)}\.v-\d+-(\d+)",
-                rf"\.staging-(\d+)-[^-]+-{re.escape(target)}")
+                rf"\.{re.escape(target)}\.[vw]-\d+-(\d+)",
+                rf"\.staging-(\d+)-[^-]+-{re.escape(target)}",
+                # what a notebook wrote beside its staged artifact (its versions, its link)
+                rf"\.\.staging-(\d+)-[^-]+-{re.escape(target)}\.(?:[vw]-\d+-\d+|link-\d+|tmp-\d+-.*)")
     for pattern in patterns:
         match = re.fullmatch(pattern, name)
         if match:
@@ -108,38 +137,36 @@ def _leftover_pid(name: str, target: str) -> int | None:
     return None
 
 
-def clean_leftovers(target: str | os.PathLike) -> list[Path]:
+def clean_leftovers(target: str | os.PathLike, previous: str | None = None) -> list[Path]:
     """Remove the temporary files and folders beside ``target`` that a process now gone made
-    for it (their names carry its pid), and the versions of a folder artifact before the
-    one it replaced; the paths removed. The current and the previous version stay."""
+    for it (their names carry its pid), half-written versions included, and the complete
+    versions of a folder artifact other than the current one and the one before it
+    (``previous``, the version a switch just replaced; else the newest); the paths removed."""
     target = Path(target)
     if not target.parent.is_dir():
         return []
-    keep = set()
-    if target.is_symlink():
-        keep.add(os.readlink(target))
-    removed = []
-    versions = []
+    current = os.readlink(target) if target.is_symlink() else None
+    removed, versions = [], []
+
+    def gone(name: str, pid: int) -> bool:
+        if name.startswith(f".{target.name}.w-") and str((target.parent / name).resolve()) in _WRITING:
+            return False              # a version this process is writing now
+        return not pid_alive(pid) or (pid == os.getpid() and name.startswith(f".{target.name}.w-"))
+
     with contextlib.suppress(OSError):
         for entry in os.scandir(target.parent):
             pid = _leftover_pid(entry.name, target.name)
-            if pid is None or entry.name in keep:
+            if pid is None or entry.name == current:
                 continue
             if entry.name.startswith(f".{target.name}.v-"):
-                versions.append((entry.name, pid))
-                continue
-            if pid != os.getpid() and not pid_alive(pid):
+                versions.append(entry.name)
+            elif gone(entry.name, pid):
                 remove_path(Path(entry.path))
                 removed.append(Path(entry.path))
-    # Versions: the newest finished one not linked is the previous one (kept for readers);
-    # any other whose writer is gone, or is this process, is removed. One still being
-    # written (its writer alive) is not touched.
-    finished = sorted((n for n, pid in versions if (pid == os.getpid() or not pid_alive(pid))
-                       and str((target.parent / n).resolve()) not in _WRITING),
-                      key=lambda n: int(n.rsplit("-", 2)[-2]))
-    previous = finished[-1] if finished and target.is_symlink() else None
-    for name in finished:
-        if name != previous:
+    versions.sort(key=lambda n: int(n.rsplit("-", 2)[-2]))
+    keep = previous if previous in versions else (versions[-1] if versions and current else None)
+    for name in versions:
+        if name != keep:
             remove_path(target.parent / name)
             removed.append(target.parent / name)
     return removed
@@ -200,28 +227,28 @@ def swap_into_place(staged: str | os.PathLike, target: str | os.PathLike) -> boo
         fault_point("swap")
         os.replace(staged, target)
         return True
-    if not re.fullmatch(rf"\.{re.escape(target.name)}\.v-\d+-\d+", staged.name) \
-            or staged.parent.resolve() != target.parent.resolve():
-        version = new_version_dir(target)
-        version.rmdir()
-        os.replace(staged, version)
-        staged = version
-    if not target.is_symlink() and target.exists():
-        if target.is_dir():
-            legacy = new_version_dir(target)
-            legacy.rmdir()
-            os.replace(target, legacy)
-            _WRITING.discard(str(legacy.resolve()))
+    # The complete folder gets its version name (a staged link, written by a notebook
+    # through ``atomic_dir``, gives the version behind it and goes).
+    source = staged.resolve()
+    version = _version_name(target, source)
+    os.replace(source, version)
+    _WRITING.discard(str(source))
+    if staged.is_symlink():
+        remove_path(staged)
+    previous = os.readlink(target) if target.is_symlink() else None
+    if previous is None and target.exists():
+        if target.is_dir():            # a real folder (an older ragkit's): becomes a version
+            previous = _version_name(target).name
+            os.replace(target, target.parent / previous)
         else:
             target.unlink()
     fault_point("swap")
     link = target.with_name(f".{target.name}.link-{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):
         link.unlink()
-    os.symlink(staged.name, link)
+    os.symlink(version.name, link)
     os.replace(link, target)
-    _WRITING.discard(str(staged.resolve()))
-    clean_leftovers(target)
+    clean_leftovers(target, previous)
     return True
 
 
@@ -233,7 +260,7 @@ def remove_path(path: str | os.PathLike) -> None:
         link = path
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        for entry in link.parent.glob(f".{link.name}.v-*"):
+        for entry in [*link.parent.glob(f".{link.name}.v-*"), *link.parent.glob(f".{link.name}.w-*")]:
             shutil.rmtree(entry, ignore_errors=True)
     elif path.is_dir():
         shutil.rmtree(path, ignore_errors=True)

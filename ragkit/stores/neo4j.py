@@ -16,6 +16,7 @@ from typing import Callable, Iterator, Sequence, TypeVar
 
 from ..config import Settings
 from ..errors import StoreUnavailableError
+from ..extras import requires_extra
 from ..faults import fault_point
 
 T = TypeVar("T")
@@ -40,8 +41,9 @@ class Neo4jConnection:
 
     def __init__(self, uri: str, user: str | None = None, password: str | None = None,
                  database: str | None = None):
-        import neo4j
-        from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
+        with requires_extra("neo4j"):
+            import neo4j
+            from neo4j.exceptions import AuthError, ClientError, ServiceUnavailable
 
         settings = Settings.from_env()
         self.uri = uri
@@ -76,8 +78,9 @@ class Neo4jConnection:
     @contextlib.contextmanager
     def _reachable(self) -> Iterator[None]:
         """Turn a connection lost after start-up into the same one-line error."""
-        from neo4j.exceptions import (ConnectionPoolError, DatabaseUnavailable, IncompleteCommit,
-                                      ServiceUnavailable, SessionExpired)
+        with requires_extra("neo4j"):
+            from neo4j.exceptions import (ConnectionPoolError, DatabaseUnavailable, IncompleteCommit,
+                                          ServiceUnavailable, SessionExpired)
 
         try:
             yield

@@ -1,5 +1,8 @@
 """Start and stop the embedded Neo4j of ``tools/neo4j`` (a real Neo4j 5.26 with Bolt on
-127.0.0.1), for the test fixture and the benchmarks. Users run it with ``make neo4j``."""
+127.0.0.1), for the test fixture and the benchmarks. Users run it with ``make neo4j``.
+
+The launcher is a Maven project of the repository, not part of the installed package: from
+a wheel, this says so in one line (any running Neo4j 5 serves instead: ``--store bolt://...``)."""
 
 from __future__ import annotations
 
@@ -15,7 +18,8 @@ from ..config import child_environment
 from ..errors import RagkitError
 from .neo4j import DEFAULT_PASSWORD
 
-LAUNCHER = Path(__file__).resolve().parents[2] / "tools" / "neo4j" / "target"
+CHECKOUT = Path(__file__).resolve().parents[2]      # the repository, when ragkit runs from one
+LAUNCHER = CHECKOUT / "tools" / "neo4j" / "target"
 
 
 def free_port() -> int:
@@ -43,6 +47,10 @@ def running_neo4j_process(data_dir: str | os.PathLike, port: int | None = None, 
     and a parent that dies takes the database with it.
     """
     if not (LAUNCHER / "lib").is_dir():
+        if not (CHECKOUT / "tools" / "neo4j" / "pom.xml").is_file():
+            raise RagkitError("neo4j launcher: available from a source checkout of ragkit ('make neo4j' in "
+                              "the repository), not from the installed package; give --store the bolt:// URI "
+                              "of a running Neo4j")
         raise RagkitError(f"neo4j launcher: {LAUNCHER} is not built (make install builds it with Maven)")
     port = port or free_port()
     proc = subprocess.Popen(

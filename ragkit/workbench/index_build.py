@@ -11,6 +11,7 @@ from ..config import DEFAULT_LANG, LANGS
 from ..corpus import load_corpus
 from ..embeddings import EMBEDDER_CHOICES
 from ..errors import InputError
+from ..extras import requires_extra
 from ..retrieval.bm25 import BM25Index, BM25Params
 from ..retrieval.search import load_index
 from .checks import check_type
@@ -102,7 +103,8 @@ def plot_chunk_lengths(index: BM25Index):
     The figure is closed before it is returned, so a notebook shows it once (as the cell's
     value) whether or not the inline backend would also flush open figures.
     """
-    import matplotlib.pyplot as plt
+    with requires_extra("notebooks"):
+        import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3))
     ax.hist(index.doc_len, bins=min(20, max(5, len(index) // 2)), color="#4C72B0")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..errors import InputError
+from ..extras import requires_extra
 from .checks import check_type
 
 
@@ -67,8 +68,10 @@ def term_neighbourhood(p: KGParams) -> pd.DataFrame:
 
 def plot_term_neighbourhood(p: KGParams):
     """The term, its expansions and their documents as a small graph drawing."""
-    import matplotlib.pyplot as plt
     import networkx as nx
+
+    with requires_extra("notebooks"):
+        import matplotlib.pyplot as plt
 
     table = term_neighbourhood(p)
     g = nx.DiGraph()

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..errors import InputError
+from ..extras import requires_extra
 from .checks import check_type
 
 
@@ -127,8 +128,9 @@ def plot_scaling(table: pd.DataFrame):
 
 def stage_explorer(summary: pd.DataFrame):
     """A dropdown over the pipelines showing one pipeline's stage table (JupyterLab)."""
-    import ipywidgets as widgets
-    from IPython.display import display
+    with requires_extra("notebooks"):
+        import ipywidgets as widgets
+        from IPython.display import display
 
     pipelines = list(dict.fromkeys(summary.pipeline))
     choice = widgets.Dropdown(options=pipelines, value=pipelines[0], description="pipeline")

