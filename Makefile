@@ -108,6 +108,7 @@ bench: install $(PANDOC)
 	$(BIN)/python bench/rerank.py
 	$(BIN)/python bench/install_size.py
 	$(BIN)/python bench/significance.py
+	$(BIN)/python bench/planner_json.py
 
 ## Re-execute the notebooks in place, refreshing the outputs nbval compares against.
 notebooks: install

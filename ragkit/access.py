@@ -33,6 +33,22 @@ MIN_KEY_CHARS = 16
 KEY_HINT = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
 
 
+# OpenAI's error types, for refusals on the OpenAI-compatible paths (/v1/...).
+OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                      404: "not_found_error", 408: "timeout_error", 413: "invalid_request_error",
+                      429: "rate_limit_error"}
+
+
+def error_body(path: str, status: int, message: str, code: str | None = None) -> dict:
+    """The JSON of a refusal: ``{"error": message}`` (one line), or on the OpenAI-compatible
+    paths (``/v1/...``) OpenAI's error object with the same message, which OpenAI clients
+    read (``{"error": {"message", "type", "param", "code"}}``)."""
+    if not path.startswith("/v1/"):
+        return {"error": message}
+    kind = OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a listen address) is reachable only from this machine: ``localhost``
     or a loopback IP. ``0.0.0.0``, ``::``, a LAN address or any other name is not."""
@@ -118,7 +134,8 @@ class AccessGuard:
     async def refuse(scope, receive, send, status: int, message: str, headers: dict | None = None):
         """A JSON error; on a WebSocket, as the handshake's HTTP response where the server
         can send one (uvicorn can), else a plain refusal (403)."""
-        response = JSONResponse({"error": message}, status_code=status, headers=headers)
+        response = JSONResponse(error_body(scope.get("path", ""), status, message), status_code=status,
+                                headers=headers)
         if scope["type"] == "websocket" and "websocket.http.response" not in scope.get("extensions", {}):
             return await send({"type": "websocket.close", "code": 1008})
         return await response(scope, receive, send)

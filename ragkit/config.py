@@ -12,6 +12,8 @@ variable                    what it sets
 ``RAGKIT_MODELS``           where ``ragkit model install`` puts models (default ~/.cache/ragkit/models)
 ``RAGKIT_LLM_URL``          an OpenAI-compatible server to use instead of the GGUF in process
 ``RAGKIT_LLM_API_KEY``      the bearer token sent to that server (never logged)
+``RAGKIT_LLM_MODEL``        the model asked of that server (default: the first one its ``/v1/models`` lists)
+``RAGKIT_LLM_RETRY_S``      seconds a request to that server may take in all, retries included (default 30)
 ``RAGKIT_N_CTX``            the model's context size in tokens (default 2048)
 ``RAGKIT_THREADS``          llama.cpp threads for prompt and generation (default: every core available)
 ``CHROMA_URL``              a Chroma server (``http://host:port``) for vectors, instead of a folder
@@ -156,6 +158,8 @@ class LLMConfig:
     judge_claims: bool = False      # the model confirms claims the claim check finds borderline
     server_url: str | None = None   # an OpenAI-compatible server instead of the GGUF in process
     server_timeout: float = 120.0   # seconds for one request to that server
+    server_model: str | None = None # the model named in each request (None: the server's first)
+    retry_deadline: float = 30.0    # seconds for one request's tries in all (429, 5xx, resets)
     api_key: str | None = field(default=None, repr=False)   # that server's bearer token
 
     def __post_init__(self) -> None:
@@ -168,6 +172,7 @@ class LLMConfig:
         _check(self.server_url is None or self.server_url.startswith(("http://", "https://")),
                "RAGKIT_LLM_URL", f"must be an http(s) URL, got {self.server_url!r}")
         _check(self.server_timeout > 0, "server_timeout", f"must be positive, got {self.server_timeout}")
+        _check(self.retry_deadline >= 0, "RAGKIT_LLM_RETRY_S", f"must be 0 or more, got {self.retry_deadline}")
 
     @property
     def context_tokens(self) -> int:
@@ -177,10 +182,12 @@ class LLMConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> "LLMConfig":
         """Defaults, then ``RAGKIT_GGUF`` / ``RAGKIT_LLM_URL`` / ``RAGKIT_LLM_API_KEY`` /
-        ``RAGKIT_N_CTX`` / ``RAGKIT_THREADS`` (``Settings``), then overrides."""
+        ``RAGKIT_LLM_MODEL`` / ``RAGKIT_LLM_RETRY_S`` / ``RAGKIT_N_CTX`` / ``RAGKIT_THREADS``
+        (``Settings``), then overrides."""
         settings = Settings.from_env(env)
         values: dict[str, Any] = {"model_path": settings.gguf, "server_url": settings.llm_url,
-                                  "api_key": settings.llm_api_key, "n_ctx": settings.n_ctx,
+                                  "api_key": settings.llm_api_key, "server_model": settings.llm_model,
+                                  "retry_deadline": settings.llm_retry_s, "n_ctx": settings.n_ctx,
                                   "n_threads": settings.threads}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**{k: v for k, v in values.items() if v is not None})
@@ -195,6 +202,8 @@ class Settings:
     models_dir: str | None = None                            # RAGKIT_MODELS
     llm_url: str | None = None                               # RAGKIT_LLM_URL
     llm_api_key: str | None = field(default=None, repr=False)  # RAGKIT_LLM_API_KEY
+    llm_model: str | None = None                             # RAGKIT_LLM_MODEL
+    llm_retry_s: float | None = None                         # RAGKIT_LLM_RETRY_S
     n_ctx: int | None = None                                 # RAGKIT_N_CTX
     threads: int | None = None                               # RAGKIT_THREADS
     chroma_url: str | None = None                            # CHROMA_URL
@@ -222,9 +231,19 @@ class Settings:
             except ValueError:
                 raise InputError(f"{name}: expected an integer, got {value!r}") from None
 
+        def number(name: str) -> float | None:
+            value = text(name)
+            if value is None:
+                return None
+            try:
+                return float(value)
+            except ValueError:
+                raise InputError(f"{name}: expected a number of seconds, got {value!r}") from None
+
         url = text("RAGKIT_LLM_URL")
         return cls(gguf=text("RAGKIT_GGUF"), models_dir=text("RAGKIT_MODELS"), llm_url=url.rstrip("/") if url else None,
-                   llm_api_key=text("RAGKIT_LLM_API_KEY"), n_ctx=integer("RAGKIT_N_CTX"),
+                   llm_api_key=text("RAGKIT_LLM_API_KEY"), llm_model=text("RAGKIT_LLM_MODEL"),
+                   llm_retry_s=number("RAGKIT_LLM_RETRY_S"), n_ctx=integer("RAGKIT_N_CTX"),
                    threads=integer("RAGKIT_THREADS"), chroma_url=text("CHROMA_URL"),
                    neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),
                    neo4j_database=text("NEO4J_DATABASE"), api_key=text("RAGKIT_API_KEY"),

@@ -1,12 +1,15 @@
 """``ragkit serve``: every pipeline over HTTP and WebSocket (FastAPI + uvicorn).
 
 - ``POST /ask`` takes a JSON request (``service.AskRequest``'s fields, plus an optional
-  ``session``) and returns what ``ragkit ask --json`` prints.
+  ``session``; its OpenAPI schema is ``service.ask_request_model``) and returns what
+  ``ragkit ask --json`` prints.
 - ``/ws`` takes the same requests as text frames, one after another on one connection, and
   answers each with events: ``start``, ``token`` (model text as it is written; without a
   model, the answer in pieces), then ``result`` (the ``/ask`` JSON, whose ``answer`` is the
   checked one, with ``replaced``: whether it differs from the text the model streamed, and
   ``replaced_because``), or ``error``. A connection is a session: kg follow-ups see earlier turns.
+- ``GET /v1/models`` and ``POST /v1/chat/completions``: OpenAI's chat API over the same
+  answers (``ragkit.openai_api``), for OpenAI clients.
 - ``GET /health`` (the process is up) and ``GET /ready`` (every source loaded).
 
 Access (``ragkit.access``): an API key on every endpoint but ``/health`` (and ``/ready``'s
@@ -32,10 +35,10 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .access import LOCAL, AccessGuard, InFlight
+from .access import LOCAL, AccessGuard, InFlight, error_body
 from .errors import IndexFormatError, InputError, ModelError, RagkitError, StoreUnavailableError
 from .extras import requires_extra
-from .service import AskRequest, Service
+from .service import SESSION_PATTERN, AskRequest, Service, ask_request_model
 
 with requires_extra("server"):
     import uvicorn
@@ -43,7 +46,7 @@ with requires_extra("server"):
     from fastapi.responses import JSONResponse, Response
 
 log = logging.getLogger("ragkit.server")
-SESSION_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+SESSION_ID = re.compile(SESSION_PATTERN)
 NEW_SESSION = "new"      # "session": "new" asks the server to open a conversation
 
 
@@ -63,6 +66,14 @@ def replacement(written: dict[int, list[str]], data: dict) -> dict:
     return {"replaced": True, "replaced_because": why}
 
 
+# The answer of POST /ask: ragkit ask --json's object (and the session, when one was sent).
+ANSWER_SCHEMA = {"title": "Answer", "type": "object", "required": ["question", "pipeline", "answer", "citations",
+                                                                   "trace", "timings_ms"], "properties": {
+    "question": {"type": "string"}, "pipeline": {"type": "string"}, "answer": {"type": "string"},
+    "citations": {"type": "array", "items": {"type": "object"}},
+    "trace": {"type": "object", "description": "how the answer was made (answer_source, check, ...)"},
+    "timings_ms": {"type": "object", "additionalProperties": {"type": "number"}},
+    "session": {"type": "string"}}}
 HEALTH_TTL_S = 2.0       # /ready asks the sources again after this long
 
 
@@ -131,9 +142,9 @@ class Sessions:
 
 
 class HTTPProblem(Exception):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, code: str | None = None):
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message, self.code = status, message, code
 
 
 def problem_for(exc: BaseException) -> HTTPProblem:
@@ -152,11 +163,11 @@ def problem_for(exc: BaseException) -> HTTPProblem:
     return HTTPProblem(500, f"internal error ({type(exc).__name__}); see the server log")
 
 
-def parse_request(raw: bytes | str, limits: ServeLimits) -> tuple[AskRequest, str | None]:
-    """An AskRequest and its session id from a JSON body; HTTPProblem 400/413 otherwise."""
+def decode_json(raw: bytes | str, max_body: int | None = None):
+    """A request body's JSON; HTTPProblem 400 (or 413 over ``max_body`` bytes) otherwise."""
     size = len(raw.encode("utf-8") if isinstance(raw, str) else raw)
-    if size > limits.max_body:
-        raise HTTPProblem(413, f"request: {size} bytes, over the {limits.max_body}-byte limit")
+    if max_body is not None and size > max_body:
+        raise HTTPProblem(413, f"request: {size} bytes, over the {max_body}-byte limit")
     try:
         data = json.loads(raw)
         json.dumps(data, ensure_ascii=False).encode("utf-8")
@@ -164,6 +175,12 @@ def parse_request(raw: bytes | str, limits: ServeLimits) -> tuple[AskRequest, st
         raise HTTPProblem(400, "request: holds text that is not valid Unicode (a lone surrogate)") from None
     except (ValueError, RecursionError) as exc:   # JSONDecodeError, huge integers, deep nesting
         raise HTTPProblem(400, f"request: not valid JSON ({' '.join(str(exc).split())[:200]})") from None
+    return data
+
+
+def parse_request(raw: bytes | str, limits: ServeLimits) -> tuple[AskRequest, str | None]:
+    """An AskRequest and its session id from a JSON body; HTTPProblem 400/413 otherwise."""
+    data = decode_json(raw, limits.max_body)
     session = data.pop("session", None) if isinstance(data, dict) else None
     check_session(session)
     try:
@@ -194,7 +211,8 @@ class _BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        too_big = JSONResponse({"error": f"request: body over the {self.max_body}-byte limit"}, 413)
+        too_big = JSONResponse(error_body(scope.get("path", ""), 413,
+                                          f"request: body over the {self.max_body}-byte limit"), 413)
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             return await too_big(scope, receive, send)
         seen, complete = 0, False
@@ -262,7 +280,8 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
     async def _problem(request: Request, exc: HTTPProblem):
         # 408: the rest of the body may still trickle in; the connection is not reused.
         headers = {"Connection": "close"} if exc.status == 408 else None
-        return JSONResponse({"error": exc.message}, status_code=exc.status, headers=headers)
+        return JSONResponse(error_body(request.url.path, exc.status, exc.message, exc.code),
+                            status_code=exc.status, headers=headers)
 
     def principal_of(scope) -> str:
         return scope.get("ragkit.principal") or LOCAL
@@ -276,14 +295,16 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
         return session
 
     async def answer(request: AskRequest, principal: str, session: str | None, on_token=None,
-                     via: str = "ask") -> dict:
+                     via: str = "ask", prepare=None) -> dict:
+        """The answer's JSON, within the key's in-flight limit and the timeout, logged.
+        ``prepare(request)`` runs in the worker first (within the timeout)."""
         started, status = time.monotonic(), 200
         try:
             if not in_flight.enter(principal):
                 raise HTTPProblem(429, f"request: {limits.questions_per_key} questions of this key are "
                                        f"already answered or waiting (the limit); send this one when one is done")
             try:
-                return await _answer(request, principal, session, on_token)
+                return await _answer(request, principal, session, on_token, prepare)
             finally:
                 in_flight.leave(principal)
         except HTTPProblem as exc:
@@ -297,7 +318,8 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
                     f"session={session[:8] + '...' if session else '-'} {(time.monotonic() - started) * 1000:.0f} ms")
             log.info(line + (f" question={request.question!r}" if log_questions else ""))
 
-    async def _answer(request: AskRequest, principal: str, session: str | None, on_token=None) -> dict:
+    async def _answer(request: AskRequest, principal: str, session: str | None, on_token=None,
+                      prepare=None) -> dict:
         if session is not None and request.pipeline == "kg" and request.history is None:
             request.history = sessions.history(principal, session)
         stop = threading.Event()
@@ -308,8 +330,13 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
             if on_token is not None:
                 on_token(piece, call)
 
+        def work():
+            if prepare is not None:
+                prepare(request)
+            return service.answer(request, tokens)
+
         loop = asyncio.get_running_loop()
-        job = loop.run_in_executor(pool, service.answer, request, tokens)
+        job = loop.run_in_executor(pool, work)
         try:
             answered = await asyncio.wait_for(asyncio.shield(job), limits.timeout_s)
         except asyncio.TimeoutError:
@@ -363,11 +390,16 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
     async def index(request: Request):
         principal = principal_of(request.scope)
         return {"service": "ragkit", "pipelines": service.available(),
-                "endpoints": ["POST /ask", "WS /ws", "GET /health", "GET /ready"],
+                "endpoints": ["POST /ask", "WS /ws", "GET /v1/models", "POST /v1/chat/completions",
+                              "GET /health", "GET /ready"],
                 "limits": limits.__dict__, "served": state["served"],
                 "sessions": sessions.count(principal), "principal": principal}
 
-    @app.post("/ask")
+    # The body is read and checked by parse_request (one-line errors); the schema is shown.
+    @app.post("/ask", openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+        "schema": ask_request_model(limits.max_question).model_json_schema()}}}},
+        responses={200: {"description": "what `ragkit ask --json` prints (and the session)",
+                         "content": {"application/json": {"schema": ANSWER_SCHEMA}}}})
     async def ask(request: Request):
         try:
             body = await request.body()
@@ -380,6 +412,11 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
         data = await answer(request_obj, principal, session)
         # Plain JSON already: skip FastAPI's generic encoder (10x slower on a large trace).
         return Response(json.dumps(data, ensure_ascii=False), media_type="application/json")
+
+    from .openai_api import add_openai_routes
+
+    add_openai_routes(app, service, answer=answer, open_session=open_session, principal_of=principal_of,
+                      max_question=limits.max_question, max_turns=limits.max_turns)
 
     @app.websocket("/ws")
     async def ws(socket: WebSocket):

@@ -10,16 +10,22 @@ come from the registry (``ragkit.pipelines``); the LLM is chosen by
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import METHODS, RERANKS, GraphConfig, LexicalConfig, LLMConfig, check_range
+from .config import LIMITS, METHODS, RERANKS, GraphConfig, LexicalConfig, LLMConfig, check_range
 from .errors import InputError
+from .extras import requires_extra
 from .pipelines import PIPELINES, get_pipeline
 from .pipelines.base import Answer, Sources
 
 TURN_KEYS = {"question", "standalone", "plan", "context_store"}
+
+
+def option(default: Any, doc: str):
+    """A request field with its default and what it does (``ask_request_model`` shows it)."""
+    return field(default=default, metadata={"doc": doc})
 
 
 @dataclass
@@ -27,20 +33,21 @@ class AskRequest:
     """One question and the options ``ragkit ask`` takes for it (defaults and ranges from
     ``ragkit.config``)."""
 
-    question: str
-    pipeline: str = "lexical"
-    no_llm: bool = False
-    k: int = LexicalConfig.k                        # lexical: chunks of evidence
-    method: str = LexicalConfig.method              # lexical: bm25, dense, hybrid or auto
-    rerank: str = LexicalConfig.rerank              # lexical: none or llm (the model judges the top candidates)
-    rerank_depth: int = LexicalConfig.rerank_depth  # lexical: candidates the reranker judges
-    depth: int = GraphConfig.depth                  # graph: ego-graph radius
-    max_hops: int = GraphConfig.max_hops            # graph: longest path
-    top_k_paths: int = GraphConfig.top_k_paths      # graph: paths kept
-    history: list[dict] | None = None   # kg: earlier turns, for follow-ups
-    llm_planner: bool = False           # kg: the model writes the plan (validated)
-    at: str | None = None               # causal: when to check conditions
-    max_tokens: int | None = None       # generation budget (default: the LLM config's)
+    question: str = field(metadata={"doc": "the question"})
+    pipeline: str = option("lexical", "the pipeline that answers")
+    no_llm: bool = option(False, "answer from the evidence, without the model")
+    k: int = option(LexicalConfig.k, "lexical: chunks of evidence")
+    method: str = option(LexicalConfig.method, "lexical: the retrieval method")
+    rerank: str = option(LexicalConfig.rerank, "lexical: none, or llm (the model judges the top candidates)")
+    rerank_depth: int = option(LexicalConfig.rerank_depth, "lexical: candidates the reranker judges")
+    depth: int = option(GraphConfig.depth, "graph: ego-graph radius")
+    max_hops: int = option(GraphConfig.max_hops, "graph: longest path")
+    top_k_paths: int = option(GraphConfig.top_k_paths, "graph: paths kept")
+    history: list[dict] | None = option(None, "kg: earlier turns (each an earlier answer's trace.turn), "
+                                              "for follow-ups")
+    llm_planner: bool = option(False, "kg: the model writes the plan (validated)")
+    at: str | None = option(None, "causal: when to check conditions (a local date and time)")
+    max_tokens: int | None = option(None, "generation budget (default: the LLM config's)")
 
     def __post_init__(self) -> None:
         if self.pipeline not in PIPELINES:
@@ -80,17 +87,52 @@ class AskRequest:
             raise InputError(f"{unknown[0]}: not a request field (known: {', '.join(known)}, session)")
         if "question" not in data:
             raise InputError("question: is missing")
-        types = {"question": str, "pipeline": str, "method": str, "rerank": str, "rerank_depth": int,
-                 "no_llm": bool, "k": int, "depth": int,
-                 "max_hops": int, "top_k_paths": int, "history": list, "llm_planner": bool,
-                 "at": str, "max_tokens": int}
         for key, value in data.items():
-            want = types.get(key)
+            want = FIELD_TYPES.get(key)
             if want is None or value is None and key not in ("question", "pipeline"):
                 continue
             if not isinstance(value, want) or (want is int and isinstance(value, bool)):
                 raise InputError(f"{key}: must be {want.__name__}, got {type(value).__name__}")
         return cls(**{k: v for k, v in data.items() if k in known and v is not None})
+
+
+# Each field's JSON type, checked by ``from_dict`` (a bool is not an int there).
+FIELD_TYPES = {"question": str, "pipeline": str, "method": str, "rerank": str, "rerank_depth": int,
+               "no_llm": bool, "k": int, "depth": int, "max_hops": int, "top_k_paths": int, "history": list,
+               "llm_planner": bool, "at": str, "max_tokens": int}
+SESSION_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"    # a session id ("new" opens one)
+
+
+def ask_request_model(max_question: int = 2000):
+    """``AskRequest`` as a pydantic model, for the OpenAPI schema of ``POST /ask``: each
+    field's type, default, range (``config.LIMITS``), choices and what it does, plus the
+    server's ``session``. It describes the request; ``AskRequest.from_dict`` checks it (the
+    server's one-line errors, the same for ``/ask``, ``/ws`` and the command line)."""
+    from typing import Literal, Optional
+
+    with requires_extra("server"):      # pydantic comes with fastapi
+        from pydantic import ConfigDict, Field, create_model
+
+    choices = {"pipeline": PIPELINES, "method": METHODS, "rerank": RERANKS}
+    specs: dict[str, Any] = {}
+    for f in fields(AskRequest):
+        kind = FIELD_TYPES[f.name]
+        if f.name in choices:
+            kind = Literal[tuple(choices[f.name])]
+        elif f.name == "history":
+            kind = list[dict]
+        bounds = dict(zip(("ge", "le"), LIMITS[f.name])) if f.name in LIMITS else {}
+        if f.name == "question":
+            specs[f.name] = (str, Field(description=f"{f.metadata['doc']} (1 to {max_question} characters, "
+                                                    "not only spaces)", min_length=1, max_length=max_question))
+            continue
+        nullable = f.name != "pipeline"      # null means the default, but for the pipeline
+        specs[f.name] = (Optional[kind] if nullable else kind,
+                         Field(default=f.default, description=f.metadata["doc"], **bounds))
+    specs["session"] = (Optional[str], Field(default=None, pattern=SESSION_PATTERN, description=(
+        '"new" opens a conversation (the answer gives its id); an id sends the question in that '
+        "conversation (kg follow-ups)")))
+    return create_model("AskRequest", __config__=ConfigDict(extra="forbid"), **specs)
 
 
 class Service:

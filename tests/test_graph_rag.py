@@ -167,7 +167,7 @@ def test_hub_edges_are_taken_by_relation_not_read_in_full(tmp_path):
 def test_llm_entities_cannot_add_names_the_question_lacks(nobel):
     from ragkit.graphrag.multihop import merge_entities
     from ragkit.llm.base import Generation
-    from ragkit.pipelines.graph_rag import ENTITY_GRAMMAR, NO_ENTITY, llm_entities
+    from ragkit.pipelines.graph_rag import ENTITY_SCHEMA, llm_entities
 
     assert merge_entities("Who married Marie Curie?", ["marie curie"], ["Marie Curie", "Pierre Curie"]) == ["marie curie"]
     assert merge_entities("Who is Niels Bohr's son?", [], ["niels bohr", "Bohr"]) == ["niels bohr", "Bohr"]
@@ -176,19 +176,22 @@ def test_llm_entities_cannot_add_names_the_question_lacks(nobel):
         name, n_ctx = "scripted", 2048
 
         def chat(self, messages, **kwargs):
-            self.messages, self.grammar = messages, kwargs.get("grammar")
-            return Generation(text="Aage Bohr, Copenhagen, Denmark.\nExtra talk", finish_reason="stop",
+            self.messages, self.schema = messages, kwargs.get("json_schema")
+            return Generation(text='{"entities": ["Aage Bohr", "Copenhagen", "Denmark."]}', finish_reason="stop",
                               completion_tokens=9)
 
     model = Scripted()
     names, raw = llm_entities("Aage Bohr sinh ra ở đâu?", model, LLMConfig())
-    assert names == ["Aage Bohr", "Copenhagen", "Denmark"] and raw.startswith("Aage Bohr")
+    assert names == ["Aage Bohr", "Copenhagen", "Denmark"] and raw.startswith('{"entities": ["Aage Bohr"')
     assert "danh từ riêng" in model.messages[0]["content"]
-    assert model.grammar == ENTITY_GRAMMAR and f'"{NO_ENTITY}"' in model.grammar
+    assert model.schema == ENTITY_SCHEMA
     answer = ask_graph("Aage Bohr sinh ra ở đâu?", nobel, use_llm=True, llm=model)
     assert answer.trace["llm_entities"]["proposed"] == ["Aage Bohr", "Copenhagen", "Denmark"]
     assert answer.trace["llm_entities"]["constrained"] is True
     assert answer.trace["entities"] == ["aage bohr"]    # the made-up places are not in the question
+    # A server that ignored the schema and wrote prose: the model named none.
+    model.chat = lambda messages, **kwargs: Generation(text="Aage Bohr, Copenhagen", finish_reason="stop")
+    assert llm_entities("Aage Bohr sinh ra ở đâu?", model, LLMConfig()) == ([], "Aage Bohr, Copenhagen")
 
 
 def test_graph_answer_with_the_real_gguf(nobel, gguf):

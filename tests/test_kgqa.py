@@ -108,11 +108,11 @@ class Scripted:
     name, n_ctx = "scripted", 2048
 
     def __init__(self, *replies):
-        self.replies, self.prompts, self.grammars = list(replies), [], []
+        self.replies, self.prompts, self.schemas = list(replies), [], []
 
     def chat(self, messages, **kwargs):
         self.prompts.append(messages[-1]["content"])
-        self.grammars.append(kwargs.get("grammar"))
+        self.schemas.append(kwargs.get("json_schema"))
         reply = self.replies.pop(0)
         if isinstance(reply, Exception):
             raise reply
@@ -149,10 +149,11 @@ def test_llm_plans_are_validated_before_they_run(nx_kg):
     model = Scripted(json.dumps(plan), "Aspirin inhibits PTGS1 and PTGS2.")
     answer = ask_kg("What does Aspirin inhibit?", nx_kg, use_llm=True, llm_planner=True, llm=model)
     assert answer.trace["planner"] == "llm" and names(answer.trace["context_store"]["final_result"]) == ["PTGS1", "PTGS2"]
-    # The plan was asked for under the schema's plan grammar; the answer was not.
+    # The plan was asked for under the graph's plan schema; the answer was not.
     assert answer.trace["llm_plan_constrained"] is True
-    assert '\\"INHIBITS\\"' in model.grammars[0] and '\\"compound:aspirin\\"' in model.grammars[0]
-    assert model.grammars[1] is None
+    asked = json.dumps(model.schemas[0])
+    assert '"INHIBITS"' in asked and '"compound:aspirin"' in asked and '"ibuprofen"' not in asked
+    assert model.schemas[1] is None
     bad = dict(plan, steps=[dict(plan["steps"][0], relation="CURES")])
     answer = ask_kg("What does Aspirin inhibit?", nx_kg, use_llm=True, llm_planner=True,
                     llm=Scripted(json.dumps(bad), "Aspirin inhibits PTGS1 and PTGS2."))

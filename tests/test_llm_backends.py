@@ -89,14 +89,41 @@ def test_a_grammar_decides_what_may_be_written(backend):
     assert re.fullmatch(r"code-\d{3}", out.text), out.text
 
 
-def test_plans_decoded_under_the_plan_grammar_parse_on_both(backend, nx_kg):
+def test_plans_decoded_under_the_plan_schema_parse_on_both(backend, nx_kg):
+    """In process the schema is a grammar; to llama-cpp-python's server it is the request's
+    response_format (in the json_object form that server reads, after its refusal of
+    OpenAI's json_schema form)."""
     from ragkit.kgqa.plan import parse_plan_json
 
     written: list[str] = []
     question = "What symptoms do diseases treated by Aspirin have?"
     _, info = nx_kg.plan(question, nx_kg.names.resolve(question), None,
                          TokenTap(backend, lambda piece, call: written.append(piece)), use_llm_planner=True)
-    assert info["llm_plan_constrained"] and parse_plan_json("".join(written)).steps
+    plan = parse_plan_json("".join(written))
+    assert info["llm_plan_constrained"] and plan.steps and plan.final == f"s{len(plan.steps)}"
+    assert plan.steps[0]["from"] == {"entity": "compound:aspirin"}
+    if isinstance(backend, ServerLLM):
+        assert backend._schema_form == "json_object"
+
+
+def test_a_json_schema_constrains_both(backend):
+    schema = {"type": "object", "properties": {"capital": {"type": "string", "enum": ["Paris", "Lyon"]},
+                                               "sure": {"type": "boolean"}},
+              "required": ["capital", "sure"], "additionalProperties": False}
+    out = backend.chat(MESSAGES, max_tokens=30, json_schema=schema)
+    assert json.loads(out.text)["capital"] in ("Paris", "Lyon")
+
+
+def test_the_server_model_is_discovered_and_named_in_requests(llm_server_url, server_llm):
+    """llama-cpp-python's server lists its model by the path it was given; a request naming
+    another model is answered by its only one, so the id is what matters here."""
+    import httpx
+
+    listed = httpx.get(f"{llm_server_url}/v1/models").json()["data"][0]["id"]
+    assert server_llm.model() == listed and server_llm.name == listed.rsplit("/", 1)[-1]
+    named = ServerLLM(LLMConfig(server_url=llm_server_url, server_model=listed))
+    assert named.chat(MESSAGES, max_tokens=12).text == server_llm.chat(MESSAGES, max_tokens=12).text
+    named.close()
 
 
 def test_a_grammar_that_does_not_compile_never_reaches_the_server(server_llm):

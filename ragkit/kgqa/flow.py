@@ -5,9 +5,9 @@
   question that says what "them" refers to, from the previous turn;
 - SmartSearch: the named entities, resolved to nodes (exact, alias, fuzzy);
 - Planner: an explicit plan from the graph's own schema (rules), or from the model, decoded
-  under a grammar built from the schema (``llm.grammars.plan_grammar``) so that its reply
-  parses as a plan, and which must pass the same validation before it runs (else the rules
-  plan, with the reason);
+  under a JSON schema built from the graph's schema (``llm.grammars.plan_schema``, OpenAI's
+  structured outputs) so that its reply parses as a plan, and which must pass the same
+  validation before it runs (else the rules plan, with the reason);
 - Executor: the plan on the store, filling the context store;
 - AnswerGenerator (``answer.answer_draft``): the design's prompt and messages, with the
   entity check, run by the shared answer stage.
@@ -20,23 +20,25 @@ from dataclasses import dataclass, field
 
 from ..errors import GenerationError, ModelError
 from ..llm.base import LLM
-from ..llm.grammars import plan_grammar
+from ..llm.grammars import plan_schema
 from ..profiler import Profiler
 from .execute import execute
 from .plan import ANAPHORS, Plan, PlanError, RulePlanner, history_lists, parse_plan_json, plural, validate
 from .resolve import NameIndex, Resolved, words
 from .store import TypedStore
 
+PLAN_TOKENS = 400      # the longest plan the schema admits (6 steps of about 50 tokens) fits
 PLANNER_PROMPT = """You plan queries over a knowledge graph. Reply with one JSON object only.
 Graph schema (source type -[RELATION]-> target type):
 {schema}
 Entities in the question (id, name, type):
 {entities}
 Question: {question}
-Plan format: {{"steps": [{{"key": "diseases_of_x", "op": "expand", "from": {{"entity": "ID"}},
-"relation": "RELATION", "direction": "out", "target_type": "Type"}}, {{"key": "next", "op": "expand",
-"from": {{"step": "diseases_of_x"}}, "relation": "...", "direction": "out" or "in", "target_type": "..."}},
-{{"key": "common", "op": "intersection", "inputs": ["a", "b"]}}], "final": "KEY"}}"""
+Plan format (step keys s1, s2, ... in order; "final" is the last step): {{"steps": [{{"key": "s1",
+"op": "expand", "from": {{"entity": "ID"}}, "relation": "RELATION", "direction": "out", "target_type": "Type"}},
+{{"key": "s2", "op": "expand", "from": {{"step": "s1"}}, "relation": "...", "direction": "out" or "in",
+"target_type": "..."}}, {{"key": "s3", "op": "intersection", "inputs": ["s1", "s2"]}}], "final": "s3",
+"count": false}}"""
 
 
 @dataclass
@@ -93,34 +95,46 @@ class KGQA:
 
     def plan(self, question: str, entities, history_map: dict | None, model: LLM | None,
              use_llm_planner: bool) -> tuple[Plan, dict]:
+        """The plan for ``question``: the model's (``use_llm_planner``) when it passes
+        validation, else the rules' (with why the model's was not taken)."""
         node_ids = set(self.nodes)
         info: dict = {"planner": "rules"}
         if use_llm_planner and model is not None:
-            prompt = PLANNER_PROMPT.format(
-                schema="\n".join(f"{s.source_type} -[{s.relation}]-> {s.target_type}" for s in self.schema),
-                entities="\n".join(f"{e.id}, {e.name}, {e.type}" for e in entities) or "(none)",
-                question=question)
-            # The reply is decoded under the plan grammar: JSON of the plan's shape, with the
-            # schema's relations and types and the linked entities' ids only.
-            linked = [e.id for e in entities] + [a.id for alts in self.alternatives(entities).values() for a in alts]
             try:
-                grammar = plan_grammar(self.schema, linked, list(history_map or ()))
-                gen = model.chat([{"role": "user", "content": prompt}], max_tokens=300, temperature=0.0,
-                                 grammar=grammar)
-                plan = validate(parse_plan_json(gen.text), self.schema, node_ids, history_map)
-                return plan, {"planner": "llm", "llm_plan": gen.text, "llm_plan_constrained": True}
+                return self.llm_plan(question, entities, history_map, model)
             except PlanError as exc:
-                info = {"planner": "rules", "llm_plan_rejected": str(exc), "llm_plan_constrained": True}
+                info = {"planner": "rules", "llm_plan_rejected": str(exc), "llm_plan": getattr(exc, "reply", None)}
             except ModelError as exc:
                 if not isinstance(exc, GenerationError):   # a model that cannot load is an error
                     raise
-                info = {"planner": "rules", "llm_plan_rejected": f"{type(exc).__name__}: {exc}",
-                        "llm_plan_constrained": True}
+                info = {"planner": "rules", "llm_plan_rejected": f"{type(exc).__name__}: {exc}"}
             except Exception as exc:  # a model failure falls back to the rules, and says so
-                info = {"planner": "rules", "llm_plan_rejected": f"{type(exc).__name__}: {exc}",
-                        "llm_plan_constrained": True}
+                info = {"planner": "rules", "llm_plan_rejected": f"{type(exc).__name__}: {exc}"}
+            info["llm_plan_constrained"] = True
         plan = self.rules.plan(question, entities, history_map, self.alternatives(entities))
         return validate(plan, self.schema, node_ids, history_map), {**info, "linked": plan.linked}
+
+    def llm_plan(self, question: str, entities, history_map: dict | None, model: LLM) -> tuple[Plan, dict]:
+        """The model's plan, validated (PlanError, with the reply as ``reply``, if it does not
+        parse or fit). The reply is decoded under the plan's JSON schema
+        (``llm.grammars.plan_schema``): any OpenAI-compatible server with structured outputs
+        applies it, and so does the GGUF in process. It holds the schema's relations and
+        types, the linked entities' ids, and step keys that refer back only."""
+        prompt = PLANNER_PROMPT.format(
+            schema="\n".join(f"{s.source_type} -[{s.relation}]-> {s.target_type}" for s in self.schema),
+            entities="\n".join(f"{e.id}, {e.name}, {e.type}" for e in entities) or "(none)",
+            question=question)
+        linked = [e.id for e in entities] + [a.id for alts in self.alternatives(entities).values() for a in alts]
+        constraint = plan_schema(self.schema, linked, list(history_map or ()),
+                                 entity_types={i: self.nodes[i]["type"] for i in linked})
+        gen = model.chat([{"role": "user", "content": prompt}], max_tokens=PLAN_TOKENS, temperature=0.0,
+                         json_schema=constraint)
+        try:
+            plan = validate(parse_plan_json(gen.text), self.schema, set(self.nodes), history_map)
+        except PlanError as exc:
+            exc.reply = gen.text        # for the trace: what the model wrote
+            raise
+        return plan, {"planner": "llm", "llm_plan": gen.text, "llm_plan_constrained": True}
 
     # ----------------------------------------------------------------- the flow
     def ask(self, question: str, history: list[Turn] | None = None, model: LLM | None = None,

@@ -31,12 +31,14 @@ class LLM(Protocol):
         """Tokens ``text`` takes in this model's vocabulary (no BOS)."""
 
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
-             temperature: float = 0.0, seed: int = 42,
-             on_token: Callable[[str], None] | None = None, grammar: str | None = None) -> Generation:
+             temperature: float = 0.0, seed: int = 42, on_token: Callable[[str], None] | None = None,
+             grammar: str | None = None, json_schema: dict | None = None) -> Generation:
         """Generate the assistant's reply to ``messages`` (OpenAI-style role/content dicts);
         with ``on_token``, stream each piece of text to it as it is written; with ``grammar``
-        (GBNF text, see ``llm.grammars``), write only text that the grammar accepts. A
-        grammar that does not compile is a ``ModelError``."""
+        (GBNF text, see ``llm.grammars``), write only text that the grammar accepts; with
+        ``json_schema``, write only JSON that the schema accepts (OpenAI's structured
+        outputs; one or the other, not both). A grammar that does not compile is a
+        ``ModelError``."""
 
 
 def collect_stream(chunks: Iterable[dict], on_token: Callable[[str], None]) -> Generation:
@@ -89,8 +91,8 @@ class TokenTap:
         return getattr(self.inner, name)
 
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
-             temperature: float = 0.0, seed: int = 42,
-             on_token: Callable[[str], None] | None = None, grammar: str | None = None) -> Generation:
+             temperature: float = 0.0, seed: int = 42, on_token: Callable[[str], None] | None = None,
+             grammar: str | None = None, json_schema: dict | None = None) -> Generation:
         self.calls += 1
         call = self.calls
 
@@ -99,5 +101,7 @@ class TokenTap:
             if on_token is not None:
                 on_token(piece)
 
-        return self.inner.chat(messages, max_tokens=max_tokens, stop=stop,
-                               temperature=temperature, seed=seed, on_token=both, grammar=grammar)
+        # A model written before json_schema existed is sent it only when there is one.
+        constraint = {"json_schema": json_schema} if json_schema is not None else {}
+        return self.inner.chat(messages, max_tokens=max_tokens, stop=stop, temperature=temperature,
+                               seed=seed, on_token=both, grammar=grammar, **constraint)

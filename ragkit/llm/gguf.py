@@ -205,11 +205,21 @@ class GGUFModel:
         return found
 
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
-             temperature: float = 0.0, seed: int = 42,
-             on_token: Callable[[str], None] | None = None, grammar: str | None = None) -> Generation:
+             temperature: float = 0.0, seed: int = 42, on_token: Callable[[str], None] | None = None,
+             grammar: str | None = None, json_schema: dict | None = None) -> Generation:
         """The reply to ``messages``. With ``on_token``, each piece of text is passed to it as
         the model writes it (it may raise to stop the generation); with ``grammar`` (GBNF),
-        only text the grammar accepts is written."""
+        only text the grammar accepts is written; with ``json_schema``, only JSON the schema
+        accepts: the schema becomes a grammar through llama-cpp-python's converter, as its
+        ``response_format={"type": "json_object", "schema": ...}`` does, but checked and kept
+        like any grammar (that path would fall back to any JSON, silently, on a schema it
+        cannot convert)."""
+        if grammar is not None and json_schema is not None:
+            raise ValueError("chat: give a grammar or a json_schema, not both")
+        if json_schema is not None:
+            from .grammars import json_schema_grammar
+
+            grammar = json_schema_grammar(json_schema)
         stops = list(dict.fromkeys([*stop, CHATML_STOP]))
         constraint = self.grammar(grammar) if grammar is not None else None
         with self._generating:  # one llama.cpp context: one generation at a time

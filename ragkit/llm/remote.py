@@ -2,17 +2,29 @@
 example ``python -m llama_cpp.server --model model.gguf --host 127.0.0.1``.
 
 Generation goes to ``/v1/chat/completions`` (streamed as server-sent events when a caller
-wants tokens as they come). Token counts come from the server's own tokenizer when it has
-one (llama-cpp-python's ``/extras/tokenize/count``); a server without that endpoint gets the
-local GGUF's vocabulary, which is exact only when the server runs the same model.
+wants tokens as they come). Every request names its ``model``: ``RAGKIT_LLM_MODEL``, or the
+first model the server lists at ``/v1/models`` (asked once). Token counts come from the
+server's own tokenizer when it has one (llama-cpp-python's ``/extras/tokenize/count``); a
+server without that endpoint gets the local GGUF's vocabulary, which is exact only when the
+server runs the same model.
+
+A request the server refuses for now (429, 500, 502, 503, 504) or whose connection it
+resets is tried again after an exponential backoff with jitter (0.5 s, 1 s, 2 s ... at most
+8 s, each between half and all of that), or after the server's ``Retry-After``; no new try
+starts later than ``RAGKIT_LLM_RETRY_S`` (30 s) after the first. Other refusals (400, 401,
+404 ...) and a server that refuses connections are not tried again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import json
 import os
+import random
+import re
 import threading
+import time
 from typing import Callable, Iterator, Sequence
 
 from ..config import LLMConfig
@@ -23,6 +35,44 @@ from .gguf import CHATML_STOP
 
 with requires_extra("llm"):
     import httpx
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})    # the server may answer a later try
+# The server dropped the connection (reset, or closed it without a response): worth a new try.
+# A refused connection (ConnectError) is not: nothing listens there.
+RESETS = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+BACKOFF_FIRST_S, BACKOFF_MAX_S = 0.5, 8.0
+
+
+def backoff_s(tries: int, rng: random.Random) -> float:
+    """The wait before try ``tries + 1``: exponential (0.5 s doubling, at most 8 s), with
+    "equal jitter" (between half and all of it) so clients refused together spread out."""
+    full = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** (tries - 1))
+    return full / 2 + rng.uniform(0, full / 2)
+
+
+def retry_after_s(response: httpx.Response) -> float | None:
+    """The server's ``Retry-After``, in seconds from now (a number, or an HTTP date)."""
+    value = response.headers.get("retry-after", "").strip()
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def response_format(schema: dict, form: str) -> dict:
+    """``schema`` as a request's ``response_format``: OpenAI's ``json_schema`` form, or the
+    ``json_object`` form with a ``schema`` that llama-cpp-python's server reads instead."""
+    if form == "json_object":
+        return {"type": "json_object", "schema": schema}
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "reply"))[:64]
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
 class ServerLLM:
@@ -40,11 +90,13 @@ class ServerLLM:
         loopback = httpx.URL(self.url).host in ("127.0.0.1", "localhost", "::1")
         self._http = httpx.Client(base_url=self.url, headers=headers, trust_env=not loopback,
                                   timeout=httpx.Timeout(config.server_timeout, connect=5.0))
-        self._name: str | None = None
+        self._model: str | None = config.server_model   # asked of the server once when not set
+        self._schema_form = "json_schema"   # json_object: the server reads only llama-cpp-python's form
         self._bos: int | None = None        # tokens the server adds to any text (a BOS)
         self._local = None                  # the fallback tokenizer (a local GGUF)
         self._no_endpoint = False           # the server has no tokenizer endpoint
         self._lock = threading.Lock()
+        self._rng = random.Random()
 
     # ----------------------------------------------------------------- HTTP
     @contextlib.contextmanager
@@ -58,9 +110,48 @@ class ServerLLM:
         except httpx.HTTPError as exc:
             raise error(f"llm server {self.url}: not reachable ({type(exc).__name__}: {exc})") from None
 
+    def _send(self, path: str, body: dict | None = None, error: type[ModelError] = ModelError, *,
+              method: str = "POST", stream: bool = False,
+              final: Callable[[httpx.Response], bool] | None = None) -> httpx.Response:
+        """The server's response to one request, tried again while the server refuses it for
+        now (``RETRY_STATUSES``, a reset connection) and the retry deadline allows; then a
+        one-line ``error``. ``final(response)`` may say a refusal is not worth a new try. With
+        ``stream``, the response is open: the caller closes it."""
+        started, tries = time.monotonic(), 0
+        while True:
+            tries += 1
+            response, why = None, ""
+            with self._transport_errors(error):
+                try:
+                    response = self._http.send(self._http.build_request(method, path, json=body), stream=stream)
+                except RESETS as exc:
+                    why = f"connection reset ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+            if response is not None:
+                if response.status_code not in RETRY_STATUSES:
+                    return response
+                if stream:
+                    with self._transport_errors(error):
+                        response.read()
+                    response.close()
+                if final is not None and final(response):
+                    return response
+            wait = backoff_s(tries, self._rng)
+            asked = retry_after_s(response) if response is not None else None
+            if asked is not None:
+                wait = asked
+            spent = time.monotonic() - started
+            if spent + wait > self.config.retry_deadline:
+                gave_up = (f"; gave up after {tries} {'try' if tries == 1 else 'tries'} in {spent:.1f} s "
+                           f"(RAGKIT_LLM_RETRY_S {self.config.retry_deadline:g} s"
+                           + (f", Retry-After {asked:g} s)" if asked is not None else ")"))
+                if response is None:
+                    raise error(f"llm server {self.url}: {why}{gave_up}")
+                failed = self._fail(response, error)
+                raise error(f"{failed}{gave_up}")
+            time.sleep(wait)
+
     def _post(self, path: str, body: dict, error: type[ModelError] = ModelError) -> httpx.Response:
-        with self._transport_errors(error):
-            return self._http.post(path, json=body)
+        return self._send(path, body, error)
 
     def _fail(self, response: httpx.Response, error: type[ModelError] = ModelError) -> ModelError:
         try:
@@ -72,21 +163,37 @@ class ServerLLM:
         detail = " ".join(str(detail).split())[:300]
         return error(f"llm server {self.url}: HTTP {response.status_code} ({detail})")
 
+    # ----------------------------------------------------------------- the model
+    def model(self, error: type[ModelError] = ModelError) -> str:
+        """The model every request names: ``RAGKIT_LLM_MODEL``, else the first one the server
+        lists at ``/v1/models`` (asked once, then kept). A server that lists none, or has no
+        such endpoint, is a ModelError that says to set ``RAGKIT_LLM_MODEL``; one that cannot
+        be reached is ``error``."""
+        if self._model is None:
+            response = self._send("/v1/models", None, error, method="GET")
+            try:
+                listed = response.json().get("data") if response.is_success else None
+                ids = [str(m["id"]) for m in listed or [] if isinstance(m, dict) and m.get("id")]
+            except (ValueError, AttributeError, TypeError):
+                ids = []
+            if not ids:
+                said = "lists no models" if response.is_success else f"answered HTTP {response.status_code}"
+                raise ModelError(f"llm server {self.url}: {said} at /v1/models; set RAGKIT_LLM_MODEL "
+                                 "to the model to ask for")
+            self._model = ids[0]
+        return self._model
+
     @property
     def name(self) -> str:
-        """The model the server reports at ``/v1/models`` (its first one)."""
-        if self._name is None:
-            try:
-                response = self._http.get("/v1/models")
-                models = response.json().get("data") or [] if response.is_success else []
-            except (httpx.HTTPError, ValueError):
-                models = []
-            self._name = os.path.basename(str(models[0].get("id", ""))) if models else "server"
-        return self._name
+        """The model's name (a path's file name): what the server runs, for traces."""
+        try:
+            return os.path.basename(self.model(GenerationError)) or "server"
+        except ModelError:      # not reachable now, or lists nothing: asked again next time
+            return "server"
 
     # ----------------------------------------------------------------- tokens
-    def _server_count(self, text: str) -> int | None:
-        response = self._post("/extras/tokenize/count", {"input": text}, GenerationError)
+    def _server_count(self, text: str, model: str) -> int | None:
+        response = self._post("/extras/tokenize/count", {"input": text, "model": model}, GenerationError)
         if response.status_code in (404, 405):
             return None
         if not response.is_success:
@@ -103,19 +210,25 @@ class ServerLLM:
 
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes in the served model's vocabulary (no BOS). A server with no
-        tokenizer endpoint, or one that is down, is counted for with the local GGUF's
-        tokenizer (an estimate: the generation that follows reports the server's failure)."""
+        tokenizer endpoint, or one that is down or lists no model, is counted for with the
+        local GGUF's tokenizer (an estimate: the generation that follows reports the server's
+        failure)."""
         if not text:
             return 0
         try:
+            model = self.model(GenerationError)
             with self._lock:
                 if self._bos is None and not self._no_endpoint:
-                    self._bos = self._server_count("")
+                    self._bos = self._server_count("", model)
                     self._no_endpoint = self._bos is None
             if self._no_endpoint:
                 return self._local_tokenizer().count_tokens(text)
-            return max(0, (self._server_count(text) or 0) - self._bos)
+            return max(0, (self._server_count(text, model) or 0) - self._bos)
         except GenerationError:     # down or too slow: estimate now, ask the server next time
+            return self._local_tokenizer().count_tokens(text)
+        except ModelError as exc:   # no model listed: the generation will say so
+            if "/v1/models" not in str(exc):
+                raise
             return self._local_tokenizer().count_tokens(text)
 
     # ----------------------------------------------------------------- scoring
@@ -123,8 +236,8 @@ class ServerLLM:
         """Log-probabilities that the token after ``prompt`` is each choice, from the
         server's top ``top`` next tokens (``/v1/completions`` with ``logprobs``). A choice
         outside that list gets the lowest listed value, an upper bound."""
-        response = self._post("/v1/completions", {"prompt": prompt, "max_tokens": 1, "temperature": 0.0,
-                                                   "logprobs": top, "seed": 42})
+        response = self._post("/v1/completions", {"model": self.model(), "prompt": prompt, "max_tokens": 1,
+                                                   "temperature": 0.0, "logprobs": top, "seed": 42})
         if not response.is_success:
             raise self._fail(response)
         try:
@@ -139,23 +252,34 @@ class ServerLLM:
 
     # ----------------------------------------------------------------- generation
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
-             temperature: float = 0.0, seed: int = 42,
-             on_token: Callable[[str], None] | None = None, grammar: str | None = None) -> Generation:
-        """The reply to ``messages``; a ``grammar`` (GBNF) goes in the request's ``grammar``
-        field, which llama.cpp's server and llama-cpp-python's server apply. It is parsed
-        here first with the local GGUF's llama.cpp (llama-cpp-python's server would crash on
-        one that does not parse)."""
-        body = {"messages": list(messages), "max_tokens": max_tokens, "temperature": temperature,
-                "seed": seed, "stop": list(dict.fromkeys([*stop, CHATML_STOP])),
+             temperature: float = 0.0, seed: int = 42, on_token: Callable[[str], None] | None = None,
+             grammar: str | None = None, json_schema: dict | None = None) -> Generation:
+        """The reply to ``messages``.
+
+        - A ``grammar`` (GBNF) goes in the request's ``grammar`` field, which llama.cpp's
+          server and llama-cpp-python's server apply (others ignore it). It is parsed here
+          first with the local GGUF's llama.cpp (llama-cpp-python's server would crash on one
+          that does not parse).
+        - A ``json_schema`` goes as ``response_format`` in OpenAI's form (``{"type":
+          "json_schema", "json_schema": {"name", "schema", "strict": true}}``), which any
+          server with structured outputs applies. llama-cpp-python's server (0.3) refuses
+          that form with an error naming ``response_format``: it is then sent again in the
+          form that server reads (``{"type": "json_object", "schema": ...}``), and that form
+          is kept for the server.
+        """
+        if grammar is not None and json_schema is not None:
+            raise ValueError("chat: give a grammar or a json_schema, not both")
+        body = {"model": self.model(GenerationError), "messages": list(messages), "max_tokens": max_tokens,
+                "temperature": temperature, "seed": seed, "stop": list(dict.fromkeys([*stop, CHATML_STOP])),
                 "stream": on_token is not None}
         if grammar is not None:
             self._local_tokenizer().grammar(grammar)
             body["grammar"] = grammar
+        if json_schema is not None:
+            body["response_format"] = response_format(json_schema, self._schema_form)
+        response = self._completion(body, json_schema)
         if on_token is not None:
-            return collect_stream(self._stream(body), on_token)
-        response = self._post("/v1/chat/completions", body, GenerationError)
-        if not response.is_success:
-            raise self._fail(response, GenerationError)
+            return collect_stream(self._events(response), on_token)
         out = response.json()
         choice = out["choices"][0]
         usage = out.get("usage") or {}
@@ -165,20 +289,47 @@ class ServerLLM:
                           completion_tokens=int(usage.get("completion_tokens", 0)),
                           extra=server_timings(out))
 
-    def _stream(self, body: dict) -> Iterator[dict]:
-        """The server-sent events of a streamed completion, as chunk dicts."""
-        with self._transport_errors(GenerationError), \
-                self._http.stream("POST", "/v1/chat/completions", json=body) as response:
-            if not response.is_success:
+    def _completion(self, body: dict, json_schema: dict | None) -> httpx.Response:
+        """The server's successful response to a chat completion request (open, when
+        streamed); a refusal of the schema's form makes one more request in the other form."""
+        stream = bool(body["stream"])
+
+        def form_refused(response: httpx.Response) -> bool:
+            if json_schema is None or self._schema_form != "json_schema" or \
+                    response.status_code not in (400, 422, 500):
+                return False
+            with self._transport_errors(GenerationError):
                 response.read()
-                raise self._fail(response, GenerationError)
-            for line in response.iter_lines():
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    return
-                yield json.loads(data)
+            return "response_format" in response.text
+
+        response = self._send("/v1/chat/completions", body, GenerationError, stream=stream, final=form_refused)
+        if form_refused(response):
+            response.close()
+            self._schema_form = "json_object"
+            body = {**body, "response_format": response_format(json_schema, self._schema_form)}
+            response = self._send("/v1/chat/completions", body, GenerationError, stream=stream)
+        if not response.is_success:
+            if stream:
+                with self._transport_errors(GenerationError):
+                    response.read()
+                response.close()
+            raise self._fail(response, GenerationError)
+        return response
+
+    def _events(self, response: httpx.Response) -> Iterator[dict]:
+        """The server-sent events of a streamed completion, as chunk dicts (the response is
+        closed however the iteration ends)."""
+        try:
+            with self._transport_errors(GenerationError):
+                for line in response.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        return
+                    yield json.loads(data)
+        finally:
+            response.close()
 
     def close(self) -> None:
         self._http.close()

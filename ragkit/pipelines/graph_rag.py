@@ -1,13 +1,13 @@
 """Graph RAG multi-hop (graph RAG design) as an ``ask`` pipeline: the graph's anchors, reranked
 neighbours and paths are the evidence; ``--no-llm`` answers with the end of the best path
 and shows the path; with the LLM, the model first lists the question's entities (the design's
-prompt, decoded under a grammar that admits one line of comma-separated names; names the
+prompt, its reply decoded under a JSON schema, ``{"entities": [NAME, ...]}``; names the
 question does not contain are dropped, and the rule matcher's names come first), then writes
 the answer from the reranked context, which must name only entities of that context."""
 
 from __future__ import annotations
 
-import re
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,30 +16,33 @@ from ..config import LLMConfig
 from ..errors import GenerationError
 from ..graphrag.multihop import NOT_ENOUGH, GraphQueryParams, GraphRAG, display
 from ..llm.base import LLM
-from ..llm.grammars import entity_list_grammar
+from ..llm.grammars import entity_list_schema
 from ..llm.postprocess import filter_think_tags
 from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
-# The design's entity prompt: proper nouns of the question only, comma-separated, no talk.
-NO_ENTITY = "KHÔNG"     # the reply that says the question names none
+# The design's entity prompt: proper nouns of the question only, no talk; here as JSON.
 ENTITY_SYSTEM = ("Bạn là bộ trích xuất thực thể. Chỉ liệt kê các danh từ riêng (người, tổ chức, địa danh) "
                  "xuất hiện nguyên văn trong câu hỏi. Không hội thoại, không giải thích, không đoán thêm. "
-                 f"Nếu có nhiều thực thể, cách nhau bằng dấu phẩy. Nếu không có, trả lời: {NO_ENTITY}")
-# The reply is decoded under this grammar: one line of comma-separated names, or NO_ENTITY.
-ENTITY_GRAMMAR = entity_list_grammar(none=NO_ENTITY)
+                 'Trả lời bằng JSON: {"entities": ["Tên 1", "Tên 2"]}. Nếu không có, trả lời: {"entities": []}')
+# The reply is decoded under this schema: at most 8 names of at most 64 characters.
+ENTITY_SCHEMA = entity_list_schema()
 
 
 def llm_entities(question: str, model: LLM, llm_config: LLMConfig) -> tuple[list[str], str]:
-    """The model's entity list for ``question`` (raw text too, for the trace)."""
+    """The model's entity list for ``question`` (raw text too, for the trace); a reply that
+    is not the schema's JSON (a server that ignored it, cut short) lists none."""
     gen = model.chat([{"role": "system", "content": ENTITY_SYSTEM},
                       {"role": "user", "content": f"Câu hỏi: {question}\nThực thể:"}],
-                     max_tokens=48, temperature=0.0, seed=llm_config.seed, grammar=ENTITY_GRAMMAR)
+                     max_tokens=64, temperature=0.0, seed=llm_config.seed, json_schema=ENTITY_SCHEMA)
     text = filter_think_tags(gen.text).strip()
-    first = text.splitlines()[0] if text else ""
-    if first == NO_ENTITY:
+    try:
+        names = json.JSONDecoder().raw_decode(text[text.index("{"):])[0]["entities"]
+    except (ValueError, KeyError, TypeError):
         return [], gen.text
-    return [p.strip(" .:\"'`*-") for p in re.split(r"[,;]", first) if p.strip(" .:\"'`*-")], gen.text
+    if not isinstance(names, list):
+        return [], gen.text
+    return [n.strip(" .:\"'`*-") for n in names if isinstance(n, str) and n.strip(" .:\"'`*-")], gen.text
 
 
 GRAPH_TASK = {"vi": "Bạn trả lời câu hỏi từ các đường đi và cạnh của một đồ thị tri thức; mỗi đoạn "

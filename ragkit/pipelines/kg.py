@@ -29,7 +29,7 @@ class KGTrace(Trace):
     planner: str = "rules"
     llm_plan: str | None = None
     llm_plan_rejected: str | None = None
-    llm_plan_constrained: bool | None = None     # the model's plan was decoded under the plan grammar
+    llm_plan_constrained: bool | None = None     # the model's plan was decoded under the plan's JSON schema
     plan_error: str | None = None
     linked: dict = field(default_factory=dict)
     context_store: dict = field(default_factory=dict)
