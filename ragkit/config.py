@@ -22,6 +22,8 @@ variable                    what it sets
 ``NEO4J_DATABASE``          the Neo4j database (default: the server's default database)
 ``RAGKIT_API_KEY``          the key ``ragkit serve`` requires as a bearer token (needed beyond loopback; never logged)
 ``RAGKIT_KILL_AT``          ``<point>:<n>``: SIGKILL the process the n-th time it reaches that fault point (fault tests only)
+``RAGKIT_PROGRESS``         ``1`` or ``0``: progress bars on or off for library calls (default: automatic, ``ragkit.progress``)
+``CI``                      set (to anything but ``0``/``false``) by CI services: no progress bars by default
 ``HF_HUB_OFFLINE``,         set to 1 by ``offline_hub_environment`` unless already set: models
 ``TRANSFORMERS_OFFLINE``    come from wheels, and a hub name without them hangs for minutes
 ==========================  =================================================================
@@ -212,6 +214,8 @@ class Settings:
     neo4j_database: str | None = None                        # NEO4J_DATABASE
     api_key: str | None = field(default=None, repr=False)    # RAGKIT_API_KEY (ragkit serve)
     kill_at: str | None = None                               # RAGKIT_KILL_AT (ragkit.faults)
+    progress: bool | None = None                             # RAGKIT_PROGRESS (ragkit.progress)
+    ci: bool = False                                         # CI
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
@@ -240,14 +244,26 @@ class Settings:
             except ValueError:
                 raise InputError(f"{name}: expected a number of seconds, got {value!r}") from None
 
+        def flag(name: str) -> bool | None:
+            value = text(name)
+            if value is None:
+                return None
+            if value.strip().lower() in ("1", "true", "yes", "on"):
+                return True
+            if value.strip().lower() in ("0", "false", "no", "off"):
+                return False
+            raise InputError(f"{name}: expected 1 or 0, got {value!r}")
+
         url = text("RAGKIT_LLM_URL")
+        ci = text("CI")
         return cls(gguf=text("RAGKIT_GGUF"), models_dir=text("RAGKIT_MODELS"), llm_url=url.rstrip("/") if url else None,
                    llm_api_key=text("RAGKIT_LLM_API_KEY"), llm_model=text("RAGKIT_LLM_MODEL"),
                    llm_retry_s=number("RAGKIT_LLM_RETRY_S"), n_ctx=integer("RAGKIT_N_CTX"),
                    threads=integer("RAGKIT_THREADS"), chroma_url=text("CHROMA_URL"),
                    neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),
                    neo4j_database=text("NEO4J_DATABASE"), api_key=text("RAGKIT_API_KEY"),
-                   kill_at=text("RAGKIT_KILL_AT"))
+                   kill_at=text("RAGKIT_KILL_AT"), progress=flag("RAGKIT_PROGRESS"),
+                   ci=ci is not None and ci.strip().lower() not in ("0", "false", "no"))
 
 
 # Set (unless already set) before sentence-transformers or huggingface_hub is imported: they

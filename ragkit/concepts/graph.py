@@ -34,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..corpus import Doc
 from ..errors import IndexFormatError, InputError
@@ -133,7 +133,7 @@ class ConceptGraph:
     @classmethod
     def build(cls, docs: Sequence[Doc], *, previous: dict[str, dict] | None = None,
               terms: Sequence[str] = (), hub_share: float = HUB_SHARE,
-              progress: bool = True, what: str = "corpus") -> tuple["ConceptGraph", dict, BuildReport]:
+              progress: bool | None = None, what: str = "corpus") -> tuple["ConceptGraph", dict, BuildReport]:
         """Extract (or reuse, from ``previous``: {chunk id: extraction row}) every chunk's
         concepts and make the graph. Returns the graph, the extraction rows to keep, and a
         report. An empty corpus, or one where no chunk has a concept, is an error naming ``what``."""
@@ -145,7 +145,7 @@ class ConceptGraph:
         rows: dict[str, dict] = {}
         extracted = reused = 0
         with _collector_paused():
-            for doc in tqdm(docs, desc="concepts", unit="chunk", disable=not progress):
+            for doc in progress_bar(docs, desc="concepts", unit="chunk", progress=progress):
                 digest = chunk_hash(doc, terms)
                 old = previous.get(doc.doc_id)
                 if old is not None and old.get("hash") == digest:

@@ -43,7 +43,7 @@ class LabelVectors:
 
     @classmethod
     def build(cls, graph: ConceptGraph, embedder, *, previous: dict[str, np.ndarray] | None = None,
-              min_df: int = MIN_DF, progress: bool = False) -> "LabelVectors":
+              min_df: int = MIN_DF, progress: bool | None = None) -> "LabelVectors":
         """Vectors for the concepts ``min_df`` or more chunks mention; ``previous`` ({key:
         vector}) saves embedding again the labels of keys seen before."""
         previous = previous or {}

@@ -41,7 +41,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..errors import InputError
 from ..llm.claims import strip_citations
@@ -166,12 +166,12 @@ def _aliases(value) -> list:
     return list(value or [])
 
 
-def evaluate_answers(items: list[dict], service, request_options: dict, progress: bool = True) -> dict:
+def evaluate_answers(items: list[dict], service, request_options: dict, progress: bool | None = None) -> dict:
     """Ask every question through ``service`` and score the answers."""
     from ..service import AskRequest
 
     rows = []
-    for item in tqdm(items, desc="answers", unit="q", disable=not progress):
+    for item in progress_bar(items, desc="answers", unit="q", progress=progress):
         started = time.perf_counter()
         typed = service.answer(AskRequest(question=item["question"], **request_options))
         seconds = time.perf_counter() - started

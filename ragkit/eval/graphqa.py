@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..corpus import read_jsonl
 from ..errors import InputError
@@ -31,13 +31,13 @@ def load_questions(path: str | Path) -> list[dict]:
 
 
 def evaluate_graphqa(graph_dir: str | Path, questions: str | Path, params: GraphQueryParams | None = None,
-                     progress: bool = True, limit: int | None = None) -> dict:
+                     progress: bool | None = None, limit: int | None = None) -> dict:
     rag = GraphRAG.load(graph_dir)
     items = load_questions(questions)[:limit]
     hits = anchored = 0
     latencies = []
     started = time.perf_counter()
-    for item in tqdm(items, desc="questions", unit="q", disable=not progress):
+    for item in progress_bar(items, desc="questions", unit="q", progress=progress):
         t = time.perf_counter()
         result = rag.query(item["question"], params)
         latencies.append((time.perf_counter() - t) * 1000)

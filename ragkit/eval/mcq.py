@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..errors import InputError
 from .datasets import read_json_or_lines
@@ -172,7 +172,7 @@ def llm_choice(llm, question: str, options: list[tuple[int, str]], evidence_text
     return None
 
 
-def evaluate_mcq(path: str | Path, store: GraphStore, progress: bool = True, llm=None,
+def evaluate_mcq(path: str | Path, store: GraphStore, progress: bool | None = None, llm=None,
                  evidence_tokens: int = 1200) -> dict:
     """Accuracy over the questions. With ``llm``, the model picks from the options given the
     same evidence (cut to ``evidence_tokens`` of its tokenizer); when its reply names no
@@ -182,7 +182,7 @@ def evaluate_mcq(path: str | Path, store: GraphStore, progress: bool = True, llm
     items = load_mcq(path)
     answered = correct = judged = 0
     details = []
-    for item in tqdm(items, desc="questions", unit="q", disable=not progress):
+    for item in progress_bar(items, desc="questions", unit="q", progress=progress):
         scored = score_options(store, item["question"], item["options"])
         choice = scored.choice
         if llm is not None:

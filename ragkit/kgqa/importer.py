@@ -12,14 +12,14 @@ from ..inputs import csv_rows, first_of_each
 from .store import NAME_RE, Edge, TypedStore
 
 
-def _rows(path: Path, required: tuple[str, ...], what: str, progress: bool = False) -> list[tuple[int, dict]]:
+def _rows(path: Path, required: tuple[str, ...], what: str, progress: bool | None = None) -> list[tuple[int, dict]]:
     rows = csv_rows(path, what, required, progress)
     if not rows:
         raise InputError(f"{what} {path}: holds no rows")
     return rows
 
 
-def read_nodes(path: str | Path, dedupe: str | None = None, progress: bool = False) -> list[dict]:
+def read_nodes(path: str | Path, dedupe: str | None = None, progress: bool | None = None) -> list[dict]:
     """Nodes with ``aliases`` split on ``|`` into a list; other columns kept as properties.
     Two rows with the same id are an error naming it and both lines, unless ``dedupe`` says
     which to keep (``first`` or ``last``)."""
@@ -38,7 +38,7 @@ def read_nodes(path: str | Path, dedupe: str | None = None, progress: bool = Fal
     return [node for _, node in kept]
 
 
-def read_edges(path: str | Path, node_ids: set[str], progress: bool = False) -> list[Edge]:
+def read_edges(path: str | Path, node_ids: set[str], progress: bool | None = None) -> list[Edge]:
     path = Path(path)
     edges, seen = [], set()
     for lineno, row in _rows(path, ("source", "relation", "target"), "edges", progress):
@@ -58,7 +58,7 @@ def read_edges(path: str | Path, node_ids: set[str], progress: bool = False) -> 
 
 
 def import_kg(nodes_csv: str | Path, edges_csv: str | Path, store: TypedStore,
-              dedupe: str | None = None, progress: bool = False) -> dict:
+              dedupe: str | None = None, progress: bool | None = None) -> dict:
     """Replace ``store``'s graph by the CSV files' (both read and checked first); with
     ``progress``, large files show a bar as they are read."""
     nodes = read_nodes(nodes_csv, dedupe, progress)

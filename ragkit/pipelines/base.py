@@ -27,6 +27,14 @@ if TYPE_CHECKING:
 
 NOT_ENOUGH_VI = "Không đủ thông tin trong tài liệu để trả lời câu hỏi này."
 
+# The words of an answer's Markdown (``Answer.to_markdown``), by language.
+MARKDOWN_LABELS = {
+    "en": {"question": "Question", "sources": "Sources", "none": "(none)", "source": "Answer from",
+           "grounded": "grounded in the evidence", "yes": "yes", "no": "no"},
+    "vi": {"question": "Câu hỏi", "sources": "Nguồn", "none": "(không có)", "source": "Nguồn câu trả lời",
+           "grounded": "bám sát tài liệu", "yes": "có", "no": "không"},
+}
+
 
 @dataclass
 class Citation:
@@ -114,6 +122,31 @@ class Answer:
         return {"question": self.question, "pipeline": self.pipeline, "answer": self.answer,
                 "citations": [asdict(c) for c in self.citations], "trace": self.trace.to_dict(),
                 "timings_ms": self.timings_ms}
+
+    def to_markdown(self, language: str | None = None) -> str:
+        """The question, the answer, its numbered sources and whether the check found it
+        grounded, as Markdown; labels in ``language`` ("en" or "vi"; default: the question's).
+        Graph and KG citations show the path or edge they cite and its source; document
+        citations their id and title."""
+        if language is None:
+            from ..text import vietnamese_char_count
+
+            language = "vi" if vietnamese_char_count(self.question) else "en"
+        words = MARKDOWN_LABELS.get(language, MARKDOWN_LABELS["en"])
+        lines = [f"**{words['question']}:** {self.question}", "", self.answer.replace("\n", "  \n"), "",
+                 f"**{words['sources']}:**"]
+        lines += [f"- [{c.id}] {c.title} — {c.source}" if self.pipeline in ("graph", "kg") else
+                  f"- [{c.id}] `{c.doc_id}` — {c.title}" for c in self.citations] or [f"- {words['none']}"]
+        check = self.trace.check
+        source = f"*{words['source']}:* {self.trace.answer_source}"
+        if check is not None:
+            source += (f" · *{words['grounded']}:* {words['yes'] if check.passed else words['no']}"
+                       + (f" ({check.reason})" if check.reason else ""))
+        return "\n".join([*lines, "", source])
+
+    def _repr_markdown_(self) -> str:
+        """Jupyter shows an answer as its Markdown (``to_markdown``)."""
+        return self.to_markdown()
 
 
 def check_question(question: str | None) -> str:

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from .. import __version__
 from ..corpus import Doc
@@ -88,7 +88,7 @@ class BM25Index:
     # ------------------------------------------------------------------ building
     @classmethod
     def build(cls, docs: Sequence[Doc], tokenizer: Tokenizer | None = None,
-              params: BM25Params | None = None, *, progress: bool = True) -> "BM25Index":
+              params: BM25Params | None = None, *, progress: bool | None = None) -> "BM25Index":
         """Tokenize ``docs`` and precompute their BM25 weights."""
         tokenizer = tokenizer or Tokenizer()
         docs = list(docs)
@@ -96,7 +96,7 @@ class BM25Index:
             raise InputError("corpus: holds no documents")
         started = time.perf_counter()
         tokens = [tokenizer(d.full_text) for d in
-                  tqdm(docs, desc="tokenize", unit="doc", disable=not progress)]
+                  progress_bar(docs, desc="tokenize", unit="doc", progress=progress)]
         index = cls.from_tokens(tokens, params, docs=docs, tokenizer=tokenizer)
         index.meta["build_s"] = round(time.perf_counter() - started, 4)
         return index
@@ -104,7 +104,7 @@ class BM25Index:
     @classmethod
     def for_corpus(cls, docs: Sequence[Doc], lang: str = "auto", *, accents: bool = False,
                    bigrams: bool | None = None, tokenizer: Tokenizer | None = None,
-                   params: BM25Params | None = None, progress: bool = True) -> "BM25Index":
+                   params: BM25Params | None = None, progress: bool | None = None) -> "BM25Index":
         """``build`` with the tokenizer ``--lang`` selects: "auto" takes the documents'
         language (``text.detect_language``), a given ``tokenizer`` wins over ``lang``. The
         choice, and the languages the documents are in, are kept in ``meta["language"]``."""

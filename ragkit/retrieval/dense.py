@@ -38,7 +38,7 @@ class DenseIndex:
     def _fingerprint(self, doc: Doc) -> str:
         return hashlib.sha1(f"{self.embedder.name}|{doc.full_text}".encode("utf-8")).hexdigest()[:16]
 
-    def build(self, docs: Sequence[Doc], progress: bool = True, batch: int = 512,
+    def build(self, docs: Sequence[Doc], progress: bool | None = None, batch: int = 512,
               previous: str | Path | None = None) -> DenseBuild:
         """Embed the chunks whose text (or model) changed since the last build; drop the rest.
 
@@ -59,10 +59,10 @@ class DenseIndex:
             self.vectors.copy_from(source, [d.doc_id for d in docs if d.doc_id in kept])
         else:
             self.vectors.delete(stale)
-        from tqdm.auto import tqdm
+        from ..progress import progress_bar
 
-        with tqdm(total=len(todo), desc=f"embedding ({self.embedder.name})", unit="chunk",
-                  disable=not progress or not todo) as bar:
+        with progress_bar(total=len(todo), desc=f"embedding ({self.embedder.name})", unit="chunk",
+                          progress=progress, disable=not todo) as bar:
             for start in range(0, len(todo), batch):
                 part = todo[start:start + batch]
                 vectors = self.embedder.encode_passages([d.full_text for d in part])

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from tqdm.auto import tqdm
+from ..progress import progress_bar
 
 from ..errors import InputError
 from .store import GraphStore
@@ -27,7 +27,7 @@ class ParsedSpecs:
     seconds: dict = field(default_factory=dict)
 
 
-def parse_specs(paths: Sequence[str | Path], progress: bool = True) -> ParsedSpecs:
+def parse_specs(paths: Sequence[str | Path], progress: bool | None = None) -> ParsedSpecs:
     """Read every spec, cut it into chunks and extract its terms; all-or-nothing: a bad spec
     stops the build before anything is written."""
     if not paths:
@@ -35,7 +35,7 @@ def parse_specs(paths: Sequence[str | Path], progress: bool = True) -> ParsedSpe
     docs, chunks, abbreviations, definitions = [], [], [], []
     seconds: dict[str, float] = {}
     seen = set()
-    for path in tqdm(list(paths), desc="specs", unit="spec", disable=not progress):
+    for path in progress_bar(list(paths), desc="specs", unit="spec", progress=progress):
         started = time.perf_counter()
         doc = load_spec(path)
         if doc.spec_id in seen:
@@ -58,7 +58,7 @@ def terms_per_spec(docs: Sequence[SpecDocument]) -> list[Term]:
     return [term for doc in docs for term in merge_terms(*extract_terms(doc))]
 
 
-def build_kg(paths: Sequence[str | Path], store: GraphStore, progress: bool = True) -> dict:
+def build_kg(paths: Sequence[str | Path], store: GraphStore, progress: bool | None = None) -> dict:
     """Parse the specs and write them into ``store``, replacing any version of them already
     there; a summary of what was written."""
     parsed = parse_specs(paths, progress)

@@ -42,7 +42,7 @@ class IndexBuildParams:
 
 
 # ----------------------------------------------------------------------- 03 index build
-def build_index(p: IndexBuildParams, progress: bool = False) -> BM25Index:
+def build_index(p: IndexBuildParams, progress: bool | None = None) -> BM25Index:
     """Build the lexical index of ``p.corpus`` and save it (atomically) to ``p.index_dir``."""
     docs = load_corpus(p.corpus)
     index = BM25Index.for_corpus(docs, p.lang, bigrams=p.bigrams, params=BM25Params(idf=p.idf),

@@ -42,7 +42,7 @@ def build_kg(p: KGParams) -> dict:
     from ..specs.build import build_kg as _build
 
     with open_store(p.store_uri) as store:
-        return _build(p.spec_paths, store, progress=False)
+        return _build(p.spec_paths, store)
 
 
 def kg_summary(summary: dict) -> pd.DataFrame:
@@ -116,8 +116,8 @@ def build_text_graph(p: TextGraphParams) -> dict:
     from ..retrieval.search import concepts_dir_for
 
     docs = load_corpus(p.corpus)
-    index = BM25Index.for_corpus(docs, "auto", progress=False)
-    graph, communities, report = build_concepts(docs, concepts_dir_for(p.index_dir), progress=False,
+    index = BM25Index.for_corpus(docs, "auto")
+    graph, communities, report = build_concepts(docs, concepts_dir_for(p.index_dir),
                                                 what=f"corpus {p.corpus}")
     index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
     index.save(p.index_dir)

@@ -46,19 +46,8 @@ def ask(p: QueryParams, llm_config: LLMConfig | None = None) -> Answer:
 
 
 def answer_markdown(answer: Answer) -> str:
-    """The answer and its numbered sources, as Markdown."""
-    lines = [f"**Câu hỏi:** {answer.question}", "", answer.answer.replace("\n", "  \n"), "",
-             "**Nguồn:**"]
-    # Graph citations are the path or edge itself, sourced by the edge list's notes.
-    lines += [f"- [{c.id}] {c.title} — {c.source}" if answer.pipeline in ("graph", "kg") else
-              f"- [{c.id}] `{c.doc_id}` — {c.title}" for c in answer.citations] or ["- (không có)"]
-    check = answer.trace.check
-    source = f"*Nguồn câu trả lời:* {answer.trace.answer_source}"
-    if check is not None:
-        source += (f" · *bám sát tài liệu:* {'có' if check.passed else 'không'}"
-                   + (f" ({check.reason})" if check.reason else ""))
-    lines += ["", source]
-    return "\n".join(lines)
+    """The answer and its numbered sources, as Markdown with the notebooks' Vietnamese labels."""
+    return answer.to_markdown("vi")
 
 
 def candidates_table(answer: Answer) -> pd.DataFrame:
@@ -93,7 +82,7 @@ def method_comparison(p: QueryParams, embedder: str | None = None) -> pd.DataFra
     embedder = embedder or (index.meta.get("dense") or {}).get("embedder") or \
         choose_embedder("auto", index.language.lang)[0]
     dense = DenseIndex(dense_dir_for(p.index_dir), embedder)
-    dense.build(index.docs, progress=False)
+    dense.build(index.docs)
     columns = {}
     for method in ("bm25", "dense", "hybrid"):
         _, hits = retrieve(index, p.question, LexicalConfig(k=p.k, mmr=False, method=method), dense=dense)
@@ -249,7 +238,7 @@ def open_graph(p: GraphParams):
     from the edge list, and loaded."""
     from ..graphrag.multihop import GraphRAG
 
-    GraphRAG.build(p.edges, p.graph_dir, progress=False, embedder=p.embedder)
+    GraphRAG.build(p.edges, p.graph_dir, embedder=p.embedder)
     return GraphRAG.load(p.graph_dir)
 
 

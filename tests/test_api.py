@@ -1,0 +1,108 @@
+"""The library surface: ``from ragkit import ...``, the examples of docs/api.md (run as
+doctests), answers as Markdown in Jupyter, and progress bars on for a person and off for
+papermill/nbval."""
+
+from __future__ import annotations
+
+import doctest
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ragkit
+from ragkit.config import Settings
+from ragkit.pipelines.base import Answer, Citation
+from ragkit.progress import show_progress
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_docs_api_examples_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAGKIT_PROGRESS", raising=False)
+    monkeypatch.delenv("CI", raising=False)
+    result = doctest.testfile(str(ROOT / "docs" / "api.md"), module_relative=False,
+                              optionflags=doctest.ELLIPSIS, verbose=False)
+    assert result.attempted >= 25 and result.failed == 0
+
+
+def test_every_exported_name_resolves_and_is_documented():
+    documented = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    for name in ragkit.__all__:
+        assert getattr(ragkit, name) is not None
+        if name != "__version__":
+            assert f"`{name}`" in documented, f"{name} is exported but docs/api.md does not name it"
+    assert sorted(dir(ragkit)) == sorted(ragkit.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        ragkit.nothing_here  # noqa: B018
+
+
+def test_import_ragkit_loads_nothing_heavy():
+    code = ("import sys, ragkit; from ragkit import BM25Index, ask; "
+            "print(sorted(m for m in ('torch', 'pandas', 'chromadb', 'llama_cpp', 'fastapi', "
+            "'sentence_transformers', 'neo4j', 'tqdm') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+
+
+def _answer(question: str, pipeline: str = "lexical") -> Answer:
+    return Answer(question=question, pipeline=pipeline, answer="Line one [1]\nline two",
+                  citations=[Citation(id=1, doc_id="d#1", title="A title", source="S")])
+
+
+def test_answer_markdown_labels_follow_the_question():
+    english = _answer("What is checked first?")._repr_markdown_()
+    assert english.startswith("**Question:** What is checked first?")
+    assert "Line one [1]  \nline two" in english and "- [1] `d#1` — A title" in english
+    assert "*Answer from:* evidence" in english
+    vietnamese = _answer("Kiểm tra gì trước?")._repr_markdown_()
+    assert vietnamese.startswith("**Câu hỏi:**") and "**Nguồn:**" in vietnamese
+    graph = _answer("Who?", "graph").to_markdown()
+    assert "- [1] A title — S" in graph
+    empty = Answer(question="Why?", pipeline="lexical", answer="No.").to_markdown()
+    assert "- (none)" in empty
+
+
+def test_progress_choice_without_a_kernel():
+    assert show_progress(True) is True and show_progress(False) is False
+    assert show_progress(None, Settings(progress=True)) is True
+    assert show_progress(None, Settings(progress=False)) is False
+    assert show_progress(None, Settings(ci=True)) is False
+    # pytest captures stderr: no terminal, no bars
+    assert show_progress(None, Settings()) is False
+    assert Settings.from_env({"RAGKIT_PROGRESS": "0", "CI": "true"}) == Settings(progress=False, ci=True)
+    assert Settings.from_env({"CI": "false"}).ci is False
+    with pytest.raises(ragkit.InputError, match="RAGKIT_PROGRESS: expected 1 or 0, got 'maybe'"):
+        Settings.from_env({"RAGKIT_PROGRESS": "maybe"})
+
+
+def test_progress_in_a_real_kernel_follows_allow_stdin():
+    """A real ipykernel: a cell sent the way JupyterLab sends it (allow_stdin) gets bars,
+    one sent the way papermill/nbclient and nbval send it does not."""
+    from jupyter_client.manager import start_new_kernel
+
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "RAGKIT_PROGRESS")}
+    env["PYTHONPATH"] = str(ROOT)
+    km, kc = start_new_kernel(kernel_name="python3", env=env)
+    try:
+        def shown(allow_stdin: bool) -> str:
+            out: list[str] = []
+
+            def hook(msg):
+                if msg["msg_type"] == "stream":
+                    out.append(msg["content"]["text"])
+
+            reply = kc.execute_interactive("from ragkit.progress import show_progress; print(show_progress())",
+                                           allow_stdin=allow_stdin, output_hook=hook, timeout=120,
+                                           stdin_hook=lambda msg: None)
+            assert reply["content"]["status"] == "ok", reply["content"]
+            return "".join(out).strip()
+
+        assert shown(allow_stdin=True) == "True"
+        assert shown(allow_stdin=False) == "False"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
