@@ -2,7 +2,7 @@
 
 ``pip install ragkit`` is the core: BM25 indexing and search, the spec KG and the typed KG on
 networkx, causal chains, and their answers with ``--no-llm``. The rest comes with an extra: ``llm``,
-``dense``, ``neo4j``, ``server``, ``notebooks`` (pyproject.toml declares them; docs/install.md
+``dense``, ``neo4j``, ``server``, ``notebooks``, ``fast`` (pyproject.toml declares them; docs/install.md
 says what each brings and weighs).
 
 Every import of an optional package goes through ``requires_extra``::
@@ -21,7 +21,7 @@ from typing import Iterator
 
 from .errors import MissingExtraError
 
-EXTRAS = ("llm", "dense", "neo4j", "server", "notebooks", "bench", "dev", "all")
+EXTRAS = ("llm", "dense", "neo4j", "server", "notebooks", "fast", "bench", "dev", "all")
 
 # Import names whose distribution on PyPI is called otherwise.
 DISTRIBUTIONS = {

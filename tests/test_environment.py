@@ -66,8 +66,8 @@ def test_the_core_is_small_and_the_extras_are_complete():
     assert not core & {"torch", "sentence-transformers", "chromadb", "llama-cpp-python", "neo4j", "fastapi",
                        "jupyterlab", "papermill", "rank-bm25", "bm25s", "pytest"}
     extras = project["optional-dependencies"]
-    assert {"llm", "dense", "neo4j", "server", "notebooks", "all", "bench", "dev"} <= set(extras)
-    assert extras["all"] == ["ragkit[llm,dense,neo4j,server,notebooks]"]
+    assert {"llm", "dense", "neo4j", "server", "notebooks", "fast", "all", "bench", "dev"} <= set(extras)
+    assert extras["all"] == ["ragkit[llm,dense,neo4j,server,notebooks,fast]"]
 
 
 def test_environment_yml_names_the_same_packages_as_pyproject():

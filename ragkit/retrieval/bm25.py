@@ -84,6 +84,7 @@ class BM25Index:
     meta: dict = field(default_factory=dict)
     _by_row: sp.csr_matrix | None = field(default=None, repr=False, compare=False)
     _positions: dict | None = field(default=None, repr=False, compare=False)
+    _positive: bool | None = field(default=None, repr=False, compare=False)
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -211,6 +212,22 @@ class BM25Index:
         scores, matched = self._scores(query_tokens)
         return _top_k(matched, scores[matched], k)
 
+    @property
+    def positive_weights(self) -> bool:
+        """Every (document, term) weight is above zero (so a score above zero means a shared
+        term); false only for an IDF that goes negative on very common terms."""
+        if self._positive is None:
+            self._positive = bool(self.weights.data.size == 0 or self.weights.data.min() > 0)
+        return self._positive
+
+    def top_k_many(self, queries: Sequence[Sequence[str]], k: int, *, threads: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``top_k_tokens`` for a batch of tokenized queries, with the same results, compiled
+        (numba, ``threads`` cores) when ``ragkit[fast]`` is installed
+        (``ragkit.retrieval.bm25_batch``)."""
+        from .bm25_batch import top_k_many
+
+        return top_k_many(self, queries, k, threads=threads)
+
     def search(self, query: str, k: int = 10, *, boost: bool | None = None,
                candidates: int | None = None) -> list[Hit]:
         """The ``k`` best documents for ``query``.
@@ -235,6 +252,30 @@ class BM25Index:
                             boost=float(self.boost[i]) if boost else 0.0, text=d.text,
                             title=d.title, source=d.source))
         return hits
+
+    def search_many(self, queries: Sequence[str], k: int = 10, *, boost: bool | None = None,
+                    threads: int = 1) -> list[list[Hit]]:
+        """``search(query, k, boost=boost)`` for every query, the same hits, ranked as one
+        batch (``top_k_many``: compiled with ``ragkit[fast]``, on ``threads`` cores). A query
+        that takes the structural boost (``boost=True``, or None and it asks for steps) is
+        ranked alone by ``search``."""
+        if k < 1:
+            raise InputError(f"k: must be at least 1, got {k}")
+        boosted = [boost if boost is not None else is_procedural_query(q) for q in queries]
+        plain = [i for i, b in enumerate(boosted) if not b]
+        ranked = self.top_k_many([self.tokenizer(queries[i]) for i in plain], k, threads=threads)
+        out: list[list[Hit]] = [[] for _ in queries]
+        for i, (order, scores) in zip(plain, ranked):
+            hits = []
+            for j, score in zip(order.tolist(), scores.tolist()):
+                d = self.docs[j]
+                hits.append(Hit(index=j, doc_id=d.doc_id, score=score, bm25=score, boost=0.0,
+                                text=d.text, title=d.title, source=d.source))
+            out[i] = hits
+        for i, b in enumerate(boosted):
+            if b:
+                out[i] = self.search(queries[i], k, boost=True)
+        return out
 
     def hit(self, doc_id: str, score: float) -> Hit:
         """A Hit for a document found another way (dense retrieval, fusion)."""

@@ -1,0 +1,117 @@
+"""Batch BM25 (``top_k_many``, ``search_many``): the same documents and the same scores, to
+the last bit, as the per-query path, compiled (numba) or not, on one thread or two; and
+``eval retrieval``'s batch ranking equals the per-query one."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+
+from ragkit.errors import InputError, MissingExtraError
+from ragkit.retrieval import bm25_batch
+from ragkit.retrieval.bm25 import BM25Index, BM25Params
+from ragkit.text import Tokenizer
+
+from .conftest import shared
+
+
+def _same(ranked, reference) -> None:
+    assert len(ranked) == len(reference)
+    for (idx, scores), (ref_idx, ref_scores) in zip(ranked, reference):
+        assert np.array_equal(idx, ref_idx) and np.array_equal(scores, ref_scores)
+
+
+@pytest.fixture(scope="module")
+def scifact_tokens(scifact_docs):
+    tok = Tokenizer(lang="en")
+    queries = [json.loads(line)["text"] for line in shared("scifact", "queries.jsonl").open()][:400]
+    return [tok(d.full_text) for d in scifact_docs], [tok(q) for q in queries]
+
+
+@pytest.mark.parametrize("idf", ["okapi", "robertson", "lucene"])
+def test_batch_equals_per_query_on_scifact(scifact_tokens, idf):
+    corpus, queries = scifact_tokens
+    index = BM25Index.from_tokens(corpus, BM25Params(idf=idf))
+    for k in (1, 10, 100, len(corpus) + 5):
+        reference = [index.top_k_tokens(q, k) for q in queries]
+        _same(bm25_batch.top_k_many(index, queries, k), reference)
+        if k == 10:
+            _same(bm25_batch.top_k_many(index, queries, k, threads=2), reference)
+            _same(bm25_batch.top_k_many(index, queries, k, compiled=False), reference)
+
+
+def test_batch_with_weights_at_or_below_zero():
+    """Robertson's IDF goes negative for a term in most documents: a document that shares
+    only such terms scores below zero and is still ranked (it shares a term); one sharing
+    none is not. Repeated and unknown query terms count as in the per-query path."""
+    corpus = [["common", "rare"], ["common"], ["common", "other"], ["common", "x"], ["y"]]
+    index = BM25Index.from_tokens(corpus, BM25Params(idf="robertson"))
+    assert not index.positive_weights
+    queries = [["common"], ["common", "rare", "common"], ["nowhere"], [], ["y", "common", "zzz"]]
+    for k in (1, 2, 10):
+        reference = [index.top_k_tokens(q, k) for q in queries]
+        _same(bm25_batch.top_k_many(index, queries, k), reference)
+    ranked = bm25_batch.top_k_many(index, [["common"]], 10)[0]
+    assert sorted(ranked[0].tolist()) == [0, 1, 2, 3] and (ranked[1] < 0).all()
+
+
+def test_ties_go_to_the_earlier_document():
+    corpus = [["a", "b"], ["a", "c"], ["a", "d"], ["a", "e"], ["b"]] * 30
+    index = BM25Index.from_tokens(corpus, BM25Params(idf="lucene"))
+    for k in (1, 3, 7, 50):
+        reference = [index.top_k_tokens(["a"], k), index.top_k_tokens(["a", "b"], k)]
+        _same(bm25_batch.top_k_many(index, [["a"], ["a", "b"]], k), reference)
+    assert bm25_batch.top_k_many(index, [["a"]], 3)[0][0].tolist() == [0, 1, 2]
+
+
+def test_search_many_equals_search(manual_index):
+    questions = ["Các bước khởi động máy nén khí?", "kiểm tra mức dầu", "an toàn khi vận hành máy tiện",
+                 "quy trình thay dao phay", "xyzzy plugh", "máy khoan"]
+    for boost in (None, False, True):
+        batch = manual_index.search_many(questions, k=5, boost=boost)
+        single = [manual_index.search(q, k=5, boost=boost) for q in questions]
+        assert batch == single
+    assert manual_index.search_many(questions, k=5)[4] == []
+    with pytest.raises(InputError, match="k: must be at least 1"):
+        manual_index.search_many(questions, k=0)
+    with pytest.raises(InputError, match="threads: must be at least 1"):
+        manual_index.top_k_many([["máy"]], 3, threads=0)
+
+
+def test_without_numba_the_numpy_path_answers(monkeypatch, manual_index):
+    questions = [manual_index.tokenizer(q) for q in ("máy nén khí", "dầu bôi trơn", "an toàn")]
+    reference = [manual_index.top_k_tokens(q, 4) for q in questions]
+    monkeypatch.setitem(sys.modules, "numba", None)         # as if numba were not installed
+    monkeypatch.setattr(bm25_batch, "_KERNEL", [])
+    _same(bm25_batch.top_k_many(manual_index, questions, 4), reference)
+    assert bm25_batch.kernel() is None
+    with pytest.raises(MissingExtraError, match=r"numba is not installed: pip install 'ragkit\[fast\]'"):
+        bm25_batch.top_k_many(manual_index, questions, 4, compiled=True)
+
+
+def test_eval_retrieval_batch_ranks_as_retrieve(tmp_path):
+    """``eval retrieval --method bm25`` ranks all queries as one batch; its run is the one
+    ``retrieve`` gives query by query."""
+    from ragkit.config import LexicalConfig
+    from ragkit.corpus import load_beir_queries, load_corpus
+    from ragkit.eval.retrieval import evaluate_retrieval
+    from ragkit.retrieval.search import retrieve
+
+    from .conftest import scifact_subset
+
+    rows, docs, queries = scifact_subset(40, 300)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (tmp_path / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join("\t".join(r) + "\n" for r in rows))
+    result = evaluate_retrieval(corpus, tmp_path / "queries.jsonl", tmp_path / "qrels.tsv", method="bm25",
+                                keep_run=True, threads=2, progress=False)
+    index = BM25Index.for_corpus(load_corpus(corpus), "auto", progress=False)
+    config = LexicalConfig(k=100, depth=100, mmr=False, method="bm25")
+    texts = load_beir_queries(tmp_path / "queries.jsonl")
+    for qid, ranked in result["run"].items():
+        _, hits = retrieve(index, texts[qid], config)
+        assert ranked == [(h.doc_id, h.score) for h in hits]
