@@ -43,6 +43,20 @@ def test_batch_equals_per_query_on_scifact(scifact_tokens, idf):
             _same(bm25_batch.top_k_many(index, queries, k, compiled=False), reference)
 
 
+@pytest.mark.parametrize("idf", ["robertson", "lucene"])
+def test_batch_of_rare_terms_reads_only_the_documents_touched(scifact_tokens, idf):
+    """Queries of rare terms only (few postings: the loop keeps the touched documents and
+    reads just those, in the order it met them) rank as the per-query path does, ties too."""
+    corpus, queries = scifact_tokens
+    index = BM25Index.from_tokens(corpus, BM25Params(idf=idf))
+    df = np.diff(index.weights.indptr)
+    rare = [[t for t in q if t in index.vocab and df[index.vocab[t]] <= 20] for q in queries]
+    rare = [q for q in rare if q] + [q[:1] * 3 for q in rare if q]      # and a repeated term
+    assert sum(int(df[[index.vocab[t] for t in q]].sum()) * 4 < len(corpus) for q in rare) > 100
+    for k in (1, 10, 50):
+        _same(bm25_batch.top_k_many(index, rare, k), [index.top_k_tokens(q, k) for q in rare])
+
+
 def test_batch_with_weights_at_or_below_zero():
     """Robertson's IDF goes negative for a term in most documents: a document that shares
     only such terms scores below zero and is still ranked (it shares a term); one sharing
@@ -54,6 +68,13 @@ def test_batch_with_weights_at_or_below_zero():
     for k in (1, 2, 10):
         reference = [index.top_k_tokens(q, k) for q in queries]
         _same(bm25_batch.top_k_many(index, queries, k), reference)
+    # and on a larger corpus, where queries of rare terms touch few documents
+    corpus = [["common", f"w{i % 50}"] + (["extra"] if i % 7 == 0 else []) for i in range(400)]
+    larger = BM25Index.from_tokens(corpus, BM25Params(idf="robertson"))
+    assert not larger.positive_weights
+    queries = [["w3"], ["w3", "w3", "zz"], ["extra", "w4"], ["w1", "common"], ["common"]]
+    for k in (1, 5, 20):
+        _same(bm25_batch.top_k_many(larger, queries, k), [larger.top_k_tokens(q, k) for q in queries])
     ranked = bm25_batch.top_k_many(index, [["common"]], 10)[0]
     assert sorted(ranked[0].tolist()) == [0, 1, 2, 3] and (ranked[1] < 0).all()
 
