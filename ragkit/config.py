@@ -158,6 +158,7 @@ class LLMConfig:
     use_mlock: bool = False
     reask_vietnamese: bool = True
     judge_claims: bool = False      # the model confirms claims the claim check finds borderline
+    reuse_prefix: bool = True       # GGUF: keep the system turn's KV cache between questions
     server_url: str | None = None   # an OpenAI-compatible server instead of the GGUF in process
     server_timeout: float = 120.0   # seconds for one request to that server
     server_model: str | None = None # the model named in each request (None: the server's first)

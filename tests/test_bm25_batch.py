@@ -19,6 +19,7 @@ from .conftest import shared
 
 
 def _same(ranked, reference) -> None:
+    """Same documents and scores as the per-query path."""
     assert len(ranked) == len(reference)
     for (idx, scores), (ref_idx, ref_scores) in zip(ranked, reference):
         assert np.array_equal(idx, ref_idx) and np.array_equal(scores, ref_scores)
@@ -75,6 +76,9 @@ def test_batch_with_weights_at_or_below_zero():
     queries = [["w3"], ["w3", "w3", "zz"], ["extra", "w4"], ["w1", "common"], ["common"]]
     for k in (1, 5, 20):
         _same(bm25_batch.top_k_many(larger, queries, k), [larger.top_k_tokens(q, k) for q in queries])
+    # the per-document scratch kept with the index for the next batch is left clean
+    (scores, seen, _), = larger._scratch
+    assert not scores.any() and not seen.any()
     ranked = bm25_batch.top_k_many(index, [["common"]], 10)[0]
     assert sorted(ranked[0].tolist()) == [0, 1, 2, 3] and (ranked[1] < 0).all()
 

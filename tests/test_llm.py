@@ -202,3 +202,27 @@ def test_generation_uses_every_available_core(gguf):
 
     llama = gguf._llama or gguf._load()
     assert llama.context_params.n_threads == llama.context_params.n_threads_batch == available_cores() >= 1
+
+
+def test_the_system_turn_is_evaluated_once_and_answers_stay_the_same(gguf):
+    """A chat that opens with the system turn of the previous one evaluates only its own
+    tokens, and answers as a model that starts every chat from a cleared cache does."""
+    system = {"role": "system", "content": "Trả lời ngắn gọn bằng tiếng Việt, chỉ dựa vào tài liệu."}
+    first = [system, {"role": "user", "content": "Tài liệu: Máy nén khí cần kiểm tra dầu.\nCâu hỏi: Cần kiểm tra gì?"}]
+    second = [system, {"role": "user", "content": "Tài liệu: Máy tiện cần thay dầu mỗi tháng.\nCâu hỏi: Khi nào thay dầu?"}]
+    gguf.chat(first, max_tokens=12)
+    hits = gguf.prefix_hits
+    reused = gguf.chat(second, max_tokens=12)
+    assert gguf.prefix_hits == hits + 1
+    assert 0 < reused.extra["prompt_tokens"] < reused.prompt_tokens    # llama.cpp evaluated only the rest
+    cleared = GGUFModel(LLMConfig(n_threads=2, reuse_prefix=False))
+    try:
+        fresh = cleared.chat(second, max_tokens=12)
+        assert fresh.text == reused.text and fresh.extra["prompt_tokens"] == fresh.prompt_tokens
+        assert cleared.prefix_hits == 0
+    finally:
+        cleared.close()
+    other = [{"role": "system", "content": "Answer in English."}, second[1]]
+    gguf.chat(other, max_tokens=4)
+    gguf.chat(second[1:], max_tokens=4)          # no system turn: nothing to keep
+    assert gguf.prefix_hits == hits + 1

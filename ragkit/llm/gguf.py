@@ -122,6 +122,9 @@ class GGUFModel:
         self._lock = threading.Lock()
         self._generating = threading.Lock()
         self._grammars: dict = {}       # GBNF text -> its checked llama_cpp.LlamaGrammar (the latest few)
+        self._formatter = None          # the chat template, rendering a system turn alone
+        self._prefixes: dict[str, list[int] | None] = {}   # system text -> its tokens (the latest few)
+        self.prefix_hits = 0            # chats whose system turn was already in the KV cache
         self.chat_format = self.config.chat_format
         # Close llama.cpp handles before interpreter teardown (their __del__ fails late).
         atexit.register(self.close)
@@ -223,8 +226,8 @@ class GGUFModel:
         stops = list(dict.fromkeys([*stop, CHATML_STOP]))
         constraint = self.grammar(grammar) if grammar is not None else None
         with self._generating:  # one llama.cpp context: one generation at a time
-            self.llama.reset()  # no KV-cache reuse between calls: each answer stands alone
             self.native_timings(reset=True)
+            self._start(messages)
             try:
                 out = self.llama.create_chat_completion(
                     messages=list(messages), max_tokens=max_tokens, temperature=temperature,
@@ -244,6 +247,67 @@ class GGUFModel:
                           finish_reason=choice.get("finish_reason") or "",
                           prompt_tokens=int(usage.get("prompt_tokens", 0)),
                           completion_tokens=int(usage.get("completion_tokens", 0)), extra=counters)
+
+    def _start(self, messages: Sequence[dict]) -> None:
+        """Ready the KV cache for a chat. Nothing of an earlier chat is kept but its system
+        turn: when this chat opens with the same one, those tokens are not evaluated again;
+        otherwise the cache is cleared and the system turn evaluated on its own. Either way
+        the system turn's cache comes from the same evaluation of the same tokens, and the
+        rest of the prompt is evaluated after it, so an answer does not depend on what was
+        asked before."""
+        llama = self.llama
+        prefix = self._system_prefix(messages) if self.config.reuse_prefix else None
+        if prefix is None:
+            llama.reset()
+            return
+        if llama.n_tokens >= len(prefix) and list(llama.input_ids[: len(prefix)]) == prefix:
+            self.prefix_hits += 1
+            llama.n_tokens = len(prefix)        # generate() keeps these and evaluates the rest
+            return
+        llama.reset()
+        llama.eval(prefix)
+
+    def _system_prefix(self, messages: Sequence[dict]) -> list[int] | None:
+        """The tokens the chat template gives the opening system message, when the whole
+        prompt's tokens begin with exactly them (templates that join the system text to the
+        first user turn, or a tokenization that merges across the boundary: None)."""
+        if len(messages) < 2 or messages[0].get("role") != "system":
+            return None
+        key = messages[0].get("content") or ""
+        if key not in self._prefixes:
+            formatter = self._chat_formatter()
+            tokens = None
+            if formatter is not None:
+                alone = formatter(messages=[messages[0]]).prompt
+                whole = formatter(messages=[messages[0], {"role": "user", "content": "?"}]).prompt
+                if whole.startswith(alone):
+                    tokens = self.llama.tokenize(alone.encode("utf-8"), add_bos=True, special=True)
+                    full = self.llama.tokenize(whole.encode("utf-8"), add_bos=True, special=True)
+                    if full[: len(tokens)] != tokens or len(tokens) < 2:
+                        tokens = None
+            if len(self._prefixes) >= GRAMMARS_KEPT:
+                self._prefixes.pop(next(iter(self._prefixes)))
+            self._prefixes[key] = tokens
+        return self._prefixes[key]
+
+    def _chat_formatter(self):
+        """The prompt renderer create_chat_completion uses (the GGUF's template, or ChatML),
+        without the assistant's opening; None for a format rendered another way."""
+        if self._formatter is None:
+            with requires_extra("llm"):
+                from llama_cpp import llama_chat_format
+
+            llama = self.llama
+            template = {"chatml": llama_chat_format.CHATML_CHAT_TEMPLATE,
+                        "chat_template.default": llama.metadata.get("tokenizer.chat_template")}.get(llama.chat_format)
+            if not template:
+                return None
+            vocab = llama._model
+            eos, bos = llama.token_eos(), llama.token_bos()
+            self._formatter = llama_chat_format.Jinja2ChatFormatter(
+                template=template, eos_token=vocab.token_get_text(eos) if eos >= 0 else "",
+                bos_token=vocab.token_get_text(bos) if bos >= 0 else "", add_generation_prompt=False)
+        return self._formatter
 
     def choice_logprobs(self, prompt: str, choices: Sequence[str]) -> list[float]:
         """Log-probabilities that the token after ``prompt`` (raw text, special tokens

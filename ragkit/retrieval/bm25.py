@@ -85,6 +85,7 @@ class BM25Index:
     _by_row: sp.csr_matrix | None = field(default=None, repr=False, compare=False)
     _positions: dict | None = field(default=None, repr=False, compare=False)
     _positive: bool | None = field(default=None, repr=False, compare=False)
+    _scratch: list = field(default_factory=list, repr=False, compare=False)   # bm25_batch's free workspaces
 
     # ------------------------------------------------------------------ building
     @classmethod

@@ -1,0 +1,244 @@
+"""A million documents end to end: BM25 index time, peak memory, size on disk, load time,
+queries/s one at a time and batched, p95 latency, for ragkit and bm25s (numba backend) in the
+same run; and the dense path: embedding throughput and Chroma insert and query times at
+100,000 vectors.
+
+    .venv/bin/python bench/scale.py [--docs 1000000] [--vectors 100000]   -> outputs/bench/scale.json
+
+The corpus is generated (seeded): short documents (8 to 40 words, 20 on average) drawn from
+a 200,000-word vocabulary with Zipfian frequencies (exponent 1.07, as word counts in English
+text roughly follow), and 1,000 queries of 2 to 6 words drawn from the same law without its
+300 most common words (queries name content words). Each library runs in its own process,
+so its peak memory (the child's max RSS) is its own; both get the same token lists, written
+once to a file. Memory is the process's peak including the token lists it read.
+
+The dense figures: MiniLM's throughput on 2,000 of the generated documents (in process,
+CPU), and a Chroma collection (embedded, in a folder) filled with 100,000 random unit
+vectors of MiniLM's 384 dimensions, in batches of 5,000, then queried 200 times for the top
+10 (embedding 100,000 documents on 2 cores would take over an hour, and Chroma's timings do
+not depend on where the vectors came from).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from _common import ROOT, write
+
+K = 10
+VOCAB = 200_000
+ZIPF_S = 1.07
+
+
+def generate(n_docs: int, n_queries: int, seed: int = 7) -> tuple[list[list[str]], list[list[str]]]:
+    """Token lists of the documents and queries (words are "w<rank>")."""
+    rng = np.random.default_rng(seed)
+    ranks = np.arange(1, VOCAB + 1, dtype=np.float64)
+    p = ranks ** -ZIPF_S
+    p /= p.sum()
+    words = np.array([f"w{r}" for r in range(VOCAB)], dtype=object)
+    lengths = np.clip(rng.poisson(20, n_docs), 8, 40)
+    flat = rng.choice(VOCAB, size=int(lengths.sum()), p=p)
+    cuts = np.cumsum(lengths)[:-1]
+    docs = [list(words[part]) for part in np.split(flat, cuts)]
+    q = p.copy()
+    q[:300] = 0
+    q /= q.sum()
+    qlen = rng.integers(2, 7, n_queries)
+    qflat = rng.choice(VOCAB, size=int(qlen.sum()), p=q)
+    queries = [list(words[part]) for part in np.split(qflat, np.cumsum(qlen)[:-1])]
+    return docs, queries
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def folder_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def latencies(search_one, queries) -> dict:
+    times = []
+    for q in queries:
+        started = time.perf_counter()
+        search_one(q)
+        times.append(time.perf_counter() - started)
+    return {"qps": round(len(queries) / sum(times), 1), "p50_ms": round(1000 * statistics.median(times), 3),
+            "p95_ms": round(1000 * float(np.percentile(times, 95)), 3)}
+
+
+def batch_qps(search_all, queries, rounds: int = 5) -> dict:
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        search_all(queries)
+        times.append(time.perf_counter() - started)
+    return {"qps_median": round(len(queries) / statistics.median(times), 1),
+            "qps_min": round(len(queries) / max(times), 1), "qps_max": round(len(queries) / min(times), 1)}
+
+
+def run_ragkit(tokens_file: Path, work: Path) -> dict:
+    from ragkit.corpus import Doc
+    from ragkit.retrieval.bm25 import BM25Index
+
+    with tokens_file.open("rb") as f:
+        docs_tokens, queries = pickle.load(f)
+    base_mb = peak_rss_mb()
+    docs = [Doc(doc_id=f"d{i}", text=" ".join(t)) for i, t in enumerate(docs_tokens)]
+    started = time.perf_counter()
+    index = BM25Index.from_tokens(docs_tokens, docs=docs)
+    index_s = time.perf_counter() - started
+    built_mb = peak_rss_mb()
+    started = time.perf_counter()
+    index.save(work / "ragkit-index")
+    save_s = time.perf_counter() - started
+    del index
+    started = time.perf_counter()
+    index = BM25Index.load(work / "ragkit-index")
+    load_s = time.perf_counter() - started
+    index.top_k_many(queries[:10], K)           # compile (or load the cached compiled loop)
+    single = latencies(lambda q: index.top_k_tokens(q, K), queries)
+    batched = {f"{t}_thread{'s' * (t > 1)}": batch_qps(lambda qs, t=t: index.top_k_many(qs, K, threads=t), queries)
+               for t in (1, 2)}
+    return {"index_s": round(index_s, 2), "save_s": round(save_s, 2), "load_s": round(load_s, 2),
+            "disk_mb": round(folder_mb(work / "ragkit-index"), 1), "postings": int(index.weights.nnz),
+            "peak_rss_mb": round(peak_rss_mb(), 1), "rss_after_tokens_mb": round(base_mb, 1),
+            "rss_after_build_mb": round(built_mb, 1), "single": single, "batch": batched}
+
+
+def run_bm25s(tokens_file: Path, work: Path) -> dict:
+    import bm25s
+
+    with tokens_file.open("rb") as f:
+        docs_tokens, queries = pickle.load(f)
+    base_mb = peak_rss_mb()
+    started = time.perf_counter()
+    retriever = bm25s.BM25(backend="numba")
+    retriever.index(docs_tokens, show_progress=False)
+    index_s = time.perf_counter() - started
+    built_mb = peak_rss_mb()
+    started = time.perf_counter()
+    retriever.save(str(work / "bm25s-index"))
+    save_s = time.perf_counter() - started
+    del retriever
+    started = time.perf_counter()
+    retriever = bm25s.BM25.load(str(work / "bm25s-index"))
+    retriever.backend = "numba"
+    load_s = time.perf_counter() - started
+
+    def many(qs, threads=1):
+        return retriever.retrieve(qs, k=K, show_progress=False, n_threads=threads, backend_selection="numba")
+
+    many(queries[:10])
+    single = latencies(lambda q: many([q]), queries)
+    batched = {f"{t}_thread{'s' * (t > 1)}": batch_qps(lambda qs, t=t: many(qs, t), queries) for t in (1, 2)}
+    return {"index_s": round(index_s, 2), "save_s": round(save_s, 2), "load_s": round(load_s, 2),
+            "disk_mb": round(folder_mb(work / "bm25s-index"), 1), "peak_rss_mb": round(peak_rss_mb(), 1),
+            "rss_after_tokens_mb": round(base_mb, 1), "rss_after_build_mb": round(built_mb, 1),
+            "single": single, "batch": batched}
+
+
+def run_dense(tokens_file: Path, work: Path, n_vectors: int) -> dict:
+    from ragkit.embeddings import default_embedder
+    from ragkit.stores.chroma import ChromaVectors
+
+    with tokens_file.open("rb") as f:
+        docs_tokens, _ = pickle.load(f)
+    texts = [" ".join(t) for t in docs_tokens[:2000]]
+    embedder = default_embedder("minilm")
+    embedder.encode_passages(texts[:64], progress=False)          # load the model
+    started = time.perf_counter()
+    embedder.encode_passages(texts, progress=False)
+    embed_s = time.perf_counter() - started
+    rng = np.random.default_rng(11)
+    vectors = ChromaVectors(str(work / "chroma"), "scale")
+    insert = []
+    for start in range(0, n_vectors, 5000):
+        part = rng.standard_normal((min(5000, n_vectors - start), 384)).astype(np.float32)
+        part /= np.linalg.norm(part, axis=1, keepdims=True)
+        ids = [f"d{i}" for i in range(start, start + len(part))]
+        began = time.perf_counter()
+        vectors.upsert(ids, part, [{"fingerprint": "x"}] * len(part), ids)
+        insert.append(time.perf_counter() - began)
+    probes = rng.standard_normal((200, 384)).astype(np.float32)
+    probes /= np.linalg.norm(probes, axis=1, keepdims=True)
+    times = []
+    for v in probes:
+        began = time.perf_counter()
+        vectors.query(v, K)
+        times.append(time.perf_counter() - began)
+    return {"embedder": embedder.name, "embedded_docs": len(texts), "embed_docs_per_s": round(len(texts) / embed_s, 1),
+            "chroma_vectors": vectors.count(), "chroma_insert_s": round(sum(insert), 1),
+            "chroma_insert_vectors_per_s": round(n_vectors / sum(insert), 1),
+            "chroma_query_p50_ms": round(1000 * statistics.median(times), 2),
+            "chroma_query_p95_ms": round(1000 * float(np.percentile(times, 95)), 2),
+            "chroma_disk_mb": round(folder_mb(work / "chroma"), 1), "peak_rss_mb": round(peak_rss_mb(), 1)}
+
+
+def child(which: str, tokens_file: str, work: str, n_vectors: int) -> dict:
+    """Run one part in a fresh process and return its JSON (its own peak memory)."""
+    done = subprocess.run([sys.executable, __file__, "--child", which, "--tokens", tokens_file, "--work", work,
+                           "--vectors", str(n_vectors)], capture_output=True, text=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    if done.returncode != 0:
+        raise SystemExit(f"{which} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--vectors", type=int, default=100_000)
+    parser.add_argument("--child", choices=("ragkit", "bm25s", "dense"))
+    parser.add_argument("--tokens")
+    parser.add_argument("--work")
+    args = parser.parse_args()
+    if args.child:
+        part = {"ragkit": run_ragkit, "bm25s": run_bm25s}.get(args.child)
+        result = part(Path(args.tokens), Path(args.work)) if part else \
+            run_dense(Path(args.tokens), Path(args.work), args.vectors)
+        print(json.dumps(result))
+        return
+    started = time.perf_counter()
+    docs, queries = generate(args.docs, args.queries)
+    generate_s = time.perf_counter() - started
+    with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
+        tokens_file = Path(tmp) / "tokens.pickle"
+        with tokens_file.open("wb") as f:
+            pickle.dump((docs, queries), f, protocol=pickle.HIGHEST_PROTOCOL)
+        postings_words = sum(len(d) for d in docs)
+        del docs
+        results = {}
+        for which in ("ragkit", "bm25s", "dense"):
+            print(f"{which} ...", flush=True)
+            results[which] = child(which, str(tokens_file), tmp, args.vectors)
+            print(json.dumps(results[which]), flush=True)
+    summary = {
+        "batch_qps_ratio_vs_bm25s_numba_1_thread": round(
+            results["ragkit"]["batch"]["1_thread"]["qps_median"] / results["bm25s"]["batch"]["1_thread"]["qps_median"], 2),
+        "single_qps_ratio_vs_bm25s_numba": round(results["ragkit"]["single"]["qps"] / results["bm25s"]["single"]["qps"], 2),
+        "index_time_ratio_vs_bm25s": round(results["ragkit"]["index_s"] / results["bm25s"]["index_s"], 2),
+        "peak_rss_under_8_gb": max(results[w]["peak_rss_mb"] for w in results) < 8192,
+    }
+    write("scale", {"docs": args.docs, "queries": args.queries, "words": postings_words, "vocabulary": VOCAB,
+                    "zipf_exponent": ZIPF_S, "generate_s": round(generate_s, 1), "k": K,
+                    "results": results, "summary": summary})
+    print(summary)
+
+
+if __name__ == "__main__":
+    main()
