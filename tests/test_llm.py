@@ -205,24 +205,32 @@ def test_generation_uses_every_available_core(gguf):
 
 
 def test_the_system_turn_is_evaluated_once_and_answers_stay_the_same(gguf):
-    """A chat that opens with the system turn of the previous one evaluates only its own
-    tokens, and answers as a model that starts every chat from a cleared cache does."""
+    """A chat that opens with a system turn met before evaluates only its own tokens (the
+    system turn's cache is still there, or kept and put back), and answers as a model that
+    meets that system turn for the first time."""
     system = {"role": "system", "content": "Trả lời ngắn gọn bằng tiếng Việt, chỉ dựa vào tài liệu."}
     first = [system, {"role": "user", "content": "Tài liệu: Máy nén khí cần kiểm tra dầu.\nCâu hỏi: Cần kiểm tra gì?"}]
     second = [system, {"role": "user", "content": "Tài liệu: Máy tiện cần thay dầu mỗi tháng.\nCâu hỏi: Khi nào thay dầu?"}]
+    other = [{"role": "system", "content": "Answer in English, briefly."}, second[1]]
     gguf.chat(first, max_tokens=12)
     hits = gguf.prefix_hits
     reused = gguf.chat(second, max_tokens=12)
     assert gguf.prefix_hits == hits + 1
     assert 0 < reused.extra["prompt_tokens"] < reused.prompt_tokens    # llama.cpp evaluated only the rest
-    cleared = GGUFModel(LLMConfig(n_threads=2, reuse_prefix=False))
-    try:
-        fresh = cleared.chat(second, max_tokens=12)
-        assert fresh.text == reused.text and fresh.extra["prompt_tokens"] == fresh.prompt_tokens
-        assert cleared.prefix_hits == 0
-    finally:
-        cleared.close()
-    other = [{"role": "system", "content": "Answer in English."}, second[1]]
-    gguf.chat(other, max_tokens=4)
-    gguf.chat(second[1:], max_tokens=4)          # no system turn: nothing to keep
-    assert gguf.prefix_hits == hits + 1
+    gguf.chat(other, max_tokens=4)                # another system turn: evaluated, kept
+    restored = gguf.chat(second, max_tokens=12)   # the first one's cache put back
+    assert gguf.prefix_hits == hits + 2 and restored.text == reused.text
+    assert restored.extra["prompt_tokens"] == reused.extra["prompt_tokens"]
+    gguf.chat(second[1:], max_tokens=4)           # no system turn: nothing to keep
+    assert gguf.prefix_hits == hits + 2
+    for reuse in (True, False):
+        model = GGUFModel(LLMConfig(n_threads=2, reuse_prefix=reuse))
+        try:
+            fresh = model.chat(second, max_tokens=12)
+            assert model.prefix_hits == 0
+            if reuse:       # the same evaluation as the warmed model's: the same answer
+                assert fresh.text == reused.text
+            else:           # every chat evaluated whole
+                assert fresh.extra["prompt_tokens"] == fresh.prompt_tokens
+        finally:
+            model.close()

