@@ -80,25 +80,24 @@ def main() -> None:
     same = [a["answer"] == b["answer"] for a, b in zip(cold, warm)]
     repeat_same = [a["answer"] == b["answer"] for a, b in zip(warm[0::2], warm[1::2])]
 
-    def median(rows, key, **where):
-        values = [r[key] for r in rows if all(r[k] == v for k, v in where.items()) and r[key] is not None]
+    def median(rows, key, pipeline):
+        values = [r[key] for r in rows[1:] if r["pipeline"] == pipeline and r[key] is not None]
         return round(statistics.median(values), 1) if values else None
 
-    summary = {}
-    for name, rows in (("cleared", cold), ("reused", warm)):
-        summary[name] = {
-            "first_question_prompt_ms": rows[0]["prompt_ms"], "first_question_evaluated": rows[0]["evaluated_tokens"],
-            "same_question_again_prompt_ms_median": median(rows, "prompt_ms", repeat="again"),
-            "same_question_again_evaluated_median": median(rows, "evaluated_tokens", repeat="again"),
-            "after_other_pipeline_prompt_ms_median": median(rows[2:], "prompt_ms", repeat="first"),
-            "after_other_pipeline_evaluated_median": median(rows[2:], "evaluated_tokens", repeat="first"),
-        }
+    # per pipeline, every question but the run's very first (which meets a cold cache)
+    summary = {pipeline: {f"{name}_{key}": median(rows, key, pipeline)
+                          for name, rows in (("cleared", cold), ("reused", warm))
+                          for key in ("prompt_tokens", "evaluated_tokens", "prompt_ms")}
+               for pipeline in ("lexical", "spec")}
+    summary["first_question"] = {"cleared_evaluated_tokens": cold[0]["evaluated_tokens"],
+                                 "reused_evaluated_tokens": warm[0]["evaluated_tokens"]}
+    summary["reused"] = {}
     summary["reused"]["prefix_hits"] = warm[-1].get("prefix_hits")
     summary["same_answers_reused_vs_cleared"] = f"{sum(same)}/{len(same)}"
     summary["same_answer_first_and_again_reused"] = f"{sum(repeat_same)}/{len(repeat_same)}"
     write("prompt_reuse", {"model": Path(model_path).name, "questions": len(cold), "summary": summary,
                            "cleared": cold, "reused": warm})
-    for name in ("cleared", "reused"):
+    for name in ("lexical", "spec", "first_question", "reused"):
         print(name, summary[name])
     print("same answers", summary["same_answers_reused_vs_cleared"], summary["same_answer_first_and_again_reused"])
 
