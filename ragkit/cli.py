@@ -1,8 +1,11 @@
 """The ``ragkit`` command line. Every notebook step is also a command; ``--json`` prints one
 JSON object on stdout (the contract in PRODUCT.md: keep names and keys stable).
 
-Errors in the user's input print one line, ``ragkit: error: <input>: <problem>``, on stderr
-and exit with status 2.
+An error prints one line, ``ragkit: error: <input>: <problem>``, on stderr, and with
+``--json`` also ``{"error": {"type", "message", "exit_code"}}`` on stdout; the exit status
+says what went wrong (``ragkit.errors``): 2 usage, 3 bad input, 4 a dependency down or
+missing, 1 anything else. A question (``ask``, ``explain``, ``search --query``, ``check
+--answer``) given as ``-`` is read from stdin.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import Sequence
 
 from .config import CONCEPT_METHODS, DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS, METHODS, RERANKS, SEARCH_K, GraphConfig, LexicalConfig
 from .embeddings import EMBEDDER_CHOICES, EMBEDDERS
-from .errors import InputError, RagkitError
+from . import __version__
+from .errors import BAD_INPUT, OTHER, InputError, RagkitError, UsageError
 from .pipelines import PIPELINES
 from .eval.metrics import METRICS
 from .eval.significance import PERMUTATIONS
@@ -153,12 +157,47 @@ def _communities_line(info: dict) -> str:
             f"the largest to {largest} chunks) in {info['seconds']} s")
 
 
+def read_queries(path: str) -> dict[str, str]:
+    """Queries by id: a BEIR queries.jsonl, or a text file of one query per line (ids 1, 2 ...)."""
+    from .corpus import load_beir_queries
+    from .inputs import read_text
+
+    if path.endswith(".jsonl"):
+        return load_beir_queries(path)
+    lines = [line.strip() for line in read_text(path, "queries").splitlines()]
+    queries = {str(n): line for n, line in enumerate(lines, 1) if line}
+    if not queries:
+        raise InputError(f"--queries {path}: holds no query")
+    return queries
+
+
+def search_batch(args: argparse.Namespace) -> int:
+    """``search --queries``: every query ranked by BM25 in one batch (``search_many``)."""
+    from .retrieval.search import load_index
+
+    if args.method != "bm25" or args.mmr or args.rerank != "none":
+        raise InputError("--queries: a batch is ranked by BM25 alone (give --method bm25, without --mmr or --rerank)")
+    if args.threads < 1:
+        raise InputError(f"--threads: must be at least 1, got {args.threads}")
+    queries = read_queries(args.queries)
+    index = load_index(args.index)
+    ranked = index.search_many(list(queries.values()), k=args.k, threads=args.threads)
+    results = {qid: [{"doc_id": h.doc_id, "score": round(h.score, 6), "title": h.title, "source": h.source}
+                     for h in hits] for qid, hits in zip(queries, ranked)}
+    human = "\n".join(f"{qid}\t{i + 1}\t{r['score']:.3f}\t{r['doc_id']}"
+                      for qid, rows in results.items() for i, r in enumerate(rows))
+    _emit({"results": results, "method": "bm25", "queries": len(queries)}, args.json, human)
+    return 0
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from .config import LexicalConfig
     from .pipelines.base import check_question
     from .retrieval.communities import load_communities, rank_communities, route
     from .retrieval.search import load_concepts, load_dense, load_index, retrieve
 
+    if args.queries:
+        return search_batch(args)
     query = check_question(args.query)
     index = load_index(args.index)
     config = LexicalConfig(k=args.k, mmr=args.mmr,
@@ -526,7 +565,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                                 fusion=args.fusion, alpha=args.alpha, dense_dir=args.dense_dir,
                                 rerank=args.rerank, rerank_depth=args.rerank_depth, limit=args.limit,
                                 run_out=args.run_out, answers=args.answers, dedupe=args.dedupe,
-                                per_query=args.per_query, ignore_identical_ids=args.ignore_identical_ids)
+                                per_query=args.per_query, ignore_identical_ids=args.ignore_identical_ids,
+                                threads=args.threads)
     human = "\n".join(f"{k:>12}: {v}" for k, v in result.items() if not isinstance(v, dict))
     _emit(result, args.json, human)
     return 0
@@ -650,9 +690,63 @@ def _add_rerank_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rerank-depth", type=int, default=LEXICAL.rerank_depth, help="--rerank: candidates judged")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with a refused command line raised as ``UsageError`` so that ``main``
+    reports it like any other error (and as JSON with ``--json``)."""
+
+    def error(self, message: str):
+        command = self.prog.removeprefix("ragkit").strip() or "command line"
+        raise UsageError(f"{command}: {message} (see '{self.prog} --help')")
+
+
+# Help for the options that many commands share, by argparse dest; an option's own help wins.
+SHARED_HELP = {
+    "json": "print one JSON object on stdout (an error as {\"error\": ...})",
+    "corpus": "a BEIR corpus.jsonl or a folder of documents (.md, .txt, .docx, .pdf)",
+    "index": "an index folder made by 'ragkit index build'",
+    "store": "a graph store: a .json.gz file, or bolt://host:port for Neo4j",
+    "k1": "BM25 term-frequency saturation (default %(default)s)",
+    "b": "BM25 length normalisation, 0 to 1 (default %(default)s)",
+    "idf": "BM25's IDF formula (default %(default)s)",
+    "k": "how many results (default %(default)s)",
+    "mmr_lambda": "MMR: weight of relevance against diversity, 0 to 1 (default %(default)s)",
+    "method": "how candidates are found (default %(default)s)",
+    "fusion": "hybrid: how the BM25 and dense rankings are fused (default: the config's)",
+    "pipeline": "the pipeline that answers (default %(default)s)",
+    "question": "the question; - reads it from stdin",
+    "query": "the query; - reads it from stdin",
+    "term": "an abbreviation or a term",
+    "specs": "3GPP spec files (.docx, .pdf, .md)",
+    "kg": "causal: an evidence KG JSON",
+    "graph": "a folder made by 'ragkit graph build'",
+    "n_ctx": "the model's context size in tokens (default: $RAGKIT_N_CTX or 2048)",
+    "max_tokens": "the generation budget in tokens (default: the model config's, 320)",
+    "qrels": "BEIR qrels TSV (query-id, corpus-id, score)",
+    "questions": "the questions file",
+    "limit": "only the first N questions",
+    "param": "a notebook parameter NAME VALUE (repeatable)",
+    "out": "where to write",
+    "port": "the port to listen on (default %(default)s)",
+    "log_level": "uvicorn's log level (default %(default)s)",
+    "notebook": "a notebook file, e.g. notebooks/03_index_build.ipynb",
+}
+
+
+def _fill_help(parser: argparse.ArgumentParser) -> None:
+    """Give every option of every command without a help text the shared one."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _fill_help(sub)
+        elif action.help is None and action.dest in SHARED_HELP:
+            action.help = SHARED_HELP[action.dest]
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ragkit", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="ragkit", description="ragkit: retrieval-augmented and knowledge-graph question "
+                                               "answering with cited evidence, offline.")
+    parser.add_argument("--version", action="version", version=f"ragkit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     index = sub.add_parser("index", help="build lexical indexes").add_subparsers(dest="action", required=True)
     p = index.add_parser("build", help="index a BEIR corpus.jsonl or a folder of documents")
@@ -673,7 +767,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="search an index")
     p.add_argument("--index", required=True)
-    p.add_argument("--query", required=True)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--query")
+    which.add_argument("--queries", metavar="FILE",
+                       help="many queries as one batch (BM25 alone: --method bm25, no --mmr or --rerank): "
+                            "a BEIR queries.jsonl, or a text file with one query per line")
+    p.add_argument("--threads", type=int, default=1, help="--queries: threads for the batch (default %(default)s)")
     p.add_argument("--k", type=int, default=SEARCH_K)
     p.add_argument("--mmr", action="store_true", help="diversify the top 50 with MMR")
     p.add_argument("--mmr-lambda", type=float, default=LEXICAL.mmr_lambda)
@@ -793,6 +892,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="diversify the top 50 (cosine over vectors for dense/hybrid, Jaccard for bm25)")
     _add_rerank_options(p)
     p.add_argument("--limit", type=int, help="only the first N judged queries (a rerank is slow)")
+    p.add_argument("--threads", type=int, default=1,
+                   help="--method bm25 without --mmr or --rerank: threads ranking the queries as one batch "
+                        "(default %(default)s)")
     p.add_argument("--run-out", metavar="FILE",
                    help="write the run as a TREC run file: qid Q0 docid rank score tag (the tag: the method, "
                         "+mmr, +rerank)")
@@ -910,23 +1012,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="outputs/runs")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_run)
+    _fill_help(parser)
     return parser
 
 
+STDIN_ARGUMENTS = ("question", "query", "answer")     # "-" reads these from stdin
+
+
+def _read_stdin(args: argparse.Namespace) -> None:
+    """Replace the one argument given as ``-`` with what stdin holds."""
+    dashed = [name for name in STDIN_ARGUMENTS if getattr(args, name, None) == "-"]
+    if len(dashed) > 1:
+        raise InputError(f"-: only one argument can be read from stdin, got {', '.join(dashed)}")
+    if dashed:
+        setattr(args, dashed[0], sys.stdin.read().strip())
+
+
+def _fail(message: str, kind: str, code: int, as_json: bool) -> int:
+    """The one line on stderr (and the JSON error object on stdout); the exit status."""
+    print(f"ragkit: error: {message}", file=sys.stderr)
+    if as_json:
+        sys.stdout.write(json.dumps({"error": {"type": kind, "message": message, "exit_code": code}},
+                                    ensure_ascii=False) + "\n")
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
     try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        return _fail(str(exc), type(exc).__name__, exc.exit_code, as_json)
+    as_json = bool(getattr(args, "json", False))
+    try:
+        _read_stdin(args)
         return args.func(args)
     except RagkitError as exc:
-        print(f"ragkit: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+        return _fail(str(exc), type(exc).__name__, exc.exit_code, as_json)
     except ValueError as exc:  # a parameter our dataclasses refused
-        print(f"ragkit: error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(str(exc), "InputError", BAD_INPUT, as_json)
     except OSError as exc:     # a file the commands did not name themselves: still one line
-        print(f"ragkit: error: {exc.filename or 'a file'}: {(exc.strerror or str(exc)).lower()}", file=sys.stderr)
-        return 2
+        return _fail(f"{exc.filename or 'a file'}: {(exc.strerror or str(exc)).lower()}", "OSError", OTHER, as_json)
     except KeyboardInterrupt:
         print("ragkit: interrupted", file=sys.stderr)
         return 130

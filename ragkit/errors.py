@@ -1,28 +1,60 @@
 """ragkit's exceptions. Each message is one line that names the input and the problem,
-so the CLI can print it as it is and exit non-zero."""
+so the CLI can print it as it is and exit non-zero with the class's ``exit_code``:
+
+==  ===============================================================================
+2   usage: an unknown command or option, a missing or malformed argument (argparse)
+3   bad input: a file, parameter or question that cannot be used as given
+4   a dependency is down or missing: a store or server that cannot be reached, an
+    optional package that is not installed
+1   anything else: a model that fails, a place that cannot be written, a failed
+    notebook run (and a bug, with its traceback)
+==  ===============================================================================
+
+130 is an interrupt (Ctrl-C) and 143 a notebook run stopped by SIGTERM.
+"""
+
+USAGE = 2
+BAD_INPUT = 3
+DEPENDENCY = 4
+OTHER = 1
 
 
 class RagkitError(Exception):
     """Base class: a problem with the user's input or environment, not a bug."""
 
-    exit_code = 2
+    exit_code = OTHER
+
+
+class UsageError(RagkitError):
+    """A command line argparse refused (an unknown option, a missing argument)."""
+
+    exit_code = USAGE
 
 
 class InputError(RagkitError):
     """A file, parameter or question that cannot be used as given."""
+
+    exit_code = BAD_INPUT
 
 
 class MissingExtraError(RagkitError):
     """An optional package that is not installed; the message names the extra that brings
     it (``ragkit.extras``): ``chromadb is not installed: pip install 'ragkit[dense]'``."""
 
+    exit_code = DEPENDENCY
+
 
 class IndexFormatError(RagkitError):
     """An index folder that is missing, incomplete or from another format version."""
 
+    exit_code = BAD_INPUT
+
 
 class ModelError(RagkitError):
-    """A GGUF that cannot be loaded, or a generation that failed."""
+    """A GGUF that cannot be loaded (the file named, or a catalog model not installed), or
+    a generation that failed."""
+
+    exit_code = BAD_INPUT
 
 
 class GenerationError(ModelError):
@@ -31,11 +63,15 @@ class GenerationError(ModelError):
     from the evidence instead (``answer_source: "fallback"``); a model that cannot be loaded
     at all stays a ``ModelError``."""
 
+    exit_code = DEPENDENCY
+
 
 class StoreUnavailableError(RagkitError):
     """A store the command or the server depends on (Neo4j, a Chroma server) that cannot be
     reached or refuses our credentials: a failure on the serving side, not in the request,
     so the server answers 503 and the CLI exits non-zero with this one line."""
+
+    exit_code = DEPENDENCY
 
 
 class OutputError(RagkitError):

@@ -140,3 +140,27 @@ def test_eval_retrieval_batch_ranks_as_retrieve(tmp_path):
     for qid, ranked in result["run"].items():
         _, hits = retrieve(index, texts[qid], config)
         assert ranked == [(h.doc_id, h.score) for h in hits]
+
+
+def test_search_queries_file_ranks_as_search_query(manual_index_dir, tmp_path):
+    """``ragkit search --queries FILE`` (one batch) gives each query what ``--query`` gives."""
+    import subprocess
+
+    from .conftest import ROOT
+
+    questions = ["Các bước khởi động máy nén khí?", "kiểm tra mức dầu", "an toàn khi vận hành máy tiện"]
+    (tmp_path / "q.txt").write_text("\n".join(questions) + "\n", encoding="utf-8")
+
+    def run(*args):
+        done = subprocess.run([sys.executable, "-m", "ragkit.cli", "search", "--index", str(manual_index_dir),
+                               "--method", "bm25", "--k", "4", "--json", *args], capture_output=True, text=True,
+                              cwd=ROOT, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    batch = run("--queries", str(tmp_path / "q.txt"), "--threads", "2")
+    assert batch["queries"] == 3
+    for n, question in enumerate(questions, 1):
+        single = run("--query", question)["results"]
+        assert [(r["doc_id"], r["score"]) for r in batch["results"][str(n)]] == \
+            [(r["doc_id"], r["score"]) for r in single]

@@ -198,7 +198,7 @@ def test_required_field_null_is_refused_in_one_line(tmp_path):
     _write(tmp_path, data, "merged.json")
     out = subprocess.run([sys.executable, "-m", "ragkit.cli", "explain", "Vì sao PM2.5 tăng?", "--kg", str(path)],
                          capture_output=True, text=True, cwd=ROOT)
-    assert out.returncode == 2 and out.stdout == ""
+    assert out.returncode == 3 and out.stdout == ""
     assert out.stderr.strip() == (f"ragkit: error: kg {path}: edge 4 (sulfate → pm25), field strength: "
                                   f"is null (a required field)")
 
@@ -321,7 +321,7 @@ def test_explain_cli_contract_with_weather(tmp_path):
     assert data["empirical"] and data["empirical"][0]["checks"][0]["verdict"] in ("supports", "contradicts", "no_clear_difference")
     bad = subprocess.run([sys.executable, "-m", "ragkit.cli", "explain", "", "--kg", str(DEMO_KG)],
                          capture_output=True, text=True, cwd=ROOT)
-    assert bad.returncode == 2 and bad.stderr.strip() == "ragkit: error: question: is empty"
+    assert bad.returncode == 3 and bad.stderr.strip() == "ragkit: error: question: is empty"
 
 
 @pytest.mark.slow

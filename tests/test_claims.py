@@ -151,7 +151,7 @@ def test_ragkit_check_refuses_bad_evidence_in_one_line(tmp_path, content, proble
     if content is not None:
         path.write_text(content, encoding="utf-8")
     done = run_check("--answer", "x", "--evidence", str(path))
-    assert done.returncode == 2 and done.stdout == ""
+    assert done.returncode == 3 and done.stdout == ""
     assert problem in done.stderr and str(path) in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 

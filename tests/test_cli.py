@@ -21,9 +21,10 @@ def ragkit(*args, check=True):
     return proc
 
 
-def refused(*args, match):
+def refused(*args, match, code=3):
+    """One line naming the problem, nothing on stdout, and exit status ``code`` (3: bad input)."""
     proc = ragkit(*args, check=False)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.returncode == code, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ragkit: error: "), proc.stderr
     assert match in lines[0], lines[0]
@@ -116,3 +117,60 @@ def test_rebuild_replaces_index_atomically(tmp_path):
     names = sorted(p.name for p in tmp_path.iterdir())
     assert [n for n in names if not n.startswith(".ix.v-")] == ["ix"] and len(names) == 3
     assert out.is_symlink() and os.readlink(out) in names
+
+
+# --------------------------------------------------------------------------- manners
+def test_version_and_complete_help():
+    import argparse
+
+    from ragkit import __version__
+    from ragkit.cli import build_parser
+
+    assert ragkit("--version").stdout == f"ragkit {__version__}\n"
+    top = ragkit("--help").stdout
+    assert "``" not in top and "retrieval-augmented and knowledge-graph question answering" in top
+    missing = []
+
+    def walk(parser, path):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*path, name])
+            elif not action.help:
+                missing.append(f"{' '.join(path)} {'/'.join(action.option_strings) or action.dest}")
+
+    walk(build_parser(), ["ragkit"])
+    assert missing == []
+    assert "(default 1.5)" in ragkit("index", "build", "--help").stdout      # %(default)s filled in
+
+
+def test_a_question_from_stdin(manual_index_dir):
+    def ask(stdin, *extra):
+        return subprocess.run([sys.executable, "-m", "ragkit.cli", "ask", "-", "--index", str(manual_index_dir),
+                               "--no-llm", "--json", *extra], input=stdin, capture_output=True, text=True,
+                              env=ENV, cwd=ROOT, timeout=300)
+
+    done = ask("Các bước khởi động máy nén khí?\n")
+    data = json.loads(done.stdout)
+    assert done.returncode == 0 and data["question"] == "Các bước khởi động máy nén khí?"
+    assert data["citations"][0]["doc_id"] == "may_nen_khi.md#3"
+    empty = ask("")
+    assert empty.returncode == 3 and "question: is empty" in empty.stderr
+
+
+def test_exit_status_and_json_errors(tmp_path):
+    from .conftest import _free_port
+
+    usage = ragkit("ask", "--no-such-option", "x", "--json", check=False)
+    assert usage.returncode == 2 and usage.stderr.count("\n") == 1
+    assert json.loads(usage.stdout)["error"]["type"] == "UsageError"
+    bad = ragkit("ask", "x", "--index", tmp_path / "nothing", "--no-llm", "--json", check=False)
+    error = json.loads(bad.stdout)["error"]
+    assert bad.returncode == 3 and bad.stdout.count("\n") == 1
+    assert error == {"type": "IndexFormatError", "exit_code": 3,
+                     "message": bad.stderr.strip().removeprefix("ragkit: error: ")}
+    down = ragkit("ask", "What treats fever?", "--pipeline", "kg", "--store", f"bolt://127.0.0.1:{_free_port()}",
+                  "--no-llm", "--json", check=False)
+    assert down.returncode == 4 and json.loads(down.stdout)["error"]["type"] == "StoreUnavailableError"
+    plain = ragkit("ask", "x", "--index", tmp_path / "nothing", "--no-llm", check=False)
+    assert plain.returncode == 3 and plain.stdout == ""          # without --json, stdout stays empty

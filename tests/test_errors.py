@@ -45,7 +45,7 @@ def read_only(tmp_path):
 
 def test_index_build_into_a_full_disk_is_one_line(full_disk):
     refused("index", "build", "--corpus", MANUALS, "--out", full_disk / "ix",
-            match=f"{full_disk / 'ix'}: cannot write (no space left on the device)")
+            match=f"{full_disk / 'ix'}: cannot write (no space left on the device)", code=1)
     assert not [p for p in full_disk.iterdir()]        # nothing half-written left behind
 
 
@@ -57,7 +57,7 @@ def test_index_build_into_a_full_disk_is_one_line(full_disk):
 ])
 def test_writing_into_a_read_only_folder_is_one_line(read_only, command):
     args = [str(a).replace("{out}", str(read_only)) for a in command]
-    refused(*args, match=f"{args[-1]}: cannot write (a read-only file system)")
+    refused(*args, match=f"{args[-1]}: cannot write (a read-only file system)", code=1)
 
 
 def test_a_text_file_named_pdf_is_one_line(tmp_path):
@@ -80,7 +80,7 @@ def test_serve_refuses_a_store_path_with_nothing_behind_it(tmp_path, flag):
     typo = tmp_path / "tyop.json.gz"
     proc = subprocess.run([*RAGKIT, "serve", flag, str(typo), "--port", "0"], capture_output=True,
                           text=True, cwd=ROOT, env=ENV, timeout=30)
-    assert proc.returncode == 2, proc.stderr
+    assert proc.returncode == 3, proc.stderr
     assert proc.stderr.strip() == f"ragkit: error: {flag}: store {typo}: no such store " + \
         ("(import one with 'ragkit kg import')" if flag == "--store" else "(build one with 'ragkit kg build')")
 
@@ -103,7 +103,7 @@ def test_kg_refuses_an_over_long_question_like_the_other_pipelines(kg_store_file
     question = "What does Aspirin treat? " + "and also aspirin for pain " * 1500
     proc = subprocess.run([*RAGKIT, "ask", question, "--pipeline", "kg", "--store", str(kg_store_file)],
                           capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=120)
-    assert proc.returncode == 2 and proc.stdout == "", proc.stdout[:300]
+    assert proc.returncode == 3 and proc.stdout == "", proc.stdout[:300]
     assert proc.stderr.startswith("ragkit: error: question: too long for the model's context (")
     assert len(proc.stderr.strip().splitlines()) == 1
 

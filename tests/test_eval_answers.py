@@ -136,7 +136,7 @@ def test_cli_on_the_vietnamese_manual_questions(tmp_path):
     assert data["contains_gold"] >= 0.9 and data["citation_recall"] >= 0.9   # the evidence holds the answers
     assert all(r["em"] == 0.0 for r in data["details"])                       # quotes are not short answers
     bad = run("eval", "answers", "--questions", tmp_path / "none.jsonl", "--index", index)
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert bad.returncode == 3 and bad.stderr.count("\n") == 1
 
 
 @pytest.mark.slow

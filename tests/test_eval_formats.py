@@ -22,7 +22,7 @@ def _json(capsys, argv) -> dict:
 
 
 def _error(capsys, argv) -> list[str]:
-    assert main([*map(str, argv)]) == 2
+    assert main([*map(str, argv)]) == 3
     return capsys.readouterr().err.strip().splitlines()
 
 

@@ -25,7 +25,7 @@ def test_the_message_names_the_package_and_the_extra():
         with extras.requires_extra("dense"):
             import chromadb_that_is_not_there  # noqa: F401
     assert str(caught.value) == "chromadb_that_is_not_there is not installed: pip install 'ragkit[dense]'"
-    assert isinstance(caught.value, RagkitError) and caught.value.exit_code == 2
+    assert isinstance(caught.value, RagkitError) and caught.value.exit_code == 4
     assert doctest.testmod(extras).failed == 0
 
 

@@ -202,7 +202,7 @@ def test_a_read_only_target_is_an_error_and_leaves_the_index(tmp_path, other_cor
     ro = mounted("--bind", src, tmp_path / "ro")
     assert _mount("-o", "remount,bind,ro", str(ro))
     proc = ragkit("index", "build", "--corpus", other_corpus, "--out", ro / "ix", "--dense", "minilm")
-    assert proc.returncode == 2, proc.stderr
+    assert proc.returncode == 1, proc.stderr     # a place that cannot be written
     assert proc.stderr.startswith("ragkit: error: ") and "read-only file system" in proc.stderr.lower()
     assert "Traceback" not in proc.stderr
     assert dense_ids(ro / "ix") == before

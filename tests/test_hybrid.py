@@ -155,7 +155,7 @@ def test_index_build_dense_and_hybrid_search_and_ask(tmp_path):
     plain = tmp_path / "plain"
     assert ragkit("index", "build", "--corpus", str(MANUALS), "--out", str(plain)).returncode == 0
     refused = ragkit("search", "--index", str(plain), "--query", query, "--method", "dense")
-    assert refused.returncode == 2
+    assert refused.returncode == 3
     assert refused.stderr.strip() == ("ragkit: error: --method dense: this index has no dense vectors "
                                       "(build it with 'ragkit index build --dense')")
 

@@ -213,7 +213,7 @@ def test_cli_import_ask_and_follow_up(tmp_path):
     assert data["pipeline"] == "kg" and data["trace"]["context_store"]["final_result_total"] == 1
     assert data["citations"][0]["title"] == "Juvenile Idiopathic Arthritis -[AFFECTS]-> Liver"
     bad = ragkit("ask", FOLLOW_UP, "--pipeline", "kg", "--store", store, "--history", EDGES)
-    assert bad.returncode == 2 and "--history" in bad.stderr and bad.stdout == ""
+    assert bad.returncode == 3 and "--history" in bad.stderr and bad.stdout == ""
 
 
 def test_written_answers_pass_the_entity_check_names_matched_longest_first(nx_kg):

@@ -66,6 +66,6 @@ def test_cli_model_commands(tmp_path):
     listed = run("list")
     assert listed.returncode == 0 and "qwen2.5-coder-1.5b: not installed" in listed.stdout
     missing = run("path", "qwen2.5-coder-1.5b")
-    assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "not installed" in missing.stderr
+    assert missing.returncode == 3 and missing.stderr.count("\n") == 1 and "not installed" in missing.stderr
     unknown = run("install", "gpt-9")
-    assert unknown.returncode == 2 and "not in the catalog" in unknown.stderr
+    assert unknown.returncode == 3 and "not in the catalog" in unknown.stderr

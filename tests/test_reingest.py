@@ -205,7 +205,7 @@ def test_asking_a_store_path_that_does_not_exist_is_one_line(pipeline, hint, tmp
 
     missing = tmp_path / "no" / "store.json.gz"
     code = main(["ask", "What is SCP?", "--pipeline", pipeline, "--store", str(missing), "--no-llm"])
-    assert code == 2
+    assert code == 3
     assert capsys.readouterr().err == f"ragkit: error: store {missing}: no such store ({hint})\n"
     assert not missing.parent.exists()
 

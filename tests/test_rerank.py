@@ -140,7 +140,7 @@ def test_rerank_through_the_cli_is_timed_and_traced(tmp_path):
     assert data["trace"]["mmr_similarity"] == "jaccard"
     bad = ragkit("search", "--index", str(index), "--query", query, "--k", "5", "--rerank", "llm",
                  "--rerank-depth", "3")
-    assert bad.returncode == 2
+    assert bad.returncode == 3
     assert bad.stderr.strip() == "ragkit: error: rerank_depth: must be at least k (5), got 3"
 
 

@@ -109,7 +109,7 @@ def test_rebuild_refuses_unknown_parameters_and_a_second_rebuild(tmp_path):
             rebuild([INDEX_NB], {}, out_root=tmp_path)
         out = subprocess.run([sys.executable, "-m", "ragkit.cli", "rebuild", str(INDEX_NB), "--out", str(tmp_path)],
                              capture_output=True, text=True, timeout=120)
-        assert out.returncode == 2 and out.stderr.startswith("ragkit: error: rebuild: another rebuild is running")
+        assert out.returncode == 1 and out.stderr.startswith("ragkit: error: rebuild: another rebuild is running")
     finally:
         holder.kill()
         holder.wait()

@@ -218,7 +218,7 @@ def test_serve_refuses_bad_options():
     run = lambda *a: subprocess.run([sys.executable, "-m", "ragkit.cli", "serve", *a], capture_output=True,
                                     text=True, timeout=60, env={**os.environ})
     out = run("--port", "0")
-    assert out.returncode == 2 and out.stderr.strip() == ("ragkit: error: serve: no source given "
+    assert out.returncode == 3 and out.stderr.strip() == ("ragkit: error: serve: no source given "
                                                           "(--index, --spec-store, --kg, --graph, --store, or --demo DIR)")
     out = run("--kg", "data/merged_knowledge_graph.json", "--timeout", "0")
-    assert out.returncode == 2 and out.stderr.strip() == "ragkit: error: --timeout: must be positive, got 0.0"
+    assert out.returncode == 3 and out.stderr.strip() == "ragkit: error: --timeout: must be positive, got 0.0"

@@ -68,13 +68,13 @@ def test_serve_refuses_to_listen_beyond_loopback_without_a_key():
     out = subprocess.run([sys.executable, "-m", "ragkit.cli", "serve", "--host", "0.0.0.0", "--port", "0",
                           "--kg", "data/merged_knowledge_graph.json", "--timeout", "0"], capture_output=True,
                          text=True, timeout=60, env=env)
-    assert out.returncode == 2
+    assert out.returncode == 3
     assert out.stderr.startswith("ragkit: error: --host 0.0.0.0: listening beyond loopback needs --api-key "
                                  "or RAGKIT_API_KEY") and out.stderr.count("\n") == 1
     out = subprocess.run([sys.executable, "-m", "ragkit.cli", "serve", "--host", "0.0.0.0",
                           "--kg", "data/merged_knowledge_graph.json", "--timeout", "0"], capture_output=True,
                          text=True, timeout=60, env={**env, "RAGKIT_API_KEY": "short"})
-    assert out.returncode == 2 and "must be at least 16 printable ASCII characters" in out.stderr
+    assert out.returncode == 3 and "must be at least 16 printable ASCII characters" in out.stderr
 
 
 def test_every_endpoint_but_health_needs_the_key(server):

@@ -334,9 +334,9 @@ def test_cli_commands(tmp_path, neo4j_uri):
                               "--store", store, "--json").stdout)
     assert set(data) == {"n", "answered", "accuracy"} and data["n"] >= 4 and data["accuracy"] == 1.0
     bad = env_run("kg", "build", "--specs", tmp_path / "missing.pdf", "--store", store)
-    assert bad.returncode == 2 and bad.stderr.startswith("ragkit: error: spec ")
+    assert bad.returncode == 3 and bad.stderr.startswith("ragkit: error: spec ")
     down = env_run("terms", "resolve", "SCP", "--store", f"bolt://127.0.0.1:{_closed_port()}")
-    assert down.returncode == 2 and "not reachable" in down.stderr
+    assert down.returncode == 4 and "not reachable" in down.stderr
 
 
 def test_extraction_quality_on_tr_21905():

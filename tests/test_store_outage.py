@@ -72,11 +72,11 @@ def test_a_neo4j_killed_under_the_server_is_a_503_and_ready_false(tmp_path):
             assert all(state.startswith("error: ") and uri in state for state in pipelines.values()), pipelines
         assert "Traceback" not in (tmp_path / "server.log").read_text()
 
-    # The command line, with the database gone: exit 2 and one line naming it.
+    # The command line, with the database gone: exit 4 (a dependency down) and one line naming it.
     for args in (["ask", "What is SCP?", "--pipeline", "spec", "--store", uri, "--no-llm"],
                  ["ask", "What treats fever?", "--pipeline", "kg", "--store", uri, "--no-llm"]):
         proc = ragkit(*args)
-        assert proc.returncode == 2, proc.stderr
+        assert proc.returncode == 4, proc.stderr
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and uri in lines[0], proc.stderr
 
