@@ -69,6 +69,20 @@ def test_the_wheel_ships_its_data_files_license_and_one_version(core):
     assert out[0] == "True" and "site-packages/ragkit/demo_data" in out[1]
 
 
+def test_the_public_api_in_the_core(core):
+    """``from ragkit import ...`` works without extras: BM25 built and searched in batch
+    (numpy, no numba), the spec question asked from Python."""
+    code = ("import ragkit\n"
+            "from ragkit import BM25Index, demo_data_dir, load_document_folder, tokenizer_for\n"
+            "index = BM25Index.build(load_document_folder(demo_data_dir() / 'manuals'), tokenizer_for('vi'))\n"
+            "hits = index.search_many(['kiểm tra mức dầu máy nén khí'], k=1)\n"
+            "print(hits[0][0].doc_id, ragkit.__version__)")
+    out = subprocess.run([str(core[1] / "python"), "-c", code], capture_output=True, text=True,
+                         env=clean_environment(), cwd=core[2])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == "may_nen_khi.md#3"
+
+
 def test_bm25_index_and_search(core):
     built = ragkit(core, "index", "build", "--corpus", "corpus", "--out", "index", "--json")
     assert built.returncode == 0, built.stderr
