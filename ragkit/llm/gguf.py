@@ -107,6 +107,19 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def gpu_layers(asked: int | None) -> int:
+    """The layers llama.cpp is asked to put on the GPU: ``asked`` (``RAGKIT_N_GPU_LAYERS``;
+    -1 is all of them), or when not set all of them if this llama.cpp build can offload
+    (CUDA, Metal, Vulkan ...) and none otherwise. A CPU-only build runs every layer on the
+    CPU whatever it is asked."""
+    if asked is not None:
+        return asked
+    with requires_extra("llm"):
+        import llama_cpp
+
+    return -1 if llama_cpp.llama_supports_gpu_offload() else 0
+
+
 class GGUFModel:
     """A llama-cpp-python model behind the ``LLM`` interface."""
 
@@ -150,7 +163,7 @@ class GGUFModel:
             with suppress_stdout_stderr(disable=False):
                 threads = cfg.n_threads or available_cores()
                 llama = Llama(model_path=str(self.path), n_ctx=cfg.n_ctx, n_threads=threads, n_threads_batch=threads,
-                              seed=cfg.seed, use_mmap=cfg.use_mmap, use_mlock=cfg.use_mlock,
+                              n_gpu_layers=gpu_layers(cfg.n_gpu_layers), seed=cfg.seed, use_mmap=cfg.use_mmap, use_mlock=cfg.use_mlock,
                               chat_format=cfg.chat_format, verbose=False)
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"model {self.path}: llama.cpp could not load it ({exc})") from None
