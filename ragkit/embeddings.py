@@ -77,6 +77,10 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._cache[t] for t in texts])
 
+    def count_tokens(self, texts: list[str], input_type: str = "query") -> int:
+        """Tokens the model reads for ``texts`` (``/v1/embeddings`` reports them as usage)."""
+        raise NotImplementedError
+
     def embed(self, texts: list[str], input_type: str = "query") -> np.ndarray:
         """``texts`` embedded as queries or passages, nothing memoized and no progress bar:
         what ``POST /v1/embeddings`` serves."""

@@ -94,7 +94,7 @@ def embed(request: EmbeddingRequest) -> tuple[np.ndarray, int]:
     embedder = local_embedder(kind)
     with _MODEL_LOCKS[kind]:          # one request at a time per model: it uses every core
         vectors = embedder.embed(request.texts, request.input_type)
-        tokens = embedder.count_tokens(request.texts, request.input_type)   # type: ignore[attr-defined]
+        tokens = embedder.count_tokens(request.texts, request.input_type)
     return vectors, tokens
 
 

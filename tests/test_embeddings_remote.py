@@ -398,6 +398,13 @@ def test_a_server_that_is_down_is_one_line_from_the_cli(tmp_path):
     assert len(out.stderr.strip().splitlines()) == 1
 
 
+def test_an_embedding_server_takes_no_sources():
+    out = subprocess.run([sys.executable, "-m", "ragkit.cli", "serve", "--embeddings-only", "--index", "x"],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 2 and out.stderr.strip() == (
+        "ragkit: error: --embeddings-only: serves the embedding models alone; drop --index")
+
+
 # --------------------------------------------------------------------------- device and GPU layers
 @pytest.mark.slow
 def test_device_auto_is_the_cpu_here_and_minilm_runs_there():

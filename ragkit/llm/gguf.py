@@ -2,7 +2,9 @@
 
 The model file is memory-mapped (``use_mmap``) and not locked in RAM (``use_mlock=False``),
 so loading is quick and the OS may page it. Nothing loads until the first token count or
-generation. Decoding is deterministic: temperature 0 (greedy) and a fixed seed.
+generation. Decoding is deterministic: temperature 0 (greedy) and a fixed seed. With a
+llama-cpp-python built for a GPU, every layer goes there unless ``RAGKIT_N_GPU_LAYERS`` says
+how many (``gpu_layers``); the CPU build runs them all on the CPU.
 """
 
 from __future__ import annotations
