@@ -632,13 +632,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     env_key = Settings.from_env().api_key
     keys = check_keys(args.api_key or ([env_key] if env_key else []))
     check_exposure(args.host, keys)      # before any source is built
+    given = [flag for flag in ("demo", "index", "spec_store", "kg", "graph", "store") if getattr(args, flag)]
+    if args.embeddings_only and given:
+        raise InputError(f"--embeddings-only: serves the embedding models alone; drop --{given[0].replace('_', '-')}")
     if args.demo:
         sources = build_demo_sources(args.demo, progress=sys.stderr.isatty())
     else:
         sources = Sources(index=args.index, spec_store=args.spec_store, kg=args.kg, graph=args.graph,
                           kg_store=args.store, weather=args.weather)
-    if not any(getattr(sources, f) for f in ("index", "spec_store", "kg", "graph", "kg_store")):
-        raise InputError("serve: no source given (--index, --spec-store, --kg, --graph, --store, or --demo DIR)")
+    if not args.embeddings_only and not any(getattr(sources, f) for f in ("index", "spec_store", "kg", "graph",
+                                                                          "kg_store")):
+        raise InputError("serve: no source given (--index, --spec-store, --kg, --graph, --store, or --demo DIR; "
+                         "or --embeddings-only)")
     _require_store_files(sources)        # a mistyped path fails now, not as a "ready" empty store
     for flag, value in (("--port", args.port), ("--workers", args.workers), ("--max-body", args.max_body),
                         ("--sessions-per-key", args.sessions_per_key), ("--questions-per-key", args.questions_per_key)):
@@ -653,7 +658,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          sessions_per_key=args.sessions_per_key, questions_per_key=args.questions_per_key,
                          read_timeout_s=args.read_timeout)
     serve(service, host=args.host, port=args.port, limits=limits, log_level=args.log_level, keys=keys,
-          cors_origins=args.cors_origin or [], log_questions=args.log_questions)
+          cors_origins=args.cors_origin or [], log_questions=args.log_questions,
+          embeddings_only=args.embeddings_only)
     return 0
 
 
@@ -980,6 +986,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weather", help="causal: a weather CSV for condition checks")
     p.add_argument("--graph", help="graph: a built graph folder")
     p.add_argument("--store", help="kg: a typed KG store (file or bolt://)")
+    p.add_argument("--embeddings-only", action="store_true",
+                   help="no pipelines: serve POST /v1/embeddings alone (an embedding server for RAGKIT_EMBED_URL)")
     p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M; $RAGKIT_LLM_URL for a server)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to answer one question (504 after)")
     p.add_argument("--max-body", type=int, default=64 * 1024, help="bytes in a request or WebSocket message (413 over)")

@@ -16,6 +16,10 @@ variable                    what it sets
 ``RAGKIT_LLM_RETRY_S``      seconds a request to that server may take in all, retries included (default 30)
 ``RAGKIT_N_CTX``            the model's context size in tokens (default 2048)
 ``RAGKIT_THREADS``          llama.cpp threads for prompt and generation (default: every core available)
+``RAGKIT_N_GPU_LAYERS``     the GGUF's layers llama.cpp puts on the GPU (-1: all; default: all when its build can, else 0)
+``RAGKIT_EMBED_URL``        OpenAI-compatible ``/v1/embeddings`` servers that embed instead of this process (comma-separated: a pool)
+``RAGKIT_EMBED_API_KEY``    the bearer token sent to those servers (never logged)
+``RAGKIT_DEVICE``           where in-process embedders run: ``auto`` (default: CUDA when torch sees it), ``cpu``, ``cuda``, ``cuda:1`` ...
 ``CHROMA_URL``              a Chroma server (``http://host:port``) for vectors, instead of a folder
 ``NEO4J_USER``              the Neo4j user for ``bolt://`` stores (default ``neo4j``)
 ``NEO4J_PASSWORD``          its password (default ``ragkit-neo4j``, what tools/neo4j sets)
@@ -35,6 +39,7 @@ Tests and benchmarks read ``RAGKIT_SHARED`` (where ../shared/datasets is) and ``
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
@@ -164,6 +169,7 @@ class LLMConfig:
     server_model: str | None = None # the model named in each request (None: the server's first)
     retry_deadline: float = 30.0    # seconds for one request's tries in all (429, 5xx, resets)
     api_key: str | None = field(default=None, repr=False)   # that server's bearer token
+    n_gpu_layers: int | None = None # layers on the GPU (-1: all); None: all when llama.cpp can offload, else 0
 
     def __post_init__(self) -> None:
         _check(self.n_ctx >= 256, "n_ctx", f"must be at least 256, got {self.n_ctx}")
@@ -176,6 +182,8 @@ class LLMConfig:
                "RAGKIT_LLM_URL", f"must be an http(s) URL, got {self.server_url!r}")
         _check(self.server_timeout > 0, "server_timeout", f"must be positive, got {self.server_timeout}")
         _check(self.retry_deadline >= 0, "RAGKIT_LLM_RETRY_S", f"must be 0 or more, got {self.retry_deadline}")
+        _check(self.n_gpu_layers is None or self.n_gpu_layers >= -1, "RAGKIT_N_GPU_LAYERS",
+               f"must be -1 (all) or a number of layers, got {self.n_gpu_layers}")
 
     @property
     def context_tokens(self) -> int:
@@ -185,13 +193,13 @@ class LLMConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> "LLMConfig":
         """Defaults, then ``RAGKIT_GGUF`` / ``RAGKIT_LLM_URL`` / ``RAGKIT_LLM_API_KEY`` /
-        ``RAGKIT_LLM_MODEL`` / ``RAGKIT_LLM_RETRY_S`` / ``RAGKIT_N_CTX`` / ``RAGKIT_THREADS``
-        (``Settings``), then overrides."""
+        ``RAGKIT_LLM_MODEL`` / ``RAGKIT_LLM_RETRY_S`` / ``RAGKIT_N_CTX`` / ``RAGKIT_THREADS`` /
+        ``RAGKIT_N_GPU_LAYERS`` (``Settings``), then overrides."""
         settings = Settings.from_env(env)
         values: dict[str, Any] = {"model_path": settings.gguf, "server_url": settings.llm_url,
                                   "api_key": settings.llm_api_key, "server_model": settings.llm_model,
                                   "retry_deadline": settings.llm_retry_s, "n_ctx": settings.n_ctx,
-                                  "n_threads": settings.threads}
+                                  "n_threads": settings.threads, "n_gpu_layers": settings.n_gpu_layers}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**{k: v for k, v in values.items() if v is not None})
 
@@ -209,6 +217,10 @@ class Settings:
     llm_retry_s: float | None = None                         # RAGKIT_LLM_RETRY_S
     n_ctx: int | None = None                                 # RAGKIT_N_CTX
     threads: int | None = None                               # RAGKIT_THREADS
+    n_gpu_layers: int | None = None                          # RAGKIT_N_GPU_LAYERS
+    embed_urls: tuple[str, ...] = ()                         # RAGKIT_EMBED_URL (comma-separated)
+    embed_api_key: str | None = field(default=None, repr=False)    # RAGKIT_EMBED_API_KEY
+    device: str = "auto"                                     # RAGKIT_DEVICE
     chroma_url: str | None = None                            # CHROMA_URL
     neo4j_user: str | None = None                            # NEO4J_USER
     neo4j_password: str | None = field(default=None, repr=False)   # NEO4J_PASSWORD
@@ -257,10 +269,19 @@ class Settings:
 
         url = text("RAGKIT_LLM_URL")
         ci = text("CI")
+        embed_urls = tuple(u.strip().rstrip("/") for u in (text("RAGKIT_EMBED_URL") or "").split(",") if u.strip())
+        for embed_url in embed_urls:
+            _check(embed_url.startswith(("http://", "https://")), "RAGKIT_EMBED_URL",
+                   f"must be http(s) URLs separated by commas, got {embed_url!r}")
+        device = (text("RAGKIT_DEVICE") or "auto").strip().lower()
+        _check(device in ("auto", "cpu", "mps") or re.fullmatch(r"cuda(:\d+)?", device) is not None,
+               "RAGKIT_DEVICE", f"must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
         return cls(gguf=text("RAGKIT_GGUF"), models_dir=text("RAGKIT_MODELS"), llm_url=url.rstrip("/") if url else None,
                    llm_api_key=text("RAGKIT_LLM_API_KEY"), llm_model=text("RAGKIT_LLM_MODEL"),
                    llm_retry_s=number("RAGKIT_LLM_RETRY_S"), n_ctx=integer("RAGKIT_N_CTX"),
-                   threads=integer("RAGKIT_THREADS"), chroma_url=text("CHROMA_URL"),
+                   threads=integer("RAGKIT_THREADS"), n_gpu_layers=integer("RAGKIT_N_GPU_LAYERS"),
+                   embed_urls=embed_urls, embed_api_key=text("RAGKIT_EMBED_API_KEY"), device=device,
+                   chroma_url=text("CHROMA_URL"),
                    neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),
                    neo4j_database=text("NEO4J_DATABASE"), api_key=text("RAGKIT_API_KEY"),
                    kill_at=text("RAGKIT_KILL_AT"), progress=flag("RAGKIT_PROGRESS"),

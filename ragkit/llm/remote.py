@@ -11,7 +11,8 @@ server runs the same model.
 A request the server refuses for now (429, 500, 502, 503, 504) or whose connection it
 resets is tried again after an exponential backoff with jitter (0.5 s, 1 s, 2 s ... at most
 8 s, each between half and all of that), or after the server's ``Retry-After``; no new try
-starts later than ``RAGKIT_LLM_RETRY_S`` (30 s) after the first. Other refusals (400, 401,
+starts later than ``RAGKIT_LLM_RETRY_S`` (30 s) after the first (``send_retrying``, which the
+remote embedder, ``ragkit.embeddings_remote``, sends its requests through too). Other refusals (400, 401,
 404 ...) and a server that refuses connections are not tried again.
 """
 
@@ -28,7 +29,7 @@ import time
 from typing import Callable, Iterator, Sequence
 
 from ..config import LLMConfig
-from ..errors import GenerationError, ModelError
+from ..errors import GenerationError, ModelError, RagkitError
 from ..extras import requires_extra
 from .base import Generation, collect_stream
 from .gguf import CHATML_STOP
@@ -64,6 +65,71 @@ def retry_after_s(response: httpx.Response) -> float | None:
     except (TypeError, ValueError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+@contextlib.contextmanager
+def transport_errors(what: str, timeout: float, error: type[RagkitError] = ModelError) -> Iterator[None]:
+    """httpx's timeouts and connection errors as one-line ``error``s that start with ``what``
+    (``llm server http://...``)."""
+    try:
+        yield
+    except httpx.TimeoutException:
+        raise error(f"{what}: no reply within {timeout:g} s") from None
+    except httpx.HTTPError as exc:
+        raise error(f"{what}: not reachable ({type(exc).__name__}: {exc})") from None
+
+
+def refusal(response: httpx.Response, what: str, error: type[RagkitError] = ModelError) -> RagkitError:
+    """A refused request as one line: ``what``, the status, and the server's own message."""
+    try:
+        detail = response.json()
+        detail = detail.get("error", detail) if isinstance(detail, dict) else detail
+        detail = detail.get("message", detail) if isinstance(detail, dict) else detail
+    except ValueError:
+        detail = response.text
+    detail = " ".join(str(detail).split())[:300]
+    return error(f"{what}: HTTP {response.status_code} ({detail})")
+
+
+def send_retrying(http: httpx.Client, request: Callable[[], httpx.Request], *, what: str, timeout: float,
+                  deadline: float, rng: random.Random, error: type[RagkitError] = ModelError,
+                  stream: bool = False, final: Callable[[httpx.Response], bool] | None = None) -> httpx.Response:
+    """The server's response to ``request()``, tried again while the server refuses it for
+    now (``RETRY_STATUSES``, a reset connection) and no new try would start ``deadline``
+    seconds after the first; then a one-line ``error`` starting with ``what``. ``final(response)``
+    may say a refusal is not worth a new try. With ``stream``, the response is open: the
+    caller closes it. ServerLLM and RemoteEmbedder send every request through here."""
+    started, tries = time.monotonic(), 0
+    while True:
+        tries += 1
+        response, why = None, ""
+        with transport_errors(what, timeout, error):
+            try:
+                response = http.send(request(), stream=stream)
+            except RESETS as exc:
+                why = f"connection reset ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
+        if response is not None:
+            if response.status_code not in RETRY_STATUSES:
+                return response
+            if stream:
+                with transport_errors(what, timeout, error):
+                    response.read()
+                response.close()
+            if final is not None and final(response):
+                return response
+        wait = backoff_s(tries, rng)
+        asked = retry_after_s(response) if response is not None else None
+        if asked is not None:
+            wait = asked
+        spent = time.monotonic() - started
+        if spent + wait > deadline:
+            gave_up = (f"; gave up after {tries} {'try' if tries == 1 else 'tries'} in {spent:.1f} s "
+                       f"(RAGKIT_LLM_RETRY_S {deadline:g} s"
+                       + (f", Retry-After {asked:g} s)" if asked is not None else ")"))
+            if response is None:
+                raise error(f"{what}: {why}{gave_up}")
+            raise error(f"{refusal(response, what, error)}{gave_up}")
+        time.sleep(wait)
 
 
 def response_format(schema: dict, form: str) -> dict:
@@ -103,65 +169,23 @@ class ServerLLM:
     def _transport_errors(self, error: type[ModelError] = ModelError) -> Iterator[None]:
         """httpx's timeouts and connection errors as one-line ``error``s (a GenerationError
         while writing an answer, so the answer stage can fall back)."""
-        try:
+        with transport_errors(f"llm server {self.url}", self.config.server_timeout, error):
             yield
-        except httpx.TimeoutException:
-            raise error(f"llm server {self.url}: no reply within {self.config.server_timeout:g} s") from None
-        except httpx.HTTPError as exc:
-            raise error(f"llm server {self.url}: not reachable ({type(exc).__name__}: {exc})") from None
 
     def _send(self, path: str, body: dict | None = None, error: type[ModelError] = ModelError, *,
               method: str = "POST", stream: bool = False,
               final: Callable[[httpx.Response], bool] | None = None) -> httpx.Response:
-        """The server's response to one request, tried again while the server refuses it for
-        now (``RETRY_STATUSES``, a reset connection) and the retry deadline allows; then a
-        one-line ``error``. ``final(response)`` may say a refusal is not worth a new try. With
-        ``stream``, the response is open: the caller closes it."""
-        started, tries = time.monotonic(), 0
-        while True:
-            tries += 1
-            response, why = None, ""
-            with self._transport_errors(error):
-                try:
-                    response = self._http.send(self._http.build_request(method, path, json=body), stream=stream)
-                except RESETS as exc:
-                    why = f"connection reset ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"
-            if response is not None:
-                if response.status_code not in RETRY_STATUSES:
-                    return response
-                if stream:
-                    with self._transport_errors(error):
-                        response.read()
-                    response.close()
-                if final is not None and final(response):
-                    return response
-            wait = backoff_s(tries, self._rng)
-            asked = retry_after_s(response) if response is not None else None
-            if asked is not None:
-                wait = asked
-            spent = time.monotonic() - started
-            if spent + wait > self.config.retry_deadline:
-                gave_up = (f"; gave up after {tries} {'try' if tries == 1 else 'tries'} in {spent:.1f} s "
-                           f"(RAGKIT_LLM_RETRY_S {self.config.retry_deadline:g} s"
-                           + (f", Retry-After {asked:g} s)" if asked is not None else ")"))
-                if response is None:
-                    raise error(f"llm server {self.url}: {why}{gave_up}")
-                failed = self._fail(response, error)
-                raise error(f"{failed}{gave_up}")
-            time.sleep(wait)
+        """The server's response to one request, with ``send_retrying``'s tries."""
+        return send_retrying(self._http, lambda: self._http.build_request(method, path, json=body),
+                             what=f"llm server {self.url}", timeout=self.config.server_timeout,
+                             deadline=self.config.retry_deadline, rng=self._rng, error=error, stream=stream,
+                             final=final)
 
     def _post(self, path: str, body: dict, error: type[ModelError] = ModelError) -> httpx.Response:
         return self._send(path, body, error)
 
     def _fail(self, response: httpx.Response, error: type[ModelError] = ModelError) -> ModelError:
-        try:
-            detail = response.json()
-            detail = detail.get("error", detail) if isinstance(detail, dict) else detail
-            detail = detail.get("message", detail) if isinstance(detail, dict) else detail
-        except ValueError:
-            detail = response.text
-        detail = " ".join(str(detail).split())[:300]
-        return error(f"llm server {self.url}: HTTP {response.status_code} ({detail})")
+        return refusal(response, f"llm server {self.url}", error)
 
     # ----------------------------------------------------------------- the model
     def model(self, error: type[ModelError] = ModelError) -> str:

@@ -1,6 +1,8 @@
 """Dense retrieval over the same chunks as BM25: chunk embeddings in Chroma,
 built once with a progress bar and reused (a chunk is embedded again only when its text or
-the model changed), searched by cosine."""
+the model changed), searched by cosine. A vector is fingerprinted with the model's name, not
+with where it was computed: vectors a ``RemoteEmbedder`` (``RAGKIT_EMBED_URL``) made are
+reused by the model in process, and the other way round."""
 
 from __future__ import annotations
 
@@ -65,7 +67,8 @@ class DenseIndex:
                           progress=progress, disable=not todo) as bar:
             for start in range(0, len(todo), batch):
                 part = todo[start:start + batch]
-                vectors = self.embedder.encode_passages([d.full_text for d in part])
+                # progress=False: this bar counts the chunks, the embedder draws none of its own
+                vectors = self.embedder.encode_passages([d.full_text for d in part], progress=False)
                 self.vectors.upsert([d.doc_id for d in part], vectors,
                                     [{"fingerprint": wanted[d.doc_id]} for d in part], [d.title for d in part])
                 fault_point("dense.batch")
