@@ -393,7 +393,7 @@ def test_a_server_that_is_down_is_one_line_from_the_cli(tmp_path):
                           str(corpus_file(tmp_path / "c.jsonl", n=3)), "--out", str(tmp_path / "i"), "--dense", "minilm"],
                          capture_output=True, text=True, timeout=300, cwd=ROOT,
                          env={**os.environ, "RAGKIT_EMBED_URL": url})
-    assert out.returncode == 2
+    assert out.returncode == 4              # a dependency down
     assert out.stderr.startswith(f"ragkit: error: embedding server {url}: not reachable (ConnectError")
     assert len(out.stderr.strip().splitlines()) == 1
 
@@ -401,7 +401,7 @@ def test_a_server_that_is_down_is_one_line_from_the_cli(tmp_path):
 def test_an_embedding_server_takes_no_sources():
     out = subprocess.run([sys.executable, "-m", "ragkit.cli", "serve", "--embeddings-only", "--index", "x"],
                          capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert out.returncode == 2 and out.stderr.strip() == (
+    assert out.returncode == 3 and out.stderr.strip() == (
         "ragkit: error: --embeddings-only: serves the embedding models alone; drop --index")
 
 
