@@ -411,7 +411,7 @@ def test_cli_graph_build_refuses_bad_input_and_writes_nothing(concept_store, neo
     refused("graph", "build", "--corpus", MANUALS, "--out", target, "--store", tmp_path / "s.json.gz",
             match="the concept graph goes to Neo4j, a bolt:// or neo4j:// URI")
     refused("graph", "build", "--corpus", MANUALS, "--out", target, "--store", "bolt://127.0.0.1:1",
-            match="store bolt://127.0.0.1:1: Neo4j is not reachable")
+            match="store bolt://127.0.0.1:1: Neo4j is not reachable", code=4)
 
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")

@@ -45,9 +45,14 @@ def cli(capsys, *args) -> tuple[int, str, str]:
 
 
 def refused(capsys, *args) -> str:
+    """Exit 3 (bad input), one line on stderr, and on stdout nothing, or with --json only the
+    error object."""
     code, out, err = cli(capsys, *args)
     lines = err.strip().splitlines()
-    assert code == 2 and out == "", (code, out, err)
+    expected = "" if "--json" not in map(str, args) else json.dumps(
+        {"error": {"type": json.loads(out)["error"]["type"], "message": lines[0].removeprefix("ragkit: error: "),
+                   "exit_code": 3}}, ensure_ascii=False) + "\n"
+    assert code == 3 and out == expected, (code, out, err)
     assert len(lines) == 1 and lines[0].startswith("ragkit: error: "), err
     return lines[0]
 
