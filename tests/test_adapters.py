@@ -1,5 +1,6 @@
-"""ragkit's retrieval in LangChain and LlamaIndex, with the real packages: the documents a
-chain or a query engine gets are ragkit's ranking, each with its citation."""
+"""ragkit's retrieval in LangChain, LlamaIndex and neo4j-graphrag, with the real packages:
+the documents a chain, a query engine or a GraphRAG pipeline gets are ragkit's ranking,
+each with its citation."""
 
 from __future__ import annotations
 
@@ -72,7 +73,9 @@ def test_a_loaded_index_and_its_limits(manual_index, manual_index_dir):
 
 
 @pytest.mark.parametrize("module, package, extra", [("ragkit.adapters.langchain", "langchain_core", "langchain"),
-                                                    ("ragkit.adapters.llama_index", "llama_index", "llamaindex")])
+                                                    ("ragkit.adapters.llama_index", "llama_index", "llamaindex"),
+                                                    ("ragkit.adapters.neo4j_graphrag", "neo4j_graphrag",
+                                                     "neo4j-graphrag")])
 def test_a_missing_framework_names_its_extra(monkeypatch, module, package, extra):
     monkeypatch.setitem(sys.modules, package, None)
     monkeypatch.delitem(sys.modules, module, raising=False)
@@ -80,3 +83,36 @@ def test_a_missing_framework_names_its_extra(monkeypatch, module, package, extra
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(MissingExtraError, match=rf"is not installed: pip install 'ragkit\[{extra}\]'"):
         __import__(module)
+
+
+@pytest.mark.slow
+def test_neo4j_graphrag_retriever_in_its_graphrag_pipeline(manual_index_dir, neo4j_uri):
+    """With a real Neo4j (neo4j-graphrag checks the server's version through the driver) and
+    neo4j-graphrag's own GraphRAG pipeline: the context its LLM is given is ragkit's ranking."""
+    import neo4j
+    from neo4j_graphrag.generation import GraphRAG
+    from neo4j_graphrag.llm import LLMInterface, LLMResponse
+
+    from ragkit.adapters.neo4j_graphrag import RagkitNeo4jRetriever
+
+    from .conftest import NEO4J_PASSWORD
+
+    class Echo(LLMInterface):
+        """An LLM that answers with the prompt it was given (what the pipeline fed it)."""
+
+        def invoke(self, input, message_history=None, system_instruction=None):
+            return LLMResponse(content=input)
+
+        async def ainvoke(self, input, message_history=None, system_instruction=None):
+            return LLMResponse(content=input)
+
+    with neo4j.GraphDatabase.driver(neo4j_uri, auth=("neo4j", NEO4J_PASSWORD)) as driver:
+        retriever = RagkitNeo4jRetriever(driver, manual_index_dir)
+        result = retriever.search(query_text=QUESTION, top_k=3)
+        expected = ragkit_ranking(manual_index_dir, 3)
+        assert [(i.metadata["doc_id"], i.metadata["score"]) for i in result.items] == expected
+        assert result.metadata["method"] == "bm25" and result.metadata["__retriever"] == "RagkitNeo4jRetriever"
+        answer = GraphRAG(retriever=retriever, llm=Echo(model_name="echo")).search(
+            query_text=QUESTION, retriever_config={"top_k": 2}, return_context=True)
+        assert [i.metadata["doc_id"] for i in answer.retriever_result.items] == [d for d, _ in expected[:2]]
+        assert "Kiểm tra mức dầu" in answer.answer and QUESTION in answer.answer

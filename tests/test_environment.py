@@ -66,9 +66,9 @@ def test_the_core_is_small_and_the_extras_are_complete():
     assert not core & {"torch", "sentence-transformers", "chromadb", "llama-cpp-python", "neo4j", "fastapi",
                        "jupyterlab", "papermill", "rank-bm25", "bm25s", "pytest"}
     extras = project["optional-dependencies"]
-    assert {"llm", "dense", "neo4j", "server", "notebooks", "fast", "langchain", "llamaindex", "all", "bench",
-            "dev"} <= set(extras)
-    assert extras["all"] == ["ragkit[llm,dense,neo4j,server,notebooks,fast,langchain,llamaindex]"]
+    assert {"llm", "dense", "neo4j", "server", "notebooks", "fast", "langchain", "llamaindex", "neo4j-graphrag",
+            "all", "bench", "dev"} <= set(extras)
+    assert extras["all"] == ["ragkit[llm,dense,neo4j,server,notebooks,fast,langchain,llamaindex,neo4j-graphrag]"]
 
 
 def test_environment_yml_names_the_same_packages_as_pyproject():

@@ -1,6 +1,7 @@
 """ragkit's retrieval inside other frameworks: a LangChain retriever
-(``ragkit.adapters.langchain``, extra ``[langchain]``) and a LlamaIndex retriever
-(``ragkit.adapters.llama_index``, extra ``[llamaindex]``). Each converts what one shared
+(``ragkit.adapters.langchain``, extra ``[langchain]``), a LlamaIndex retriever
+(``ragkit.adapters.llama_index``, extra ``[llamaindex]``) and a neo4j-graphrag retriever
+(``ragkit.adapters.neo4j_graphrag``, extra ``[neo4j-graphrag]``). Each converts what one shared
 searcher returns: ragkit's ranking of an index (BM25, dense, hybrid ... as
 ``ragkit search`` ranks), every document with its citation as metadata."""
 
