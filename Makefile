@@ -93,6 +93,8 @@ docs-check: install
 ## Benchmarks: write JSON to outputs/bench/ (committed).
 bench: install $(PANDOC)
 	$(BIN)/python bench/bm25.py
+	$(BIN)/python bench/embed.py
+	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/retrieval_quality.py
 	$(BIN)/python bench/llm_latency.py
 	$(BIN)/python bench/kg_build.py

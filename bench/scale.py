@@ -180,7 +180,7 @@ def run_dense(tokens_file: Path, work: Path, n_vectors: int) -> dict:
         began = time.perf_counter()
         vectors.query(v, K)
         times.append(time.perf_counter() - began)
-    return {"embedder": embedder.name, "embedded_docs": len(texts), "embed_docs_per_s": round(len(texts) / embed_s, 1),
+    return {"embedder": embedder.name, "embed_backend": embedder.backend, "embedded_docs": len(texts), "embed_docs_per_s": round(len(texts) / embed_s, 1),
             "chroma_vectors": vectors.count(), "chroma_insert_s": round(sum(insert), 1),
             "chroma_insert_vectors_per_s": round(n_vectors / sum(insert), 1),
             "chroma_query_p50_ms": round(1000 * statistics.median(times), 2),
