@@ -304,6 +304,26 @@ def test_leftovers_of_a_dead_process_are_removed_and_a_live_ones_kept(tmp_path):
 
 
 # --------------------------------------------------------------------------- ragkit rebuild
+def kernel_started_by(pid: int) -> bool:
+    """Whether a Jupyter kernel (``ipykernel_launcher``) runs below process ``pid`` (jupyter_client
+    starts kernels in a session of their own, so the process group does not tell)."""
+    parents, kernels = {}, []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            child = int(stat.parent.name)
+            parents[child] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            if b"ipykernel" in (stat.parent / "cmdline").read_bytes():
+                kernels.append(child)
+        except (OSError, IndexError, ValueError):
+            continue
+    for kernel in kernels:
+        while kernel > 1:
+            kernel = parents.get(kernel, 0)
+            if kernel == pid:
+                return True
+    return False
+
+
 KG_NB = ROOT / "notebooks" / "01_kg_builder.ipynb"
 INDEX_NB = ROOT / "notebooks" / "03_index_build.ipynb"
 
@@ -349,11 +369,12 @@ def test_a_killed_rebuild_leaves_the_previous_artifacts_and_the_next_one_runs(tm
     # The whole group, kernel included, while 01 runs (as the OOM killer or a reboot would).
     proc = subprocess.Popen([sys.executable, "-m", "ragkit.cli", *map(str, command)], env=ENV, cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    for _ in range(1200):
-        if any('"running"' in m.read_text() for m in (runs / KG_NB.stem).glob("*/manifest.json")):
+    for _ in range(2400):                   # killed as soon as 01's kernel is up: its cells cannot have run
+        if kernel_started_by(proc.pid):
             break
-        time.sleep(0.1)
-    time.sleep(2.0)
+        time.sleep(0.05)
+    else:
+        pytest.fail("no notebook kernel started in the rebuild's process group")
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     unchanged(KG_NB)
