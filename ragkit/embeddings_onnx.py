@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -29,6 +30,7 @@ import tempfile
 import threading
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -92,6 +94,22 @@ def _exported(folder: Path, make: Callable[[Path], None]) -> Path:
     return folder
 
 
+@contextmanager
+def _root_logger_quiet():
+    """onnxruntime's quantizer advises on the root logger (``logging.warning``), which would
+    also give the root logger a stderr handler for good: for its duration, the root logger has
+    a do-nothing handler and warnings are off."""
+    root, guard = logging.getLogger(), logging.NullHandler()
+    root.addHandler(guard)
+    before = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        yield
+    finally:
+        logging.disable(before)
+        root.removeHandler(guard)
+
+
 def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path) -> None:
     """``module`` (a transformers ``BertModel`` inside) traced into ONNX with dynamic batch and
     length, its matrix products then quantized to int8 per output channel: ``scratch``/model.onnx.
@@ -116,8 +134,9 @@ def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path) -> N
     layers = module.inner.config.num_hidden_layers
     if len(after_gelu) != layers:
         raise ModelError(f"ONNX export: found {len(after_gelu)} feed-forward output products, expected {layers}")
-    quantize_dynamic(str(float_path), str(scratch / "model.onnx"), weight_type=QuantType.QInt8,
-                     per_channel=True, op_types_to_quantize=["MatMul"], nodes_to_exclude=after_gelu)
+    with _root_logger_quiet():
+        quantize_dynamic(str(float_path), str(scratch / "model.onnx"), weight_type=QuantType.QInt8,
+                         per_channel=True, op_types_to_quantize=["MatMul"], nodes_to_exclude=after_gelu)
     float_path.unlink()
 
 
