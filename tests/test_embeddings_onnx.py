@@ -74,6 +74,19 @@ def test_a_failed_export_leaves_nothing_and_a_whole_one_is_reused(tmp_path):
     assert [p.name for p in (tmp_path / "onnx").iterdir()] == ["model-abc"]
 
 
+def test_a_new_export_removes_the_same_models_earlier_ones_only(tmp_path):
+    onnx = tmp_path / "onnx"
+    for name in ("model-0123456789ab", "model-fedcba987654", "other-0123456789ab", "model-notes"):
+        (onnx / name).mkdir(parents=True)
+        (onnx / name / "model.onnx").write_bytes(b"old")
+
+    def whole(scratch):
+        (scratch / "model.onnx").write_bytes(b"new")
+
+    _exported(onnx / "model-aaaaaaaaaaaa", whole)
+    assert sorted(p.name for p in onnx.iterdir()) == ["model-aaaaaaaaaaaa", "model-notes", "other-0123456789ab"]
+
+
 def test_the_backend_setting():
     assert Settings.from_env({}).embed_backend == "auto"
     assert Settings.from_env({"RAGKIT_EMBED_BACKEND": " ONNX "}).embed_backend == "onnx"
