@@ -120,7 +120,7 @@ def test_onnx_vectors_are_the_reference_runtimes_within_int8_rounding(models, ki
         ours, theirs = getattr(onnx, side)(TEXTS), getattr(reference, side)(TEXTS)
         assert ours.shape == theirs.shape == (len(TEXTS), 384) and ours.dtype == np.float32
         assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
-        assert cosines(ours, theirs).min() > 0.98, side
+        assert cosines(ours, theirs).min() > 0.997, side   # all-int8 and unsmoothed: 0.988 on corpus texts
     # the int8 rounding is far below what tells texts apart
     ours, theirs = onnx.encode_passages(TEXTS[:3]), reference.encode_passages(TEXTS[:3])
     assert (ours @ theirs.T).argmax(axis=1).tolist() == [0, 1, 2]
