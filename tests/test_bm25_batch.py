@@ -44,6 +44,29 @@ def test_batch_equals_per_query_on_scifact(scifact_tokens, idf):
             _same(bm25_batch.top_k_many(index, queries, k, compiled=False), reference)
 
 
+def test_threads_answer_in_a_process_forked_after_a_threaded_batch(scifact_tokens):
+    """The batch's thread pool is kept between batches; a forked child (a server's worker,
+    multiprocessing) has none of its parent's threads and must get a pool of its own."""
+    import multiprocessing
+
+    corpus, queries = scifact_tokens
+    index = BM25Index.from_tokens(corpus, BM25Params())
+    reference = bm25_batch.top_k_many(index, queries, 10, threads=3)
+    _same(reference, [index.top_k_tokens(q, 10) for q in queries])
+
+    def child(out) -> None:
+        ranked = bm25_batch.top_k_many(index, queries, 10, threads=3)
+        out.put([idx.tolist() for idx, _ in ranked])
+
+    context = multiprocessing.get_context("fork")
+    out = context.Queue()
+    proc = context.Process(target=child, args=(out,), daemon=True)
+    proc.start()
+    answered = out.get(timeout=120)          # a child stuck on its parent's pool never answers
+    proc.join()
+    assert proc.exitcode == 0 and answered == [idx.tolist() for idx, _ in reference]
+
+
 @pytest.mark.parametrize("idf", ["robertson", "lucene"])
 def test_batch_of_rare_terms_reads_only_the_documents_touched(scifact_tokens, idf):
     """Queries of rare terms only (few postings: the loop keeps the touched documents and

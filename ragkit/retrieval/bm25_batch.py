@@ -14,6 +14,7 @@ cost. The loop runs compiled by numba (``pip install 'ragkit[fast]'``) without t
 
 from __future__ import annotations
 
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -162,6 +163,20 @@ def _workspace(index: "BM25Index", n_docs: int) -> Iterator[tuple[np.ndarray, np
             index._scratch.append(space)
 
 
+_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """A pool of ``workers`` threads, made once per process (a forked child has none of its
+    parent's threads): starting threads for each batch costs more than a batch of a few
+    hundred queries takes on one."""
+    key = (os.getpid(), workers)
+    with _POOL_LOCK:
+        if key not in _POOLS:
+            _POOLS[key] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ragkit-bm25")
+        return _POOLS[key]
+
+
 def kernel() -> Callable | None:
     """numba's compiled loop, or None when numba is not installed."""
     if not _KERNEL:
@@ -209,10 +224,13 @@ def top_k_many(index: "BM25Index", queries: Sequence[Sequence[str]], k: int, *,
 
     if threads == 1 or len(queries) < 2 * threads:
         rank(0, len(queries))
-    else:
+    else:       # the first part in this thread, the others on a pool kept for the next batch
         size = -(-len(queries) // threads)
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            list(pool.map(lambda lo: rank(lo, min(lo + size, len(queries))), range(0, len(queries), size)))
+        others = [_pool(threads - 1).submit(rank, lo, min(lo + size, len(queries)))
+                  for lo in range(size, len(queries), size)]
+        rank(0, size)
+        for part in others:
+            part.result()
     if (out_n == k_eff).all():
         return list(zip(out_idx, out_score))
     return [(out_idx[q, :n], out_score[q, :n]) for q, n in enumerate(out_n.tolist())]
