@@ -68,11 +68,12 @@ def _export_folder(name: str, source: Path) -> Path:
 _EXPORTING = threading.Lock()
 
 
-def _exported(folder: Path, make: Callable[[Path], None]) -> Path:
+def _exported(folder: Path, make: Callable[[Path], None], source: Path | None = None) -> Path:
     """``folder``, made by ``make`` (which writes into a scratch folder beside it) when it is
     not there: the scratch folder is renamed into place, so a failed or killed export leaves
-    no half-written model, and two processes exporting at once both end with a whole one. The
-    same model's earlier exports (another format, source file or onnxruntime) are then removed."""
+    no half-written model, and two processes exporting at once both end with a whole one.
+    Earlier exports of the same ``source`` file (another export format or onnxruntime: this
+    installation can no longer use them) are then removed; another installation's are kept."""
     if (folder / "model.onnx").is_file():
         return folder
     with _EXPORTING:
@@ -85,6 +86,8 @@ def _exported(folder: Path, make: Callable[[Path], None]) -> Path:
         scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         try:
             make(scratch)
+            origin = str(source.resolve()) if source is not None else ""
+            (scratch / "source.txt").write_text(origin, encoding="utf-8")
             try:
                 os.replace(scratch, folder)
             except OSError:
@@ -92,11 +95,20 @@ def _exported(folder: Path, make: Callable[[Path], None]) -> Path:
                     raise
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-        model = folder.name.rsplit("-", 1)[0]
-        for older in folder.parent.glob(f"{model}-*"):     # made by an earlier format or source
-            if older != folder and re.fullmatch(rf"{re.escape(model)}-[0-9a-f]{{12}}", older.name):
-                shutil.rmtree(older, ignore_errors=True)
+        if source is not None:
+            model = folder.name.rsplit("-", 1)[0]
+            for older in folder.parent.glob(f"{model}-*"):
+                if older != folder and re.fullmatch(rf"{re.escape(model)}-[0-9a-f]{{12}}", older.name) \
+                        and _read_text(older / "source.txt") == origin:
+                    shutil.rmtree(older, ignore_errors=True)
     return folder
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
 
 
 @contextmanager
@@ -274,8 +286,8 @@ class OnnxMiniLM:
         self.tokenizer = Tokenizer.from_file(str(self.checkpoint / "tokenizer.json"))
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(self.max_tokens)
-        self.folder = _exported(_export_folder("all-MiniLM-L6-v2", self.checkpoint / "model.safetensors"),
-                                self._export)
+        weights = self.checkpoint / "model.safetensors"
+        self.folder = _exported(_export_folder("all-MiniLM-L6-v2", weights), self._export, weights)
         self.session = _session(self.folder / "model.onnx")
 
     def _export(self, scratch: Path, steps: dict[str, bool] = EXPORT_STEPS) -> None:
@@ -419,7 +431,8 @@ class OnnxE5:
         self._words = self.image.blocks("emb.word", sizes["vocab"])
         self.tokenizer = self._tokenizer()
         self._translate = {code: text for code, text in self.image.char_map.items()}
-        self.folder = _exported(_export_folder("multilingual-e5-small", Path(image_path)), self._export)
+        self.folder = _exported(_export_folder("multilingual-e5-small", Path(image_path)), self._export,
+                                Path(image_path))
         self.session = _session(self.folder / "model.onnx")
 
     def _tokenizer(self):

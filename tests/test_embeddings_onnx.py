@@ -72,19 +72,30 @@ def test_a_failed_export_leaves_nothing_and_a_whole_one_is_reused(tmp_path):
     assert _exported(folder, whole) == folder and _exported(folder, whole) == folder
     assert len(made) == 1 and (folder / "model.onnx").read_bytes() == b"whole"
     assert [p.name for p in (tmp_path / "onnx").iterdir()] == ["model-abc"]
+    assert sorted(p.name for p in folder.iterdir()) == ["model.onnx", "source.txt"]
 
 
-def test_a_new_export_removes_the_same_models_earlier_ones_only(tmp_path):
-    onnx = tmp_path / "onnx"
-    for name in ("model-0123456789ab", "model-fedcba987654", "other-0123456789ab", "model-notes"):
+def test_a_new_export_removes_only_earlier_exports_of_the_same_source_file(tmp_path):
+    """Another installation (another venv sharing RAGKIT_MODELS) keeps its export."""
+    onnx, source = tmp_path / "onnx", tmp_path / "venv-a" / "model.bin"
+    source.parent.mkdir()
+    source.write_bytes(b"weights")
+    others = {"model-0123456789ab": str(source.resolve()),          # this source, an older format
+              "model-fedcba987654": str(tmp_path / "venv-b" / "model.bin"),
+              "other-0123456789ab": str(source.resolve()), "model-notes": str(source.resolve())}
+    for name, origin in others.items():
         (onnx / name).mkdir(parents=True)
         (onnx / name / "model.onnx").write_bytes(b"old")
+        (onnx / name / "source.txt").write_text(origin)
+    (onnx / "model-aaaabbbbcccc").mkdir()              # made before exports recorded their source
 
     def whole(scratch):
         (scratch / "model.onnx").write_bytes(b"new")
 
-    _exported(onnx / "model-aaaaaaaaaaaa", whole)
-    assert sorted(p.name for p in onnx.iterdir()) == ["model-aaaaaaaaaaaa", "model-notes", "other-0123456789ab"]
+    _exported(onnx / "model-aaaaaaaaaaaa", whole, source)
+    assert sorted(p.name for p in onnx.iterdir()) == ["model-aaaaaaaaaaaa", "model-aaaabbbbcccc", "model-fedcba987654",
+                                                      "model-notes", "other-0123456789ab"]
+    assert (onnx / "model-aaaaaaaaaaaa" / "source.txt").read_text() == str(source.resolve())
 
 
 def test_the_backend_setting():
