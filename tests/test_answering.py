@@ -56,7 +56,7 @@ CONFIG = LLMConfig()
 def test_no_model_gives_the_evidence_answer_checked():
     out = answer(draft(), None, CONFIG, use_llm=False)
     assert (out.text, out.answer_source, out.check.passed) == ("Bật nguồn máy nén khí [1]", "evidence", True)
-    assert out.to_dict() == {"answer_source": "evidence", "check": {"passed": True, "reason": ""}}
+    assert out.to_dict() == {"answer_source": "evidence", "check": {"passed": True, "reason": ""}, "short_answer": None}
 
 
 def test_nothing_to_ask_gives_the_evidence_answer_without_calling_the_model():

@@ -11,8 +11,14 @@ documents that hold the answer.) Each question goes through the same ``Service``
 Per question and overall:
 
 - exact match and token F1 against the best gold answer, after SQuAD's normalisation
-  (lower case, no punctuation, no articles "a", "an", "the", single spaces); the model's
-  answer is judged as written, an evidence answer (quotes) too;
+  (lower case, no punctuation, no articles "a", "an", "the", single spaces), as HotpotQA and
+  MuSiQue score: ``short_em``/``short_f1`` of the short answer (``trace.short_answer``; the
+  whole answer when there is none), ``em``/``f1`` of the whole answer as written;
+- ``accepted`` and ``fallback``: the shares of questions the model answered (its answer
+  passed the check) and whose model answer was replaced; ``seconds_per_answer`` (median);
+  ``steps``: how many questions took 1, 2 or 3 retrieval steps; ``gold_in_evidence``: the
+  share whose evidence (what the reader saw) held a gold answer, and with gold evidence ids,
+  ``evidence_recall``: the share of gold documents among those the reader saw;
 - citation precision and recall against the gold evidence ids: the cited documents are those
   whose ``[n]`` the answer writes (all the answer's citations when it writes none);
 - where the answer came from (``model``, ``fallback``, ``evidence``) and its median time;
@@ -178,9 +184,17 @@ def evaluate_answers(items: list[dict], service, request_options: dict, progress
         data = typed.to_dict()
         answer = data["answer"]
         said = strip_citations(answer)      # "[2]" is where a claim comes from, not what it says
+        short = data["trace"].get("short_answer")
+        scored = short if short else said      # no short answer: the whole answer is scored
+        steps = data["trace"].get("steps") or []
         row = {"id": item["id"], "question": item["question"], "answer": answer, "gold": item["answers"],
+               "short_answer": short,
                "em": best_of(exact_match, said, item["answers"]),
                "f1": round(best_of(token_f1, said, item["answers"]), 4),
+               "short_em": best_of(exact_match, scored, item["answers"]),
+               "short_f1": round(best_of(token_f1, scored, item["answers"]), 4),
+               "steps": len(steps) or 1,
+               "gold_in_evidence": holds_gold(typed.evidence, item["answers"]),
                "contains_gold": any(normalize_answer(g) in normalize_answer(said) for g in item["answers"]),
                "answer_source": data["trace"].get("answer_source", ""),
                "check_passed": (data["trace"].get("check") or {}).get("passed"),
@@ -201,6 +215,9 @@ def evaluate_answers(items: list[dict], service, request_options: dict, progress
             gold = {base_document(d) for d in item["evidence"]}
             row["citation_precision"] = round(len(cited & gold) / len(cited), 4) if cited else 0.0
             row["citation_recall"] = round(len(cited & gold) / len(gold), 4) if gold else None
+            seen = {base_document(d) for step in steps for d in step.get("hits", ())} or \
+                {base_document(d) for d in data["trace"].get("selected") or ()} or cited
+            row["evidence_recall"] = round(len(seen & gold) / len(gold), 4) if gold else None
         rows.append(row)
     return summarize(rows)
 
@@ -219,7 +236,14 @@ def summarize(rows: list[dict]) -> dict:
     answered = [r for r in rows if not r["abstained"]]
     abstentions = [r for r in rows if r["abstained"]]
     right = sum(1 for r in abstentions if r["abstention_right"])
-    out = {"n": n, "exact_match": mean("em"), "f1": mean("f1"), "contains_gold": mean("contains_gold"),
+    out = {"n": n, "em": mean("em"), "f1": mean("f1"), "short_em": mean("short_em"), "short_f1": mean("short_f1"),
+           "accepted": round(sources.get("model", 0) / n, 4) if n else 0.0,
+           "fallback": round(sources.get("fallback", 0) / n, 4) if n else 0.0,
+           "seconds_per_answer": round(statistics.median(r["seconds"] for r in rows), 3) if rows else None,
+           "short_answers": sum(1 for r in rows if r.get("short_answer")),
+           "gold_in_evidence": mean("gold_in_evidence"),
+           "steps": {str(k): v for k, v in sorted(Counter(r["steps"] for r in rows).items())},
+           "exact_match": mean("em"), "contains_gold": mean("contains_gold"),
            "answered": len(answered), "answered_exact_match": _mean(answered, "em"),
            "answered_f1": _mean(answered, "f1"),
            "abstained": len(abstentions), "abstention_right": right, "abstention_wrong": len(abstentions) - right,
@@ -234,11 +258,14 @@ def summarize(rows: list[dict]) -> dict:
     if any("citation_precision" in r for r in rows):
         out["citation_precision"] = mean("citation_precision")
         out["citation_recall"] = mean("citation_recall")
+        out["evidence_recall"] = mean("evidence_recall")
     by_source = {}
     for source in sources:
         part = [r for r in rows if r["answer_source"] == source]
         by_source[source] = {"n": len(part), "exact_match": round(sum(r["em"] for r in part) / len(part), 4),
-                             "f1": round(sum(r["f1"] for r in part) / len(part), 4)}
+                             "f1": round(sum(r["f1"] for r in part) / len(part), 4),
+                             "short_em": round(sum(r["short_em"] for r in part) / len(part), 4),
+                             "short_f1": round(sum(r["short_f1"] for r in part) / len(part), 4)}
     out["by_answer_source"] = by_source
     out["details"] = rows
     return out

@@ -172,3 +172,45 @@ def lexical_messages(question: str, context: str, outline: Sequence[str], langua
                            outline=inert("\n".join(outline)) if outline else empty[1],
                            question=question.strip())
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+# Factoid questions: the short answer on the first line, the evidence sentence(s) that give it
+# on the next, each with its number. The example is written for this prompt (two facts from
+# two items: a small model learns to follow a bridge from it).
+_SHAPE_WORDS = {
+    "en": {"name": "the name", "date": "the date or year", "number": "the number with its unit",
+           "yesno": "yes or no", "other": "a few words"},
+    "vi": {"name": "tên", "date": "ngày hoặc năm", "number": "con số kèm đơn vị",
+           "yesno": "có hoặc không", "other": "vài từ"},
+}
+_SHORT_TASK = {
+    "en": ("Answer the question from the numbered evidence only. Write two lines. Line 1: only "
+           "{what}, written as the evidence writes it, not a sentence. Line 2: the evidence "
+           "sentence or sentences that give it, each ending with its number in brackets. If the answer "
+           "needs two facts, give both, each with its number. If the evidence does not give the "
+           "answer, write only: '{refusal}'\n\n"
+           "Example.\nEvidence:\n[1] Mara Lind founded the Lind Bakery in 1998.\n[2] The Lind Bakery "
+           "stands on the main square of Tartu.\nQuestion: In which city is the bakery that Mara Lind "
+           "founded?\nAnswer:\nTartu\nMara Lind founded the Lind Bakery in 1998 [1]. The Lind Bakery "
+           "stands on the main square of Tartu [2]."),
+    "vi": ("Trả lời câu hỏi CHỈ dựa vào các đoạn bằng chứng được đánh số. Viết hai dòng. Dòng 1: chỉ "
+           "{what}, viết đúng như trong bằng chứng, không viết thành câu. Dòng 2: câu hoặc các câu "
+           "bằng chứng cho câu trả lời đó, cuối mỗi câu ghi số đoạn trong ngoặc vuông. Nếu bằng chứng "
+           "không có câu trả lời, chỉ viết: '{refusal}'\n\n"
+           "Ví dụ.\nBằng chứng:\n[1] Máy mài M2 do xưởng Hòa Bình lắp đặt năm 2019.\n[2] Tốc độ tối đa "
+           "của máy mài M2 là 3000 vòng/phút.\nCâu hỏi: Máy mài M2 quay tối đa bao nhiêu vòng mỗi "
+           "phút?\nTrả lời:\n3000 vòng/phút\nTốc độ tối đa của máy mài M2 là 3000 vòng/phút [2]."),
+}
+
+
+def short_answer_messages(question: str, evidence: Sequence[str], shape: str, language: str,
+                          refusal: str) -> list[dict]:
+    """The prompt for a factoid question: the task with its example (system turn, the same for
+    every question of a shape, so its cache is reused), then the numbered evidence, fenced,
+    and the question."""
+    what = _SHAPE_WORDS[language].get(shape, _SHAPE_WORDS[language]["other"])
+    system = " ".join([_SHORT_TASK[language].format(what=what, refusal=refusal), _QUOTED_RULE[language]])
+    head = ("BẰNG CHỨNG", "CÂU HỎI", "Trả lời:") if language == "vi" else ("EVIDENCE", "QUESTION", "Answer:")
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": f"{head[0]}:\n{quoted_evidence(numbered_evidence(evidence), language)}\n\n"
+                                        f"{head[1]}: {question.strip()}\n{head[2]}"}]

@@ -10,24 +10,30 @@ Each stage runs inside the shared profiler, so ``timings_ms`` is the design's la
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from ..answering import Check, Draft, grounding_check
+from ..answering import Check, Draft, Outcome, answer, grounding_check
 from ..config import CONCEPT_METHODS, GRAPH_METHODS, LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError
 from ..llm.base import LLM
 from ..llm.budget import fit_context, token_prefix
+from ..llm.claims import strip_citations
+from ..llm.grounding import is_refusal
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
-                           lexical_messages, numbered_evidence)
+                           lexical_messages, numbered_evidence, short_answer_messages)
+from ..reading import (Shape, Weigher, answer_shape, coverage, in_evidence, parse_short_answer,
+                       relevant_sentences, score_sentences, short_answer, split_sentences, yes_no)
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.boosting import is_procedural_query
 from ..retrieval.rerank import make_reranker
 from ..retrieval.communities import CommunityHit, Route, load_communities, rank_communities, route
 from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
 from ..text import VIETNAMESE_FUNCTION_WORDS, normalize, tokenize
-from .base import NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
+from .base import (NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace,
+                   check_question, settle_citations)
 
 # Template tokens around each chat message (role markers, newlines) that a plain count of
 # the message text does not see.
@@ -64,6 +70,10 @@ class LexicalTrace(Trace):
     bridges: dict | None = None         # graph methods: per cited chunk, the concepts and edges that brought it
     broad: dict | None = None           # communities, auto: whether the question is about the whole corpus, and why
     communities: list | None = None     # communities: the communities retrieved (id, label, size, chunks, score ...)
+    shape: dict | None = None           # the kind of answer the question wants (reading.answer_shape)
+    evidence_short_answer: dict | None = None   # the short answer read from the evidence, with its sentence
+    question_coverage: float = 0.0      # the share of the question's words the best evidence sentence holds
+    steps: list = field(default_factory=list)   # each retrieval step: its query, hits, short answer, time
 
 
 class LexicalPipeline(Pipeline):
@@ -82,9 +92,13 @@ class LexicalPipeline(Pipeline):
 
     def config_from(self, request) -> LexicalConfig:
         return LexicalConfig(k=request.k, method=request.method, rerank=request.rerank,
-                             rerank_depth=request.rerank_depth)
+                             rerank_depth=request.rerank_depth, steps=request.steps)
 
-    def gather(self, question: str, source, config: LexicalConfig | None, ctx: AskContext) -> Gathered:
+    def gather(self, question: str, source, config: LexicalConfig | None, ctx: AskContext,
+               follow_ups: Sequence[str] = (), bridges: Sequence[str] = ()) -> Gathered:
+        """The evidence for ``question`` (and, from the second step on, for the ``follow_ups``
+        queries the earlier steps wrote: their hits join the question's own; the earlier
+        steps' answers, ``bridges``, are not this step's short answer)."""
         index, dense, *rest = source
         concepts = rest[0] if rest else None
         communities = rest[1] if len(rest) > 1 else None
@@ -99,8 +113,22 @@ class LexicalPipeline(Pipeline):
         reranker = make_reranker(config.rerank, model, config.rerank_depth)
         steps: dict = {}
         candidates, selected = retrieve(index, question, config, profiler, dense, reranker, steps, concepts)
+        for query in follow_ups:        # a later step: the follow-up's hits first, then the question's
+            more: dict = {}
+            _, found = retrieve(index, query, config, profiler, dense, None, more, concepts)
+            selected = _interleave(found, selected, config.k + 1)
         procedural = is_procedural_query(question)
         language = answer_language(question, "vi")
+        shape = answer_shape(question)
+        weigher = Weigher.for_index(index)
+        # Factoid and other short questions read the sentences that bear on them (and their
+        # neighbours); steps, lists and explanations read whole chunks.
+        reads = not procedural and shape.kind not in ("steps", "list", "explanation")
+        if reads and selected:
+            with profiler.stage("reading"):
+                cut = relevant_sentences(question, [h.text for h in selected], weigher, neighbours=0,
+                                         extra_questions=follow_ups)
+                selected = [replace(h, text=t) for h, t in zip(selected, cut)]
         with profiler.stage("token_counting"):
             # The prompt without documents, their fences included (" " stands for them).
             empty_prompt = lexical_messages(question, " ", [], language)
@@ -142,14 +170,89 @@ class LexicalPipeline(Pipeline):
         step_sources = outline_sources(outline, [h.text for h in used])
         # The prompt holds what was fitted to the context: the chunks and outline as cut.
         fitted_outline = context.extra.splitlines() if context else []
-        prompt = (lambda _model: (lexical_messages(question, context.text, fitted_outline, language), None)
-                  ) if used else None
-        draft = Draft(evidence_answer=extractive_answer(question, used, procedural),
-                      check=grounding_check(evidence + outline, question), prompt=prompt,
+        texts = [f"{h.title}: {h.text}" if h.title else h.text for h in used]
+        sentences = score_sentences(question, [h.text for h in used], weigher)
+        best_share = max((x.share for x in sentences), default=0.0)
+        found = short_answer(question, shape, [h.text for h in used], weigher, sentences=sentences,
+                             exclude=bridges) if reads else None
+        refusal = REFUSAL[language] if language == "en" else NOT_ENOUGH_VI
+        trace.shape, trace.question_coverage = shape.to_dict(), round(best_share, 4)
+        trace.evidence_short_answer = found.to_dict() if found else None
+        if used and reads and best_share < NOT_FOUND_SHARE:
+            evidence_answer = refusal       # the evidence does not bear on the question
+        elif found is not None:
+            evidence_answer = f"{found.text}\n{found.sentence} [{found.item}]"
+        else:
+            evidence_answer = extractive_answer(question, used, procedural, weigher=weigher)
+        if reads and shape.factoid and used:
+            prompt = (lambda _model: (short_answer_messages(question, texts, shape.kind, language, refusal), None))
+        else:
+            prompt = (lambda _model: (lexical_messages(question, context.text, fitted_outline, language), None)
+                      ) if used else None
+        check = grounding_check(evidence + outline, question)
+        if reads:
+            check = reading_check(check, question, shape, evidence, found, best_share)
+        draft = Draft(evidence_answer=evidence_answer,
+                      check=check, prompt=prompt,
                       language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
                       fallback_note=_REPLACED_NOTE[language],
-                      cites=[*range(1, len(used) + 1), *step_sources], evidence=evidence + outline)
+                      cites=[*range(1, len(used) + 1), *step_sources], evidence=evidence + outline,
+                      short_answer=found.text if found and evidence_answer != refusal else None,
+                      clean=(lambda text: complete_short_answer(text, question, shape, evidence, weigher))
+                      if reads and shape.factoid else None,
+                      read_short=(lambda text: parse_short_answer(text)[0] or None) if reads and shape.factoid else None)
         return Gathered(draft, citations, trace)
+
+    def ask(self, question: str, source: Any, config: LexicalConfig | None = None,
+            ctx: AskContext | None = None) -> Answer:
+        """The answer in up to ``config.steps`` retrieval steps (IRCoT-style): when a step's
+        short answer leaves part of the question unread (its sentences cover less than
+        ``1 - OPEN_SHARE`` of the question's weighted words), or no short answer stands, the
+        answer found is a bridge: the next step retrieves with it and the words still open,
+        and reads the question again over both steps' evidence. Each step is in
+        ``trace.steps`` with its query, hits, short answer and time."""
+        question = check_question(question)
+        ctx = ctx or AskContext()
+        config = config or LexicalConfig()
+        follow_ups: list[str] = []
+        record: list[dict] = []
+        weigher = Weigher.for_index(source[0])
+        read = ""           # what the accepted steps' answers have read so far
+        bridges: list[str] = []
+        best = None         # (gathered, outcome, reach) of the step whose answer stands
+        while True:
+            started = time.perf_counter()
+            gathered = self.gather(question, source, config, ctx, follow_ups, bridges)
+            asks = ctx.use_llm and gathered.draft.prompt is not None
+            outcome = answer(gathered.draft, ctx.model if asks else None, ctx.llm_config, ctx.profiler, ctx.use_llm)
+            short, support = _answer_read(gathered, outcome)
+            reach = coverage(weigher.weights(question), f"{read} {short or ''} {support}", weigher).share
+            record.append({"step": len(record) + 1, "query": follow_ups[-1] if follow_ups else question,
+                           "hits": list(gathered.trace.selected), "short_answer": short,
+                           "answer_source": outcome.answer_source, "reach": round(reach, 4),
+                           "ms": round((time.perf_counter() - started) * 1000.0, 3)})
+            if best is not None:
+                if not short or _plain_words(short) in {_plain_words(b) for b in bridges} or reach <= best[2]:
+                    record[-1]["kept"] = False      # no further: the earlier step's answer stands
+                    gathered, outcome = best[0], best[1]
+                    break
+            best = (gathered, outcome, reach)
+            follow = next_query(question, short, f"{read} {support}", weigher, follow_ups) \
+                if short and len(record) < config.steps else None
+            if follow is None:
+                break
+            read = f"{read} {short} {support}"
+            bridges.append(short)
+            follow_ups.append(follow)
+        gathered.trace.outcome = outcome
+        gathered.trace.steps = record
+        citations = gathered.citations
+        if gathered.cite_kept and outcome.answer_source == "model" and outcome.kept_evidence is not None:
+            citations = citations[: outcome.kept_evidence]
+        text, citations = settle_citations(outcome, citations, gathered.draft.cites)
+        return Answer(question=question, pipeline=self.name, answer=text, citations=citations,
+                      trace=gathered.trace, timings_ms=ctx.profiler.as_dict(),
+                      evidence=list(gathered.draft.evidence))
 
     def gather_communities(self, question: str, index: BM25Index, communities, routed: Route,
                            config: LexicalConfig, ctx: AskContext) -> Gathered:
@@ -326,29 +429,25 @@ def _hit_summary(hit: Hit) -> dict:
             "boost": hit.boost}
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_LIST_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)]|bước\s+\d+|buoc\s+\d+)", re.IGNORECASE)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a chunk: hard-wrapped lines are joined, list lines stand alone."""
-    sentences = []
-    for para in re.split(r"\n\s*\n", text):
-        lines = [ln.strip() for ln in para.splitlines() if ln.strip()]
-        if any(_LIST_LINE.match(ln) for ln in lines):
-            sentences.extend(lines)
-        else:
-            sentences.extend(s for s in _SENTENCE_END.split(" ".join(lines)) if s)
-    return sentences
+# Below this share of the question's (IDF-weighted) words in its best sentence, the evidence
+# does not bear on the question: the answer says so instead of quoting unrelated sentences.
+NOT_FOUND_SHARE = 0.3
+# A step that leaves this share of the question's words unread took only part of the way:
+# the next step follows the bridge it found.
+OPEN_SHARE = 0.25
+# A refusal is wrong when the evidence gives a short answer from a sentence that holds at
+# least this share of the question's weighted words.
+WRONG_REFUSAL_SHARE = 0.5
 
 
 def extractive_answer(question: str, hits: list[Hit], procedural: bool,
-                      max_sentences: int = 3) -> str:
+                      max_sentences: int = 3, weigher: Weigher | None = None) -> str:
     """An answer made only of the evidence's own sentences, each with its [n] citation.
 
     Procedural questions get the numbered steps of the best chunk that has steps (and of the
-    chunks of the same section); other questions get the sentences that share the most
-    words with the question, in reading order.
+    chunks of the same section); other questions get the sentences that cover the most of
+    the question's (weighted) words, in reading order, leaving out those that cover less
+    than half as much as the best (sentences of unrelated chunks).
     """
     if not hits:
         return NOT_ENOUGH_VI
@@ -364,16 +463,116 @@ def extractive_answer(question: str, hits: list[Hit], procedural: bool,
                         lines.append(f"{len(lines) + 1}) {s.split(':', 1)[1].strip()} [{later}]")
             head = hit.title.split(" > ")[-1] if hit.title else "Các bước"
             return f"{head}:\n" + "\n".join(lines)
-    q = set(tokenize(question)) - VIETNAMESE_FUNCTION_WORDS
-    scored = []
-    for rank, hit in enumerate(hits):
-        for pos, sentence in enumerate(split_sentences(hit.text)):
-            words = set(tokenize(sentence))
-            overlap = len(q & words)
-            if overlap:
-                scored.append((-overlap, rank, pos, sentence.strip(), rank + 1))
+    weigher = weigher or Weigher(tokenize=lambda t: [w for w in tokenize(t) if w not in VIETNAMESE_FUNCTION_WORDS])
+    scored = [x for x in score_sentences(question, [h.text for h in hits], weigher) if x.share > 0]
     if not scored:
         return NOT_ENOUGH_VI
-    best = sorted(scored)[:max_sentences]
-    best.sort(key=lambda x: (x[1], x[2]))
-    return " ".join(f"{s.rstrip()} [{n}]" for *_, s, n in best)
+    top = max(x.share for x in scored)
+    best = sorted((x for x in scored if x.share >= top / 2), key=lambda x: (-x.share, x.item, x.position))
+    best = sorted(best[:max_sentences], key=lambda x: (x.item, x.position))
+    return " ".join(f"{x.text.rstrip()} [{x.item}]" for x in best)
+
+
+def reading_check(check, question: str, shape: Shape, evidence: list[str], found, best_share: float):
+    """The grounding check of an answer to a question that reads sentences, and two things
+    more. A factoid answer's first line is its short answer: it must occur in the evidence
+    (yes and no excepted), and the lines after it are checked as any answer. A refusal
+    passes only when the evidence really lacks the answer: not when the evidence gives a
+    short answer of the asked shape from a sentence that covers most of the question."""
+
+    def judge(text: str) -> Check:
+        first = parse_short_answer(text)[0] if shape.factoid else text.strip()
+        if is_refusal(first) and len(first.split()) <= 25:
+            if first != text.strip() and len(split_sentences(text)) > 1 and not is_refusal(text.strip()):
+                return Check(False, "refuses and answers at once", {"refusal": False})
+            if found is not None and found.share >= WRONG_REFUSAL_SHARE:
+                return Check(False, f"refuses, though evidence [{found.item}] answers it: {found.text!r}",
+                             {"refusal": True, "evidence_answer": found.to_dict()})
+            if found is None and best_share >= 0.75:
+                return Check(False, "refuses, though an evidence sentence holds the question's words",
+                             {"refusal": True})
+            return Check(True, "says the evidence is not enough to answer", {"refusal": True})
+        if not shape.factoid:
+            return check(text)
+        short, rest = parse_short_answer(text)
+        if not rest or len(short.split()) > 12:
+            return check(text)
+        if not (yes_no(short) if shape.kind == "yesno" else in_evidence(short, evidence)):
+            return Check(False, f"the short answer {short!r} is not in the evidence", {"short_answer": short})
+        verdict = check(rest)
+        details = dict(verdict.details)
+        claims = details.get("claims")
+        if claims is not None:      # the short answer is the first claim: what the lines after it support
+            details["claims"] = [{"text": short, "body": short, "cited": [], "verdict": "short_answer",
+                                  "why": "occurs in the evidence"}, *claims]
+            if details.get("core") is not None:
+                details["core"] = details["core"] + 1
+        details["short_answer"] = short
+        return Check(verdict.passed, verdict.reason, details)
+
+    return judge
+
+
+def complete_short_answer(text: str, question: str, shape: Shape, evidence: list[str], weigher: Weigher) -> str:
+    """A model's factoid answer in the shape the check reads: the short answer on the first
+    line, then its support. A short answer alone gets the evidence sentence that holds it
+    (with its number); a sentence alone gets the short answer read from it."""
+    short, rest = parse_short_answer(text)
+    if not short or is_refusal(text.strip()):
+        return text.strip()
+    if len(short.split()) > 12 or (not rest and len(short.split()) > 6):      # a sentence, not a span
+        found = short_answer(question, shape, [text], weigher, min_share=0.0)
+        return f"{found.text}\n{text.strip()}" if found else text.strip()
+    if rest:
+        return f"{short}\n{rest}"
+    best = None
+    for n, item in enumerate(evidence, 1):
+        for sentence in split_sentences(item):
+            if in_evidence(short, [sentence]) or (shape.kind == "yesno" and yes_no(short)):
+                share = coverage(weigher.weights(question), sentence, weigher).share
+                if best is None or share > best[0]:
+                    best = (share, sentence, n)
+    return f"{short}\n{best[1]} [{best[2]}]" if best else short
+
+
+def _plain_words(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def _answer_read(gathered: Gathered, outcome: Outcome) -> tuple[str | None, str]:
+    """A step's short answer (the model's, else the evidence's) and the text it stands on."""
+    trace = gathered.trace
+    if not trace.shape or trace.shape["kind"] not in ("name", "date", "number", "yesno"):
+        return None, ""
+    if outcome.short_answer and outcome.answer_source == "model":
+        return outcome.short_answer, strip_citations(outcome.text)
+    found = trace.evidence_short_answer
+    if outcome.short_answer and found:
+        return found["text"], found["sentence"]
+    return None, ""
+
+
+def next_query(question: str, bridge: str, read: str, weigher: Weigher, asked: Sequence[str]) -> str | None:
+    """The next step's query, or None when the answer stands: ``bridge`` (the step's short
+    answer) and ``read`` (what the steps so far have read) leave more than ``OPEN_SHARE`` of
+    the question's weighted words open. The query is the bridge and the question's open
+    words, in the question's order."""
+    if bridge.lower() in ("yes", "no"):
+        return None
+    weights = weigher.weights(question)
+    open_words = coverage(weights, f"{bridge} {read}", weigher).missing
+    if sum(weights[w] for w in open_words) <= OPEN_SHARE * sum(weights.values()):
+        return None
+    words = [w for w in re.findall(r"[\w'’-]+", question) if set(weigher.tokenize(w)) & set(open_words)]
+    query = " ".join([bridge, *words])
+    return None if query in asked or not words else query
+
+
+def _interleave(first: list[Hit], second: list[Hit], k: int) -> list[Hit]:
+    """``first`` and ``second`` taken in turn, each document once, at most ``k``."""
+    out: list[Hit] = []
+    for pair in zip(first + [None] * len(second), second + [None] * len(first)):
+        for hit in pair:
+            if hit is not None and all(h.doc_id != hit.doc_id for h in out):
+                out.append(hit)
+    return out[:k]

@@ -1,0 +1,616 @@
+"""Reading evidence for an answer: what kind of answer a question wants, which sentences of
+the retrieved text bear on it, and the short answer those sentences give.
+
+- ``answer_shape``: a name, a date, a number, yes/no (the factoid shapes, which get a short
+  answer), a definition, a list, steps or an explanation. It reads the question's
+  interrogative words (a closed dictionary per language, English and Vietnamese) and the
+  head noun they ask about ("which *county*", "what *year*", "bao nhiêu *mm*"); a head noun
+  that names a quantity or a time asks for a number or a date.
+- ``relevant_sentences``: each evidence text cut to the sentences that share the most
+  weighted question words (IDF from the index when there is one), with their neighbours,
+  so a small model reads what matters.
+- ``short_answer``: candidate spans of the wanted shape in those sentences (names: runs of
+  capitalised words; dates: years and written dates; numbers with their units; yes/no from
+  the polarity of the sentence that covers the question) scored by how much of the question
+  their sentence covers and how close they stand to the question's words. None when no
+  candidate stands out (the sentence it stands in covers too little of the question).
+- ``coverage``: how much of the question (by word weight) a text covers, and which words it
+  leaves open: what decides "not found in the sources" and whether another retrieval step
+  is needed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from .text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, normalize, strip_accents
+
+FACTOID_SHAPES = ("name", "date", "number", "yesno")
+SHAPES = (*FACTOID_SHAPES, "definition", "list", "steps", "explanation", "other")
+
+# Interrogative and auxiliary words (closed classes), accent-stripped and lower-cased.
+_AUXILIARIES = frozenset("""is are was were do does did can could should shall may might must has have had
+    will would am""".split())
+_NUMBER_WORDS_EN = ("how many", "how much", "how long", "how far", "how old", "how big", "how large",
+                    "how high", "how tall", "how often", "how fast", "how heavy", "how deep", "how wide",
+                    "how quickly", "how soon")
+_DATE_WORDS_EN = ("when",)
+_EXPLAIN_EN = ("why", "how come", "explain", "what causes", "what happens")
+_STEPS_EN = ("how to", "how do i", "how should i", "how can i", "steps", "procedure", "process for")
+_LIST_EN = ("list", "which are", "what are the", "name all", "enumerate")
+_DEFINE_EN = ("define", "definition of", "what does", "meaning of", "what is meant by", "stand for")
+# Head nouns: what a "what/which/how much NOUN" question asks for.
+_QUANTITY_NOUNS = frozenset("""number amount count total population size length width height depth weight
+    price cost fee limit rate percentage percent share age distance duration speed temperature pressure
+    capacity volume value sum salary budget score frequency ratio minimum maximum threshold deadline
+    so luong muc gia chi phi toi da toi thieu""".split())
+_TIME_NOUNS = frozenset("""year date day month century decade time era season week
+    nam ngay thang thoi diem""".split())
+_PERSON_HINT_EN = ("who", "whom", "whose")
+_PLACE_HINT_EN = ("where",)
+# Vietnamese question words, with their accents ("mấy" asks how many, "máy" is a machine).
+_VI_NUMBER = ("bao nhiêu", "mấy ", "bao lâu", "bao xa")
+_VI_DATE = ("khi nào", "bao giờ", "năm nào", "ngày nào", "lúc nào", "tháng nào", "thời điểm nào",
+            "năm bao nhiêu")
+_VI_NAME = (" ai ", " ở đâu", "nơi nào", "chỗ nào", " nào")
+_VI_YESNO_END = (" không", " phải không", " đúng không", " chưa", " được không")
+_VI_EXPLAIN = ("tại sao", "vì sao", "nguyên nhân", "do đâu", "giải thích")
+_VI_STEPS = ("các bước", "quy trình", "làm thế nào", "như thế nào", "cách nào", "cách ")
+_VI_LIST = ("liệt kê", "những gì", "những ", "các loại")
+_VI_DEFINE = ("là gì", "nghĩa là", "định nghĩa")
+_VI_CUES = (" tối đa ", " tối thiểu ", *_VI_NUMBER, *_VI_DATE, *_VI_NAME, *_VI_YESNO_END, *_VI_EXPLAIN, *_VI_STEPS, *_VI_LIST, *_VI_DEFINE)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a question asks for: ``kind`` (one of ``SHAPES``), the head noun it names
+    (``target``, "" when none) and why, in a few words."""
+
+    kind: str
+    target: str = ""
+    why: str = ""
+
+    @property
+    def factoid(self) -> bool:
+        return self.kind in FACTOID_SHAPES
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "target": self.target, "why": self.why}
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", strip_accents(text.lower())))
+
+
+_LEAD_INS = re.compile(r"^(?:please\s+|can you\s+|could you\s+)?(?:tell me|tell us|give me|say|show me|find|state|"
+                       r"i want to know|i'd like to know|do you know|cho (?:toi|biet)|hay cho biet)\s+")
+
+
+def answer_shape(question: str) -> Shape:
+    """The kind of answer ``question`` wants (English or Vietnamese)."""
+    import unicodedata
+
+    accented = " " + " ".join(re.findall(r"\w+", unicodedata.normalize("NFC", question.lower()))) + " "
+    if any(cue in accented for cue in _VI_CUES) and re.search(r"[\u0300-\u036f\u0110\u0111]",
+                                                               unicodedata.normalize("NFD", question)):
+        return _vietnamese_shape(accented)
+    plain = _LEAD_INS.sub("", _plain(question))
+    words = plain.split()
+    if not words:
+        return Shape("other")
+    padded = f" {plain} "
+    first = words[0]
+    if any(plain.startswith(c) for c in _EXPLAIN_EN):
+        return Shape("explanation", why="asks why")
+    opening = " ".join(words[:5])
+    if any(opening.startswith(c) or f" {c} " in f" {opening} " for c in _NUMBER_WORDS_EN):
+        at = words.index("how")
+        return Shape("number", _head_noun(words[at + 2:]), "asks how many or how much")
+    if any(f" {c} " in padded or plain.startswith(c) for c in _STEPS_EN):
+        return Shape("steps", why="asks how to")
+    if first in _PERSON_HINT_EN or " by whom" in padded:
+        return Shape("name", "person", "asks who")
+    if first in _PLACE_HINT_EN:
+        return Shape("name", "place", "asks where")
+    if first in _DATE_WORDS_EN or (words[:2] in (["since", "when"], ["until", "when"], ["by", "when"])):
+        return Shape("date", "", "asks when")
+    if first in _AUXILIARIES and len(words) > 2:
+        if " or " in padded:
+            return Shape("name", "", "asks which of two")
+        return Shape("yesno", "", "opens with an auxiliary verb")
+    if any(plain.startswith(c) or f" {c} " in padded for c in _DEFINE_EN):
+        return Shape("definition", why="asks what a term means")
+    # "what/which NOUN ...", "in what year ...", "the X of Y was what?"
+    wh = next((i for i, w in enumerate(words) if w in ("what", "which")), None)
+    if wh is not None:
+        rest = words[wh + 1:]
+        if rest and rest[0] in ("is", "are", "was", "were") and len(rest) <= 3:
+            return Shape("definition", why="asks what something is")
+        head = _head_noun(rest)
+        if head in _TIME_NOUNS:
+            return Shape("date", head, f"asks which {head}")
+        if head in _QUANTITY_NOUNS:
+            return Shape("number", head, f"asks for a {head}")
+        if plain.startswith(("list", "name all", "what are the", "which are")):
+            return Shape("list", head, "asks for several")
+        return Shape("name", head, f"asks which {head}" if head else "asks what")
+    if plain.startswith(_LIST_EN):
+        return Shape("list", _head_noun(words[1:]), "asks for several")
+    if plain.startswith("name "):
+        return Shape("name", _head_noun(words[1:]), "asks to name")
+    if first in _AUXILIARIES:
+        return Shape("yesno", "", "opens with an auxiliary verb")
+    return Shape("other")
+
+
+def _vietnamese_shape(padded: str) -> Shape:
+    words = padded.split()
+    if any(c in padded for c in _VI_EXPLAIN):
+        return Shape("explanation", why="hỏi vì sao")
+    if any(c in padded for c in _VI_DATE):
+        return Shape("date", "", "hỏi khi nào")
+    if any(c in padded for c in _VI_NUMBER):
+        at = next((i for i, w in enumerate(words) if w in ("bao", "mấy")), len(words))
+        after = words[at + (2 if words[at:at + 1] == ["bao"] else 1):]
+        before = [w for w in words[:at] if strip_accents(w) not in VIETNAMESE_FUNCTION_WORDS]
+        head = after[0] if after else (before[-1] if before else "")
+        return Shape("number", strip_accents(head), "hỏi bao nhiêu")
+    if any(c in padded for c in _VI_STEPS):
+        return Shape("steps", why="hỏi các bước")
+    if any(c in padded for c in _VI_DEFINE):
+        return Shape("definition", why="hỏi là gì")
+    if padded.rstrip().endswith(_VI_YESNO_END) or " có phải " in padded:
+        return Shape("yesno", "", "hỏi có hay không")
+    if any(c in padded for c in _VI_LIST):
+        return Shape("list", "", "hỏi những gì")
+    if " ai " in padded:
+        return Shape("name", "person", "hỏi ai")
+    if any(c in padded for c in (" ở đâu", "nơi nào", "chỗ nào")):
+        return Shape("name", "place", "hỏi ở đâu")
+    if any(c in padded for c in (" tối đa ", " tối thiểu ")):
+        return Shape("number", "", "hỏi mức tối đa hay tối thiểu")
+    if " nào " in padded:
+        at = words.index("nào")
+        return Shape("name", strip_accents(words[at - 1]) if at else "", "hỏi cái nào")
+    return Shape("other")
+
+
+def _head_noun(words: Sequence[str]) -> str:
+    """The first content word of ``words`` (what "what/which ..." asks about)."""
+    for w in words:
+        if w in ENGLISH_STOPWORDS or w in _AUXILIARIES or w in ("kind", "type", "sort", "name"):
+            continue
+        return w
+    return ""
+
+
+# ----------------------------------------------------------------------------- sentences
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-ZÀ-ỸĐ0-9])")
+_LIST_LINE = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|bước\s+\d+|buoc\s+\d+)", re.IGNORECASE)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a text: hard-wrapped lines are joined, list lines and headings stand alone,
+    a full stop splits only before a capital letter or a digit ("23.501", "e.g. x" stay)."""
+    sentences = []
+    for para in re.split(r"\n\s*\n", text):
+        lines = [ln.strip() for ln in para.splitlines() if ln.strip()]
+        if any(_LIST_LINE.match(ln) or ln.startswith("#") for ln in lines):
+            for ln in lines:
+                sentences.extend(s for s in _SENTENCE_END.split(ln) if s.strip())
+        else:
+            sentences.extend(s for s in _SENTENCE_END.split(" ".join(lines)) if s.strip())
+    return [s.strip() for s in sentences]
+
+
+Tokenize = Callable[[str], list]
+
+
+def default_tokenize(text: str) -> list[str]:
+    """Content words of a text, accent-stripped and lower-cased, function words out."""
+    words = re.findall(r"[a-z0-9]+", strip_accents(text.lower()))
+    return [w for w in words if w not in ENGLISH_STOPWORDS and w not in VIETNAMESE_FUNCTION_WORDS
+            and w not in _QUESTION_ONLY]
+
+
+# Words that only make a question a question.
+_QUESTION_ONLY = frozenset("""what which who whom whose when where why how many much tell name please
+    bao nhieu khi nao dau ai gi""".split())
+
+
+@dataclass
+class Weigher:
+    """Word weights for coverage: the index's IDF where it knows the word (at least a
+    floor, so very common words still count a little), else the highest IDF (a word the
+    corpus lacks is as telling as its rarest)."""
+
+    tokenize: Tokenize = default_tokenize
+    idf: Callable[[str], float | None] | None = None
+
+    def weights(self, text: str) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for w in self.tokenize(text):
+            if w in _QUESTION_ONLY:
+                continue
+            weight = self.idf(w) if self.idf else None
+            out[w] = max(weight if weight is not None else 4.0, 0.3)
+        return out
+
+    @classmethod
+    def for_index(cls, index) -> "Weigher":
+        """Weights from a ``BM25Index``: its tokenizer and IDF."""
+        vocab, idf = index.vocab, index.idf
+        top = float(idf.max()) if len(idf) else 4.0
+
+        def lookup(word: str) -> float:
+            at = vocab.get(word)
+            return float(idf[at]) if at is not None else top
+
+        def tokenize(text: str) -> list[str]:
+            return [w for w in index.tokenizer(text) if w not in _QUESTION_ONLY and "_" not in w]
+
+        return cls(tokenize, lookup)
+
+
+@dataclass
+class Coverage:
+    """How much of a question (by word weight) a text covers, and the words it leaves open."""
+
+    share: float
+    covered: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+def coverage(question_weights: dict[str, float], text: str, weigher: Weigher) -> Coverage:
+    total = sum(question_weights.values())
+    if not total:
+        return Coverage(0.0)
+    words = set(weigher.tokenize(text))
+    covered = [w for w in question_weights if w in words]
+    return Coverage(sum(question_weights[w] for w in covered) / total, covered,
+                    [w for w in question_weights if w not in words])
+
+
+@dataclass
+class Sentence:
+    item: int          # 1-based evidence number
+    position: int      # its place in the item
+    text: str
+    share: float       # of the question's weight it covers
+    covered: list[str] = field(default_factory=list)
+
+
+def score_sentences(question: str, texts: Sequence[str], weigher: Weigher) -> list[Sentence]:
+    """Every sentence of ``texts`` with the share of the question it covers."""
+    weights = weigher.weights(question)
+    out = []
+    for n, text in enumerate(texts, 1):
+        for pos, sentence in enumerate(split_sentences(text)):
+            cov = coverage(weights, sentence, weigher)
+            out.append(Sentence(n, pos, sentence, cov.share, cov.covered))
+    return out
+
+
+def relevant_sentences(question: str, texts: Sequence[str], weigher: Weigher, per_item: int = 2,
+                       neighbours: int = 1, extra_questions: Sequence[str] = ()) -> list[str]:
+    """Each text cut to its ``per_item`` best sentences for ``question`` (and for any
+    ``extra_questions``: a later step's query) with ``neighbours`` sentences either side,
+    in reading order, "…" where text was left out; a text none of whose sentences shares a
+    question word keeps its first sentence (it was retrieved for a reason)."""
+    out = []
+    for text in texts:
+        sentences = split_sentences(text)
+        if len(sentences) <= per_item + 2 * neighbours:
+            out.append(text.strip())
+            continue
+        best: set[int] = set()
+        for q in (question, *extra_questions):
+            weights = weigher.weights(q)
+            scored = sorted(((coverage(weights, s, weigher).share, -i, i) for i, s in enumerate(sentences)),
+                            reverse=True)
+            best.update(i for share, _, i in scored[:per_item] if share > 0)
+        if not best:
+            best = {0}
+        keep = sorted({j for i in best for j in range(i - neighbours, i + neighbours + 1)
+                       if 0 <= j < len(sentences)})
+        parts, last = [], -1
+        for j in keep:
+            if last >= 0 and j != last + 1:
+                parts.append("…")
+            parts.append(sentences[j])
+            last = j
+        out.append("\n".join(parts))
+    return out
+
+
+# ----------------------------------------------------------------------------- candidates
+
+_MONTHS = ("january february march april may june july august september october november december "
+           "jan feb mar apr jun jul aug sep sept oct nov dec").split()
+_MONTH = r"(?:" + "|".join(m.capitalize() for m in _MONTHS) + r")\.?"
+_DATE_PATTERNS = [
+    re.compile(rf"\b\d{{1,2}}\s+{_MONTH}\s+\d{{3,4}}\b"),
+    re.compile(rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{3,4}}\b"),
+    re.compile(rf"\b{_MONTH}\s+\d{{3,4}}\b"),
+    re.compile(rf"\b\d{{1,2}}\s+{_MONTH}(?!\w)"),
+    re.compile(rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b"),
+    re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),
+    re.compile(r"\b\d{1,2}/\d{1,2}/\d{2,4}\b"),
+    re.compile(r"\bngày\s+\d{1,2}(?:\s+tháng\s+\d{1,2})?(?:\s+năm\s+\d{4})?", re.IGNORECASE),
+    re.compile(r"\btháng\s+\d{1,2}(?:\s+năm\s+\d{4})?", re.IGNORECASE),
+    re.compile(r"\b(?:năm\s+)?(?:1[0-9]|20)\d{2}s?\b", re.IGNORECASE),
+    re.compile(r"\b\d{1,2}(?:st|nd|rd|th)\s+century\b", re.IGNORECASE),
+]
+_NUMBER = re.compile(r"(?<![\w.])(?:[€$£¥]\s?)?\d+(?:[.,]\d+)*(?:\s?%)?")
+_NUMBER_WORD = re.compile(r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
+                          r"fifteen|twenty|thirty|forty|fifty|hundred|thousand|million|billion|"
+                          r"một|hai|ba|bốn|năm|sáu|bảy|tám|chín|mười)\b", re.IGNORECASE)
+_UNIT = re.compile(r"\s*((?:[a-zA-Zµ°%/²³\u00C0-\u1EF9]+(?:/[a-zA-Z\u00C0-\u1EF9]+)?)(?:\s+[a-zA-Z\u00C0-\u1EF9]+)?)")
+_NOT_UNITS = frozenset("den toi va hoac or to and than".split())
+_CONNECTORS = frozenset("of the de da del della di von van der du la le y for on upon & al bin".split())
+_CAP_WORD = re.compile(r"[^\W\d_][\w'’.\-]*|\d+[\w]*", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    text: str
+    start: int
+    end: int
+
+
+_LABEL = re.compile(r"^\W*[^\W\d_]+\s+\d+[a-z]?\s*:")       # "Bước 5:", "Day 2:", "Step 3:"
+
+
+def date_candidates(sentence: str) -> list[Candidate]:
+    found: list[Candidate] = []
+    for pattern in _DATE_PATTERNS:
+        for m in pattern.finditer(sentence):
+            if any(c.start <= m.start() and m.end() <= c.end for c in found):
+                continue
+            text = m.group().strip().rstrip(".,")
+            found.append(Candidate(text, m.start(), m.start() + len(text)))
+    return found
+
+
+def number_candidates(sentence: str) -> list[Candidate]:
+    out = []
+    label = _LABEL.match(sentence)       # "Bước 2:" numbers a step; it is no quantity
+    for m in _NUMBER.finditer(sentence, label.end() if label else 0):
+        end, text = m.end(), m.group()
+        unit = _UNIT.match(sentence, end)
+        if unit and not text.endswith("%"):
+            words = unit.group(1).split()
+            keep = []
+            for i, w in enumerate(words):
+                plain = normalize(w)
+                if plain in ENGLISH_STOPWORDS or plain in VIETNAMESE_FUNCTION_WORDS or w[:1].isupper() \
+                        or plain in _NOT_UNITS or (i and keep[-1].lower() not in ("per", "a", "mỗi")):
+                    break
+                keep.append(w)
+            while keep and keep[-1].lower() in ("per", "a", "mỗi"):
+                keep.pop()
+            if keep:
+                text = f"{text} {' '.join(keep)}"
+                end = m.end() + len(unit.group(0)) - len(unit.group(1)) + len(" ".join(keep))
+        out.append(Candidate(text, m.start(), end))
+    for m in _NUMBER_WORD.finditer(sentence):
+        out.append(Candidate(m.group(), m.start(), m.end()))
+    return out
+
+
+
+
+def name_candidates(sentence: str, common: frozenset[str] | set[str] = frozenset()) -> list[Candidate]:
+    """Runs of capitalised words (a lower-case connector such as "of" may join two). A word
+    capitalised only because it opens a sentence, a list item or a label's value counts
+    when it is not a function word and the evidence never writes it in lower case
+    (``common``: the lower-case words of the evidence); a list label ("Step 3:") is not a name."""
+    label = _LABEL.match(sentence)
+    skip = label.end() if label else 0
+    words = [(m.group(), m.start(), m.end()) for m in _CAP_WORD.finditer(sentence) if m.start() >= skip]
+    out, run = [], []
+
+    def close():
+        while run and run[-1][0].lower() in _CONNECTORS:
+            run.pop()
+        if len(run) == 1 and normalize(run[0][0]) in ENGLISH_STOPWORDS | VIETNAMESE_FUNCTION_WORDS:
+            run.clear()
+        if run:
+            text = sentence[run[0][1]:run[-1][2]].rstrip(".,;:")
+            out.append(Candidate(text, run[0][1], run[0][1] + len(text)))
+        run.clear()
+
+    for i, (w, a, b) in enumerate(words):
+        capital = w[:1].isupper() or (w[:1].isdigit() and run)
+        opens = not sentence[skip:a].strip() or bool(re.search(r"(?:[:;•*\-–\"“(]|\.)\s*$", sentence[:a]))
+        if capital and opens and not run and (normalize(w) in ENGLISH_STOPWORDS | VIETNAMESE_FUNCTION_WORDS
+                                              or w.lower().rstrip(".") in common):
+            capital = False
+        if capital and w.endswith(".") and len(w) > 2 and not w[:-1].isupper():
+            run.append((w[:-1], a, b - 1))      # "... and Zimbabwe. It": the sentence ends there
+            close()
+            continue
+        if capital:
+            run.append((w, a, b))
+        elif run and w.lower() in _CONNECTORS and i + 1 < len(words) and words[i + 1][0][:1].isupper():
+            run.append((w, a, b))
+        else:
+            close()
+        if run and (sentence[b:b + 1] in ",;:()" or sentence[b:b + 2] in (". ", ".")):
+            close()
+    close()
+    return out
+
+
+def lower_case_words(texts: Sequence[str]) -> set[str]:
+    """The words ``texts`` write in lower case somewhere (common words, not names)."""
+    return {w for t in texts for w in re.findall(r"\b[^\W\d_A-ZÀ-ỸĐ][\w'’\-]*", t) if w.islower()}
+
+
+def phrase_candidates(sentence: str, question_words: set[str], weigher: Weigher) -> list[Candidate]:
+    """For answers that are not names (lower-case noun phrases): the words after the
+    question's last word in the sentence, up to the clause's end (at most six words)."""
+    words = [(m.group(), m.start(), m.end()) for m in re.finditer(r"[\w'’\-./]+", sentence)]
+    last = max((i for i, (w, _, _) in enumerate(words) if set(weigher.tokenize(w)) & question_words), default=None)
+    if last is None:
+        return []
+    out = []
+    span = []
+    for w, a, b in words[last + 1:]:
+        if span and sentence[span[-1][2]:a].strip(" ") and sentence[span[-1][2]:a].strip() in ",;:()":
+            break
+        span.append((w, a, b))
+        if len(span) >= 6 or sentence[b:b + 1] in ",;:":
+            break
+    while span and (normalize(span[0][0]) in ENGLISH_STOPWORDS | VIETNAMESE_FUNCTION_WORDS | {"la", "is", "are"}):
+        span.pop(0)
+    if span:
+        text = sentence[span[0][1]:span[-1][2]].rstrip(".,;:")
+        out.append(Candidate(text, span[0][1], span[0][1] + len(text)))
+    return out
+
+
+_NEGATION = re.compile(r"\b(?:not|no|never|cannot|can't|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|"
+                       r"won't|mustn't|shouldn't|nor|không|chưa|chẳng|cấm|đừng|chớ)\b", re.IGNORECASE)
+
+
+# ----------------------------------------------------------------------------- the short answer
+
+@dataclass
+class ShortAnswer:
+    """A short answer found in the evidence: the span, the evidence item and sentence it
+    stands in, its score, and the share of the question that sentence covers."""
+
+    text: str
+    item: int
+    sentence: str
+    score: float
+    share: float
+    runner_up: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"text": self.text, "evidence": self.item, "sentence": self.sentence,
+                "score": round(self.score, 4), "share": round(self.share, 4),
+                "runner_up": round(self.runner_up, 4)}
+
+
+# A candidate stands out when its sentence covers at least this share of the question's
+# weight (chosen on the hand-written dev sets: below it the sentence is about something else).
+MIN_SHARE = 0.3
+
+
+def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Weigher,
+                 min_share: float = MIN_SHARE, sentences: list[Sentence] | None = None,
+                 exclude: Sequence[str] = ()) -> ShortAnswer | None:
+    """The span of the wanted ``shape`` that the evidence ``texts`` give for ``question``
+    (see the module docstring); None when the shape is not a factoid one or nothing stands
+    out."""
+    if not shape.factoid:
+        return None
+    sentences = sentences if sentences is not None else score_sentences(question, texts, weigher)
+    q_weights = weigher.weights(question)
+    q_words = set(q_weights)
+    q_plain = f" {_plain(question)} "
+    excluded = {_plain(e) for e in exclude}
+    if shape.kind == "yesno":
+        best = max(sentences, key=lambda s: (s.share, -s.item, -s.position), default=None)
+        if best is None or best.share < max(min_share, 0.5):
+            return None
+        asked = re.sub(r"\s*(?:(?:phải|đúng|được)\s+)?(?:không|chưa)\s*\??\s*$", "", question.strip(),
+                       flags=re.IGNORECASE)          # the Vietnamese question's closing particle
+        flipped = bool(_NEGATION.search(best.text)) != bool(_NEGATION.search(asked))
+        return ShortAnswer("no" if flipped else "yes", best.item, best.text, best.share, best.share)
+    scores: dict[str, list] = {}
+    common = lower_case_words(texts)
+    for s in sentences:
+        if s.share <= 0:
+            continue
+        found = _candidates(shape, s.text, q_words, weigher, common)
+        positions = [m.start() for w in s.covered for m in re.finditer(re.escape(w), strip_accents(s.text.lower()))]
+        for c in found:
+            words = [w for w in weigher.tokenize(c.text) if len(w) > 1]
+            plain = _plain(c.text)
+            if not plain or f" {plain} " in q_plain or (words and all(w in q_words for w in words)) \
+                    or plain in excluded:
+                continue        # the question's own words are not its answer
+            distance = min((abs(p - c.start) for p in positions), default=60) / 30.0
+            score = s.share * s.share / (1.0 + distance) / (1.0 + 0.15 * (s.item - 1))
+            if words:       # a span that repeats some of the question's words is less of an answer
+                score *= 1.0 - 0.5 * sum(w in q_words for w in words) / len(words)
+            if shape.target and shape.target not in ("person", "place"):
+                lowered = strip_accents(s.text.lower())
+                near = [m.start() for m in re.finditer(rf"\b{re.escape(shape.target)}", lowered)]
+                if shape.target in plain.split() or any(abs(p - c.start) <= 40 for p in near):
+                    score *= 1.5     # "Avery County", "X is a waterfall": the asked kind of thing
+            key = plain
+            if key in scores:
+                scores[key][0] += 0.2 * score
+                if score > scores[key][1]:
+                    scores[key][1:] = [score, c.text, s]
+            else:
+                scores[key] = [score, score, c.text, s]
+    if not scores:
+        return None
+    ranked = sorted(scores.values(), key=lambda v: -(v[0]))
+    total, _, text, s = ranked[0]
+    if s.share < min_share:
+        return None
+    return ShortAnswer(text, s.item, s.text, total, s.share, ranked[1][0] if len(ranked) > 1 else 0.0)
+
+
+def _candidates(shape: Shape, sentence: str, q_words: set[str], weigher: Weigher,
+                common: set[str] = frozenset()) -> list[Candidate]:
+    if shape.kind == "date":
+        found = date_candidates(sentence)
+        if shape.target == "year":      # "what year": the year of a full date
+            found = [Candidate(m.group(), c.start + m.start(), c.start + m.end()) for c in found
+                     for m in [re.search(r"\b\d{4}\b", c.text)] if m]
+        return found
+    if shape.kind == "number":
+        return [c for c in number_candidates(sentence)]
+    names = name_candidates(sentence, common)
+    names = [c for c in names if not date_candidates(c.text) or len(c.text.split()) > 1]
+    return names or phrase_candidates(sentence, q_words, weigher)
+
+
+def in_evidence(span: str, texts: Sequence[str]) -> bool:
+    """Whether ``span`` occurs in ``texts``, compared word for word after lower-casing and
+    accent stripping (yes and no always do: they answer, they quote nothing)."""
+    plain = _plain(span)
+    if not plain or plain in ("yes", "no", "co", "khong"):
+        return bool(plain)
+    return any(f" {plain} " in f" {_plain(t)} " for t in texts)
+
+
+def parse_short_answer(text: str) -> tuple[str, str]:
+    """A model's factoid answer split into its first line (the short answer, without a
+    leading "Answer:" label, citations or a final full stop) and the rest."""
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    if not lines:
+        return "", ""
+    first = re.sub(r"^\s*(?:\*\*)?(?:short answer|answer|câu trả lời|trả lời|đáp án)\s*:\s*(?:\*\*)?", "",
+                   lines[0], flags=re.IGNORECASE)
+    first = re.sub(r"\[\s*\d[\d\s,;–-]*\]", "", first).strip(" *.\t")
+    return first, "\n".join(lines[1:]).strip()
+
+
+def yes_no(text: str) -> str | None:
+    """"yes" or "no" when a short answer says one (English or Vietnamese), else None."""
+    plain = _plain(text)
+    head = plain.split()[:2]
+    if not head:
+        return None
+    if head[0] in ("yes", "co", "dung", "phai", "duoc") and len(plain.split()) <= 6:
+        return "yes"
+    if head[0] in ("no", "khong", "chua") and len(plain.split()) <= 6:
+        return "no"
+    return None
+
+
+__all__ = ["Coverage", "FACTOID_SHAPES", "MIN_SHARE", "SHAPES", "Sentence", "Shape", "ShortAnswer", "Weigher",
+           "answer_shape", "coverage", "date_candidates", "in_evidence", "name_candidates", "number_candidates",
+           "parse_short_answer", "relevant_sentences", "score_sentences", "short_answer", "split_sentences",
+           "yes_no"]
