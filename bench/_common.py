@@ -15,6 +15,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("RAGKIT_SHARED", ROOT.parent / "shared")) / "datasets"
 OUT = ROOT / "outputs" / "bench"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# The figures are SmolLM2-135M's unless a script or its --model names another: an installed
+# 1.5B, which ragkit would otherwise pick (and whose tokenizer sizes the lexical context even
+# with --no-llm), does not change them. The tests do the same.
+os.environ.setdefault("RAGKIT_GGUF", "smollm2-135m")
 
 
 def median_time(fn, repeat: int = 5) -> tuple[float, list[float]]:

