@@ -1,13 +1,13 @@
-"""Answer-level figures: ``ragkit eval answers`` on MuSiQue (English, multi-hop, hybrid
-retrieval, top 5) and on the Vietnamese manual questions (``data/manual_questions.jsonl``,
-written for ragkit), with no model, the default SmolLM2-135M and Qwen2.5-Coder-1.5B (when
-installed: ``make model``). Each run is the CLI as a user types it.
+"""Answer-level figures, in the shape of the field's tables: ``ragkit eval answers`` on
+MuSiQue (English, 2–4 hops, hybrid retrieval, top 5; the first 50 questions are the half the
+defaults were chosen on, the last 50 the half held out), on the hand-written handbook
+questions (English, ``data/handbook_questions.jsonl``) and on the Vietnamese factoid
+questions over the manuals (``data/manual_factoid_questions.jsonl``), each with no model,
+with Qwen2.5-Coder-1.5B in one pass (``--steps 1``) and in up to two steps (when installed:
+``make model``). Each run is the CLI as a user types it.
 
-    .venv/bin/python bench/answers.py [--musique-limit 100] [--qwen-musique-limit 30] [--models ...]
+    .venv/bin/python bench/answers.py [--sets musique handbook manuals_vi] [--methods ...] [--limit N]
         -> outputs/bench/answers.json
-
-The 1.5B model takes some 40 s per answer on this 2-core machine, so it answers the first
-``--qwen-musique-limit`` MuSiQue questions only (the others run all 100).
 """
 
 from __future__ import annotations
@@ -22,6 +22,10 @@ from ragkit.eval.datasets import musique_to_questions
 from ragkit.models import installed_path
 
 MUSIQUE = SHARED / "multihop_passages"
+QWEN = "qwen2.5-coder-1.5b"
+# method name -> the flags it adds to `ragkit eval answers`
+METHODS = {"none": ["--no-llm"], "none-1step": ["--no-llm", "--steps", "1"],
+           "qwen-1step": ["--model", QWEN, "--steps", "1"], "qwen-2steps": ["--model", QWEN, "--steps", "2"]}
 
 
 def cli(*argv: str) -> dict:
@@ -31,44 +35,55 @@ def cli(*argv: str) -> dict:
     return json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {}
 
 
+def halves(result: dict, cut: int) -> dict:
+    """Short-answer EM and F1 over the questions before ``cut`` and from it on."""
+    rows = result.get("details") or []
+    out = {}
+    for name, part in (("tune", rows[:cut]), ("held_out", rows[cut:])):
+        if part:
+            out[name] = {"n": len(part), "short_em": round(sum(r["short_em"] for r in part) / len(part), 4),
+                         "short_f1": round(sum(r["short_f1"] for r in part) / len(part), 4)}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--musique-limit", type=int, default=100)
-    parser.add_argument("--qwen-musique-limit", type=int, default=30)
-    parser.add_argument("--models", nargs="+", choices=["none", "smollm2-135m", "qwen2.5-coder-1.5b"],
-                        help="measure these only; the others' figures are kept from the last run")
+    parser.add_argument("--sets", nargs="+", default=["musique", "handbook", "manuals_vi"])
+    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
+    parser.add_argument("--limit", type=int, default=100)
     args = parser.parse_args()
-    questions = musique_to_questions(MUSIQUE / "musique_beir", MUSIQUE / "musique_questions.json",
-                                     ROOT / "outputs" / "datasets" / "musique" / "questions.jsonl")
-    index = ROOT / "outputs" / "index" / "musique"
-    if not (index / "meta.json").exists():
-        cli("index", "build", "--corpus", str(MUSIQUE / "musique_beir" / "corpus.jsonl"), "--out", str(index),
-            "--dense", "--json")
-    manuals = ROOT / "outputs" / "index" / "manuals-bench"
-    cli("index", "build", "--corpus", str(ROOT / "data" / "manuals"), "--out", str(manuals), "--json")
-    models = {"none": None, "smollm2-135m": ""}
-    if installed_path("qwen2.5-coder-1.5b"):
-        models["qwen2.5-coder-1.5b"] = "qwen2.5-coder-1.5b"
-    if args.models:
-        models = {m: v for m, v in models.items() if m in args.models}
-    sets = {"musique": (questions, index, ["--method", "hybrid", "--k", "5"]),
-            "manuals_vi": (ROOT / "data" / "manual_questions.jsonl", manuals, [])}
+    indexes = ROOT / "outputs" / "index"
+    sets = {}
+    if "musique" in args.sets:
+        questions = musique_to_questions(MUSIQUE / "musique_beir", MUSIQUE / "musique_questions.json",
+                                         ROOT / "outputs" / "datasets" / "musique" / "questions.jsonl")
+        if not (indexes / "musique" / "meta.json").exists():
+            cli("index", "build", "--corpus", str(MUSIQUE / "musique_beir" / "corpus.jsonl"),
+                "--out", str(indexes / "musique"), "--dense", "--json")
+        sets["musique"] = (questions, indexes / "musique", ["--method", "hybrid", "--k", "5"])
+    for name, corpus, questions in (("handbook", "handbook", "handbook_questions.jsonl"),
+                                    ("manuals_vi", "manuals", "manual_factoid_questions.jsonl")):
+        if name in args.sets:
+            cli("index", "build", "--corpus", str(ROOT / "data" / corpus), "--out", str(indexes / f"{corpus}-bench"),
+                "--json")
+            sets[name] = (ROOT / "data" / questions, indexes / f"{corpus}-bench", [])
+    methods = [m for m in args.methods if not m.startswith("qwen") or installed_path(QWEN)]
     last = ROOT / "outputs" / "bench" / "answers.json"
-    results: dict = json.loads(last.read_text())["results"] if args.models and last.exists() else {}
-    for set_name, (path, idx, flags) in sets.items():
-        for model, name in models.items():
-            limit = args.musique_limit if set_name == "musique" else 1000
-            if set_name == "musique" and model == "qwen2.5-coder-1.5b":
-                limit = args.qwen_musique_limit
-            argv = ["eval", "answers", "--questions", str(path), "--index", str(idx), *flags,
-                    "--limit", str(limit), "--json"]
-            argv += ["--no-llm"] if name is None else (["--model", name] if name else [])
-            print(f"{set_name} / {model} ...", flush=True)
+    results: dict = json.loads(last.read_text()).get("results", {}) if last.exists() else {}
+    for set_name, (path, index, flags) in sets.items():
+        for method in methods:
+            argv = ["eval", "answers", "--questions", str(path), "--index", str(index), *flags,
+                    "--limit", str(args.limit), "--json", "--details", *METHODS[method]]
+            print(f"{set_name} / {method} ...", flush=True)
             result = cli(*argv)
             result["command"] = "ragkit " + " ".join(a if not a.startswith(str(ROOT)) else a[len(str(ROOT)) + 1:]
                                                      for a in argv)
-            results.setdefault(set_name, {})[model] = result
-    write("answers", {"results": results})
+            if set_name == "musique":
+                result["halves"] = halves(result, 50)
+            print({k: result.get(k) for k in ("n", "short_em", "short_f1", "em", "f1", "accepted", "fallback",
+                                              "seconds_per_answer", "steps")}, flush=True)
+            results.setdefault(set_name, {})[method] = result
+            write("answers", {"results": results})
 
 
 if __name__ == "__main__":

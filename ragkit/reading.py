@@ -199,11 +199,18 @@ def split_sentences(text: str) -> list[str]:
     for para in re.split(r"\n\s*\n", text):
         lines = [ln.strip() for ln in para.splitlines() if ln.strip()]
         if any(_LIST_LINE.match(ln) or ln.startswith("#") for ln in lines):
-            for ln in lines:
+            items: list[str] = []
+            for ln in lines:        # a wrapped line continues the item above it
+                if items and not (_LIST_LINE.match(ln) or ln.startswith("#")) and not items[-1].startswith("#") \
+                        and not re.search(r"[.!?:]$", items[-1]):
+                    items[-1] = f"{items[-1]} {ln}"
+                else:
+                    items.append(ln)
+            for ln in items:
                 sentences.extend(s for s in _SENTENCE_END.split(ln) if s.strip())
         else:
             sentences.extend(s for s in _SENTENCE_END.split(" ".join(lines)) if s.strip())
-    return [s.strip() for s in sentences]
+    return [s.strip() for s in sentences if re.search(r"\w", s)]
 
 
 Tokenize = Callable[[str], list]
@@ -322,7 +329,7 @@ def relevant_sentences(question: str, texts: Sequence[str], weigher: Weigher, pe
                 parts.append("…")
             parts.append(sentences[j])
             last = j
-        out.append("\n".join(parts))
+        out.append("\n\n".join(parts))
     return out
 
 
@@ -361,7 +368,8 @@ class Candidate:
     end: int
 
 
-_LABEL = re.compile(r"^\W*[^\W\d_]+\s+\d+[a-z]?\s*:")       # "Bước 5:", "Day 2:", "Step 3:"
+# A line's label: "Bước 5:", "Day 2:", "Teams:", "Site lead:" (at most three words before a colon).
+_LABEL = re.compile(r"^\W*(?:[^\W\d_]+\s+\d+[a-z]?|[^\W\d_]+(?:\s+[^\W\d_]+){0,2})\s*:(?!\d)")
 
 
 def date_candidates(sentence: str) -> list[Candidate]:
@@ -429,6 +437,8 @@ def name_candidates(sentence: str, common: frozenset[str] | set[str] = frozenset
         if capital and opens and not run and (normalize(w) in ENGLISH_STOPWORDS | VIETNAMESE_FUNCTION_WORDS
                                               or w.lower().rstrip(".") in common):
             capital = False
+        if run and sentence[run[-1][2]:a].strip():      # punctuation between: "Officer (DPO)"
+            close()
         if capital and w.endswith(".") and len(w) > 2 and not w[:-1].isupper():
             run.append((w[:-1], a, b - 1))      # "... and Zimbabwe. It": the sentence ends there
             close()
@@ -531,7 +541,7 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
         found = _candidates(shape, s.text, q_words, weigher, common)
         positions = [m.start() for w in s.covered for m in re.finditer(re.escape(w), strip_accents(s.text.lower()))]
         for c in found:
-            words = [w for w in weigher.tokenize(c.text) if len(w) > 1]
+            words = [w for w in weigher.tokenize(c.text) if len(w) > 1 or w.isdigit()]
             plain = _plain(c.text)
             if not plain or f" {plain} " in q_plain or (words and all(w in q_words for w in words)) \
                     or plain in excluded:

@@ -222,8 +222,13 @@ def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str
             return Check(False, f"cites [{beyond[0]}], but the evidence has {len(edges)} edges", details)
         return Check(result.grounded, result.reason, details)
 
+    final = context_store.get("final_result", []) if context_store else []
+    # One item in the final result is the short answer (a list is no short answer).
+    short = final[0].get("name") if len(final) == 1 and context_store.get("final_result_total", 1) == 1 else None
     return Draft(evidence_answer=written, check=check,
                  prompt=prompt if context_store.get("final_result") else None,
+                 short_answer=short, read_short=(lambda text: short if short.lower() in text.lower() else None)
+                 if short else None,
                  clean=lambda text: re.sub(r"\s+\n", "\n", text).strip(),
                  evidence=[json.dumps(context_store, ensure_ascii=False)] if context_store else [])
 

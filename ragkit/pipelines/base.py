@@ -133,7 +133,11 @@ class Answer:
 
             language = "vi" if vietnamese_char_count(self.question) else "en"
         words = MARKDOWN_LABELS.get(language, MARKDOWN_LABELS["en"])
-        lines = [f"**{words['question']}:** {self.question}", "", self.answer.replace("\n", "  \n"), "",
+        text = self.answer
+        short = self.trace.outcome.short_answer if self.trace.outcome else None
+        if short and text.splitlines()[0].strip() == short:     # the short answer first, in bold
+            text = f"**{short}**" + text[len(text.splitlines()[0]):]
+        lines = [f"**{words['question']}:** {self.question}", "", text.replace("\n", "  \n"), "",
                  f"**{words['sources']}:**"]
         lines += [f"- [{c.id}] {c.title} — {c.source}" if self.pipeline in ("graph", "kg") else
                   f"- [{c.id}] `{c.doc_id}` — {c.title}" for c in self.citations] or [f"- {words['none']}"]

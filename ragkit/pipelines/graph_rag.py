@@ -120,8 +120,10 @@ class GraphPipeline(Pipeline):
             def prompt(_model):
                 return answer_messages(GRAPH_TASK[language], question, numbered_evidence(evidence),
                                        language, REFUSAL[language]), None
+        short = display(result["answer"]) if result["answer"] is not None else None
         draft = Draft(evidence_answer=text, check=grounding_check(evidence, question), prompt=prompt,
-                      refusals=tuple(REFUSAL.values()), evidence=evidence)
+                      refusals=tuple(REFUSAL.values()), evidence=evidence, short_answer=short,
+                      read_short=(lambda said: short if short.lower() in said.lower() else None) if short else None)
         return Gathered(draft, citations, trace)
 
 

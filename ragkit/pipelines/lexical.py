@@ -20,6 +20,7 @@ from ..config import CONCEPT_METHODS, GRAPH_METHODS, LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError
 from ..llm.base import LLM
 from ..llm.budget import fit_context, token_prefix
+from ..llm.claims import citations as claim_citations
 from ..llm.claims import strip_citations
 from ..llm.grounding import is_refusal
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
@@ -232,7 +233,12 @@ class LexicalPipeline(Pipeline):
                            "answer_source": outcome.answer_source, "reach": round(reach, 4),
                            "ms": round((time.perf_counter() - started) * 1000.0, 3)})
             if best is not None:
-                if not short or _plain_words(short) in {_plain_words(b) for b in bridges} or reach <= best[2]:
+                # The hop holds when its answer is new, stands in a sentence that names the
+                # bridge (the fact is about it) and reads more of the question than before.
+                linked = bool(support) and in_evidence(bridges[-1], [support]) \
+                    and not is_alias(bridges[-1], short or "", support)
+                if not short or _plain_words(short) in {_plain_words(b) for b in bridges} or not linked \
+                        or reach <= best[2]:
                     record[-1]["kept"] = False      # no further: the earlier step's answer stands
                     gathered, outcome = best[0], best[1]
                     break
@@ -540,16 +546,38 @@ def _plain_words(text: str) -> str:
 
 
 def _answer_read(gathered: Gathered, outcome: Outcome) -> tuple[str | None, str]:
-    """A step's short answer (the model's, else the evidence's) and the text it stands on."""
+    """A step's short answer (the model's, else the evidence's) and the text it stands on:
+    its sentences and the titles of the chunks they come from (a chunk's title is the
+    context its sentences are read in)."""
     trace = gathered.trace
     if not trace.shape or trace.shape["kind"] not in ("name", "date", "number", "yesno"):
         return None, ""
+    titles = {c.id: c.title for c in gathered.citations}
     if outcome.short_answer and outcome.answer_source == "model":
-        return outcome.short_answer, strip_citations(outcome.text)
+        cited = " ".join(titles.get(n, "") for n in claim_citations(outcome.text))
+        return outcome.short_answer, f"{cited} {strip_citations(outcome.text)}"
     found = trace.evidence_short_answer
     if outcome.short_answer and found:
-        return found["text"], found["sentence"]
+        return found["text"], f"{titles.get(found['evidence'], '')} {found['sentence']}"
     return None, ""
+
+
+# Words that make one name another name for the same thing ("X, the Y", "X (Y)", "X is Y").
+_ALIAS_JOINS = frozenset("is was are were the a an called named known as aka also or la tuc hay".split())
+
+
+def is_alias(bridge: str, found: str, sentence: str) -> bool:
+    """Whether ``found`` stands next to ``bridge`` in ``sentence`` as another name for it
+    ("Harbor, the HR system", "the DPO is Sofia Ferreira"): at most three words between
+    them, all of them copulas, articles or naming words. Such an answer restates the bridge;
+    it is no further hop."""
+    text = sentence.lower()
+    a, b = text.find(bridge.lower()), text.find(found.lower())
+    if a < 0 or b < 0:
+        return False
+    first, second = sorted([(a, a + len(bridge)), (b, b + len(found))])
+    between = re.findall(r"\w+", text[first[1]:second[0]])
+    return len(between) <= 3 and all(normalize(w) in _ALIAS_JOINS for w in between)
 
 
 def next_query(question: str, bridge: str, read: str, weigher: Weigher, asked: Sequence[str]) -> str | None:

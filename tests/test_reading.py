@@ -1,0 +1,171 @@
+"""Reading evidence: answer shapes, candidate spans, short answers, and the lexical
+pipeline's short answers, refusals and retrieval steps (no model: evidence answers)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ragkit.reading import (Weigher, answer_shape, date_candidates, in_evidence, name_candidates,
+                            number_candidates, parse_short_answer, relevant_sentences, short_answer,
+                            split_sentences, yes_no)
+
+
+@pytest.mark.parametrize("question, kind", [
+    ("Who founded the bakery?", "name"),
+    ("Tell me who signs the expense reports", "name"),
+    ("Where is the head office?", "name"),
+    ("Which county borders Avery County?", "name"),
+    ("When did the office open?", "date"),
+    ("In what year was the company founded?", "date"),
+    ("Since when has the rule applied?", "date"),
+    ("How many people work in Tallinn?", "number"),
+    ("After how many days off sick do I need a note?", "number"),
+    ("What is the price of a ticket?", "number"),
+    ("Is MFA required for e-mail?", "yesno"),
+    ("Can I accept a gift worth 120 euros?", "yesno"),
+    ("What is SCP?", "definition"),
+    ("Why does the pressure drop?", "explanation"),
+    ("How do I book leave?", "steps"),
+    ("List the high-cost cities", "list"),
+    # Vietnamese: the accents tell "mấy" (how many) from "máy" (machine)
+    ("Các bước khởi động máy nén khí?", "steps"),
+    ("Áp suất làm việc tối đa là bao nhiêu?", "number"),
+    ("Mâm cặp có mấy chấu?", "number"),
+    ("Ai là người chịu trách nhiệm?", "name"),
+    ("Xưởng mở cửa lúc nào?", "date"),
+    ("Có được mở nắp khi máy chạy không?", "yesno"),
+    ("Máy tiện dùng loại dầu nào?", "name"),
+    ("Vì sao độ ẩm cao làm PM2.5 tăng?", "explanation"),
+    ("LOTO là gì?", "definition"),
+])
+def test_answer_shapes(question, kind):
+    assert answer_shape(question).kind == kind
+
+
+def test_shape_head_noun_decides_number_and_date():
+    assert answer_shape("What year did the Dublin office open?").target == "year"
+    assert answer_shape("What is the limit on hotel nights?").kind == "number"
+    assert answer_shape("Which county shares a border with Mitchell County?").target == "county"
+
+
+def test_candidates():
+    s = "Victoria Falls is a waterfall on the Zambezi River at the border of Zambia and Zimbabwe. It was named in 1855."
+    names = [c.text for c in name_candidates(s)]
+    assert names[:2] == ["Victoria Falls", "Zambezi River"] and "Zimbabwe" in names and "It" not in names
+    assert [c.text for c in date_candidates("Opened: 6 March 2023, moved on 1 May.")] == ["6 March 2023", "1 May"]
+    assert [c.text for c in number_candidates("The limit is €190 per night and 0,2 mm per cut.")] == \
+        ["€190 per night", "0,2 mm"]
+    # A list label is no name and no quantity; a word the evidence also writes in lower case
+    # is capitalised only because it opens the sentence.
+    assert name_candidates("Bước 5: Theo dõi đồng hồ áp suất") == []
+    assert [c.text for c in number_candidates("Bước 2: Xả nước ngưng tụ sau 8 giờ")] == ["8 giờ"]
+    assert [c.text for c in name_candidates("Anything else needs Pieter van Aalst.", {"anything"})] == \
+        ["Pieter van Aalst"]
+
+
+EVIDENCE = ["Larkspur's Data Protection Officer is Sofia Ferreira. She answers within one month.",
+            "The Tallinn office opened on 15 January 2021 and has 42 employees. Laptops lock after 5 minutes.",
+            "Gifts worth more than €50 may not be kept. Cash is never accepted."]
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("Who is the data protection officer?", "Sofia Ferreira"),
+    ("What year did the Tallinn office open?", "2021"),
+    ("When did the Tallinn office open?", "15 January 2021"),
+    ("How many employees does the Tallinn office have?", "42 employees"),
+    ("After how many minutes do laptops lock?", "5 minutes"),
+    ("Is cash accepted as a gift?", "no"),
+])
+def test_short_answer_from_evidence(question, expected):
+    found = short_answer(question, answer_shape(question), EVIDENCE, Weigher())
+    assert found is not None and found.text == expected
+
+
+def test_no_short_answer_when_nothing_bears_on_the_question():
+    question = "Who pays the pension contribution of the staff?"
+    assert short_answer(question, answer_shape(question), EVIDENCE, Weigher()) is None
+    assert short_answer("What is SCP?", answer_shape("What is SCP?"), EVIDENCE, Weigher()) is None
+
+
+def test_relevant_sentences_keep_what_bears_on_the_question():
+    text = " ".join(f"Sentence {i} is about topic {i}." for i in range(10)) + " The valve opens at 8 bar."
+    cut = relevant_sentences("At what pressure does the valve open?", [text], Weigher(), per_item=1, neighbours=0)
+    assert cut == ["The valve opens at 8 bar."] or cut[0].endswith("The valve opens at 8 bar.")
+    assert len(cut[0]) < len(text) / 3
+
+
+def test_parse_and_check_helpers():
+    assert parse_short_answer("Answer: Tartu.\nThe bakery is in Tartu [2].") == ("Tartu", "The bakery is in Tartu [2].")
+    assert parse_short_answer("**Trả lời:** 3000 vòng/phút [1]") == ("3000 vòng/phút", "")
+    assert in_evidence("sofia ferreira", EVIDENCE) and not in_evidence("Rafael Duarte", EVIDENCE)
+    assert in_evidence("no", EVIDENCE)
+    assert yes_no("Yes, it is.") == "yes" and yes_no("Không được.") == "no" and yes_no("Sofia") is None
+    assert split_sentences("A is 23.501 long. B follows.\n- item one\n- item two") == \
+        ["A is 23.501 long.", "B follows.", "- item one", "- item two"]
+
+
+# ----------------------------------------------------------------------------- the lexical pipeline
+
+@pytest.fixture(scope="module")
+def handbook(tmp_path_factory):
+    from ragkit.corpus import load_corpus
+    from ragkit.retrieval.bm25 import BM25Index
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    docs = load_corpus(root / "data" / "handbook")
+    return BM25Index.for_corpus(docs, lang="en")
+
+
+def _ask(question, index, **options):
+    from ragkit.config import LexicalConfig
+    from ragkit.pipelines.lexical import ask_lexical
+
+    return ask_lexical(question, index, config=LexicalConfig(**options), use_llm=False)
+
+
+def test_factoid_answer_gives_the_short_answer_first(handbook):
+    out = _ask("Who is Larkspur's Data Protection Officer?", handbook)
+    data = out.to_dict()
+    assert data["trace"]["short_answer"] == "Sofia Ferreira"
+    assert out.answer.splitlines()[0] == "Sofia Ferreira" and "[1]" in out.answer.splitlines()[1]
+    assert data["trace"]["check"]["passed"] is True
+    assert data["trace"]["shape"]["kind"] == "name"
+    json.dumps(data)
+
+
+def test_out_of_corpus_question_says_not_found(handbook):
+    out = _ask("What is the company's pension contribution?", handbook)
+    assert out.answer == "The documents do not hold enough information to answer."
+    assert out.to_dict()["trace"]["short_answer"] is None
+
+
+def test_steps_are_traced_and_bounded(handbook):
+    question = "In which city does Larkspur's Data Protection Officer work?"
+    one = _ask(question, handbook, steps=1).to_dict()["trace"]["steps"]
+    assert len(one) == 1 and one[0]["query"] == question
+    more = _ask(question, handbook, steps=3).to_dict()["trace"]["steps"]
+    assert 1 <= len(more) <= 3
+    assert all({"step", "query", "hits", "short_answer", "ms"} <= set(s) for s in more)
+    assert [s["step"] for s in more] == list(range(1, len(more) + 1))
+
+
+def test_reading_check_both_ways():
+    from ragkit.answering import grounding_check
+    from ragkit.pipelines.lexical import reading_check
+    from ragkit.reading import score_sentences
+
+    question = "Who is the data protection officer?"
+    shape = answer_shape(question)
+    found = short_answer(question, shape, EVIDENCE, Weigher())
+    best = max(s.share for s in score_sentences(question, EVIDENCE, Weigher()))
+    judge = reading_check(grounding_check(EVIDENCE, question), question, shape, EVIDENCE, found, best)
+    assert judge("Sofia Ferreira\nLarkspur's Data Protection Officer is Sofia Ferreira [1].").passed
+    wrong = judge("Rafael Duarte\nLarkspur's Data Protection Officer is Sofia Ferreira [1].")
+    assert not wrong.passed and "not in the evidence" in wrong.reason
+    refusal = judge("The documents do not hold enough information to answer.")
+    assert not refusal.passed and "refuses" in refusal.reason       # the evidence answers it
+    mixed = judge("The documents do not hold enough information to answer.\nSofia Ferreira is the DPO [1].")
+    assert not mixed.passed
