@@ -19,12 +19,23 @@ labelled by hand:
 (b) ``bench/grounding_answers.jsonl``: real answers of SmolLM2-135M and Qwen2.5-Coder-1.5B to
     our own questions over the demo data (``bench/grounding_answers.py``), each with the
     evidence it was checked against and our hand label (grounded or not, and why).
+(c) ``bench/grounding_answers_written.jsonl``: answers written by hand, in English and
+    Vietnamese, for what the word-level rules find hard: quoted source text that carries its
+    own reference brackets ("TS 23.502 [3]"), numbers and names the question states, one claim
+    comparing two cited items, refusals (warranted ones, ones where the evidence holds the
+    answer, and refusals mixed with an answer), and negations written with another negator
+    than the evidence's. Each correct answer (``expect: pass``) has perturbed wrong ones
+    (``expect: fail``, ``of``: the correct one's id). ``split: dev`` rows were written first
+    and looked at while the rules were changed; ``held_out`` rows were written afterwards
+    and scored once.
 
 Chunks are split in two by a hash of their id: ``build`` (the part the rules were developed
 on) and ``held_out`` (reported, never looked at while writing the rules).
 Both the old answer-level check (``check_grounding``) and the claim-level one
 (``check_claims``) are scored: acceptance of correct answers, false acceptance of each
-perturbation. Writes outputs/bench/grounding_check.json.
+perturbation, and for every set the two errors side by side (``summary``): false acceptance
+(wrong answers passed) and false rejection (correct answers failed). Writes
+outputs/bench/grounding_check.json.
 
     PYTHONPATH=. python bench/grounding_check.py [--musique 150]
 """
@@ -53,6 +64,7 @@ from ragkit.llm.grounding import check_claims, check_grounding  # noqa: E402
 
 DATA = ROOT / "data"
 ANSWERS = ROOT / "bench" / "grounding_answers.jsonl"
+WRITTEN = ROOT / "bench" / "grounding_answers_written.jsonl"
 PERTURBATIONS = ("number", "negation+", "negation-", "swap", "other_chunk", "wrong_cite")
 CORRECT = ("original", "original_cited", "two_sentences")
 DISTRACTORS = 2
@@ -319,6 +331,70 @@ def score_real(path: Path) -> dict:
                                "old": old_check(r["answer"], r["evidence"], r["question"]), "new": report.passed,
                                "core_holds": report.core_holds,
                                "claims": [(c.verdict, c.why) for c in report.claims]})
+    for name, check in CHECKS.items():
+        wrong = [r for r in rows if r["label"] == "ungrounded"]
+        right = [r for r in rows if r["label"] == "grounded"]
+        out[name]["false_acceptance"] = _rate(sum(check(r["answer"], r["evidence"], r["question"]) for r in wrong),
+                                              len(wrong))
+        out[name]["false_rejection"] = _rate(sum(not check(r["answer"], r["evidence"], r["question"]) for r in right),
+                                             len(right))
+    return out
+
+
+def _rate(k: int, n: int) -> dict:
+    return {"k": k, "n": n, "rate": round(k / n, 4) if n else None}
+
+
+def score_written(path: Path) -> dict:
+    """The hand-written answers: per check and case, the wrong answers it passes (false
+    acceptance) and the correct ones it fails (false rejection); refusals where the evidence
+    holds the answer (``warranted: false``) apart, since they claim nothing; and each
+    answer's verdicts under the claim check."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    out: dict = {"n": len(rows), "cases": sorted({r["case"] for r in rows}), "answers": []}
+    for r in rows:
+        r["accepted"] = {name: check(r["answer"], r["evidence"], r["question"]) for name, check in CHECKS.items()}
+    scored = [r for r in rows if r.get("warranted") is not False]
+    for name in CHECKS:
+        out[name] = {}
+        for split in ("dev", "held_out", "all"):
+            table = {}
+            for case in ["all", *out["cases"]]:
+                of = [r for r in scored if (case == "all" or r["case"] == case) and split in ("all", r["split"])]
+                wrong = [r for r in of if r["expect"] == "fail"]
+                right = [r for r in of if r["expect"] == "pass"]
+                table[case] = {"false_acceptance": _rate(sum(r["accepted"][name] for r in wrong), len(wrong)),
+                               "false_rejection": _rate(sum(not r["accepted"][name] for r in right), len(right))}
+            unwarranted = [r for r in rows if r.get("warranted") is False and split in ("all", r["split"])]
+            table["unwarranted refusals accepted"] = _rate(sum(r["accepted"][name] for r in unwarranted),
+                                                           len(unwarranted))
+            out[name][split] = table
+    for r in rows:
+        report = check_claims(r["answer"], r["evidence"], r["question"])
+        out["answers"].append({"id": r["id"], "split": r["split"], "case": r["case"], "expect": r["expect"],
+                               "old": r["accepted"]["old"], "new": report.passed, "reason": report.reason})
+    return out
+
+
+def summary(result: dict) -> dict:
+    """False acceptance and false rejection of each check on each set, side by side."""
+    out: dict = {}
+    for name in CHECKS:
+        row = {}
+        for split in ("build", "held_out"):
+            table = result["perturbations"][split]
+            row[f"generated {split}"] = {"false_acceptance": table["perturbed accepted"][name],
+                                         "false_rejection": round(1 - table["correct accepted"][name], 4)}
+        if "real_answers" in result:
+            real = result["real_answers"][name]
+            row["real model answers"] = {"false_acceptance": real["false_acceptance"]["rate"],
+                                         "false_rejection": real["false_rejection"]["rate"]}
+        for split in ("dev", "held_out"):
+            if "written_answers" in result:
+                written = result["written_answers"][name][split]["all"]
+                row[f"written {split}"] = {"false_acceptance": written["false_acceptance"]["rate"],
+                                           "false_rejection": written["false_rejection"]["rate"]}
+        out[name] = row
     return out
 
 
@@ -361,12 +437,31 @@ def main(argv=None) -> int:
               "ms_per_answer": timing(examples)}
     if ANSWERS.exists():
         result["real_answers"] = score_real(ANSWERS)
+    if WRITTEN.exists():
+        result["written_answers"] = score_written(WRITTEN)
+    result["summary"] = summary(result)
     for split in ("build", "held_out"):
         print(f"\n{split}: kind n old new")
         for kind, row in result["perturbations"][split].items():
             print(f"  {kind:<20} {row['n']:>5} {row['old']:.3f} {row['new']:.3f}")
     if "real_answers" in result:
         print("\nreal answers:", {k: result["real_answers"][k] for k in ("n", "old", "new")})
+    if "written_answers" in result:
+        for split in ("dev", "held_out"):
+            print(f"\nwritten answers, {split} (false acceptance / false rejection, old | new):")
+            for case, row in result["written_answers"]["new"][split].items():
+                if "false_acceptance" in row:
+                    old = result["written_answers"]["old"][split][case]
+                    print(f"  {case:<16} FA {old['false_acceptance']['k']}/{old['false_acceptance']['n']} "
+                          f"FR {old['false_rejection']['k']}/{old['false_rejection']['n']} | "
+                          f"FA {row['false_acceptance']['k']}/{row['false_acceptance']['n']} "
+                          f"FR {row['false_rejection']['k']}/{row['false_rejection']['n']}")
+        for a in result["written_answers"]["answers"]:
+            if a["new"] != (a["expect"] == "pass"):
+                print(f"    wrong: {a['id']} ({a['split']}, {a['expect']}) {a['reason'][:150]}")
+    print("\nsummary (false acceptance, false rejection):")
+    for name, row in result["summary"].items():
+        print(f"  {name}: " + "; ".join(f"{k} {v['false_acceptance']}, {v['false_rejection']}" for k, v in row.items()))
     write("grounding_check", result)
     return 0
 

@@ -166,6 +166,27 @@ def test_a_refusal_claims_nothing_and_passes():
     assert out.answer_source == "model" and out.check.details == {"refusal": True}
 
 
+def test_a_model_answer_that_answers_then_refuses_is_replaced_with_why():
+    evidence = ["The working pressure is usually 6 to 8 bar."]
+    checked = draft(check=grounding_check(evidence), evidence_answer="The working pressure is usually 6 to 8 bar [1].",
+                    refusals=("The evidence is not enough to answer.",))
+    out = answer(checked, Scripted("The working pressure is 6 to 8 bar [1]. The evidence is not enough to answer."),
+                 CONFIG)
+    assert out.answer_source == "fallback" and out.text == "The working pressure is usually 6 to 8 bar [1]."
+    assert "contradicts itself" in out.fallback_reason
+    # The pipeline's refusal alone still passes: it claims nothing.
+    alone = answer(checked, Scripted("The evidence is not enough to answer."), CONFIG)
+    assert alone.answer_source == "model" and alone.check.passed
+
+
+def test_a_quoted_spec_reference_is_kept_and_not_counted_as_a_citation():
+    evidence = ["The SCP queries the NRF on behalf of the consumer, see clause 6.3.1 [2].", "The AMF selects an SMF."]
+    text = "The SCP queries the NRF on behalf of the consumer, see clause 6.3.1 [2]. [1]"
+    out = answer(draft(check=grounding_check(evidence)), Scripted(text), CONFIG)
+    assert out.answer_source == "model" and out.check.passed, out.check.reason
+    assert citations(out.text, evidence) == (1,) and strip_citations(out.text, evidence).endswith("6.3.1 [2].")
+
+
 def test_the_registry_names_every_pipeline_once():
     assert PIPELINES == tuple(REGISTRY) == ("lexical", "spec", "causal", "graph", "kg")
     for name in PIPELINES:

@@ -189,3 +189,162 @@ def test_a_claim_citing_the_wrong_item_is_miscited_and_the_answer_stage_corrects
     assert out.to_dict()["recited_claims"] == [{"text": "Áp suất làm việc từ 6 đến 8 bar [2].", "cited": [2], "now": 1}]
     # A claim no item supports stays unsupported, whatever it cites.
     assert check_claims("Áp suất tối đa 12 bar [2].", evidence).claims[0].verdict == "unsupported"
+
+
+# A 3GPP-style evidence set whose own text carries reference brackets ("TS 23.502 [3]").
+SPEC_REFS = ["The NF service consumer sends a discovery request to the NRF, as specified in TS 23.502 [3]. "
+             "The NRF answers with the NF profiles of the matching NF instances.",
+             "An NF Set is a group of interchangeable NF instances of the same type [11].",
+             "The SCP routes indirect communication between NF service consumers and producers. When delegated "
+             "discovery is used, the SCP queries the NRF on behalf of the consumer, see clause 6.3.1 [2]."]
+
+
+def test_brackets_of_quoted_source_text_are_not_citations():
+    from ragkit.llm.claims import renumber_citations, strip_citations
+
+    quoting = ("The SCP routes indirect communication between NF service consumers and producers [3]. When delegated "
+               "discovery is used, the SCP queries the NRF on behalf of the consumer, see clause 6.3.1 [2].")
+    # The quoted sentence's "[2]" is clause 6.3.1's reference, not evidence item 2.
+    assert [c.cited for c in split_claims(quoting, SPEC_REFS)] == [(3,), ()]
+    assert citations(quoting, SPEC_REFS) == (3,)
+    assert strip_citations(quoting, SPEC_REFS).endswith("see clause 6.3.1 [2].")
+    assert renumber_citations(quoting, {3: 1}, SPEC_REFS) == quoting.replace("producers [3]", "producers [1]")
+    report = check_claims(quoting, SPEC_REFS)
+    assert report.passed, report.reason
+    # The same reading without the evidence, by position: a bracket followed by words is text,
+    # and one before a full stop that the answer's own marker follows is the quoted sentence's.
+    assert citations("See TS 23.502 [3] for the procedure [2].") == (2,)
+    assert renumber_citations("See TS 23.502 [3] for the procedure [2].", {2: 1}) == \
+        "See TS 23.502 [3] for the procedure [1]."
+    assert citations("As specified in TS 23.502 [3]. [1]") == (1,)
+    assert [c.body for c in split_claims("As specified in TS 23.502 [3]. [1]")] == ["As specified in TS 23.502 [3]."]
+    # A bracket outside the evidence beside a real citation is source text; alone, a bad citation.
+    assert citations("An NF Set groups interchangeable NF instances [11] [2].", 3) == (2,)
+    assert check_claims("An NF Set is a group of interchangeable NF instances of the same type [11] [2].",
+                        SPEC_REFS).passed
+    assert verdicts("The AMF selects an SMF [7].", SPEC) == ["unsupported"]
+    # Vietnamese text with its own references; the evidence has two items, the paper's "[7]" is not one.
+    pm = ["Ở miền Bắc, nồng độ PM2.5 mùa đông thường cao gấp 2 đến 3 lần mùa hè [12]. Nghịch nhiệt làm lớp không "
+          "khí sát mặt đất bị giữ lại, khiến bụi mịn tích tụ [7].", "Mưa rửa trôi bụi mịn trong không khí [5]."]
+    answer_vi = ("Nghịch nhiệt làm lớp không khí sát mặt đất bị giữ lại, khiến bụi mịn tích tụ [7]. "
+                 "Vì vậy nồng độ PM2.5 mùa đông thường cao gấp 2 đến 3 lần mùa hè [1].")
+    assert check_claims(answer_vi, pm).passed
+    # What the quote changes is still caught: a spec number changed, two functions swapped.
+    assert not check_claims(quoting.replace("the SCP queries the NRF", "the NRF queries the SCP"), SPEC_REFS).passed
+    assert not check_claims(answer_vi.replace("2 đến 3", "4 đến 5"), pm).passed
+    changed = "The NF service consumer sends a discovery request to the NRF, as specified in TS 23.503 [3]."
+    assert not check_claims(changed, SPEC_REFS).passed
+
+
+GIFTS = ["Employees may accept gifts from suppliers only if their value does not exceed 50 euros. Gifts worth more "
+         "than 50 euros must be declined and reported to the compliance officer."]
+
+
+def test_numbers_and_names_the_question_states_are_given_not_claimed():
+    question = "Can I accept a gift worth 120 euros from a supplier?"
+    report = check_claims("No, gifts worth more than 50 euros must be declined [1]; 120 euros is above that.",
+                          GIFTS, question)
+    assert report.passed, report.reason
+    # The rest must still be the evidence's: the question's number alone, or a threshold changed, fails.
+    assert not check_claims("Yes, a gift worth 120 euros may be accepted [1].", GIFTS, question).passed
+    assert not check_claims("No, gifts worth more than 100 euros must be declined [1]; 120 euros is above that.",
+                            GIFTS, question).passed
+    # The question's number may not stand in for the evidence's (same unit, left out).
+    leave = ["Employees with at least 5 years of service receive 28 days of paid leave per year; others receive 25 "
+             "days."]
+    asked = "I have worked here for 7 years. How many days of paid leave do I get?"
+    assert check_claims("With at least 5 years of service you receive 28 days of paid leave per year [1], and 7 "
+                        "years is more than 5.", leave, asked).passed
+    assert not check_claims("With at least 7 years of service you receive 28 days of paid leave per year [1].",
+                            leave, asked).passed
+    # Vietnamese, and a name the question gives to a rule that names no one.
+    manual = ["Áp suất làm việc thường từ 6 đến 8 bar; rơ le áp suất tự ngắt động cơ khi đạt áp suất cài đặt. "
+              "Van an toàn trên bình mở khi áp suất vượt giới hạn."]
+    hoi = "Máy nén khí của tôi đang chạy ở 10 bar, như vậy có ổn không?"
+    assert check_claims("Áp suất làm việc của máy chỉ từ 6 đến 8 bar [1], nên 10 bar là vượt giới hạn làm việc.",
+                        manual, hoi).passed
+    assert not check_claims("Áp suất làm việc 10 bar vẫn nằm trong giới hạn của máy [1].", manual, hoi).passed
+    badge = ["Visitors must wear a visitor badge at all times and be escorted by an employee."]
+    assert check_claims("Yes, Tom Becker must wear a visitor badge at all times [1].", badge,
+                        "Does my guest, Tom Becker, need to wear a badge?").passed
+    # A claim made only of the question's words must be said by the span itself.
+    assert not check_claims("Yes, gifts worth 120 euros may be accepted from a supplier.", GIFTS, question).passed
+
+
+def test_a_claim_may_compare_the_two_items_it_cites_part_by_part():
+    nf = ["An NF Set is a group of interchangeable NF instances of the same type that support the same services "
+          "and share the same context data.",
+          "An NF Service Set is a group of interchangeable NF service instances of the same service type within "
+          "one NF instance."]
+    right = ("An NF Set is a group of interchangeable NF instances of the same type that share the same context "
+             "data, whereas an NF Service Set is a group of interchangeable NF service instances within one NF "
+             "instance [1][2].")
+    report = check_claims(right, nf, "What is the difference between an NF Set and an NF Service Set?")
+    assert report.passed, report.reason
+    assert [p["evidence"] for p in report.claims[0].support["parts"]] == [1, 2]
+    swapped = ("An NF Set is a group of interchangeable NF service instances within one NF instance, whereas an NF "
+               "Service Set is a group of interchangeable NF instances that share the same context data [1][2].")
+    assert not check_claims(swapped, nf).passed
+    machines = ["Máy khoan đứng dùng để khoan lỗ; phôi phải được kẹp chặt trên ê tô trước khi khoan.",
+                "Máy phay đứng dùng dao phay để gia công mặt phẳng và rãnh."]
+    hoi = "Máy khoan đứng và máy phay đứng khác nhau thế nào?"
+    assert check_claims("Máy khoan đứng dùng để khoan lỗ, còn máy phay đứng dùng dao phay để gia công mặt phẳng "
+                        "và rãnh [1][2].", machines, hoi).passed
+    # Most of the words are the milling machine's, but "khoan" is only the drill's: no item supports it.
+    assert not check_claims("Máy khoan đứng dùng dao phay để gia công rãnh, còn máy phay đứng dùng để khoan lỗ "
+                            "[1][2].", machines, hoi).passed
+
+
+def test_an_answer_that_answers_and_refuses_contradicts_itself():
+    evidence = ["The working pressure is usually 6 to 8 bar. Change the oil after about 500 running hours."]
+    report = check_claims("The working pressure is usually 6 to 8 bar [1]. The evidence is not enough to answer.",
+                          evidence)
+    assert not report.passed and [c.verdict for c in report.claims] == ["supported", "inconsistent"]
+    assert report.reason.startswith("the answer contradicts itself: claim 2")
+    mixed_vi = check_claims("Bằng chứng không đủ để trả lời. Dầu thay sau khoảng 500 giờ chạy [1].",
+                            ["Dầu máy nén thay sau khoảng 500 giờ chạy."])
+    assert not mixed_vi.passed and mixed_vi.claims[0].verdict == "inconsistent"
+    # Saying the evidence lacks what the answer has just stated is the same contradiction.
+    assert not check_claims("The working pressure is usually 6 to 8 bar [1]. The documents do not state the "
+                            "working pressure.", evidence).passed
+    # A refusal alone claims nothing; a partial answer may say what the evidence leaves open.
+    alone = check_claims("The provided documents do not state which oil grade to use.", evidence)
+    assert alone.passed and [c.verdict for c in alone.claims] == ["refusal"]
+    partial = check_claims("Dầu máy nén thay sau khoảng 500 giờ chạy [1]. Tài liệu không nêu loại dầu cần dùng.",
+                           ["Dầu máy nén thay sau khoảng 500 giờ chạy."])
+    assert partial.passed and [c.verdict for c in partial.claims] == ["supported", "refusal"]
+
+
+RULE = ["Tuyệt đối không mở nắp máy khi máy đang chạy. Chỉ vệ sinh máy sau khi đã ngắt nguồn điện."]
+BAN = ["Dầu cũ chẳng được đổ xuống cống hay xuống đất; phải thu gom vào thùng chứa riêng."]
+
+
+@pytest.mark.parametrize("answer, evidence", [
+    ("Không được mở nắp khi máy đang chạy [1].", RULE),
+    ("Không mở nắp máy khi máy đang chạy [1].", RULE),
+    ("Cấm mở nắp máy khi máy đang chạy [1].", RULE),
+    ("Đừng mở nắp máy khi máy còn đang chạy [1].", RULE),
+    ("Chẳng được mở nắp máy khi máy đang chạy [1].", RULE),
+    ("Chưa tắt máy thì không mở nắp máy [1].", RULE),
+    ("Không được đổ dầu cũ xuống cống [1].", BAN),
+    ("Cấm đổ dầu cũ xuống đất; phải thu gom vào thùng chứa riêng [1].", BAN),
+    ("Không được hút thuốc gần bình chứa khí nén [1].", ["Cấm hút thuốc và dùng lửa trần gần bình chứa khí nén."]),
+    ("Không được dùng nước để dập đám cháy thiết bị điện [1].",
+     ["Chẳng bao giờ được dùng nước để dập đám cháy thiết bị điện."]),
+])
+def test_a_vietnamese_rule_restated_with_another_negator_passes(answer, evidence):
+    report = check_claims(answer, evidence)
+    assert report.passed, report.reason
+
+
+@pytest.mark.parametrize("answer, evidence", [
+    ("Được mở nắp khi máy đang chạy [1].", RULE),
+    ("Có thể mở nắp máy khi máy đang chạy [1].", RULE),
+    ("Nên mở nắp máy khi máy đang chạy [1].", RULE),
+    ("Có thể đổ dầu cũ xuống cống [1].", BAN),
+    ("Hút thuốc gần bình chứa khí nén được phép [1].", ["Cấm hút thuốc và dùng lửa trần gần bình chứa khí nén."]),
+    ("Không vệ sinh máy sau khi đã ngắt nguồn điện [1].", RULE),           # a negation added
+    ("Không được thu gom dầu cũ vào thùng chứa riêng [1].", BAN),          # a negation added
+])
+def test_a_vietnamese_rule_with_its_negation_flipped_fails(answer, evidence):
+    assert not check_claims(answer, evidence).passed

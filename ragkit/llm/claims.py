@@ -12,6 +12,23 @@ kept or dropped. The rules are typographic and work the same in English and Viet
 - citation markers ("[2]", "[1, 3]", "[1-2]") belong to the sentence they close, also when
   they stand after its full stop or alone on the next line.
 
+A bracketed number is the answer's own citation only where an answer cites: in citation
+position, closing a clause (a marker, or a run of them, followed by the end of the text or
+line, by punctuation, or by another marker). Quoted source text keeps its own reference
+brackets ("as specified in TS 23.502 [3]"), and those are not citations:
+
+- a bracket followed by more words ("TS 23.502 [3] and ...", "[3] 3GPP TS 23.502") is not in
+  citation position;
+- a run of markers before a sentence's closing punctuation, when another run closes the
+  sentence after it ("... TS 23.502 [3]. [2]"), is the quoted sentence's own;
+- given the evidence: a bracket that stands in an evidence text after the same words
+  ("23.502 [3]" in the evidence) is quoted, and a bracket whose numbers are all outside the
+  evidence is source text when its sentence also cites evidence it has (a claim whose only
+  marker is out of range keeps it: it cites what does not exist).
+
+``citations``, ``strip_citations``, ``renumber_citations`` and ``split_claims`` all read the
+markers this way (``answer_markers``), with the evidence when they are given it.
+
 >>> [c.body for c in split_claims("The AMF selects an SMF [1]. The SMF allocates the IP. [2]")]
 ['The AMF selects an SMF.', 'The SMF allocates the IP.']
 >>> [c.cited for c in split_claims("- Xả nước ngưng [1]\\n- Thay dầu [2, 3]")]
@@ -21,7 +38,9 @@ kept or dropped. The rules are typographic and work the same in English and Viet
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
+from typing import Sequence, Union
 
 _CITATION = re.compile(r"\[\s*(\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*)\s*\]")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*•+–]\s+|\(?\d{1,2}[.)]\s+)")
@@ -29,6 +48,107 @@ _MARKUP = re.compile(r"\*\*|__|`")
 # A sentence end: punctuation, closing quotes or brackets, citations, then space.
 _SENTENCE_END = re.compile(r"[.!?][\"'”)\]]*((?:\s*\[\s*\d[\d\s,;–-]*\])*)\s+")
 _ABBREVIATIONS = frozenset("e.g i.e etc vs dr mr mrs ms st no fig cf approx al tp ths ts".split())
+# What may follow a citation (after spaces): the end of the text or line, clause or sentence
+# punctuation, a closing quote or bracket, a dash or arrow, markup; anything else (a word, a
+# number, an opening bracket) means the bracket belongs to the text.
+_CITATION_FOLLOWER = re.compile(r"[ \t]*(?:$|\n|\r|[.,;:!?…)\]}\"'”’»*_—–→←]|-(?:\s|$))")
+_CLOSING = re.compile(r"[.!?…][\"'”’»)]*[ \t]*")
+Evidence = Union[Sequence[str], int, None]
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One citation marker the answer writes: its place and the numbers it cites."""
+
+    start: int
+    end: int
+    numbers: tuple[int, ...]
+
+
+def _numbers(group: str) -> list[int]:
+    out: list[int] = []
+    for part in re.split(r"\s*[,;]\s*", group):
+        ends = [int(n) for n in re.split(r"\s*[–-]\s*", part) if n]
+        numbers = range(ends[0], ends[-1] + 1) if len(ends) == 2 and ends[0] <= ends[1] <= ends[0] + 20 else ends
+        out.extend(n for n in numbers if n not in out)
+    return out
+
+
+def _runs(matches: list[re.Match], text: str) -> list[list[re.Match]]:
+    """Bracket matches grouped into runs: brackets with only spaces between them."""
+    runs: list[list[re.Match]] = []
+    for m in matches:
+        if runs and not text[runs[-1][-1].end():m.start()].strip(" \t"):
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    return runs
+
+
+def _normal(text: str) -> str:
+    return unicodedata.normalize("NFC", text).lower()
+
+
+def _quoted(text: str, m: re.Match, evidence_texts: list[str]) -> bool:
+    """Whether the bracket ``m`` stands in an evidence text after the same words as in
+    ``text`` (the fewest words before it that hold six letters or digits, at most five)."""
+    before = re.findall(r"\w+", text[max(0, m.start() - 100):m.start()])[-5:]
+    words: list[str] = []
+    while before and sum(len(w) for w in words) < 6:
+        words.insert(0, before.pop())
+    if sum(len(w) for w in words) < 6:
+        return False
+    inner = re.sub(r"\s+", "", m.group(1))
+    pattern = (r"(?<!\w)" + r"\W+".join(re.escape(_normal(w)) for w in words) + r"\W*\[\s*"
+               + r"\s*".join(re.escape(c) for c in inner) + r"\s*\]")
+    return any(re.search(pattern, e) for e in evidence_texts)
+
+
+def answer_markers(text: str, evidence: Evidence = None) -> list[Marker]:
+    """The citation markers of ``text`` that are the answer's own, in order (see the module
+    docstring): brackets in citation position, less those that belong to quoted source text.
+    ``evidence`` (the evidence texts, or only how many there are) lets quoted brackets and
+    numbers outside the evidence be told apart too.
+
+    >>> [m.numbers for m in answer_markers("As specified in TS 23.502 [3]. The NRF answers [1].")]
+    [(3,), (1,)]
+    >>> [m.numbers for m in answer_markers("As specified in TS 23.502 [3]. The NRF answers [1].",
+    ...                                    ["The consumer asks the NRF, as specified in TS 23.502 [3]."])]
+    [(1,)]
+    >>> [m.numbers for m in answer_markers("See TS 23.502 [3] for the procedure [2].")]
+    [(2,)]
+    """
+    matches = list(_CITATION.finditer(text))
+    if not matches:
+        return []
+    runs = _runs(matches, text)
+    own: list[list[re.Match]] = []
+    for i, run in enumerate(runs):
+        after = run[-1].end()
+        if not _CITATION_FOLLOWER.match(text, after):
+            continue            # words follow: the bracket is part of the text
+        closing = _CLOSING.match(text, after)
+        if closing and closing.end() > after and i + 1 < len(runs) and runs[i + 1][0].start() == closing.end() \
+                and _CITATION_FOLLOWER.match(text, runs[i + 1][-1].end()):
+            continue            # "... [3]. [2]": the quoted sentence's bracket, then the answer's
+        own.append(run)
+    if evidence is None:
+        return [Marker(m.start(), m.end(), tuple(_numbers(m.group(1)))) for run in own for m in run]
+    count = evidence if isinstance(evidence, int) else len(evidence)
+    texts = [] if isinstance(evidence, int) else [_normal(e) for e in evidence]
+    kept = [m for run in own for m in run if not (texts and _quoted(text, m, texts))]
+    markers = [Marker(m.start(), m.end(), tuple(_numbers(m.group(1)))) for m in kept]
+
+    def inside(marker: Marker) -> bool:
+        return any(1 <= n <= count for n in marker.numbers)
+
+    out = []
+    for a, b in _piece_bounds(text):
+        here = [mk for mk in markers if a <= mk.start < b]
+        if any(inside(mk) for mk in here):
+            here = [mk for mk in here if inside(mk)]     # out of range beside real citations: source text
+        out.extend(here)
+    return out
 
 
 @dataclass(frozen=True)
@@ -46,26 +166,41 @@ class Claim:
     end: int
 
 
-def citations(text: str) -> tuple[int, ...]:
-    """Evidence numbers cited in ``text``: "[1]", "[1, 3]", "[2-4]" (a range is expanded).
+def citations(text: str, evidence: Evidence = None) -> tuple[int, ...]:
+    """Evidence numbers cited in ``text``: "[1]", "[1, 3]", "[2-4]" (a range is expanded),
+    by the answer's own markers only (``answer_markers``).
 
-    >>> citations("X [2]. Y [1, 3] and [4-5]")
+    >>> citations("X [2]. Y [1, 3]; and Z [4-5]")
     (2, 1, 3, 4, 5)
     """
     out: list[int] = []
-    for group in _CITATION.findall(text):
-        for part in re.split(r"\s*[,;]\s*", group):
-            ends = [int(n) for n in re.split(r"\s*[–-]\s*", part) if n]
-            numbers = range(ends[0], ends[-1] + 1) if len(ends) == 2 and ends[0] <= ends[1] <= ends[0] + 20 else ends
-            out.extend(n for n in numbers if n not in out)
+    for marker in answer_markers(text, evidence):
+        out.extend(n for n in marker.numbers if n not in out)
     return tuple(out)
 
 
-def strip_citations(text: str) -> str:
-    """``text`` without its citation markers, with the space they leave tidied."""
-    text = _CITATION.sub("", text)
-    text = re.sub(r"\s+([.,;:!?])", r"\1", text)
+def without_brackets(text: str) -> str:
+    """``text`` with every bracketed number removed, the answer's markers and quoted source
+    references alike (what a claim says, not where it comes from)."""
+    return _CITATION.sub(" ", text)
+
+
+def _without(text: str, markers: list[Marker], offset: int = 0) -> str:
+    for marker in sorted(markers, key=lambda m: -m.start):
+        text = text[: marker.start - offset] + text[marker.end - offset:]
+    return text
+
+
+def _tidy(text: str, across_lines: bool = False) -> str:
+    """The space a removed marker leaves tidied: none before punctuation, single spaces."""
+    text = re.sub(r"\s+([.,;:!?])" if across_lines else r"[ \t]+([.,;:!?])", r"\1", text)
     return re.sub(r"[ \t]{2,}", " ", text).strip()
+
+
+def strip_citations(text: str, evidence: Evidence = None) -> str:
+    """``text`` without its citation markers, with the space they leave tidied (brackets of
+    quoted source text stay: they are text)."""
+    return _tidy(_without(text, answer_markers(text, evidence)), across_lines=True)
 
 
 def _sentence_cuts(line: str) -> list[int]:
@@ -111,21 +246,38 @@ def _pieces(answer: str):
                 yield offset + a, offset + b
 
 
-def split_claims(answer: str) -> list[Claim]:
-    """The claims of ``answer`` in order (see the module docstring for the rules)."""
+def _piece_bounds(text: str) -> list[tuple[int, int]]:
+    """The pieces of ``text``, a piece of brackets alone joined to the one before (the
+    sentences ``split_claims`` makes claims of)."""
+    out: list[tuple[int, int]] = []
+    for a, b in _pieces(text):
+        if out and not _CITATION.sub("", _MARKUP.sub("", text[a:b])).strip(" \t.:;,"):
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
+def split_claims(answer: str, evidence: Evidence = None) -> list[Claim]:
+    """The claims of ``answer`` in order (see the module docstring for the rules); with
+    ``evidence``, brackets quoted from it are text, not citations."""
+    markers = answer_markers(answer, evidence)
     claims: list[Claim] = []
     for start, end in _pieces(answer):
         raw = answer[start:end]
-        if not strip_citations(_MARKUP.sub("", raw)).strip(" \t.:;,") and claims:
+        own = [m for m in markers if start <= m.start < end]
+        cited = tuple(dict.fromkeys(n for m in own for n in m.numbers))
+        if not _CITATION.sub("", _MARKUP.sub("", raw)).strip(" \t.:;,") and claims:
             # Citations alone (on the next line, or after the full stop): they close the claim before.
             prev = claims.pop()
             text = answer[prev.start:end].strip()
-            claims.append(Claim(text, prev.body, prev.cited + tuple(n for n in citations(raw) if n not in prev.cited),
+            claims.append(Claim(text, prev.body, prev.cited + tuple(n for n in cited if n not in prev.cited),
                                 prev.start, end))
             continue
-        body = strip_citations(_LIST_MARKER.sub("", _MARKUP.sub("", raw), count=1))
         lead = len(raw) - len(raw.lstrip())
-        claims.append(Claim(raw.strip(), body, citations(raw), start + lead, start + len(raw.rstrip())))
+        bare = _without(raw, own, start)
+        body = _tidy(_LIST_MARKER.sub("", _MARKUP.sub("", bare), count=1), across_lines=True)
+        claims.append(Claim(raw.strip(), body, cited, start + lead, start + len(raw.rstrip())))
     return claims
 
 
@@ -140,19 +292,21 @@ def remove_claims(answer: str, dropped: list[Claim]) -> str:
     return "\n".join(lines).strip()
 
 
-def renumber_citations(text: str, numbers: dict[int, int]) -> str:
+def renumber_citations(text: str, numbers: dict[int, int], evidence: Evidence = None) -> str:
     """``text`` with each cited number ``n`` written as ``numbers[n]`` (numbers not in the
     map are left out; a marker left with none is removed). A range is written as a list.
+    Brackets of quoted source text are left as they are.
 
     >>> renumber_citations("A [3]. B [1-2]. C [9].", {3: 1, 1: 2, 2: 3})
     'A [1]. B [2, 3]. C.'
+    >>> renumber_citations("Per TS 23.502 [3] the NRF answers [2].", {2: 1})
+    'Per TS 23.502 [3] the NRF answers [1].'
     """
-    def write(match: re.Match) -> str:
-        kept = [numbers[n] for n in citations(match.group(0)) if n in numbers]
-        return f"[{', '.join(str(n) for n in dict.fromkeys(kept))}]" if kept else ""
-
-    text = _CITATION.sub(write, text)
-    return re.sub(r"[ \t]+([.,;:!?])", r"\1", re.sub(r"[ \t]{2,}", " ", text)).strip()
+    for marker in sorted(answer_markers(text, evidence), key=lambda m: -m.start):
+        kept = [numbers[n] for n in marker.numbers if n in numbers]
+        written = f"[{', '.join(str(n) for n in dict.fromkeys(kept))}]" if kept else ""
+        text = text[: marker.start] + written + text[marker.end:]
+    return _tidy(text)
 
 
 def add_citations(text: str, additions: dict[int, int]) -> str:
@@ -197,5 +351,5 @@ def split_sentences(text: str) -> list[str]:
     return [text[a:b].replace("\n", " ").strip() for a, b in _pieces(text)]
 
 
-__all__ = ["Claim", "add_citations", "citations", "remove_claims", "renumber_citations", "split_claims", "split_sentences", "strip_citations",
-           "trim_to_whole_claims"]
+__all__ = ["Claim", "Marker", "add_citations", "answer_markers", "citations", "remove_claims", "renumber_citations",
+           "split_claims", "split_sentences", "strip_citations", "trim_to_whole_claims", "without_brackets"]

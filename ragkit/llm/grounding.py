@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, strip_accents
-from .claims import Claim, split_claims, split_sentences
+from .claims import Claim, split_claims, split_sentences, without_brackets
 from .injection import suspicious_evidence
 
 DEFAULT_MIN_SUPPORT = 0.6
@@ -129,20 +129,49 @@ def check_grounding(answer: str, evidence: Iterable[str], question: str = "",
 # - coverage: at least ``MIN_CLAIM_SUPPORT`` of its content words are in the span (or in the
 #   question, which an answer may restate); English words are compared by their stems;
 # - numbers: every number it states is in the span, with the unit it gives that number;
-# - negation: a word the claim negates ("not", "never", "không", "chưa" before it) is negated
-#   in the span too, and a word the span negates is negated in the claim;
+# - negation: what the claim negates ("not", "never", "không", "chưa", "cấm" ... before it)
+#   is negated in the span too, and what the span negates is negated in the claim. Each
+#   negation is compared as a whole, by what it bears on: the first content word after it
+#   (and after an "and"/"or" inside its scope) must be what a negation of the other text
+#   bears on, so "không được đổ dầu cũ" restates "dầu cũ chẳng được đổ" although the words
+#   its scope takes in differ;
 # - names and roles: every name it uses (a capitalised, all-capitals or letter-and-digit word
 #   such as "AMF", "Marie Curie", "N4") is in the span, and two names that are not merely
 #   listed ("A, B and C") stand in the same order there ("the NRF selects the SMF" is not
 #   "the SMF selects the NRF"); a passive "by"/"bởi"/"được" between them reverses the order.
+#   A name may be matched by a longer one ("Marie Curie" / "Marie Skłodowska Curie"), but not
+#   by another name the claim itself uses ("NF Set" is not "NF Service Set" in a claim that
+#   names both).
+#
+# What the question states is given, not claimed: its words count as found (though the span
+# itself must hold half of the claim's words: a claim made of the question's words affirms
+# the question, and a heading that shares none of them does not support it); a number or a
+# name it states may stand in the claim when the claim also says something of the span's own
+# (a number the span gives and the question does not: "120 euros is above the 50 the rule
+# allows", but not in place of a number of the span with the same unit; for a name: a span
+# word the question lacks, in a span that names no one the question's name could be standing
+# in for: "the NRF selects an SMF" against "the AMF selects an SMF" still fails).
+#
+# A claim citing two or more items that compares or joins them ("X is A, whereas Y is B
+# [1][2]") is also supported when each part between its joints (";", "whereas", "while",
+# "but", ", and", "trong khi", "còn", "nhưng" ...) is supported by one of the cited items
+# on its own: without a word only another cited item holds. Such a claim is never supported
+# by one item through words only the other holds ("the drill mills slots, whereas the mill
+# drills holes" is not supported by the mill's item because it has most of the words).
+#
+# An answer that refuses ("the evidence is not enough") and also answers contradicts itself:
+# a refusal that names nothing the claims beside it leave open is ``inconsistent`` and fails.
 #
 # The trace names, for every claim, the span that supports it or why none does.
 
 MIN_CLAIM_SUPPORT = 0.75
 BORDERLINE_SUPPORT = 0.5     # a claim short only on coverage, above this, may go to a model judge
-_NEGATIONS = frozenset("not no never none nor neither without cannot không chưa chẳng chả đừng chớ".split())
-# "không" begins compounds that negate nothing: air, space, no-load, air force, midair.
-_NOT_NEGATING = {"không": frozenset("khí gian tải quân trung".split())}
+_NEGATIONS = frozenset("not no never none nor neither without cannot không chưa chẳng chả đừng chớ cấm".split())
+# Compounds that negate nothing: air, space, no-load, air force, midair, "not only", "không
+# những/chỉ" (not only), "chẳng hạn" (for example), "chưa kể" (not to mention).
+_NOT_NEGATING = {"không": frozenset("khí gian tải quân trung chỉ những".split()), "not": frozenset({"only"}),
+                 "chẳng": frozenset({"hạn"}), "chưa": frozenset({"kể"})}
+_COORDINATORS = frozenset({"and", "or", "nor", "và", "hoặc", "hay"})
 _NEGATION_SCOPE = 3          # content words after a negation that it negates
 # Verbs that drop what follows ("skip the check", "bỏ qua bước 2"): a step said to be skipped
 # has the opposite polarity of the step stated as done.
@@ -155,8 +184,25 @@ _BOUNDARY = frozenset(",;:.!?()—–→←")
 _REFUSAL_CUES = (
     "not enough", "does not say", "do not say", "doesn't say", "no information", "cannot answer",
     "can't answer", "not mentioned", "not stated", "enough information", "insufficient", "không đủ", "không có thông tin",
-    "không nêu", "không đề cập", "chưa đủ", "không tìm thấy",
+    "không nêu", "không đề cập", "chưa đủ", "không tìm thấy", "could not find", "cannot find", "can not find",
+    "unable to find", "unable to answer", "does not mention", "do not mention", "doesn't mention",
+    "không thể trả lời", "chưa có thông tin", "không được đề cập",
 )
+# The words a refusal is made of, whatever it refuses: a refusal with no other word refuses
+# the whole question.
+_REFUSAL_WORDS = frozenset(
+    """evidence information info context contexts document documents doc docs source sources passage passages
+    text texts excerpt excerpts data material materials answer answers answered question questions provided provide
+    given available enough sufficient insufficient find found mention mentions mentioned say says said state states
+    stated contain contains contained able unable determine sorry retrieved specify specified detail details
+    however unfortunately help matter matters issue issues topic topics point
+    bằng chứng thông tin tài liệu ngữ cảnh dữ liệu nguồn đoạn trích văn bản trả lời câu hỏi cung cấp đủ tìm thấy nêu
+    đề cập xin lỗi rất tiếc hiện biết xác định chắc chắn thể nội dung chi tiết tuy nhiên đáng vấn chủ điều""".split())
+
+
+@lru_cache(maxsize=1)
+def _refusal_stems() -> frozenset:
+    return frozenset(_stem(w) for w in _REFUSAL_WORDS)
 
 
 def _tokens(text: str) -> list[str]:
@@ -185,9 +231,15 @@ def _stem(word: str) -> str:
     return _english_stemmer().stemWord(word)
 
 
+# Words that answer a yes/no question: they say what the rest of the claim says.
+_ANSWER_WORDS = frozenset("yes yeah yep vâng dạ".split())
+
+
 def _claim_word(word: str) -> bool:
-    """A word that carries content: not a function word, a negation or punctuation."""
-    return word not in _BOUNDARY and word not in _NEGATIONS and not _is_number(word) and _is_content(word)
+    """A word that carries content: not a function word, a negation, an answer word ("yes")
+    or punctuation."""
+    return word not in _BOUNDARY and word not in _NEGATIONS and word not in _ANSWER_WORDS and not _is_number(word) \
+        and _is_content(word)
 
 
 @dataclass(frozen=True)
@@ -200,6 +252,7 @@ class _Text:
     negated: frozenset                # stems negated at one occurrence at least
     only_negated: frozenset           # stems negated at every occurrence
     names: tuple[tuple[int, tuple[str, ...]], ...]   # (position, lowercased words) of each name
+    scopes: tuple = ()                # each negation's scope: segments (split at and/or) of stems, in order
 
     @classmethod
     def of(cls, text: str, lowercase_vocabulary: frozenset = frozenset()) -> "_Text":
@@ -209,7 +262,8 @@ class _Text:
         for w in lower:
             keys.add(_stem(w))
             keys.add("~" + strip_accents(w))
-        return cls(tokens, lower, frozenset(keys), *_negated(lower), _names(tokens, lowercase_vocabulary))
+        negated, only, scopes = _negated(lower)
+        return cls(tokens, lower, frozenset(keys), negated, only, _names(tokens, lowercase_vocabulary), scopes)
 
     def has(self, word: str) -> bool:
         """Whether a (lowercase) word is in this text: by stem, or accent-free for a word
@@ -217,33 +271,49 @@ class _Text:
         return _stem(word) in self.keys or (strip_accents(word) == word and "~" + word in self.keys)
 
 
-def _negated(lower: tuple[str, ...]) -> tuple[frozenset, frozenset]:
+def _negated(lower: tuple[str, ...]) -> tuple[frozenset, frozenset, tuple]:
     """Stems of the content words and numbers that follow a negation (up to
-    ``_NEGATION_SCOPE`` of them, within its clause): those negated somewhere, and those
-    negated everywhere they occur."""
+    ``_NEGATION_SCOPE`` of them, within its clause): those negated somewhere, those negated
+    everywhere they occur, and each negation's scope (its stems in order, in segments split
+    at "and"/"or")."""
     inside, outside = set(), set()
-    scope = 0
+    scopes: list[list[list[str]]] = []
+    scope = skip = 0
     for i, w in enumerate(lower):
+        if skip:
+            skip -= 1
+            continue
         if w in _BOUNDARY:
             scope = 0
             continue
         if w in _NEGATIONS and not (i + 1 < len(lower) and lower[i + 1] in _NOT_NEGATING.get(w, ())) \
                 or w in _DROPPING:
+            if not scope or scopes[-1] != [[]]:
+                scopes.append([[]])
             scope = _NEGATION_SCOPE
+            skip = 2 if lower[i + 1:i + 3] == ("bao", "giờ") else 0     # "chẳng bao giờ": never
             continue
         if w in _DROPPING_PAIRS and i + 1 < len(lower) and lower[i + 1] in _DROPPING_PAIRS[w]:
+            scopes.append([[]])
             scope = _NEGATION_SCOPE + 1      # the pair's second word is not a content word
             continue
+        if scope and w in _COORDINATORS and scopes[-1][-1]:
+            scopes[-1].append([])
+            continue
         if _claim_word(w) or _is_number(w):
+            if scope:
+                scopes[-1][-1].append(_stem(w))
             (inside if scope else outside).add(_stem(w))
             scope = max(scope - 1, 0)
-    return frozenset(inside), frozenset(inside - outside)
+    out = tuple(tuple(tuple(seg) for seg in sc if seg) for sc in scopes)
+    return frozenset(inside), frozenset(inside - outside), tuple(sc for sc in out if sc)
 
 
 def _is_name_word(token: str, first: bool, lowercase_vocabulary: frozenset) -> bool:
     """A word that names something: all capitals ("AMF"), letters and digits ("N4", "5GC"),
     or capitalised: mid-sentence always, first in a sentence only if the evidence never
-    writes it in lower case (so "Máy", "The" are not names, "Aspirin" is)."""
+    writes it (or a word of its stem) in lower case (so "Máy", "The", "Visitors" are not
+    names, "Aspirin" is)."""
     if not token[0].isalnum() or _is_number(token) or len(token) < 2:
         return False
     letters = [c for c in token if c.isalpha()]
@@ -254,9 +324,9 @@ def _is_name_word(token: str, first: bool, lowercase_vocabulary: frozenset) -> b
     if not token[0].isupper():
         return False
     word = token.lower()
-    if word in ENGLISH_STOPWORDS or word in _ACCENTED_FUNCTION or word in _NEGATIONS:
+    if word in ENGLISH_STOPWORDS or word in _ACCENTED_FUNCTION or word in _NEGATIONS or word in _ANSWER_WORDS:
         return False
-    return not first or word not in lowercase_vocabulary
+    return not first or (word not in lowercase_vocabulary and _stem(word) not in lowercase_vocabulary)
 
 
 def _names(tokens: tuple[str, ...], lowercase_vocabulary: frozenset) -> tuple:
@@ -278,11 +348,14 @@ def _names(tokens: tuple[str, ...], lowercase_vocabulary: frozenset) -> tuple:
     return tuple(out)
 
 
-def _name_positions(name: tuple[str, ...], span: _Text) -> list[int]:
+def _name_positions(name: tuple[str, ...], span: _Text, distinct: Iterable[tuple[str, ...]] = ()) -> list[int]:
     """Where a name is in a span: the places where its words stand in order with at most two
     other words among them (a name may be written longer in the evidence: "Marie Curie" /
-    "Marie Skłodowska Curie"), not scattered over the span."""
+    "Marie Skłodowska Curie"), not scattered over the span; and not where the longer form is
+    one of the ``distinct`` names (another name the claim uses: "NF Set" is not "NF Service
+    Set" in a claim that names both)."""
     out = []
+    distinct = {d for d in distinct if d != name}
     for i, w in enumerate(span.lower):
         if w != name[0]:
             continue
@@ -291,7 +364,7 @@ def _name_positions(name: tuple[str, ...], span: _Text) -> list[int]:
             if span.lower[j] == rest[0]:
                 rest.pop(0)
             j += 1
-        if not rest:
+        if not rest and not (j - i > len(name) and tuple(span.lower[i:j]) in distinct):
             out.append(i)
     return out
 
@@ -327,19 +400,65 @@ def question_settings(claim: _Text, question: _Text | None) -> set[int]:
     return out
 
 
-def _order_problem(claim: _Text, span: _Text, question: _Text | None = None) -> str:
+def _anchored(claim: _Text, span: _Text, question: _Text | None) -> bool:
+    """Whether the claim says something of the span's own: a content word the span holds
+    and the question does not."""
+    return any(_claim_word(w) and span.has(w) and not (question and question.has(w)) for w in claim.lower)
+
+
+def _given_names(claim: _Text, span: _Text, question: _Text | None, distinct) -> set[int]:
+    """Positions of the claim's names that only the question states, where they may stand:
+    the claim is anchored in the span, and the span names nothing (a name of the span is
+    what the question's name could be standing in for: "the NRF selects an SMF" against "the
+    AMF selects an SMF"; a rule that names no one may be applied to whoever the question
+    names)."""
+    if question is None or span.names:
+        return set()
+    asked = {pos for pos, name in claim.names
+             if _name_positions(name, question) and not _name_positions(name, span, distinct)}
+    return asked if asked and _anchored(claim, span, question) else set()
+
+
+# Words that open a framing phrase at the start of a sentence ("Theo QCVN 05, ...", "In TS
+# 23.501, ..."): the names in it say where the claim comes from or holds, not who acts.
+_FRAMING = frozenset({"theo", "according", "per", "as", "in", "within", "under", "trong", "tại", "ở", "for"})
+
+
+def _framed(claim: _Text) -> range:
+    """Token positions of a framing phrase that opens the claim and ends at its first comma."""
+    if not claim.lower or claim.lower[0] not in _FRAMING or "," not in claim.lower:
+        return range(0)
+    return range(0, claim.lower.index(","))
+
+
+def _framed_in(span: _Text, where: list[int]) -> bool:
+    """Whether a name stands in a framing phrase of the span too (a framing word before it,
+    perhaps with an article between): "... theo QCVN 05", "as defined in TS 23.501"."""
+    return any(j >= 1 and (span.lower[j - 1] in _FRAMING or j >= 2 and span.lower[j - 1] in _ARTICLES
+                           and span.lower[j - 2] in _FRAMING) for j in where)
+
+
+def _order_problem(claim: _Text, span: _Text, question: _Text | None = None, distinct=None) -> str:
     """Why the claim's names do not stand as in the span ('' when they do). A name the span
     lacks is allowed only as the setting the question gave ("... in the 5G Core" when the
-    question asks about the 5G Core); it takes no part in the roles."""
+    question asks about the 5G Core), or as a name the question states (``_given_names``);
+    it takes no part in the roles; nor do the names of a framing phrase that opens the claim
+    ("Theo QCVN 05:2023/BTNMT, ...") when the span frames its first name too ("... theo
+    QCVN 05:2023/BTNMT"). ``distinct``: the names of the whole claim (default: of
+    ``claim``), none of which a name may be matched by."""
     found = []
-    setting = question_settings(claim, question)
+    distinct = [name for _, name in claim.names] if distinct is None else distinct
+    setting = question_settings(claim, question) | _given_names(claim, span, question, distinct)
+    framed, frame = _framed(claim), []
     for pos, name in claim.names:
-        where = _name_positions(name, span)
+        where = _name_positions(name, span, distinct)
         if not where and pos in setting:
             continue
         if not where:
             return f"names {' '.join(claim.tokens[pos:pos + len(name)])!r}, which the span does not"
-        found.append((pos, name, where))
+        (frame if pos in framed else found).append((pos, name, where))
+    if frame and not _framed_in(span, frame[0][2]):
+        found = sorted(found + frame)     # the phrase is not a frame in the span: its names take roles
     for (pa, a, wa), (pb, b, wb) in zip(found, found[1:]):
         between = claim.lower[pa + len(a):pb]
         if a == b or all(w in _COORDINATION for w in between):
@@ -356,11 +475,38 @@ def _order_problem(claim: _Text, span: _Text, question: _Text | None = None) -> 
     return ""
 
 
+def _given_numbers(claim: _Text, span: _Text, question: _Text | None) -> set[int]:
+    """Positions of the claim's numbers that the question states and the span does not,
+    when the claim also states a number of the span's own (one the question does not give):
+    the question's number set against the evidence's ("120 euros is above the 50 allowed");
+    not one that stands where the span has a number with its unit that the claim leaves out."""
+    if question is None:
+        return set()
+    asked = {_number_key(t) for t in question.lower if _is_number(t)}
+    given = {_number_key(t) for t in span.lower if _is_number(t)}
+    numbers = [(i, _number_key(t)) for i, t in enumerate(claim.lower) if _is_number(t)]
+    if not any(key in given and key not in asked for _, key in numbers):
+        return set()
+    stated = {key for _, key in numbers}
+    # A number of the span the claim leaves out, with the same unit, is what the question's
+    # number would be standing in for ("at least 7 years" where the span says "at least 5 years").
+    left_out = {_unit(span, j) for j, t in enumerate(span.lower) if _is_number(t) and _number_key(t) not in stated}
+    return {i for i, key in numbers
+            if key in asked and key not in given and not (_unit(claim, i) and _unit(claim, i) in left_out)}
+
+
+def _unit(text: _Text, i: int) -> str:
+    """The stem of the word after the number at ``i`` ('' when none)."""
+    after = text.lower[i + 1] if i + 1 < len(text.lower) else ""
+    return _stem(after) if after.isalpha() else ""
+
+
 def _number_problem(claim: _Text, span: _Text, question: _Text | None = None) -> str:
     """The first number the claim states that the span lacks, or states with another unit
-    (a number in the question's setting, "in the 5G Core", is not stated by the claim)."""
+    (a number in the question's setting, "in the 5G Core", is not stated by the claim; nor is
+    one the question gives that the claim sets against the span's, ``_given_numbers``)."""
     span_numbers = [(_number_key(t), i) for i, t in enumerate(span.lower) if _is_number(t)]
-    setting = question_settings(claim, question)
+    setting = question_settings(claim, question) | _given_numbers(claim, span, question)
     for i, token in enumerate(claim.lower):
         if not _is_number(token) or i in setting:
             continue
@@ -376,19 +522,50 @@ def _number_problem(claim: _Text, span: _Text, question: _Text | None = None) ->
     return ""
 
 
+# Modal words a negation passes through to what it negates ("do not need to check": check).
+_MODALS = frozenset("need needs needed must should ought have has required necessary allowed permitted able".split())
+
+
+@lru_cache(maxsize=1)
+def _modal_stems() -> frozenset:
+    return frozenset(_stem(w) for w in _MODALS)
+
+
+def _head(segment: tuple) -> str:
+    """The word a segment of a negation's scope bears on: its first word past modals."""
+    return next((w for w in segment if w not in _modal_stems()), segment[0])
+
+
+def _negation_matched(head: str, scope: tuple, others: tuple) -> bool:
+    """Whether one of the negations ``others`` bears on ``head`` (the first word of a segment
+    of the negation ``scope``): it is one of its heads, or it is in its scope and that
+    negation's own head is in ``scope`` (the two negations cover the same words)."""
+    words = {w for segment in scope for w in segment}
+    for other in others:
+        heads = [_head(segment) for segment in other]
+        if head in heads or head in {w for segment in other for w in segment} and heads[0] in words:
+            return True
+    return False
+
+
 def _negation_problem(claim: _Text, span: _Text, shared: set[str]) -> str:
-    """A word the claim negates that the span never negates, or one the span only ever
-    negates that the claim states plainly."""
-    added = sorted((claim.negated - span.negated) & shared)
-    if added:
-        return f"it negates {added[0]!r}, which the span does not"
-    dropped = sorted((span.only_negated - claim.only_negated) & shared)
-    if dropped:
-        return f"the span negates {dropped[0]!r}, which the claim does not"
+    """A negation of the claim whose head (the first content word after it, and after each
+    "and"/"or" inside it) the span holds but no negation of the span bears on; or a negation
+    of the span of which the claim negates none of the words the span only ever negates and
+    the claim uses. Each negation is compared as a whole: word order and word length differ
+    between a text and its restatement, so the other words of its scope may differ."""
+    for scope in claim.scopes:
+        for head in (_head(segment) for segment in scope):
+            if head in shared and not _negation_matched(head, scope, span.scopes):
+                return f"it negates {head!r}, which the span does not"
+    for scope in span.scopes:
+        bears = [w for segment in scope for w in segment if w in shared and w in span.only_negated]
+        if bears and not any(w in claim.negated for w in bears):
+            return f"the span negates {bears[0]!r}, which the claim does not"
     return ""
 
 
-FAILED_VERDICTS = ("unsupported", "miscited", "contradicted")
+FAILED_VERDICTS = ("unsupported", "miscited", "contradicted", "inconsistent")
 
 
 @dataclass(frozen=True)
@@ -399,7 +576,9 @@ class ClaimVerdict:
     ``contradicted`` (a span supports it, but another retrieved item says the same thing with
     the opposite polarity, "no need to check the oil" against "check the oil": ``contradicts``
     names that item; it fails the check), ``refusal`` (says the evidence is not enough;
-    claims nothing) or ``no claim`` (a heading, a bare list marker: nothing to check)."""
+    claims nothing), ``inconsistent`` (a refusal beside claims that answer what it says the
+    evidence lacks: the answer contradicts itself; it fails the check) or ``no claim`` (a
+    heading, a bare list marker: nothing to check)."""
 
     text: str
     verdict: str
@@ -446,13 +625,34 @@ class ClaimReport:
         return out
 
 
+# What an answer calls its evidence: a short sentence whose subject it is, negated ("the
+# documents do not state ...", "tài liệu không cung cấp ...") says the evidence lacks something.
+_SOURCE_NOUNS = frozenset("""evidence document documents context contexts text texts passage passages sources
+    excerpt excerpts""".split())
+_SOURCE_NOUNS_VI = (("tài", "liệu"), ("bằng", "chứng"), ("ngữ", "cảnh"), ("đoạn", "trích"), ("văn", "bản"))
+
+
 def is_refusal(text: str, refusals: Iterable[str] = ()) -> bool:
     """Whether a claim says the evidence is not enough: one of the pipeline's own refusal
-    sentences, or a sentence with a common refusal phrase (English or Vietnamese)."""
+    sentences, a sentence with a common refusal phrase, or a short sentence that names the
+    evidence ("the documents", "tài liệu") and negates (English or Vietnamese)."""
     plain = " ".join(_WORD.findall(text.lower()))
     if any(plain == " ".join(_WORD.findall(r.lower())) for r in refusals):
         return True
-    return any(cue in plain for cue in _REFUSAL_CUES) and len(plain.split()) <= 25
+    if len(plain.split()) > 25:
+        return False
+    if any(cue in plain for cue in _REFUSAL_CUES):
+        return True
+    tokens = [t.lower() for t in _tokens(text)]
+    for i, t in enumerate(tokens):
+        noun = 1 if t in _SOURCE_NOUNS else 2 if tuple(tokens[i:i + 2]) in _SOURCE_NOUNS_VI else 0
+        if noun:
+            after = tokens[i + noun:i + noun + 4]       # the source, then a negated verb: its subject
+            after = after[:next((k for k, w in enumerate(after) if w in _BOUNDARY), len(after))]
+            if any(w in _NEGATIONS and not (k + 1 < len(after) and after[k + 1] in _NOT_NEGATING.get(w, ()))
+                   for k, w in enumerate(after)):
+                return True
+    return False
 
 
 def _spans(evidence: list[str], numbers: Iterable[int], words: tuple[str, ...], vocabulary: frozenset):
@@ -476,12 +676,43 @@ def _spans(evidence: list[str], numbers: Iterable[int], words: tuple[str, ...], 
                 yield n, pair, _Text.of(pair, vocabulary)
 
 
+def _said(body: str) -> str:
+    """A claim's text as the rules read it: reference brackets of quoted source text ("TS
+    23.502 [3]") say nothing; they are where the source comes from."""
+    return without_brackets(body)
+
+
+# Joints at which a claim comparing or joining two items may be cut: a semicolon, a contrast,
+# or a comma before "and"/"và" (a new clause, not a list).
+_JOINT = re.compile(
+    r"\s*;\s*|,?\s+(?:whereas|while|whilst|but|however|although|though|by contrast|in contrast|on the other hand|"
+    r"unlike|trong khi(?: đó)?|nhưng|tuy nhiên|ngược lại|khác với|song)\s+|,\s+(?:and|và|còn)\s+",
+    re.IGNORECASE)
+
+
+def comparison_parts(body: str) -> list[str]:
+    """The parts of a claim between its joints ("A is X, whereas B is Y": "A is X", "B is
+    Y"); a part without a content word stays with the one before.
+
+    >>> comparison_parts("Máy khoan đứng dùng để khoan lỗ, còn máy phay đứng dùng dao phay")
+    ['Máy khoan đứng dùng để khoan lỗ', 'máy phay đứng dùng dao phay']
+    """
+    parts: list[str] = []
+    for piece in _JOINT.split(body):
+        piece = piece.strip(" ,.;:")
+        if parts and not any(_claim_word(w.lower()) for w in _tokens(piece)):
+            parts[-1] = f"{parts[-1]} {piece}".strip()
+        elif piece:
+            parts.append(piece)
+    return parts
+
+
 def _judge_claim(claim: Claim, evidence: list[str], spans_of, question_words: _Text,
                  vocabulary: frozenset, refusals, min_support: float) -> ClaimVerdict:
     cited = list(claim.cited)
     if is_refusal(claim.body, refusals):
         return ClaimVerdict(claim.text, "refusal", cited, None, "says the evidence is not enough")
-    text = _Text.of(claim.body, vocabulary)
+    text = _Text.of(_said(claim.body), vocabulary)
     words = sorted({w for w in text.lower if _claim_word(w)})
     if not words and not any(_is_number(t) for t in text.lower):
         return ClaimVerdict(claim.text, "no claim", cited, None, "no content words")
@@ -494,11 +725,18 @@ def _judge_claim(claim: Claim, evidence: list[str], spans_of, question_words: _T
         return ClaimVerdict(claim.text, "unsupported", cited, None,
                             f"cites [{outside[0]}], but the evidence has {len(evidence)} items")
     numbers = [n for n in cited if n not in outside] or range(1, len(evidence) + 1)
-    judge = _SpanJudge(claim, text, words, question_words, spans_of, evidence, min_support)
+    joins = cited and len(numbers) >= 2 and len(comparison_parts(_said(claim.body))) >= 2
+    borrowed = _borrowing(evidence, numbers, vocabulary) if joins else None
+    judge = _SpanJudge(claim.body, text, words, question_words, spans_of, evidence, min_support, borrowed=borrowed)
     best = judge.best(numbers)
     if best is None:
         return ClaimVerdict(claim.text, "unsupported", cited, None, "there is no evidence")
     _, n, span_text, problem, coverage, short = best
+    if problem and joins:
+        joined = _parts_supported(claim, text, numbers, question_words, spans_of, evidence, vocabulary, min_support,
+                                  borrowed)
+        if joined is not None:
+            return ClaimVerdict(claim.text, "supported", cited, joined, "", 1.0)
     where = f"[{n}]" if cited else "any evidence"
     support = {"evidence": n, "span": span_text}
     if problem and cited:
@@ -516,18 +754,22 @@ def _judge_claim(claim: Claim, evidence: list[str], spans_of, question_words: _T
 
 class _SpanJudge:
     """The best span of some evidence items for one claim: a verbatim quote, else the span
-    whose words cover the claim best with no rule broken (numbers, negations, roles)."""
+    whose words cover the claim best with no rule broken (numbers, negations, roles).
+    ``distinct``: the names of the whole claim, when this judges a part of it; ``borrowed``:
+    (item, word) -> whether another item the claim cites holds a word the span lacks (a part
+    of a comparison must stand on one item)."""
 
-    def __init__(self, claim: Claim, text: _Text, words: list[str], question_words: _Text, spans_of,
-                 evidence: list[str], min_support: float):
-        self.claim, self.text, self.words, self.question_words = claim, text, words, question_words
+    def __init__(self, body: str, text: _Text, words: list[str], question_words: _Text, spans_of,
+                 evidence: list[str], min_support: float, distinct=None, borrowed=None):
+        self.body, self.text, self.words, self.question_words = body, text, words, question_words
         self.spans_of, self.evidence, self.min_support = spans_of, evidence, min_support
+        self.distinct, self.borrowed = distinct, borrowed
 
     def best(self, numbers) -> tuple | None:
         """(rank, evidence number, span, problem, coverage, short) of the best span of the
         items ``numbers`` (problem '' when the span supports the claim), or None."""
         text, words, question_words = self.text, self.words, self.question_words
-        quoted = " ".join(self.claim.body.split()).rstrip(" .;:")
+        quoted = " ".join(self.body.split()).rstrip(" .;:")
         for n in numbers:           # a quote says exactly what its evidence says
             if len(quoted) >= 20 and quoted in " ".join(self.evidence[n - 1].split()):
                 return ((True, 1.0, -len(quoted)), n, quoted, "", 1.0, False)
@@ -537,15 +779,22 @@ class _SpanJudge:
         for n, span_text, span in self.spans_of(tuple(numbers), tuple(w for w in words if w not in in_names)):
             found = [w for w in words if span.has(w) or question_words.has(w)]
             coverage = len(found) / len(words) if words else 1.0
+            itself = sum(span.has(w) for w in words) / len(words) if words else 1.0
+            if itself < BORDERLINE_SUPPORT:
+                coverage = itself     # the question's words are given, but the span must say something of the claim
             rules = ""
             if coverage >= BORDERLINE_SUPPORT:    # the other rules, only on spans that may support it
                 rules = _number_problem(text, span, question_words) or \
                     _negation_problem(text, span, {_stem(w) for w in words if span.has(w)} | numbers_in) or \
-                    _order_problem(text, span, question_words)
+                    _order_problem(text, span, question_words, self.distinct)
+            if not rules and self.borrowed is not None:
+                foreign = [w for w in words if not span.has(w) and self.borrowed(n, w)]
+                if foreign:
+                    rules = f"{foreign[0]!r} is another cited item's"
             short = coverage < self.min_support and not rules
             problem = rules
             if coverage < self.min_support and not rules:
-                missing = [w for w in words if w not in found]
+                missing = [w for w in words if not span.has(w)]
                 problem = f"only {coverage:.0%} of its words are in the span (not: {', '.join(missing[:5])})"
             rank = (not problem, coverage, -len(span_text))
             if best is None or rank > best[0]:
@@ -555,12 +804,77 @@ class _SpanJudge:
         return best
 
 
+def _borrowing(evidence: list[str], numbers, vocabulary: frozenset):
+    """(item, word) -> whether ``word`` is not in that item but in another of ``numbers``
+    (the items a claim cites)."""
+    items = {n: _Text.of(evidence[n - 1], vocabulary) for n in numbers}
+
+    def borrowed(n: int, word: str) -> bool:
+        return n in items and not items[n].has(word) and any(items[m].has(word) for m in items if m != n)
+
+    return borrowed
+
+
+def _parts_supported(claim: Claim, text: _Text, numbers, question_words: _Text, spans_of, evidence: list[str],
+                     vocabulary: frozenset, min_support: float, borrowed) -> dict | None:
+    """The support of a claim citing several items that compares or joins them, when each
+    of its parts (``comparison_parts``) is supported by one cited item without a word only
+    another cited item holds: {"evidence": the first part's item, "span": the parts' spans
+    joined with " | ", "parts": [{"evidence", "span"}, ...]}; None when a part is not."""
+    parts = comparison_parts(_said(claim.body))
+    if len(parts) < 2:
+        return None
+    distinct = [name for _, name in text.names]
+    found = []
+    for part in parts:
+        part_text = _Text.of(part, vocabulary)
+        words = sorted({w for w in part_text.lower if _claim_word(w)})
+        best = _SpanJudge(part, part_text, words, question_words, spans_of, evidence, min_support,
+                          distinct, borrowed).best(numbers)
+        if best is None or best[3]:
+            return None
+        found.append({"evidence": best[1], "span": best[2]})
+    return {"evidence": found[0]["evidence"], "span": " | ".join(f["span"] for f in found), "parts": found}
+
+
+def _refusal_words(body: str) -> list[str]:
+    """What a refusal says the evidence lacks: its content words that are not the words of
+    any refusal ("evidence", "not enough", "tài liệu", "không đề cập" ...)."""
+    return [w for w in _Text.of(body).lower if _claim_word(w) and w not in _REFUSAL_WORDS
+            and _stem(w) not in _refusal_stems()]
+
+
+def _inconsistent(verdicts: list[ClaimVerdict], claims: list[Claim]) -> list[ClaimVerdict]:
+    """``verdicts`` with each refusal that the answer's other claims contradict made
+    ``inconsistent``: a refusal of the whole question ("the evidence is not enough to
+    answer") beside a claim that says something, or one that says the evidence lacks what
+    those claims state (most of its own words are theirs). A refusal naming what the claims
+    leave open ("the manual does not give the oil grade") is a partial answer's and stays."""
+    said = [i for i, v in enumerate(verdicts) if v.verdict not in ("refusal", "no claim")]
+    if not said:
+        return verdicts
+    answered = _Text.of(" ".join(_said(claims[i].body) for i in said))
+    out = list(verdicts)
+    for i, v in enumerate(verdicts):
+        if v.verdict != "refusal":
+            continue
+        lacking = _refusal_words(claims[i].body)
+        if not lacking or sum(answered.has(w) for w in lacking) / len(lacking) >= MIN_CLAIM_SUPPORT:
+            others = ", ".join(str(j + 1) for j in said[:3])
+            out[i] = replace(v, verdict="inconsistent",
+                             why=f"says the evidence is not enough, but claim{'s' if len(said) > 1 else ''} "
+                                 f"{others} answer{'' if len(said) > 1 else 's'} from it")
+    return out
+
+
 def check_claims(answer: str, evidence: Iterable[str], question: str = "", *,
                  refusals: Iterable[str] = (), min_support: float = MIN_CLAIM_SUPPORT) -> ClaimReport:
     """Judge each claim of ``answer`` against the evidence it cites (``[n]`` is the n-th
-    evidence text; a claim citing nothing may be supported by any). The answer passes when
-    every claim is supported, a refusal or no claim, at least one says something, and it does
-    not loop (distinct trigrams >= 0.5).
+    evidence text; a claim citing nothing may be supported by any; brackets quoted from the
+    evidence, "TS 23.502 [3]", are text, not citations). The answer passes when every claim
+    is supported, a refusal or no claim, at least one says something, it does not refuse and
+    answer at once (an ``inconsistent`` refusal), and it does not loop (distinct trigrams
+    >= 0.5).
 
     >>> evidence = ["The AMF selects an SMF for the PDU Session.", "The SMF controls the UPF."]
     >>> check_claims("The AMF selects an SMF [1].", evidence).passed
@@ -574,8 +888,8 @@ def check_claims(answer: str, evidence: Iterable[str], question: str = "", *,
     """
     evidence = [e for e in evidence]
     refusals = tuple(refusals)
-    vocabulary = frozenset(w for text in evidence for w in _WORD.findall(unicodedata.normalize("NFC", text))
-                           if w.islower())
+    lowercase = {w for text in evidence for w in _WORD.findall(unicodedata.normalize("NFC", text)) if w.islower()}
+    vocabulary = frozenset(lowercase | {_stem(w) for w in lowercase})     # words and their stems
     question_words = _Text.of(question)
     cache: dict[tuple, list] = {}
 
@@ -584,9 +898,10 @@ def check_claims(answer: str, evidence: Iterable[str], question: str = "", *,
             cache[numbers, words] = list(_spans(evidence, numbers, words, vocabulary))
         return cache[numbers, words]
 
-    claims = split_claims(answer)
+    claims = split_claims(answer, evidence)
     verdicts = [_judge_claim(c, evidence, spans_of, question_words, vocabulary, refusals, min_support)
                 for c in claims]
+    verdicts = _inconsistent(verdicts, claims)
     suspicious = suspicious_evidence(evidence)
     trusted = [n for n in range(1, len(evidence) + 1) if n not in {s["evidence"] for s in suspicious}]
     verdicts = [_contradicted(v, c, trusted, spans_of, vocabulary, min_support) if v.verdict == "supported" else v
@@ -602,7 +917,7 @@ def _contradicted(verdict: ClaimVerdict, claim: Claim, items: list[int], spans_o
     """``verdict`` made ``contradicted`` when a span of one of ``items`` (the evidence that
     does not address the model) shares most of the claim's content words but not its
     polarity: the claim negates or drops what that span states, or states what it negates."""
-    text = _Text.of(claim.body, vocabulary)
+    text = _Text.of(_said(claim.body), vocabulary)
     words = sorted({w for w in text.lower if _claim_word(w)})
     if len(words) < 2:
         return verdict
@@ -626,6 +941,11 @@ def claims_reason(claims: list[dict], core: int | None, trigrams: float) -> str:
     reasons = []
     if core is None:
         reasons.append("the answer has no content words")
+    refused = [i for i in failed if claims[i]["verdict"] == "inconsistent"]
+    if refused:
+        i = refused[0]
+        reasons.append(f"the answer contradicts itself: claim {i + 1} ({_short(claims[i]['text'])}) {claims[i]['why']}")
+        failed = [j for j in failed if j not in refused]
     if failed:
         i = failed[0]
         reasons.append(f"{len(failed)} of {len(claims)} claims unsupported; claim {i + 1} "
