@@ -351,7 +351,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     sources = Sources(index=args.index, kg=args.kg, graph=args.graph, weather=args.weather, **store)
     request = AskRequest(question=args.question, pipeline=args.pipeline, no_llm=args.no_llm, k=args.k,
                          method=args.method, rerank=args.rerank, rerank_depth=args.rerank_depth,
-                         depth=args.depth, max_hops=args.max_hops, top_k_paths=args.top_k_paths,
+                         steps=args.steps, depth=args.depth, max_hops=args.max_hops, top_k_paths=args.top_k_paths,
                          history=_read_history(args.history) if args.history else None,
                          llm_planner=args.llm_planner, at=args.at)
     service = Service(sources, llm_config)
@@ -422,7 +422,8 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     items = load_questions(args.questions)[: args.limit]
     store = {"spec_store": args.store} if args.pipeline == "spec" else {"kg_store": args.store}
     sources = Sources(index=args.index, kg=args.kg, graph=args.graph, **store)
-    options = {"pipeline": args.pipeline, "no_llm": args.no_llm, "k": args.k, "method": args.method}
+    options = {"pipeline": args.pipeline, "no_llm": args.no_llm, "k": args.k, "method": args.method,
+               "steps": args.steps}
     service = Service(sources, LLMConfig.from_env(model_path=args.model, max_tokens=args.max_tokens))
     try:
         result = evaluate_answers(items, service, options, progress=_progress(args))
@@ -880,6 +881,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kg")
     p.add_argument("--graph")
     p.add_argument("--k", type=int, default=LEXICAL.k, help="chunks of evidence (lexical)")
+    p.add_argument("--steps", type=int, default=LEXICAL.steps,
+                   help="lexical: retrieval steps for a multi-hop factoid question: a step whose answer "
+                        "leaves part of the question open retrieves again with that answer (1: one pass)")
     p.add_argument("--method", default=LEXICAL.method, choices=METHODS,
                    help="lexical: how candidates are found (dense/hybrid need 'index build --dense'; "
                         "auto: hybrid, or dense for a question in another language than the index)")
@@ -1020,6 +1024,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--graph", help="graph: a built graph folder")
     p.add_argument("--method", default=LEXICAL.method, choices=METHODS)
     p.add_argument("--k", type=int, default=LEXICAL.k, help="chunks of evidence (lexical)")
+    p.add_argument("--steps", type=int, default=LEXICAL.steps,
+                   help="lexical: retrieval steps for a multi-hop factoid question: a step whose answer "
+                        "leaves part of the question open retrieves again with that answer (1: one pass)")
     p.add_argument("--no-llm", action="store_true", help="evidence answers, no model")
     p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--max-tokens", type=int)
