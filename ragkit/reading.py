@@ -290,25 +290,30 @@ class Sentence:
     covered: list[str] = field(default_factory=list)
 
 
-def score_sentences(question: str, texts: Sequence[str], weigher: Weigher) -> list[Sentence]:
-    """Every sentence of ``texts`` with the share of the question it covers."""
+def score_sentences(question: str, texts: Sequence[str], weigher: Weigher,
+                    titles: Sequence[str] = ()) -> list[Sentence]:
+    """Every sentence of ``texts`` with the share of the question it covers, read with its
+    text's title (``titles[n]``: a chunk's title is the context of each of its sentences)."""
     weights = weigher.weights(question)
     out = []
     for n, text in enumerate(texts, 1):
+        title = titles[n - 1] if n - 1 < len(titles) else ""
         for pos, sentence in enumerate(split_sentences(text)):
-            cov = coverage(weights, sentence, weigher)
+            cov = coverage(weights, f"{title} {sentence}", weigher)
             out.append(Sentence(n, pos, sentence, cov.share, cov.covered))
     return out
 
 
 def relevant_sentences(question: str, texts: Sequence[str], weigher: Weigher, per_item: int = 2,
-                       neighbours: int = 1, extra_questions: Sequence[str] = ()) -> list[str]:
+                       neighbours: int = 1, extra_questions: Sequence[str] = (),
+                       titles: Sequence[str] = ()) -> list[str]:
     """Each text cut to its ``per_item`` best sentences for ``question`` (and for any
     ``extra_questions``: a later step's query) with ``neighbours`` sentences either side,
     in reading order, "…" where text was left out; a text none of whose sentences shares a
     question word keeps its first sentence (it was retrieved for a reason)."""
     out = []
-    for text in texts:
+    for n, text in enumerate(texts):
+        title = titles[n] if n < len(titles) else ""
         sentences = split_sentences(text)
         if len(sentences) <= per_item + 2 * neighbours:
             out.append(text.strip())
@@ -316,7 +321,7 @@ def relevant_sentences(question: str, texts: Sequence[str], weigher: Weigher, pe
         best: set[int] = set()
         for q in (question, *extra_questions):
             weights = weigher.weights(q)
-            scored = sorted(((coverage(weights, s, weigher).share, -i, i) for i, s in enumerate(sentences)),
+            scored = sorted(((coverage(weights, f"{title} {s}", weigher).share, -i, i) for i, s in enumerate(sentences)),
                             reverse=True)
             best.update(i for share, _, i in scored[:per_item] if share > 0)
         if not best:
@@ -514,17 +519,21 @@ MIN_SHARE = 0.3
 
 def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Weigher,
                  min_share: float = MIN_SHARE, sentences: list[Sentence] | None = None,
-                 exclude: Sequence[str] = ()) -> ShortAnswer | None:
+                 exclude: Sequence[str] = (), titles: Sequence[str] = ()) -> ShortAnswer | None:
     """The span of the wanted ``shape`` that the evidence ``texts`` give for ``question``
     (see the module docstring); None when the shape is not a factoid one or nothing stands
     out."""
     if not shape.factoid:
         return None
-    sentences = sentences if sentences is not None else score_sentences(question, texts, weigher)
+    sentences = sentences if sentences is not None else score_sentences(question, texts, weigher, titles)
     q_weights = weigher.weights(question)
     q_words = set(q_weights)
     q_plain = f" {_plain(question)} "
     excluded = {_plain(e) for e in exclude}
+    # The question's own terms, abbreviated: "Data Protection Officer" -> "dpo".
+    q_tokens = re.findall(r"[^\W\d_]+", question)
+    excluded |= {"".join(w[0] for w in q_tokens[i:j]).lower() for i in range(len(q_tokens))
+                 for j in range(i + 2, min(i + 7, len(q_tokens) + 1))}
     if shape.kind == "yesno":
         best = max(sentences, key=lambda s: (s.share, -s.item, -s.position), default=None)
         if best is None or best.share < max(min_share, 0.5):
@@ -586,6 +595,24 @@ def _candidates(shape: Shape, sentence: str, q_words: set[str], weigher: Weigher
     return names or phrase_candidates(sentence, q_words, weigher)
 
 
+def trim_short_answer(short: str, shape: Shape, texts: Sequence[str]) -> str:
+    """A model's short answer cut to the span of the asked shape when it says more ("14
+    characters long" -> "14 characters", "Beatriz Nogueira, Head of Data Science" ->
+    "Beatriz Nogueira"), provided the evidence holds the cut span."""
+    if shape.kind == "number":
+        found = number_candidates(short)
+    elif shape.kind == "date":
+        found = date_candidates(short)
+    elif shape.kind == "name" and "," in short:
+        found = [Candidate(short.split(",")[0].strip(), 0, 0)]
+    else:
+        found = []
+    for c in found:
+        if c.text and c.text != short and in_evidence(c.text, texts):
+            return c.text
+    return short
+
+
 def in_evidence(span: str, texts: Sequence[str]) -> bool:
     """Whether ``span`` occurs in ``texts``, compared word for word after lower-casing and
     accent stripping (yes and no always do: they answer, they quote nothing)."""
@@ -603,7 +630,9 @@ def parse_short_answer(text: str) -> tuple[str, str]:
         return "", ""
     first = re.sub(r"^\s*(?:\*\*)?(?:short answer|answer|câu trả lời|trả lời|đáp án)\s*:\s*(?:\*\*)?", "",
                    lines[0], flags=re.IGNORECASE)
-    first = re.sub(r"\[\s*\d[\d\s,;–-]*\]", "", first).strip(" *.\t")
+    first = re.sub(r"\[\s*\d[\d\s,;–-]*\]?|^\s*\d+\]", "", first).strip(" *.\t")
+    if not re.search(r"\w", first):        # a bare "[1]": the answer starts on the next line
+        return parse_short_answer("\n".join(lines[1:])) if len(lines) > 1 else ("", "")
     return first, "\n".join(lines[1:]).strip()
 
 

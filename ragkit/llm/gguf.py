@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import io
+import json
 import os
 import sys
 import tempfile
@@ -329,21 +330,26 @@ class GGUFModel:
         return True
 
     def _system_prefix(self, messages: Sequence[dict]) -> list[int] | None:
-        """The tokens the chat template gives the opening system message, when the whole
-        prompt's tokens begin with exactly them (templates that join the system text to the
-        first user turn, or a tokenization that merges across the boundary: None)."""
-        if len(messages) < 2 or messages[0].get("role") != "system":
+        """The tokens the chat template gives every turn before the last user turn (the
+        system turn, and any worked example after it), when the whole prompt's tokens begin
+        with exactly them (templates that join the system text to the first user turn, or a
+        tokenization that merges across the boundary: None). The prefix is what two prompts
+        that differ only in the last user turn's text render alike."""
+        if len(messages) < 2 or messages[0].get("role") != "system" or messages[-1].get("role") != "user":
             return None
-        key = messages[0].get("content") or ""
+        opening = list(messages[:-1])
+        key = json.dumps(opening, ensure_ascii=False, sort_keys=True)
         if key not in self._prefixes:
             formatter = self._chat_formatter()
             tokens = None
             if formatter is not None:
-                alone = formatter(messages=[messages[0]]).prompt
-                whole = formatter(messages=[messages[0], {"role": "user", "content": "?"}]).prompt
-                if whole.startswith(alone):
-                    tokens = self.llama.tokenize(alone.encode("utf-8"), add_bos=True, special=True)
-                    full = self.llama.tokenize(whole.encode("utf-8"), add_bos=True, special=True)
+                one = formatter(messages=[*opening, {"role": "user", "content": "?"}]).prompt
+                two = formatter(messages=[*opening, {"role": "user", "content": "!"}]).prompt
+                shared = os.path.commonprefix([one, two])
+                shared = shared[: shared.rfind("\n") + 1] if "\n" in shared else ""
+                if shared:
+                    tokens = self.llama.tokenize(shared.encode("utf-8"), add_bos=True, special=True)
+                    full = self.llama.tokenize(one.encode("utf-8"), add_bos=True, special=True)
                     if full[: len(tokens)] != tokens or len(tokens) < 2:
                         tokens = None
             if len(self._prefixes) >= GRAMMARS_KEPT:

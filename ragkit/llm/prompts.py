@@ -185,32 +185,42 @@ _SHAPE_WORDS = {
 }
 _SHORT_TASK = {
     "en": ("Answer the question from the numbered evidence only. Write two lines. Line 1: only "
-           "{what}, written as the evidence writes it, not a sentence. Line 2: the evidence "
-           "sentence or sentences that give it, each ending with its number in brackets. If the answer "
-           "needs two facts, give both, each with its number. If the evidence does not give the "
-           "answer, write only: '{refusal}'\n\n"
-           "Example.\nEvidence:\n[1] Mara Lind founded the Lind Bakery in 1998.\n[2] The Lind Bakery "
-           "stands on the main square of Tartu.\nQuestion: In which city is the bakery that Mara Lind "
-           "founded?\nAnswer:\nTartu\nMara Lind founded the Lind Bakery in 1998 [1]. The Lind Bakery "
-           "stands on the main square of Tartu [2]."),
+           "{what}, copied from the evidence, never a sentence. Line 2: the evidence sentence or "
+           "sentences that give it, each ending with its number in brackets. If the answer needs two "
+           "facts, give both, each with its number.{refusal_rule}"),
     "vi": ("Trả lời câu hỏi CHỈ dựa vào các đoạn bằng chứng được đánh số. Viết hai dòng. Dòng 1: chỉ "
-           "{what}, viết đúng như trong bằng chứng, không viết thành câu. Dòng 2: câu hoặc các câu "
-           "bằng chứng cho câu trả lời đó, cuối mỗi câu ghi số đoạn trong ngoặc vuông. Nếu bằng chứng "
-           "không có câu trả lời, chỉ viết: '{refusal}'\n\n"
-           "Ví dụ.\nBằng chứng:\n[1] Máy mài M2 do xưởng Hòa Bình lắp đặt năm 2019.\n[2] Tốc độ tối đa "
-           "của máy mài M2 là 3000 vòng/phút.\nCâu hỏi: Máy mài M2 quay tối đa bao nhiêu vòng mỗi "
-           "phút?\nTrả lời:\n3000 vòng/phút\nTốc độ tối đa của máy mài M2 là 3000 vòng/phút [2]."),
+           "{what}, chép từ bằng chứng, không viết thành câu. Dòng 2: câu hoặc các câu bằng chứng cho "
+           "câu trả lời đó, cuối mỗi câu ghi số đoạn trong ngoặc vuông.{refusal_rule}"),
+}
+# One worked example, as an earlier turn (written for this prompt: two facts from two items,
+# so a small model learns to follow a bridge).
+_SHORT_EXAMPLE = {
+    "en": (["Mara Lind founded the Lind Bakery in 1998.", "The Lind Bakery stands on the main square of Tartu."],
+           "In which city is the bakery that Mara Lind founded?",
+           "Tartu\nMara Lind founded the Lind Bakery in 1998 [1]. The Lind Bakery stands on the main square "
+           "of Tartu [2]."),
+    "vi": (["Máy mài M2 do xưởng Hòa Bình lắp đặt năm 2019.", "Tốc độ tối đa của máy mài M2 là 3000 vòng/phút."],
+           "Máy mài M2 quay tối đa bao nhiêu vòng mỗi phút?",
+           "3000 vòng/phút\nTốc độ tối đa của máy mài M2 là 3000 vòng/phút [2]."),
 }
 
 
 def short_answer_messages(question: str, evidence: Sequence[str], shape: str, language: str,
-                          refusal: str) -> list[dict]:
-    """The prompt for a factoid question: the task with its example (system turn, the same for
-    every question of a shape, so its cache is reused), then the numbered evidence, fenced,
-    and the question."""
+                          refusal: str | None) -> list[dict]:
+    """The prompt for a factoid question: the task (system turn), a worked example as an
+    earlier exchange (both the same for every question of a shape, so their cache is reused),
+    then the numbered evidence, fenced, and the question. ``refusal``: the sentence for "the
+    evidence does not say" (None: the evidence bears on the question, and the model is not
+    offered a way out)."""
     what = _SHAPE_WORDS[language].get(shape, _SHAPE_WORDS[language]["other"])
-    system = " ".join([_SHORT_TASK[language].format(what=what, refusal=refusal), _QUOTED_RULE[language]])
-    head = ("BẰNG CHỨNG", "CÂU HỎI", "Trả lời:") if language == "vi" else ("EVIDENCE", "QUESTION", "Answer:")
+    rule = _REFUSAL_RULE[language].format(refusal=refusal) if refusal else ""
+    system = " ".join([_SHORT_TASK[language].format(what=what, refusal_rule=rule), _QUOTED_RULE[language]])
+    head = ("BẰNG CHỨNG", "CÂU HỎI") if language == "vi" else ("EVIDENCE", "QUESTION")
+
+    def ask(items: Sequence[str], asked: str) -> str:
+        return f"{head[0]}:\n{quoted_evidence(numbered_evidence(items), language)}\n\n{head[1]}: {asked.strip()}"
+
+    items, asked, answered = _SHORT_EXAMPLE[language]
     return [{"role": "system", "content": system},
-            {"role": "user", "content": f"{head[0]}:\n{quoted_evidence(numbered_evidence(evidence), language)}\n\n"
-                                        f"{head[1]}: {question.strip()}\n{head[2]}"}]
+            {"role": "user", "content": ask(items, asked)}, {"role": "assistant", "content": answered},
+            {"role": "user", "content": ask(evidence, question)}]

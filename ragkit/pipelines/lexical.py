@@ -26,7 +26,8 @@ from ..llm.grounding import is_refusal
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
                            lexical_messages, numbered_evidence, short_answer_messages)
 from ..reading import (Shape, Weigher, answer_shape, coverage, in_evidence, parse_short_answer,
-                       relevant_sentences, score_sentences, short_answer, split_sentences, yes_no)
+                       relevant_sentences, score_sentences, short_answer, split_sentences, trim_short_answer,
+                       yes_no)
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.boosting import is_procedural_query
 from ..retrieval.rerank import make_reranker
@@ -128,7 +129,7 @@ class LexicalPipeline(Pipeline):
         if reads and selected:
             with profiler.stage("reading"):
                 cut = relevant_sentences(question, [h.text for h in selected], weigher, neighbours=0,
-                                         extra_questions=follow_ups)
+                                         extra_questions=follow_ups, titles=[h.title for h in selected])
                 selected = [replace(h, text=t) for h, t in zip(selected, cut)]
         with profiler.stage("token_counting"):
             # The prompt without documents, their fences included (" " stands for them).
@@ -172,7 +173,7 @@ class LexicalPipeline(Pipeline):
         # The prompt holds what was fitted to the context: the chunks and outline as cut.
         fitted_outline = context.extra.splitlines() if context else []
         texts = [f"{h.title}: {h.text}" if h.title else h.text for h in used]
-        sentences = score_sentences(question, [h.text for h in used], weigher)
+        sentences = score_sentences(question, [h.text for h in used], weigher, [h.title for h in used])
         best_share = max((x.share for x in sentences), default=0.0)
         found = short_answer(question, shape, [h.text for h in used], weigher, sentences=sentences,
                              exclude=bridges) if reads else None
@@ -186,13 +187,17 @@ class LexicalPipeline(Pipeline):
         else:
             evidence_answer = extractive_answer(question, used, procedural, weigher=weigher)
         if reads and shape.factoid and used:
-            prompt = (lambda _model: (short_answer_messages(question, texts, shape.kind, language, refusal), None))
+            # Evidence that bears on the question well (a sentence holds half of its weighted
+            # words) is not offered a refusal: a small model refuses too readily, and the check
+            # still replaces a short answer the evidence does not hold.
+            offered = refusal if best_share < WRONG_REFUSAL_SHARE else None
+            prompt = (lambda _model: (short_answer_messages(question, texts, shape.kind, language, offered), None))
         else:
             prompt = (lambda _model: (lexical_messages(question, context.text, fitted_outline, language), None)
                       ) if used else None
         check = grounding_check(evidence + outline, question)
         if reads:
-            check = reading_check(check, question, shape, evidence, found, best_share)
+            check = reading_check(check, question, shape, evidence, found, best_share, weigher)
         draft = Draft(evidence_answer=evidence_answer,
                       check=check, prompt=prompt,
                       language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
@@ -479,7 +484,8 @@ def extractive_answer(question: str, hits: list[Hit], procedural: bool,
     return " ".join(f"{x.text.rstrip()} [{x.item}]" for x in best)
 
 
-def reading_check(check, question: str, shape: Shape, evidence: list[str], found, best_share: float):
+def reading_check(check, question: str, shape: Shape, evidence: list[str], found, best_share: float,
+                  weigher: Weigher | None = None):
     """The grounding check of an answer to a question that reads sentences, and two things
     more. A factoid answer's first line is its short answer: it must occur in the evidence
     (yes and no excepted), and the lines after it are checked as any answer. A refusal
@@ -501,10 +507,18 @@ def reading_check(check, question: str, shape: Shape, evidence: list[str], found
         if not shape.factoid:
             return check(text)
         short, rest = parse_short_answer(text)
-        if not rest or len(short.split()) > 12:
+        if len(short.split()) > 12:
             return check(text)
         if not (yes_no(short) if shape.kind == "yesno" else in_evidence(short, evidence)):
             return Check(False, f"the short answer {short!r} is not in the evidence", {"short_answer": short})
+        if not rest:
+            return Check(True, "", {"short_answer": short})
+        if shape.kind == "yesno" and weigher is not None:
+            # The sentences it cites decide yes or no: a negation the question lacks says no.
+            said = short_answer(question, shape, [strip_citations(rest)], weigher, min_share=0.5)
+            if said is not None and said.text != yes_no(short):
+                return Check(False, f"answers {yes_no(short)!r}, but the sentence it gives says {said.text!r}",
+                             {"short_answer": short})
         verdict = check(rest)
         details = dict(verdict.details)
         claims = details.get("claims")
@@ -529,6 +543,7 @@ def complete_short_answer(text: str, question: str, shape: Shape, evidence: list
     if len(short.split()) > 12 or (not rest and len(short.split()) > 6):      # a sentence, not a span
         found = short_answer(question, shape, [text], weigher, min_share=0.0)
         return f"{found.text}\n{text.strip()}" if found else text.strip()
+    short = trim_short_answer(short, shape, evidence)
     if rest:
         return f"{short}\n{rest}"
     best = None
