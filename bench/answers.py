@@ -24,7 +24,7 @@ from ragkit.models import installed_path
 MUSIQUE = SHARED / "multihop_passages"
 QWEN = "qwen2.5-coder-1.5b"
 # method name -> the flags it adds to `ragkit eval answers`
-METHODS = {"none": ["--no-llm"], "none-1step": ["--no-llm", "--steps", "1"],
+METHODS = {"none": ["--no-llm", "--steps", "1"], "none-2steps": ["--no-llm", "--steps", "2"],
            "qwen-1step": ["--model", QWEN, "--steps", "1"], "qwen-2steps": ["--model", QWEN, "--steps", "2"]}
 
 
@@ -43,6 +43,26 @@ def halves(result: dict, cut: int) -> dict:
         if part:
             out[name] = {"n": len(part), "short_em": round(sum(r["short_em"] for r in part) / len(part), 4),
                          "short_f1": round(sum(r["short_f1"] for r in part) / len(part), 4)}
+    return out
+
+
+def by_shape(result: dict, path) -> dict:
+    """Short-answer EM and F1 over the answerable factoid questions (name, date, number,
+    yes/no) of a question file that marks each question's ``shape``, and over each shape."""
+    items = {str(q.get("id")): q for q in map(json.loads, open(path, encoding="utf-8").read().splitlines()) if q}
+    rows = [r for r in result.get("details") or [] if r["id"] in items and items[r["id"]].get("answerable", True)]
+    out = {}
+    groups = {"factoid": [r for r in rows if items[r["id"]].get("shape") in ("name", "date", "number", "yesno")]}
+    for r in rows:
+        groups.setdefault(items[r["id"]].get("shape", "other"), []).append(r)
+    for name, part in groups.items():
+        if part:
+            out[name] = {"n": len(part), "short_em": round(sum(r["short_em"] for r in part) / len(part), 4),
+                         "short_f1": round(sum(r["short_f1"] for r in part) / len(part), 4)}
+    unanswerable = [r for r in result.get("details") or [] if r["id"] in items
+                    and items[r["id"]].get("answerable") is False]
+    if unanswerable:
+        out["unanswerable"] = {"n": len(unanswerable), "abstained": sum(1 for r in unanswerable if r["abstained"])}
     return out
 
 
@@ -80,8 +100,11 @@ def main() -> None:
                                                      for a in argv)
             if set_name == "musique":
                 result["halves"] = halves(result, 50)
+            else:
+                result["by_shape"] = by_shape(result, path)
             print({k: result.get(k) for k in ("n", "short_em", "short_f1", "em", "f1", "accepted", "fallback",
-                                              "seconds_per_answer", "steps")}, flush=True)
+                                              "seconds_per_answer", "steps", "halves")},
+                  (result.get("by_shape") or {}).get("factoid"), flush=True)
             results.setdefault(set_name, {})[method] = result
             write("answers", {"results": results})
 

@@ -89,8 +89,9 @@ class LexicalConfig:
     rrf_k: int = 60               # hybrid rrf: score = sum of 1 / (rrf_k + rank)
     rerank: str = "none"          # none (off) or llm: the model judges the top candidates
     rerank_depth: int = 20        # candidates the reranker judges
-    steps: int = 2                # retrieval steps for a factoid question whose first answer leaves
-                                  # part of it open (1: one pass); chosen on the dev sets (docs/benchmarks.md)
+    steps: int = 1                # retrieval steps for a factoid question whose first answer leaves part
+                                  # of it open (up to 3); one pass: a second step did not raise short-answer
+                                  # EM on the dev sets and cost time (docs/benchmarks.md, Short answers)
 
     def __post_init__(self) -> None:
         _check(self.method in METHODS, "method", f"must be one of {', '.join(METHODS)}, got {self.method!r}")
