@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from .text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, normalize, strip_accents
+from .text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, normalize, strip_accents, vietnamese_char_count
 
 FACTOID_SHAPES = ("name", "date", "number", "yesno")
 SHAPES = (*FACTOID_SHAPES, "definition", "list", "steps", "explanation", "other")
@@ -93,8 +93,8 @@ def answer_shape(question: str) -> Shape:
     import unicodedata
 
     accented = " " + " ".join(re.findall(r"\w+", unicodedata.normalize("NFC", question.lower()))) + " "
-    if any(cue in accented for cue in _VI_CUES) and re.search(r"[\u0300-\u036f\u0110\u0111]",
-                                                               unicodedata.normalize("NFD", question)):
+    if re.search(r"[\u0300-\u036f\u0110\u0111]", unicodedata.normalize("NFD", question)) \
+            and vietnamese_char_count(question):       # a Vietnamese question ("cần", "máy" are no English verbs)
         return _vietnamese_shape(accented)
     plain = _LEAD_INS.sub("", _plain(question))
     words = plain.split()
@@ -171,6 +171,8 @@ def _vietnamese_shape(padded: str) -> Shape:
         return Shape("name", "place", "hỏi ở đâu")
     if any(c in padded for c in (" tối đa ", " tối thiểu ")):
         return Shape("number", "", "hỏi mức tối đa hay tối thiểu")
+    if " làm gì " in padded:
+        return Shape("steps", why="hỏi phải làm gì")
     if " nào " in padded:
         at = words.index("nào")
         return Shape("name", strip_accents(words[at - 1]) if at else "", "hỏi cái nào")

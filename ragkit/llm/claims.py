@@ -51,7 +51,7 @@ _ABBREVIATIONS = frozenset("e.g i.e etc vs dr mr mrs ms st no fig cf approx al t
 # What may follow a citation (after spaces): the end of the text or line, clause or sentence
 # punctuation, a closing quote or bracket, a dash or arrow, markup; anything else (a word, a
 # number, an opening bracket) means the bracket belongs to the text.
-_CITATION_FOLLOWER = re.compile(r"[ \t]*(?:$|\n|\r|[.,;:!?…)\]}\"'”’»*_—–→←]|-(?:\s|$))")
+_CITATION_FOLLOWER = re.compile(r"[ \t]*(?:$|\n|\r|[.,;:!?…()\]}\"'”’»*_—–→←]|-(?:\s|$))")
 _CLOSING = re.compile(r"[.!?…][\"'”’»)]*[ \t]*")
 Evidence = Union[Sequence[str], int, None]
 
@@ -125,8 +125,9 @@ def answer_markers(text: str, evidence: Evidence = None) -> list[Marker]:
     own: list[list[re.Match]] = []
     for i, run in enumerate(runs):
         after = run[-1].end()
-        if not _CITATION_FOLLOWER.match(text, after):
-            continue            # words follow: the bracket is part of the text
+        closes = bool(re.search(r"[.!?…][\"'”’»)]*[ \t]*$", text[: run[0].start()]))
+        if not _CITATION_FOLLOWER.match(text, after) and not closes:
+            continue            # words follow: the bracket is part of the text (not "... end. [3] Next")
         closing = _CLOSING.match(text, after)
         if closing and closing.end() > after and i + 1 < len(runs) and runs[i + 1][0].start() == closing.end() \
                 and _CITATION_FOLLOWER.match(text, runs[i + 1][-1].end()):

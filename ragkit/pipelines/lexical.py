@@ -475,7 +475,8 @@ def extractive_answer(question: str, hits: list[Hit], procedural: bool,
             head = hit.title.split(" > ")[-1] if hit.title else "Các bước"
             return f"{head}:\n" + "\n".join(lines)
     weigher = weigher or Weigher(tokenize=lambda t: [w for w in tokenize(t) if w not in VIETNAMESE_FUNCTION_WORDS])
-    scored = [x for x in score_sentences(question, [h.text for h in hits], weigher) if x.share > 0]
+    scored = [x for x in score_sentences(question, [h.text for h in hits], weigher, [h.title for h in hits])
+              if x.share > 0]
     if not scored:
         return NOT_ENOUGH_VI
     top = max(x.share for x in scored)
