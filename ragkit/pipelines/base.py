@@ -256,6 +256,11 @@ class Pipeline(ABC):
         asks = ctx.use_llm and gathered.draft.prompt is not None
         outcome = answer(gathered.draft, ctx.model if asks else None, ctx.llm_config,
                          ctx.profiler, ctx.use_llm)
+        return self.finish(question, gathered, outcome, ctx)
+
+    def finish(self, question: str, gathered: Gathered, outcome: Outcome, ctx: AskContext) -> Answer:
+        """The ``Answer`` of a gathered question and the answer stage's outcome: its text and
+        citations numbered alike, its trace and timings."""
         gathered.trace.outcome = outcome
         citations = gathered.citations
         if gathered.cite_kept and outcome.answer_source == "model" and outcome.kept_evidence is not None:

@@ -34,8 +34,7 @@ from ..retrieval.rerank import make_reranker
 from ..retrieval.communities import CommunityHit, Route, load_communities, rank_communities, route
 from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
 from ..text import VIETNAMESE_FUNCTION_WORDS, normalize, tokenize
-from .base import (NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace,
-                   check_question, settle_citations)
+from .base import NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace, check_question
 
 # Template tokens around each chat message (role markers, newlines) that a plain count of
 # the message text does not see.
@@ -255,15 +254,8 @@ class LexicalPipeline(Pipeline):
             read = f"{read} {short} {support}"
             bridges.append(short)
             follow_ups.append(follow)
-        gathered.trace.outcome = outcome
         gathered.trace.steps = record
-        citations = gathered.citations
-        if gathered.cite_kept and outcome.answer_source == "model" and outcome.kept_evidence is not None:
-            citations = citations[: outcome.kept_evidence]
-        text, citations = settle_citations(outcome, citations, gathered.draft.cites)
-        return Answer(question=question, pipeline=self.name, answer=text, citations=citations,
-                      trace=gathered.trace, timings_ms=ctx.profiler.as_dict(),
-                      evidence=list(gathered.draft.evidence))
+        return self.finish(question, gathered, outcome, ctx)
 
     def gather_communities(self, question: str, index: BM25Index, communities, routed: Route,
                            config: LexicalConfig, ctx: AskContext) -> Gathered:
