@@ -179,6 +179,8 @@ def test_a_kg_question_with_no_plan_keeps_its_session_working():
     ('{"question": "q", "rerank": true}', "rerank: must be str, got bool"),
     ('{"question": "q", "rerank": "llm", "k": 8, "rerank_depth": 5}', "rerank_depth: must be at least k (8), got 5"),
     ('{"question": "q", "rerank_depth": 500}', "rerank_depth: must be between 1 and 100, got 500"),
+    ('{"question": "q", "steps": 4}', "steps: must be between 1 and 3, got 4"),
+    ('{"question": "q", "steps": true}', "steps: must be int, got bool"),
 ])
 def test_odd_json_is_a_400_not_a_500(body, message):
     with client(StandIn()) as c:
