@@ -1,5 +1,6 @@
 """The ``ragkit`` command line. Every notebook step is also a command; ``--json`` prints one
-JSON object on stdout, whose command names and keys stay stable: evaluations outside the project drive them.
+JSON object on stdout, whose command names and keys stay stable: evaluations outside the
+project drive them.
 
 An error prints one line, ``ragkit: error: <input>: <problem>``, on stderr, and with
 ``--json`` also ``{"error": {"type", "message", "exit_code"}}`` on stdout; the exit status
