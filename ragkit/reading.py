@@ -54,13 +54,11 @@ _PLACE_HINT_EN = ("where",)
 _VI_NUMBER = ("bao nhiêu", "mấy ", "bao lâu", "bao xa")
 _VI_DATE = ("khi nào", "bao giờ", "năm nào", "ngày nào", "lúc nào", "tháng nào", "thời điểm nào",
             "năm bao nhiêu")
-_VI_NAME = (" ai ", " ở đâu", "nơi nào", "chỗ nào", " nào")
 _VI_YESNO_END = (" không", " phải không", " đúng không", " chưa", " được không")
 _VI_EXPLAIN = ("tại sao", "vì sao", "nguyên nhân", "do đâu", "giải thích")
 _VI_STEPS = ("các bước", "quy trình", "làm thế nào", "như thế nào", "cách nào", "cách ")
 _VI_LIST = ("liệt kê", "những gì", "những ", "các loại")
 _VI_DEFINE = ("là gì", "nghĩa là", "định nghĩa")
-_VI_CUES = (" tối đa ", " tối thiểu ", *_VI_NUMBER, *_VI_DATE, *_VI_NAME, *_VI_YESNO_END, *_VI_EXPLAIN, *_VI_STEPS, *_VI_LIST, *_VI_DEFINE)
 
 
 @dataclass(frozen=True)
