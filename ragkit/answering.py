@@ -105,6 +105,9 @@ class Draft:
     evidence: Sequence[str] = ()       # the evidence texts, for judging abstentions (ragkit eval answers)
     short_answer: str | None = None    # the evidence answer's short answer (a name, date, number, yes/no)
     read_short: Callable[[str], str | None] | None = None   # the short answer a model's answer gives
+    # A factoid answer whose support fails: the model's short answer with the evidence's own
+    # sentence that holds it (None: no such sentence).
+    resupport: Callable[[str], str | None] | None = None
 
     def judge(self, text: str) -> Check:
         plain = _plain(text)
@@ -134,6 +137,7 @@ class Outcome:
     generation: dict = field(default_factory=dict)  # prompt/completion tokens and tokens per second
     recited_claims: list[dict] = field(default_factory=list)   # {text, cited, now}: citations corrected
     short_answer: str | None = None       # the answer's short answer, when the question asks for one
+    resupported: bool = False             # the model's short answer stands on the evidence's sentence
 
     def to_dict(self) -> dict:
         out = {"answer_source": self.answer_source, "check": self.check.to_dict(),
@@ -153,6 +157,8 @@ class Outcome:
             out["recited_claims"] = self.recited_claims
         if self.claim_judge:
             out["claim_judge"] = self.claim_judge
+        if self.resupported:
+            out["resupported"] = True
         return out
 
 
@@ -220,6 +226,16 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
         kept_text, kept_check, dropped = kept_answer
         return Outcome(kept_text, "model", kept_check, dropped_claims=dropped,
                        short_answer=_short_of(kept_text, draft, kept_check), **common)
+    resupported = draft.resupport(text) if draft.resupport is not None and not check.details.get("refusal") \
+        else None
+    if resupported is not None:
+        with profiler.stage("check"):
+            again = draft.judge(resupported)
+        if again.passed:
+            dropped = [{"text": c["text"], "why": c.get("why", "")} for c in check.details.get("claims", ())
+                       if c.get("verdict") not in ("short_answer", "supported")]
+            return Outcome(resupported, "model", again, dropped_claims=dropped, resupported=True,
+                           short_answer=_short_of(resupported, draft, again), **common)
     return Outcome(_with_note(draft), "fallback", check, fallback_reason=_fallback_reason(check),
                    short_answer=draft.short_answer, **common)
 

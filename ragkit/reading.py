@@ -14,6 +14,9 @@ the retrieved text bear on it, and the short answer those sentences give.
   the polarity of the sentence that covers the question) scored by how much of the question
   their sentence covers and how close they stand to the question's words. None when no
   candidate stands out (the sentence it stands in covers too little of the question).
+- ``question_focus`` and ``sub_question``: what an English question asks about before any
+  nested description ("the first president" of "the association which published X"), and
+  the question asked again of the entity a first step found for that description.
 - ``coverage``: how much of the question (by word weight) a text covers, and which words it
   leaves open: what decides "not found in the sources" and whether another retrieval step
   is needed.
@@ -184,6 +187,108 @@ def _head_noun(words: Sequence[str]) -> str:
             continue
         return w
     return ""
+
+
+# ----------------------------------------------------------------------------- focus
+
+# Words that open a description nested in an English question ("the first president *of*
+# the association *which* published ..."): prepositions and relative pronouns (closed classes).
+_PREPOSITIONS = frozenset("""of in on at from by for with into to about near under over within across
+    behind beside between during after before""".split())
+_RELATIVES = frozenset("which that who whom whose where when".split())
+_WH_WORDS = frozenset("what which who whom whose when where how".split())
+_DETERMINERS = frozenset("the a an this that these those its his her their".split())
+
+
+@dataclass(frozen=True)
+class Focus:
+    """What an English question asks about before any nested description: the content words
+    right after its question word (``words``: "first president" in "Who was the first
+    president of the association which published ...?"), and where the nested description
+    starts (``end``, a character offset; -1 when none) with the preposition that opens it
+    (``joint``; "" for a relative pronoun or an auxiliary)."""
+
+    words: tuple[str, ...] = ()
+    end: int = -1
+    joint: str = ""
+    nested: bool = False        # the joint opens a description ("of the X that ..."), not a name
+
+
+def question_focus(question: str) -> Focus:
+    """The question's focus (see ``Focus``); empty for a Vietnamese question (its question
+    word closes the sentence) and for one without a question word."""
+    if vietnamese_char_count(question):
+        return Focus()
+    tokens = [(m.group(), m.start()) for m in re.finditer(r"[\w'’-]+", question)]
+    lowered = [t.lower() for t, _ in tokens]
+    at = next((i for i, w in enumerate(lowered) if w in _WH_WORDS), None)
+    if at is None:
+        return Focus()
+    i = at + 1
+    if lowered[at] == "how" and i < len(lowered):
+        i += 1          # "how many", "how long": the measure word is the question word's
+    words: list[str] = []
+    while i < len(lowered):
+        w = lowered[i]
+        if w in ("kind", "type", "sort", "name", "part") and lowered[i + 1:i + 2] == ["of"]:
+            i += 2      # "what kind of X": X is what is asked about
+            continue
+        if words and (w in _PREPOSITIONS or w in _RELATIVES or w in _AUXILIARIES):
+            nested = w in _PREPOSITIONS and lowered[i + 1:i + 2] != [] and lowered[i + 1] in _DETERMINERS
+            return Focus(tuple(words), tokens[i][1], w if w in _PREPOSITIONS else "", nested)
+        if w not in ENGLISH_STOPWORDS and w not in _AUXILIARIES and w not in _PREPOSITIONS:
+            words.append(w)
+        i += 1
+    return Focus(tuple(words))
+
+
+def _description_at(text: str, after: int = 0) -> str | None:
+    """The first description in ``text`` from character ``after`` on: a determiner after a
+    preposition or an auxiliary verb, up to four words and a relative pronoun ("in *the city
+    where X was born*", "is *the association which published Y*"), to the next comma or the
+    end of the sentence."""
+    tokens = [(m.group().lower(), m.start()) for m in re.finditer(r"[\w'’-]+", text)]
+    for i in range(1, len(tokens) - 2):
+        word, at = tokens[i]
+        if at < after or word not in _DETERMINERS or word == "that" \
+                or not (tokens[i - 1][0] in _PREPOSITIONS or tokens[i - 1][0] in _AUXILIARIES):
+            continue
+        for j in range(i + 1, min(i + 6, len(tokens))):
+            w = tokens[j][0]
+            if w in _RELATIVES and j > i + 1:
+                comma = text.find(",", tokens[j][1])
+                if comma < 0 and tokens[i - 1][0] in ("do", "does", "did"):
+                    break       # "does the officer who ... work?": the main verb closes it, unmarked
+                stop = comma if comma >= 0 else len(text)
+                description = text[at:stop].strip().rstrip("?.!").strip()
+                return description if len(description.split()) > j - i + 1 else None
+            if w in _PREPOSITIONS or w in _AUXILIARIES or w in _DETERMINERS:
+                break
+    return None
+
+
+def nested_descriptions(question: str, limit: int = 2) -> list[str]:
+    """The descriptions nested in an English ``question``, outermost first, as written in it:
+    "the state that borders the east of the state where X was born" and, inside it, "the
+    state where X was born". At most ``limit``; none for a Vietnamese question."""
+    if vietnamese_char_count(question) or limit < 1:
+        return []
+    wh = re.search(r"\b(?:what|which|who|whom|whose|when|where|how)\b", question, re.IGNORECASE)
+    out: list[str] = []
+    found = _description_at(question, wh.start() if wh else 0)
+    while found and len(out) < limit:
+        out.append(found)
+        # the next one opens after the description's relative pronoun
+        rel = re.search(r"\b(?:which|that|who|whom|whose|where|when)\b", found[len(found.split()[0]):], re.IGNORECASE)
+        found = _description_at(found, rel.end() + len(found.split()[0])) if rel else None
+    return out
+
+
+def sub_question(question: str, description: str, bridge: str) -> str:
+    """``question`` with a ``description`` nested in it replaced by ``bridge``, the entity an
+    earlier step found for it: "Who was the first president of the association which
+    published X?" -> "Who was the first president of American Psychological Association?"."""
+    return question.replace(description, bridge.strip(), 1)
 
 
 # ----------------------------------------------------------------------------- sentences
@@ -512,6 +617,8 @@ class ShortAnswer:
                 "runner_up": round(self.runner_up, 4)}
 
 
+_TITLE_AT = -1000       # where a candidate taken from the chunk's title "stands" in its sentence
+
 # A candidate stands out when its sentence covers at least this share of the question's
 # weight (chosen on the hand-written dev sets: below it the sentence is about something else).
 MIN_SHARE = 0.3
@@ -519,7 +626,8 @@ MIN_SHARE = 0.3
 
 def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Weigher,
                  min_share: float = MIN_SHARE, sentences: list[Sentence] | None = None,
-                 exclude: Sequence[str] = (), titles: Sequence[str] = ()) -> ShortAnswer | None:
+                 exclude: Sequence[str] = (), titles: Sequence[str] = (),
+                 about: Callable[[str], str] | None = None) -> ShortAnswer | None:
     """The span of the wanted ``shape`` that the evidence ``texts`` give for ``question``
     (see the module docstring); None when the shape is not a factoid one or nothing stands
     out."""
@@ -548,6 +656,12 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
         if s.share <= 0:
             continue
         found = _candidates(shape, s.text, q_words, weigher, common)
+        title = titles[s.item - 1] if s.item - 1 < len(titles) else ""
+        if shape.kind == "name" and title:
+            # The chunk's own subject ("... > Porto") is a name its every sentence is about.
+            head = title.split(">")[-1].strip()
+            found += [Candidate(c.text, _TITLE_AT, _TITLE_AT) for c in name_candidates(head, common)
+                      if c.text == head or len(c.text.split()) > 1]
         positions = [m.start() for w in s.covered for m in re.finditer(re.escape(w), strip_accents(s.text.lower()))]
         for c in found:
             words = [w for w in weigher.tokenize(c.text) if len(w) > 1 or w.isdigit()]
@@ -555,15 +669,20 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
             if not plain or f" {plain} " in q_plain or (words and all(w in q_words for w in words)) \
                     or plain in excluded:
                 continue        # the question's own words are not its answer
-            distance = min((abs(p - c.start) for p in positions), default=60) / 30.0
+            distance = 2.0 if c.start == _TITLE_AT else min((abs(p - c.start) for p in positions), default=60) / 30.0
             score = s.share * s.share / (1.0 + distance) / (1.0 + 0.15 * (s.item - 1))
             if words:       # a span that repeats some of the question's words is less of an answer
                 score *= 1.0 - 0.5 * sum(w in q_words for w in words) / len(words)
             if shape.target and shape.target not in ("person", "place"):
                 lowered = strip_accents(s.text.lower())
                 near = [m.start() for m in re.finditer(rf"\b{re.escape(shape.target)}", lowered)]
-                if shape.target in plain.split() or any(abs(p - c.start) <= 40 for p in near):
+                if shape.target in plain.split() or any(abs(p - c.start) <= 40 for p in near) \
+                        or (c.start == _TITLE_AT and shape.target in strip_accents(title.lower())):
                     score *= 1.5     # "Avery County", "X is a waterfall": the asked kind of thing
+            if about is not None and shape.kind == "name" and shape.target:
+                kind = is_kind(about(c.text), shape.target)
+                if kind is not None:    # what the corpus's own page on the candidate says it is
+                    score *= 2.0 if kind else 0.6
             key = plain
             if key in scores:
                 scores[key][0] += 0.2 * score
@@ -578,6 +697,27 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
     if s.share < min_share:
         return None
     return ShortAnswer(text, s.item, s.text, total, s.share, ranked[1][0] if len(ranked) > 1 else 0.0)
+
+
+# Words a page about a place or a person opens with (closed lists: what "where" and "who" ask for).
+_PLACE_NOUNS = frozenset("""city town village country state county region province capital municipality
+    district island river lake mountain located borough suburb neighbourhood neighborhood territory
+    commune parish prefecture""".split())
+_PERSON_OPENING = re.compile(r"\bborn\b|\(\s*(?:born\s+|b\.\s*|c\.\s*)?\d{3,4}\s*[–—-]|\b(?:he|she|his|her)\b",
+                             re.IGNORECASE)
+
+
+def is_kind(opening: str, target: str) -> bool | None:
+    """Whether a page's ``opening`` says its subject is a ``target`` ("person", "place" or a
+    noun such as "county"); None when there is no page."""
+    if not opening:
+        return None
+    if target == "person":
+        return bool(_PERSON_OPENING.search(opening))
+    words = set(re.findall(r"[a-z]+", strip_accents(opening.lower())))
+    if target == "place":
+        return bool(words & _PLACE_NOUNS)
+    return target in words or f"{target}s" in words
 
 
 def _candidates(shape: Shape, sentence: str, q_words: set[str], weigher: Weigher,

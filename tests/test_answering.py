@@ -79,6 +79,17 @@ def test_a_model_answer_that_fails_its_check_is_replaced_with_the_reason():
     assert out.fallback_reason == "the check failed: words not in the evidence"
 
 
+def test_a_failed_factoid_answer_keeps_its_span_on_the_evidence_sentence():
+    repaired = "bật nguồn\nBật nguồn máy nén khí [1]"
+    out = answer(draft(resupport=lambda text: repaired if text.startswith("bật") else None),
+                 Scripted("bật nguồn\nmua cổ phiếu"), CONFIG)
+    assert (out.text, out.answer_source, out.resupported) == (repaired, "model", True)
+    assert out.to_dict()["resupported"] is True and out.model_answer == "bật nguồn\nmua cổ phiếu"
+    # a repair the check still rejects does not stand: the evidence answer replaces it
+    out = answer(draft(resupport=lambda text: "mua cổ phiếu\nmua ngay"), Scripted("mua cổ phiếu ngay"), CONFIG)
+    assert out.answer_source == "fallback" and not out.resupported
+
+
 def test_a_model_that_fails_while_answering_falls_back():
     out = answer(draft(), Scripted(GenerationError("llm server x: not reachable")), CONFIG)
     assert out.answer_source == "fallback" and out.text == "Bật nguồn máy nén khí [1]"

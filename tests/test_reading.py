@@ -8,8 +8,8 @@ import json
 import pytest
 
 from ragkit.reading import (Weigher, answer_shape, date_candidates, in_evidence, name_candidates,
-                            number_candidates, parse_short_answer, relevant_sentences, short_answer,
-                            split_sentences, yes_no)
+                            nested_descriptions, number_candidates, parse_short_answer, question_focus,
+                            relevant_sentences, short_answer, split_sentences, sub_question, yes_no)
 
 
 @pytest.mark.parametrize("question, kind", [
@@ -169,3 +169,59 @@ def test_reading_check_both_ways():
     assert not refusal.passed and "refuses" in refusal.reason       # the evidence answers it
     mixed = judge("The documents do not hold enough information to answer.\nSofia Ferreira is the DPO [1].")
     assert not mixed.passed
+
+
+@pytest.mark.parametrize("question, focus", [
+    ("Who was the first president of the guild that runs the market?", ("first", "president")),
+    ("What county shares a border with the county in which Millbrook lies?", ("county", "shares", "border")),
+    ("How many stores are in the state where the chain began?", ("stores",)),
+    ("What kind of engine powers the boat?", ("engine", "powers", "boat")),
+    ("Ai là chủ tịch của hiệp hội?", ()),
+])
+def test_question_focus_is_what_is_asked_before_any_nesting(question, focus):
+    assert question_focus(question).words == focus
+
+
+@pytest.mark.parametrize("question, descriptions", [
+    ("Who was the first president of the guild that runs the market?", ["the guild that runs the market"]),
+    ("In what county is the town where the poet was born?", ["the town where the poet was born"]),
+    ("When did the country where the river rises, join the union?", ["the country where the river rises"]),
+    ("How many stores are in the state that borders the west of the state where the chain began?",
+     ["the state that borders the west of the state where the chain began", "the state where the chain began"]),
+    ("Who is the wife of the mayor?", []),          # no relative clause: a plain noun phrase
+    ("What is the Treaty of the Union?", []),
+    ("Ai là chủ tịch của hiệp hội mà xuất bản tạp chí?", []),
+])
+def test_nested_descriptions_outermost_first(question, descriptions):
+    assert nested_descriptions(question, limit=3) == descriptions
+
+
+def test_sub_question_puts_the_bridge_in_place_of_the_description():
+    question = "Who was the first president of the guild that runs the market?"
+    inner = nested_descriptions(question)[0]
+    assert sub_question(question, inner, "the Weavers' Guild") == "Who was the first president of the Weavers' Guild?"
+
+
+def test_a_nested_question_is_read_inside_out(handbook):
+    question = "How many employees work in the office where Sofia Ferreira works?"
+    steps = _ask(question, handbook, steps=2).to_dict()["trace"]["steps"]
+    assert steps[0]["query"] == "What is the office where Sofia Ferreira works?"
+    assert steps[0]["short_answer"]
+    assert steps[1]["query"] == f"How many employees work in {steps[0]['short_answer']}?"
+    one = _ask(question, handbook, steps=1).to_dict()["trace"]["steps"]
+    assert [s["query"] for s in one] == [question]       # one step: the question as given
+
+
+def test_resupport_puts_the_evidence_sentence_under_the_model_span():
+    from ragkit.pipelines.lexical import resupport
+
+    question = "Who is the data protection officer?"
+    shape = answer_shape(question)
+    written = "Sofia Ferreira\nSofia Ferreira protects all the data of the company alone [1]."
+    again = resupport(written, question, shape, EVIDENCE, Weigher())
+    assert again is not None and again.splitlines()[0] == "Sofia Ferreira"
+    assert "[1]" in again.splitlines()[1] and "alone" not in again
+    # a span the evidence does not hold, and a refusal, are not repaired
+    assert resupport("Rafael Duarte\nRafael Duarte is the DPO [1].", question, shape, EVIDENCE, Weigher()) is None
+    assert resupport("The documents do not hold enough information to answer.", question, shape, EVIDENCE,
+                     Weigher()) is None

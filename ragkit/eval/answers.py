@@ -198,6 +198,7 @@ def evaluate_answers(items: list[dict], service, request_options: dict, progress
                "contains_gold": any(normalize_answer(g) in normalize_answer(said) for g in item["answers"]),
                "answer_source": data["trace"].get("answer_source", ""),
                "check_passed": (data["trace"].get("check") or {}).get("passed"),
+               "check_reason": (data["trace"].get("check") or {}).get("reason", ""),
                "seconds": round(seconds, 3)}
         generation = data["trace"].get("generation") or {}
         for key in ("prompt_tokens", "completion_tokens", "prompt_tokens_per_s", "generation_tokens_per_s"):

@@ -26,8 +26,8 @@ from ..llm.grounding import is_refusal
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
                            lexical_messages, numbered_evidence, short_answer_messages)
 from ..reading import (Shape, Weigher, answer_shape, coverage, in_evidence, parse_short_answer,
-                       relevant_sentences, score_sentences, short_answer, split_sentences, trim_short_answer,
-                       yes_no)
+                       question_focus, relevant_sentences, score_sentences, short_answer, split_sentences,
+                       nested_descriptions, sub_question, trim_short_answer, yes_no)
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.boosting import is_procedural_query
 from ..retrieval.rerank import make_reranker
@@ -96,10 +96,12 @@ class LexicalPipeline(Pipeline):
                              rerank_depth=request.rerank_depth, steps=request.steps)
 
     def gather(self, question: str, source, config: LexicalConfig | None, ctx: AskContext,
-               follow_ups: Sequence[str] = (), bridges: Sequence[str] = ()) -> Gathered:
+               follow_ups: Sequence[str] = (), bridges: Sequence[str] = (), asked: str | None = None) -> Gathered:
         """The evidence for ``question`` (and, from the second step on, for the ``follow_ups``
         queries the earlier steps wrote: their hits join the question's own; the earlier
-        steps' answers, ``bridges``, are not this step's short answer)."""
+        steps' answers, ``bridges``, are not this step's short answer). A later step reads
+        ``asked``, the question asked again of the bridge, when one could be written, else
+        the last follow-up query; the model is asked ``asked`` or the question."""
         index, dense, *rest = source
         concepts = rest[0] if rest else None
         communities = rest[1] if len(rest) > 1 else None
@@ -118,9 +120,11 @@ class LexicalPipeline(Pipeline):
             more: dict = {}
             _, found = retrieve(index, query, config, profiler, dense, None, more, concepts)
             selected = _interleave(found, selected, config.k + 1)
+        reading = asked or (follow_ups[-1] if follow_ups else question)   # what the sentences are read for
+        prompted = asked or question
         procedural = is_procedural_query(question)
         language = answer_language(question, "vi")
-        shape = answer_shape(question)
+        shape = answer_shape(prompted)
         weigher = Weigher.for_index(index)
         # Factoid and other short questions read the sentences that bear on them (and their
         # neighbours); steps, lists and explanations read whole chunks.
@@ -128,7 +132,8 @@ class LexicalPipeline(Pipeline):
         if reads and selected:
             with profiler.stage("reading"):
                 cut = relevant_sentences(question, [h.text for h in selected], weigher, neighbours=0,
-                                         extra_questions=follow_ups, titles=[h.title for h in selected])
+                                         extra_questions=[*follow_ups, *([asked] if asked else [])],
+                                         titles=[h.title for h in selected])
                 selected = [replace(h, text=t) for h, t in zip(selected, cut)]
         with profiler.stage("token_counting"):
             # The prompt without documents, their fences included (" " stands for them).
@@ -172,10 +177,10 @@ class LexicalPipeline(Pipeline):
         # The prompt holds what was fitted to the context: the chunks and outline as cut.
         fitted_outline = context.extra.splitlines() if context else []
         texts = [f"{h.title}: {h.text}" if h.title else h.text for h in used]
-        sentences = score_sentences(question, [h.text for h in used], weigher, [h.title for h in used])
+        sentences = score_sentences(reading, [h.text for h in used], weigher, [h.title for h in used])
         best_share = max((x.share for x in sentences), default=0.0)
-        found = short_answer(question, shape, [h.text for h in used], weigher, sentences=sentences,
-                             exclude=bridges) if reads else None
+        found = short_answer(reading, shape, [h.text for h in used], weigher, sentences=sentences,
+                             exclude=bridges, titles=[h.title for h in used], about=index.about) if reads else None
         refusal = REFUSAL[language] if language == "en" else NOT_ENOUGH_VI
         trace.shape, trace.question_coverage = shape.to_dict(), round(best_share, 4)
         trace.evidence_short_answer = found.to_dict() if found else None
@@ -190,32 +195,38 @@ class LexicalPipeline(Pipeline):
             # words) is not offered a refusal: a small model refuses too readily, and the check
             # still replaces a short answer the evidence does not hold.
             offered = refusal if best_share < WRONG_REFUSAL_SHARE else None
-            prompt = (lambda _model: (short_answer_messages(question, texts, shape.kind, language, offered), None))
+            prompt = (lambda _model: (short_answer_messages(prompted, texts, shape.kind, language, offered), None))
         else:
             prompt = (lambda _model: (lexical_messages(question, context.text, fitted_outline, language), None)
                       ) if used else None
-        check = grounding_check(evidence + outline, question)
+        check = grounding_check(evidence + outline, prompted)
         if reads:
-            check = reading_check(check, question, shape, evidence, found, best_share, weigher)
+            check = reading_check(check, prompted, shape, evidence, found, best_share, weigher)
         draft = Draft(evidence_answer=evidence_answer,
                       check=check, prompt=prompt,
                       language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
                       fallback_note=_REPLACED_NOTE[language],
                       cites=[*range(1, len(used) + 1), *step_sources], evidence=evidence + outline,
                       short_answer=found.text if found and evidence_answer != refusal else None,
-                      clean=(lambda text: complete_short_answer(text, question, shape, evidence, weigher))
+                      clean=(lambda text: complete_short_answer(text, prompted, shape, evidence, weigher))
                       if reads and shape.factoid else None,
-                      read_short=(lambda text: parse_short_answer(text)[0] or None) if reads and shape.factoid else None)
+                      read_short=(lambda text: parse_short_answer(text)[0] or None) if reads and shape.factoid else None,
+                      resupport=(lambda text: resupport(text, prompted, shape, evidence, weigher))
+                      if reads and shape.factoid else None)
         return Gathered(draft, citations, trace)
 
     def ask(self, question: str, source: Any, config: LexicalConfig | None = None,
             ctx: AskContext | None = None) -> Answer:
-        """The answer in up to ``config.steps`` retrieval steps (IRCoT-style): when a step's
-        short answer leaves part of the question unread (its sentences cover less than
-        ``1 - OPEN_SHARE`` of the question's weighted words), or no short answer stands, the
-        answer found is a bridge: the next step retrieves with it and the words still open,
-        and reads the question again over both steps' evidence. Each step is in
-        ``trace.steps`` with its query, hits, short answer and time."""
+        """The answer in up to ``config.steps`` retrieval steps (IRCoT-style). A factoid
+        question that nests a description ("the first president of *the association which
+        published X*") is answered inside out: a step asks what the description names, and
+        the next asks the question with the description replaced by that answer, the bridge;
+        a description no step can name leaves the question to be read whole. Otherwise, when
+        a step's short answer leaves part of the question unread (its sentences cover less
+        than ``1 - OPEN_SHARE`` of the question's weighted words, or most of its focus), the
+        answer is a bridge: the next step retrieves with it and the words still open, and
+        reads the question again over both steps' evidence. Each step is in ``trace.steps``
+        with its query, hits, short answer and time."""
         question = check_question(question)
         ctx = ctx or AskContext()
         config = config or LexicalConfig()
@@ -224,10 +235,19 @@ class LexicalPipeline(Pipeline):
         weigher = Weigher.for_index(source[0])
         read = ""           # what the accepted steps' answers have read so far
         bridges: list[str] = []
+        # Inside out: the innermost description first, the question itself last.
+        inner = nested_descriptions(question, config.steps - 1)[::-1] \
+            if config.steps > 1 and answer_shape(question).factoid else []
+        plan = [f"What is {d}?" for d in inner] + [question] if inner else []
+        asked: str | None = None    # the question this step asks, when not the question as given
         best = None         # (gathered, outcome, reach) of the step whose answer stands
         while True:
             started = time.perf_counter()
-            gathered = self.gather(question, source, config, ctx, follow_ups, bridges)
+            if plan:
+                asked = plan[len(record)]
+                if asked != question and asked not in follow_ups:
+                    follow_ups.append(asked)
+            gathered = self.gather(question, source, config, ctx, follow_ups, bridges, asked)
             asks = ctx.use_llm and gathered.draft.prompt is not None
             outcome = answer(gathered.draft, ctx.model if asks else None, ctx.llm_config, ctx.profiler, ctx.use_llm)
             short, support = _answer_read(gathered, outcome)
@@ -236,6 +256,19 @@ class LexicalPipeline(Pipeline):
                            "hits": list(gathered.trace.selected), "short_answer": short,
                            "answer_source": outcome.answer_source, "reach": round(reach, 4),
                            "ms": round((time.perf_counter() - started) * 1000.0, 3)})
+            if plan:
+                step = len(record)
+                if step == len(plan):
+                    break           # the last planned step asks the question itself
+                if short and short.lower() not in ("yes", "no"):
+                    for later in range(step, len(plan)):      # the description is the bridge now
+                        plan[later] = sub_question(plan[later], inner[step - 1], short)
+                    read = f"{read} {short} {support}"
+                    bridges.append(short)
+                    continue
+                record[-1]["kept"] = False      # nothing names the description: read the question whole
+                plan, asked = [], None
+                continue
             if best is not None:
                 # The hop holds when its answer is new, stands in a sentence that names the
                 # bridge (the fact is about it) and reads more of the question than before.
@@ -549,6 +582,20 @@ def complete_short_answer(text: str, question: str, shape: Shape, evidence: list
     return f"{short}\n{best[1]} [{best[2]}]" if best else short
 
 
+def resupport(text: str, question: str, shape: Shape, evidence: list[str], weigher: Weigher) -> str | None:
+    """A model's factoid answer whose support lines fail the check, with the evidence's own
+    sentence that holds its short answer in their place: the model read the span, the
+    evidence says it. None when the short answer is not in the evidence (or is a refusal)."""
+    short, rest = parse_short_answer(text)
+    if not short or not rest or is_refusal(short) or len(short.split()) > 12:
+        return None
+    short = trim_short_answer(short, shape, evidence)
+    if not (yes_no(short) if shape.kind == "yesno" else in_evidence(short, evidence)):
+        return None
+    completed = complete_short_answer(short, question, shape, evidence, weigher)
+    return completed if completed != short else None
+
+
 def _plain_words(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
@@ -591,13 +638,16 @@ def is_alias(bridge: str, found: str, sentence: str) -> bool:
 def next_query(question: str, bridge: str, read: str, weigher: Weigher, asked: Sequence[str]) -> str | None:
     """The next step's query, or None when the answer stands: ``bridge`` (the step's short
     answer) and ``read`` (what the steps so far have read) leave more than ``OPEN_SHARE`` of
-    the question's weighted words open. The query is the bridge and the question's open
-    words, in the question's order."""
+    the question's weighted words open, or most of the question's focus (what it asks about
+    before any nested description: "the first president" of "the association which ...").
+    The query is the bridge and the question's open words, in the question's order."""
     if bridge.lower() in ("yes", "no"):
         return None
     weights = weigher.weights(question)
     open_words = coverage(weights, f"{bridge} {read}", weigher).missing
-    if sum(weights[w] for w in open_words) <= OPEN_SHARE * sum(weights.values()):
+    focus = {w for w in weigher.tokenize(" ".join(question_focus(question).words)) if w in weights}
+    focus_open = sum(weights[w] for w in focus if w in open_words) > 0.5 * sum(weights[w] for w in focus)
+    if sum(weights[w] for w in open_words) <= OPEN_SHARE * sum(weights.values()) and not focus_open:
         return None
     words = [w for w in re.findall(r"[\w'’-]+", question) if set(weigher.tokenize(w)) & set(open_words)]
     query = " ".join([bridge, *words])
