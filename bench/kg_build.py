@@ -1,6 +1,6 @@
 """Spec knowledge-graph build on the three real 3GPP documents (TR 21.905, TS 29.500 .docx,
 TS 23.501 .pdf): parse time per spec, write time on each store (networkx file, real Neo4j
-over Bolt), Neo4j write rate for batched UNWIND against one MERGE per row (the design's way),
+over Bolt), Neo4j write rate for batched UNWIND against one MERGE per row,
 and term-resolution latency on each store. Medians of repeats.
 
     .venv/bin/python bench/kg_build.py   -> outputs/bench/kg_build.json

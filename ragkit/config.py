@@ -1,4 +1,4 @@
-"""Parameters in one home: typed dataclasses holding the design notes' defaults, overridable by
+"""Parameters in one home: typed dataclasses holding every default, overridable by
 environment variables, the CLI or a papermill parameter, and validated once.
 
 This is the only module that reads environment variables (``Settings.from_env``), and
@@ -69,10 +69,10 @@ def _check(cond: bool, name: str, message: str) -> None:
 
 @dataclass(frozen=True)
 class LexicalConfig:
-    """Lexical retrieval (lexical RAG design): BM25, structural boost, MMR."""
+    """Lexical retrieval: BM25, structural boost, MMR."""
 
     k: int = 4                    # chunks given to the context builder
-    candidates: int = 50          # MMR looks at the top-50 BM25 hits (section 8: early stop);
+    candidates: int = 50          # MMR looks at the top-50 BM25 hits only (its similarity matrix is O(c²));
                                   # when k is larger (eval's 100), the ranks past them follow
     depth: int = 100              # each list (BM25, dense) is ranked this deep (or k, if more)
                                   # before fusion and the cut to k: the top k then do not
@@ -110,7 +110,7 @@ class LexicalConfig:
 
 @dataclass(frozen=True)
 class GraphConfig:
-    """Graph RAG multi-hop queries (the graph RAG design's ``query`` parameters and defaults)."""
+    """Graph RAG multi-hop queries: the ``query`` parameters and their defaults."""
 
     depth: int = 1                      # ego-graph radius for neighbours
     anchor_per_entity: int = 3
@@ -120,7 +120,7 @@ class GraphConfig:
     max_hops: int = 3                   # longest path, in edges
     top_k_paths: int = 2                # paths kept after reranking
     path_candidate_multiplier: int = 3
-    beam_width: int = 8                 # beyond the design: relation sequences kept per length
+    beam_width: int = 8                 # relation sequences kept per length
                                         # in the walk from one anchor (beam search)
     hop_penalty: float = 0.0            # subtracted per extra hop when ranking those sequences
     alignment_weight: float = 1.0       # weight of the relation-to-question-word alignment
@@ -154,7 +154,7 @@ def check_range(name: str, value: int) -> None:
 
 @dataclass(frozen=True)
 class LLMConfig:
-    """The GGUF model and its token budget (lexical RAG design, sections 5 and 8)."""
+    """The GGUF model, how it is loaded, and its token budget."""
 
     model_path: str | None = None   # a GGUF file or a catalog name; None: models.choose_model picks
                                     # (RAGKIT_GGUF, else the first installed catalog model)
@@ -193,7 +193,7 @@ class LLMConfig:
 
     @property
     def context_tokens(self) -> int:
-        """The design's context budget: n_ctx − prompt − generation (2048 − 150 − 320 = 1578)."""
+        """The context budget: n_ctx − prompt − generation (2048 − 150 − 320 = 1578)."""
         return self.n_ctx - self.prompt_tokens - self.max_tokens
 
     @classmethod

@@ -1,4 +1,4 @@
-"""Text normalization and tokenization (lexical RAG design, section 4).
+"""Text normalization and tokenization.
 
 Vietnamese text is matched without its diacritics: NFKD splits "á" into "a" plus a
 combining accent, the combining marks are dropped, and "đ" (which NFKD leaves alone,
@@ -43,8 +43,8 @@ VIETNAMESE_FUNCTION_WORDS = frozenset(
     rang roi sau se tai the theo thi thuoc tren trong tu va vao van ve vi voi xong""".split()
 )
 
-# Synonyms are applied after normalization, token by token (the first design note: pm2.5 -> pm25,
-# RH -> relative_humidity). Keys and values are normalized forms.
+# Synonyms are applied after normalization, token by token (e.g. RH -> relative_humidity;
+# ``causal.kg`` maps pm2.5 -> pm25 the same way). Keys and values are normalized forms.
 DEFAULT_SYNONYMS: dict[str, str] = {
     "rh": "relative_humidity",
     "do_am": "relative_humidity",
@@ -139,7 +139,7 @@ def tokenizer_for(lang: str, *, accents: bool = False, bigrams: bool | None = No
 
 
 def tokenize(text: str) -> list[str]:
-    """The design's ``tokenize_vi``: lowercase, strip accents, ``[a-z0-9]+``."""
+    """The simple Vietnamese tokenizer: lowercase, strip accents, ``[a-z0-9]+``."""
     return _TOKEN.findall(normalize(text))
 
 

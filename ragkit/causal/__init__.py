@@ -1,1 +1,1 @@
-"""Causal-chain explanations over a PM2.5 evidence knowledge graph (causal-chain design)."""
+"""Causal-chain explanations over a PM2.5 evidence knowledge graph."""

@@ -1,4 +1,4 @@
-"""Causal chains toward PM2.5 (causal-chain design, sections 3 and 4).
+"""Causal chains toward PM2.5.
 
 1. Entities: rule-based, from node ids, labels and aliases and the synonym dictionary,
    matched with their diacritics, longest name first (VI and EN); accent-stripped names
@@ -44,9 +44,9 @@ _CATEGORY_WORDS = {
 
 @dataclass(frozen=True)
 class ChainConfig:
-    """The design's limits and filters."""
+    """The chain search's limits and filters."""
 
-    k_hops: int = 3                  # the causal design: k = 2..3
+    k_hops: int = 3                  # subgraph radius in hops (2..4)
     min_edges: int = 2
     max_edges: int = 4
     max_chains: int = 3
@@ -240,7 +240,7 @@ def clear_quote(edge: dict) -> bool:
 
 
 def edge_score(edge: dict) -> tuple[float, dict]:
-    """The design's points for one edge, with the parts that made them."""
+    """The points for one edge (confidence + strength + bonuses), with the parts that made them."""
     parts = {"confidence": CONFIDENCE_POINTS[edge["confidence"]],
              "strength": STRENGTH_POINTS[edge["strength"]],
              "temporal_lag": LAG_BONUS if str(edge.get("temporal_lag") or "").strip() else 0.0,

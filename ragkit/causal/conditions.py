@@ -1,11 +1,11 @@
-"""Condition checks against weather data (causal-chain design, section 5), and an empirical check.
+"""Condition checks against weather data, and an empirical check.
 
 Checkable now, from hourly or daily weather: season, rain, wind speed, relative humidity
 (measured, or computed from temperature and dew point with the Magnus formula) and
 temperature. Not checkable from a weather table: inversions, boundary-layer height, aerosol
 pH, aerosol liquid water: those go to ``uncertainties``, and the answer softens its wording.
 
-The empirical check goes beyond the design: in the user's own time series it compares the
+The empirical check: in the user's own time series it compares the
 median PM2.5 when a chain's checkable conditions hold with the median when they do not, and
 reports whether the data support or contradict the chain's direction.
 

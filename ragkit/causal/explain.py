@@ -1,4 +1,4 @@
-"""Answers for causal questions (causal-chain design, sections 6 and 7): the Vietnamese sections
+"""Answers for causal questions: the Vietnamese sections
 "Nguyên nhân chính", "Yếu tố bổ trợ", "Điều kiện/ngoại lệ", "Nguồn trích dẫn" (and
 "Yếu tố ngược chiều" when the question asks a direction that some chains go against), a
 deterministic template, the LLM prompt, and the anti-hallucination check.
@@ -137,7 +137,7 @@ def _chain_blocks(kg: EvidenceKG, chains: list[Chain], name: str, number: dict[s
 def prompt_messages(question: str, kg: EvidenceKG, chains: list[Chain], uncertainties: list[str],
                     opposing: list[Chain] = (), factors: list[dict] = (),
                     empirical: list[dict] = ()) -> list[dict]:
-    """The design's input blocks: the question, the chains with their mechanisms, the
+    """The prompt's input blocks: the question, the chains with their mechanisms, the
     supporting factors, the opposing chains (when some go against the asked direction), the
     open conditions, what the measured series say of each chain, and the numbered sources
     every line cites, so the model has each of its four sections' material and cites it as

@@ -29,7 +29,7 @@ from ..text import normalize
 CONFIDENCE_POINTS = {"HIGH": 2, "MEDIUM": 1, "LOW": 0}
 STRENGTH_POINTS = {"STRONG": 2, "MODERATE": 1, "WEAK": 0}
 
-# The design's synonym dictionary, beyond each node's own aliases.
+# The synonym dictionary, beyond each node's own aliases.
 SYNONYMS = {
     "pm2.5": "pm25", "pm 2.5": "pm25", "pm2,5": "pm25", "bui min": "pm25",
     "rh": "relative_humidity", "do am": "relative_humidity", "humidity": "relative_humidity",

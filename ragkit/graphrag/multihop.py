@@ -1,8 +1,8 @@
-"""Graph RAG multi-hop (graph RAG design): an edge list as a networkx MultiDiGraph, node-name
+"""Graph RAG multi-hop: an edge list as a networkx MultiDiGraph, node-name
 vectors in Chroma, and question answering by anchors, reranked ego-graph neighbours and
 reranked paths.
 
-Query flow, with the design's parameters:
+Query flow, with the parameters of ``GraphConfig`` (``ragkit/config.py``):
 1. entities: node names found in the question (underscores, case and accents ignored);
 2. anchors: each entity's exact node first, then its nearest node names in Chroma, at most
    ``anchor_per_entity`` per entity and ``max_anchors`` in all, order kept;
@@ -11,7 +11,7 @@ Query flow, with the design's parameters:
    reranked by cosine to the question and ``neighbor_top_k`` kept;
 4. paths: with two or more anchors, simple paths between them in the undirected view
    (``cutoff = max_hops``, ``path_candidate_multiplier × top_k_paths`` candidates),
-   formatted ``A -[rel]-> B ; B -[rel2]-> C`` and reranked. Beyond the design: with one anchor,
+   formatted ``A -[rel]-> B ; B -[rel2]-> C`` and reranked. With one anchor,
    relation sequences that leave it (up to ``max_hops`` edges) are found by a beam search
    that scores each hop against the question words earlier hops left unused, then ranked by
    how close the whole sequence ("spouse ; nationality") is to the question with the
@@ -394,7 +394,7 @@ class GraphRAG:
         return dict(zip(relations, (self.embedder.encode([display(r) for r in relations]) @ question_vec).tolist()))
 
     def neighbours(self, question_vec: np.ndarray, anchors: list[str], params: GraphQueryParams) -> list[dict]:
-        """Edges of the radius-``depth`` neighbourhood of the anchors (the design's ego graph),
+        """Edges of the radius-``depth`` neighbourhood of the anchors (their ego graph),
         at most ``neighbor_candidate_multiplier × neighbor_top_k`` of them, reranked by cosine
         to the question. Each node's edges are taken relation by relation, the relations
         closest to the question first, so the cap keeps the relevant edges of a hub node
@@ -427,8 +427,8 @@ class GraphRAG:
         return self._rerank(edges, question_vec, params.neighbor_top_k)
 
     def paths_between(self, question_vec: np.ndarray, anchors: list[str], params: GraphQueryParams) -> list[dict]:
-        """Simple paths between anchor pairs in the undirected view, up to ``max_hops`` edges
-        (the design's stage): ``path_candidate_multiplier × top_k_paths`` candidates, reranked.
+        """Simple paths between anchor pairs in the undirected view, up to ``max_hops`` edges:
+        ``path_candidate_multiplier × top_k_paths`` candidates, reranked.
         The walk is bounded: at most ``branch_limit`` neighbours per node are followed and
         ``path_budget`` nodes expanded per pair; a direct edge to the other anchor is always
         seen, however many neighbours a node has."""
@@ -497,7 +497,7 @@ class GraphRAG:
 
     def paths_from(self, question: str, anchor: str, params: GraphQueryParams,
                    profiler: Profiler | None = None) -> list[dict]:
-        """Beyond the design: paths that start at the one anchor. Candidate relation sequences
+        """Paths that start at the one anchor. Candidate relation sequences
         (up to ``max_hops`` relations) come from a beam search over the anchor's out-relations
         (:meth:`relation_beam`); they are ranked against the question without the anchor's
         name; the best sequence is then followed from the anchor, and the node most walks

@@ -1,1 +1,1 @@
-"""KG question answering (KG QA design) over typed graphs in our own stores."""
+"""KG question answering over typed graphs in our own stores."""

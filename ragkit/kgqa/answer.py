@@ -1,5 +1,6 @@
-"""The AnswerGenerator (KG QA design): the answer from the context store, with a prompt that
-shows the reasoning path without the store's keys and numbers the edges, and the design's two messages for an empty store and an empty final result (the context store is
+"""The AnswerGenerator: the answer from the context store, with a prompt that shows the
+reasoning path without the store's keys and numbers the edges, and two fixed messages
+(``EMPTY_STORE``, ``EMPTY_FINAL``) for an empty store and an empty final result (the context store is
 kept either way; a model that fails gives the written answer, as every pipeline does).
 
 Without a model the answer is written from the plan: each step's list in turn, so the
@@ -178,7 +179,7 @@ def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
         if not any(n["id"] in in_context for n in nodes):
             outside.append(nodes[0]["name"])
     named.sort()
-    # The design's prompt: never mention the JSON, its keys or AI.
+    # The answer must never mention the JSON, its keys or AI.
     internals = [k for k in ("json", "ai", "language model") if f" {k} " in text]
     internals += [key for key in context_store if "_" in key and key in answer]
     if internals:
@@ -195,7 +196,7 @@ def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
 def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str, dict],
                  edges: list[str] = ()) -> Draft:
     """The answer stage's input: the written answer, the prompt (only when there is a final
-    result to explain: an empty store or final result gets the design's message, no model)
+    result to explain: an empty store or final result gets its fixed message, no model)
     and the entity check. ``edges`` are the cited edges ("A -[REL]-> B"), in citation order:
     the prompt numbers them as its evidence."""
     written = written_answer(question, plan, context_store, nodes) if context_store else EMPTY_STORE

@@ -1,4 +1,4 @@
-"""The executor (the KG QA design's SpokeExecutor, on our stores): runs a validated plan and fills the
+"""The executor (the flow's Executor stage, on our stores): runs a validated plan and fills the
 context store, each step's result under its own key. ``final_result`` holds at most 15 items
 (``FINAL_LIMIT``) and ``final_result_total`` the full count. The edges each step followed are
 kept apart, as the evidence that answers cite."""

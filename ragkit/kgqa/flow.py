@@ -1,4 +1,4 @@
-"""The KG question-answering flow (KG QA design) on our own stores:
+"""The KG question-answering flow on our own stores:
 ``QueryWriting → SmartSearch → Planner → Executor → AnswerGenerator``.
 
 - QueryWriting: a follow-up ("and which of them affect the liver?") becomes a standalone
@@ -9,7 +9,7 @@
   structured outputs) so that its reply parses as a plan, and which must pass the same
   validation before it runs (else the rules plan, with the reason);
 - Executor: the plan on the store, filling the context store;
-- AnswerGenerator (``answer.answer_draft``): the design's prompt and messages, with the
+- AnswerGenerator (``answer.answer_draft``): the prompt and the fixed messages, with the
   entity check, run by the shared answer stage.
 """
 

@@ -1,4 +1,4 @@
-"""Explicit query plans (the KG QA design's executor steps), their validation against the graph's
+"""Explicit query plans (the steps the executor runs), their validation against the graph's
 own schema, and the rule-based planner.
 
 A plan is JSON: ``{"steps": [...], "final": KEY}`` (and ``"count": true`` when the question

@@ -1,4 +1,4 @@
-"""SmartSearch (KG QA design): the entities a question names, resolved to nodes of the typed
+"""SmartSearch: the entities a question names, resolved to nodes of the typed
 KG by the shared linker: exact name first, then an alias, then a fuzzy match (a misspelling
 such as "Asprin")."""
 

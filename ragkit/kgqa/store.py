@@ -1,4 +1,4 @@
-"""Typed knowledge graphs (KG QA design, on our own stores): nodes with an id, a name, a type,
+"""Typed knowledge graphs (on our own stores): nodes with an id, a name, a type,
 aliases and any properties; edges with whatever relation names the user's graph uses.
 
 Two stores behind one interface, with the same results:

@@ -1,4 +1,4 @@
-"""Token-budgeted context (lexical RAG design, section 5): join the chunks, and while the context is
+"""Token-budgeted context: join the chunks, and while the context is
 over budget drop the least relevant (last) one; a single chunk still over budget is cut.
 
 Every chunk is first cut to the whole budget (``token_prefix``): a 20 MB document contributes

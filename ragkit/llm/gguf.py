@@ -1,4 +1,4 @@
-"""GGUF models through llama-cpp-python, loaded lazily (lexical RAG design, section 8).
+"""GGUF models through llama-cpp-python, loaded lazily.
 
 The model file is memory-mapped (``use_mmap``) and not locked in RAM (``use_mlock=False``),
 so loading is quick and the OS may page it. Nothing loads until the first token count or
@@ -27,7 +27,7 @@ from ..extras import requires_extra
 from .base import Generation, collect_stream
 
 GGUF_MAGIC = b"GGUF"
-# ChatML's end-of-turn marker: stops the model before it writes the next turn (lexical RAG design, §6).
+# ChatML's end-of-turn marker: stops the model before it writes the next turn.
 CHATML_STOP = "<|im_end|>"
 GRAMMARS_KEPT = 64      # checked grammars a model keeps, by text
 PREFIXES_KEPT = 8       # system turns whose KV cache a model keeps (one per pipeline and language)
@@ -177,7 +177,7 @@ class GGUFModel:
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"model {self.path}: llama.cpp could not load it ({exc})") from None
         if cfg.chat_format is None and not llama.metadata.get("tokenizer.chat_template"):
-            # The file carries no template: use ChatML, the design's prompt format.
+            # The file carries no template: use ChatML, the format the prompts are written for.
             llama.chat_format = "chatml"
             llama.chat_handler = None
         self.chat_format = llama.chat_format or "gguf-template"
@@ -208,7 +208,7 @@ class GGUFModel:
         return self._tokenizer().tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
     def count_tokens(self, text: str) -> int:
-        """Exact token count with the model's tokenizer (lexical RAG design, §5: no len/4 guesses)."""
+        """Exact token count with the model's tokenizer (no len/4 guesses)."""
         return len(self.tokenize(text)) if text else 0
 
     def grammar(self, text: str):

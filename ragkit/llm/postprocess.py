@@ -1,4 +1,4 @@
-"""Post-processing of model output (lexical RAG design, section 7)."""
+"""Post-processing of model output: ``<think>`` blocks removed, and the check for an answer in English."""
 
 from __future__ import annotations
 
@@ -27,6 +27,6 @@ def filter_think_tags(text: str) -> str:
 
 
 def looks_english(text: str, *, min_english_words: int = 10, max_vietnamese_chars: int = 5) -> bool:
-    """The design's check: more than 10 English-looking words and fewer than 5 Vietnamese letters."""
+    """Whether the text reads as English: more than 10 English-looking words and fewer than 5 Vietnamese letters."""
     return (english_word_count(text) > min_english_words
             and vietnamese_char_count(text) < max_vietnamese_chars)

@@ -7,7 +7,7 @@ every sentence, say the pipeline's refusal sentence when the evidence is not eno
 Vietnamese question is answered in Vietnamese, an English one in English; a question too
 short to tell takes the pipeline's own language.
 
-The lexical pipeline's prompt (lexical RAG design, section 6) is a system instruction and a
+The lexical pipeline's prompt is a system instruction and a
 user turn with the sections NGỮ CẢNH (context), SƯỜN TRÍCH XUẤT (extracted outline) and YÊU
 CẦU (requirements), or their English names for an English question. The chat template
 (ChatML for Qwen and SmolLM2) is applied by the model layer."""
@@ -146,8 +146,8 @@ def format_chunk(number: int, title: str, text: str) -> str:
 
 
 def extract_outline(texts: Sequence[str], limit: int = 20) -> list[str]:
-    """The "Bước N: ..." lines of the chunks, in chunk order, duplicates dropped (§2: MMR
-    stage "extract step outline")."""
+    """The "Bước N: ..." lines of the chunks, in chunk order, duplicates dropped: the step
+    outline extracted from the chunks MMR selected."""
     outline, seen = [], set()
     for text in texts:
         for line in unicodedata.normalize("NFC", text).splitlines():
@@ -165,7 +165,7 @@ def extract_outline(texts: Sequence[str], limit: int = 20) -> list[str]:
 
 
 def lexical_messages(question: str, context: str, outline: Sequence[str], language: str = "vi") -> list[dict]:
-    """The design's two-turn prompt for the lexical pipeline, in the answer's language."""
+    """The two-turn prompt (system, user) for the lexical pipeline, in the answer's language."""
     template, system = (USER_TEMPLATE_VI, SYSTEM_VI) if language == "vi" else (USER_TEMPLATE_EN, SYSTEM_EN)
     empty = ("(trống)", NO_OUTLINE) if language == "vi" else ("(empty)", "(none)")
     user = template.format(context=quoted_evidence(context, language) if context else empty[0],

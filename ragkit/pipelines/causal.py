@@ -1,4 +1,4 @@
-"""Causal explanations (causal-chain design): question → entities → candidate subgraph → chains →
+"""Causal explanations: question → entities → candidate subgraph → chains →
 condition checks → answer (template or GGUF) → anti-hallucination check."""
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class CausalQuery:
     """What a causal question may add: when to check conditions, and the chain limits."""
 
     at: Any = None                      # a time in the weather table (default: its last row)
-    chains: ChainConfig | None = None   # None: the design's limits
+    chains: ChainConfig | None = None   # None: ChainConfig's defaults
 
 
 def condition_checks(kg: EvidenceKG, chains: list[Chain], weather, at) -> tuple[list[dict], list[str]]:

@@ -1,6 +1,6 @@
-"""Graph RAG multi-hop (graph RAG design) as an ``ask`` pipeline: the graph's anchors, reranked
+"""Graph RAG multi-hop as an ``ask`` pipeline: the graph's anchors, reranked
 neighbours and paths are the evidence; ``--no-llm`` answers with the end of the best path
-and shows the path; with the LLM, the model first lists the question's entities (the design's
+and shows the path; with the LLM, the model first lists the question's entities (the ``ENTITY_SYSTEM``
 prompt, its reply decoded under a JSON schema, ``{"entities": [NAME, ...]}``; names the
 question does not contain are dropped, and the rule matcher's names come first), then writes
 the answer from the reranked context, which must name only entities of that context."""
@@ -21,7 +21,7 @@ from ..llm.postprocess import filter_think_tags
 from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
 
-# The design's entity prompt: proper nouns of the question only, no talk; here as JSON.
+# The entity prompt: proper nouns of the question only, no talk; here as JSON.
 ENTITY_SYSTEM = ("Bạn là bộ trích xuất thực thể. Chỉ liệt kê các danh từ riêng (người, tổ chức, địa danh) "
                  "xuất hiện nguyên văn trong câu hỏi. Không hội thoại, không giải thích, không đoán thêm. "
                  'Trả lời bằng JSON: {"entities": ["Tên 1", "Tên 2"]}. Nếu không có, trả lời: {"entities": []}')

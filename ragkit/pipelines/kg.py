@@ -1,4 +1,4 @@
-"""KG question answering (KG QA design) as a pipeline: the plan, the context store and the
+"""KG question answering as a pipeline: the plan, the context store and the
 answer, with the graph edges behind the final results as citations."""
 
 from __future__ import annotations

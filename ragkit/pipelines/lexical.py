@@ -1,9 +1,9 @@
-"""Lexical RAG (the lexical RAG design): question → retrieval (BM25 + structural boost,
+"""Lexical RAG: question → retrieval (BM25 + structural boost,
 dense, fused; ``ragkit.retrieval.search``) → MMR → step outline → token-budgeted context →
 the shared answer stage (model answer, Vietnamese re-ask, grounding check, or the
 extractive answer).
 
-Each stage runs inside the shared profiler, so ``timings_ms`` is the design's latency table
+Each stage runs inside the shared profiler, so ``timings_ms`` is the latency table
 (retrieval, MMR, token counting, generation, post-processing, check).
 """
 
@@ -145,7 +145,7 @@ class LexicalPipeline(Pipeline):
                 raise ContextTooLongError(
                     f"question: too long for the model's context ({prompt_tokens} prompt tokens + "
                     f"{llm_config.max_tokens} for the answer > n_ctx {llm_config.n_ctx})")
-            # The design reserves 150 tokens for the instructions; a longer question takes more.
+            # ``prompt_tokens`` (150) is reserved for the instructions; a longer question takes more.
             budget = limit - max(prompt_tokens, llm_config.prompt_tokens)
             # A huge document gives at most the whole budget's worth of its text, to the
             # prompt, the evidence answer, the check and the answer's evidence alike.

@@ -1,7 +1,7 @@
-"""3GPP spec question answering (3GPP spec design): question analysis → term resolution →
+"""3GPP spec question answering: question analysis → term resolution →
 multi-stage retrieval → evidence → answer → grounding check.
 
-Definition questions ("What is SCP in 5G Core?") run the design's stages in order:
+Definition questions ("What is SCP in 5G Core?") run these stages in order:
 1. term resolution: the Term nodes for the abbreviation (5G specs first);
 2. the dedicated section: chunks whose clause title holds the full name or the abbreviation
    (e.g. TS 23.501 6.2.19 "SCP"), in the term's own specs first;

@@ -38,7 +38,7 @@ _FILES = ("meta.json", "vocab.json", "idf.npy", "doc_len.npy", "boost.npy", "wei
 
 @dataclass(frozen=True)
 class BM25Params:
-    """BM25's parameters with the design's defaults."""
+    """BM25's parameters and their defaults (k1 1.5, b 0.75, Robertson IDF)."""
 
     k1: float = 1.5
     b: float = 0.75
@@ -234,7 +234,7 @@ class BM25Index:
                candidates: int | None = None) -> list[Hit]:
         """The ``k`` best documents for ``query``.
 
-        boost: add the design's structural boost (section 3); None applies it when the query
+        boost: add the structural boost (``boosting.py``); None applies it when the query
             asks for steps or a procedure ("các bước", "quy trình", "trình tự").
         candidates: rank this many (at least k) before cutting, e.g. 50 for MMR.
         """

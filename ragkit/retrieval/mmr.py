@@ -1,4 +1,4 @@
-"""Maximal Marginal Relevance with Jaccard similarity (lexical RAG design, section 2), or cosine
+"""Maximal Marginal Relevance with Jaccard similarity, or cosine
 similarity when the candidates have dense vectors.
 
     MMR = argmax over candidates i of  λ · rel(i) − (1 − λ) · max over selected j of sim(i, j)

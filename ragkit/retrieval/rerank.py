@@ -43,7 +43,7 @@ class Judge(Protocol):
 
 
 def rerank_prompt(question: str, title: str, text: str, words: int = PASSAGE_WORDS) -> str:
-    """The ChatML prompt for one candidate (the design's prompt format), ending where the
+    """The ChatML prompt for one candidate, ending where the
     assistant's one-word reply starts."""
     body = " ".join(text.split()[:words])
     passage = f"{title}\n{body}" if title and not body.startswith(title) else body

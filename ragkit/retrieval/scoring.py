@@ -1,4 +1,4 @@
-"""BM25 term weights as small pure functions (lexical RAG design, section 1).
+"""BM25 term weights as small pure functions.
 
     BM25(D, Q) = sum over q in Q of IDF(q) * f(q, D) * (k1 + 1) / (f(q, D) + k1 * norm(D))
     norm(D)    = 1 - b + b * |D| / avgdl
@@ -18,7 +18,7 @@ OKAPI_EPSILON = 0.25
 
 
 def idf_robertson(df: np.ndarray, n_docs: int, epsilon: float = ROBERTSON_EPSILON) -> np.ndarray:
-    """The design's IDF: ``log((N - df + 0.5) / (df + 0.5) + ε)`` with ε = 1e-12.
+    """The default IDF: ``log((N - df + 0.5) / (df + 0.5) + ε)`` with ε = 1e-12.
 
     Negative for terms in more than half of the documents, as in Robertson's original.
     """

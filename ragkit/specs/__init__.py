@@ -1,1 +1,1 @@
-"""3GPP specifications: ingestion, chunking and the term dictionary (3GPP spec design)."""
+"""3GPP specifications: ingestion, chunking and the term dictionary."""

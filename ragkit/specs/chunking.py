@@ -1,4 +1,4 @@
-"""Sections into Chunk records (the 3GPP spec design's schema): chunking follows the clauses, and a
+"""Sections into Chunk records (the schema in ``store.py``): chunking follows the clauses, and a
 long clause is split on paragraph boundaries under a size limit."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Records of the spec knowledge graph (3GPP spec design): documents, their sections and chunks,
+"""Records of the spec knowledge graph: documents, their sections and chunks,
 and the terms their clause 3 (or TR 21.905's clauses 3 and 4) defines."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The Neo4j graph store, through the official driver over Bolt.
 
-Writes are batched ``UNWIND $rows`` statements with idempotent ``MERGE`` (the 3GPP spec design wrote one
+Writes are batched ``UNWIND $rows`` statements with idempotent ``MERGE`` (rather than one
 MERGE per row; ``bench/kg_build.py`` measures both), all in one transaction per build: the
 replaced documents' old rows are deleted and the new ones written, or nothing happens.
 Uniqueness constraints are created once per store object. Every query takes its values as parameters: user text is data, never
@@ -151,7 +151,7 @@ class Neo4jStore(GraphStore):
                           tuple(s for s in specs if s in replaced), len(plan.removed))
 
     def write_terms_one_by_one(self, terms: Sequence[Term]) -> float:
-        """The design's way: one MERGE statement (and its DEFINED_IN links) per term. Kept so
+        """The unbatched way: one MERGE statement (and its DEFINED_IN links) per term. Kept so
         the benchmark can compare it with the batched ``UNWIND`` write; seconds taken."""
         self.ensure_schema()
         started = time.perf_counter()

@@ -1,4 +1,4 @@
-"""The graph-store interface for the spec knowledge graph (3GPP spec design), and the logic both
+"""The graph-store interface for the spec knowledge graph, and the logic both
 stores share. Implementations: ``nx_store.NetworkXStore`` (embedded default, one file) and
 ``neo4j_store.Neo4jStore`` (Bolt). The same conformance tests run against both.
 

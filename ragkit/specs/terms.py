@@ -1,4 +1,4 @@
-"""The term dictionary (3GPP spec design): abbreviations and definitions from clause 3 (and
+"""The term dictionary: abbreviations and definitions from clause 3 (and
 TR 21.905's clauses 3 and 4), merged across specs into Term records.
 
 - Abbreviations: one per line, "ABBR<TAB>Expansion" as 3GPP writes them (the PDF's layout

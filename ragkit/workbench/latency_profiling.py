@@ -88,7 +88,7 @@ def profile_shape(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def stage_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """The design's per-stage table: median and p95 milliseconds and share of the total."""
+    """The per-stage table: median and p95 milliseconds and share of the total."""
     table = summary.copy()
     table["share"] = table["share"].map(lambda v: "" if pd.isna(v) else f"{v:.0%}")
     return table.set_index(["pipeline", "stage"])[["median_ms", "p95_ms", "share", "samples"]]

@@ -93,7 +93,7 @@ def method_comparison(p: QueryParams, embedder: str | None = None) -> pd.DataFra
 
 
 def timings_table(answer: Answer) -> pd.DataFrame:
-    """The design's latency table: each stage's milliseconds and share of the total."""
+    """The latency table: each stage's milliseconds and share of the total."""
     t = dict(answer.timings_ms)
     total = t.pop("total", sum(t.values())) or 1.0
     df = pd.DataFrame({"ms": t}).rename_axis("stage")
@@ -210,7 +210,7 @@ def plot_chains(answer: Answer):
 # ----------------------------------------------------------------------- 04 graph section
 @dataclass(frozen=True)
 class GraphParams:
-    """Parameters of the graph RAG part of ``04_query_and_explain`` (graph RAG design)."""
+    """Parameters of the graph RAG part of ``04_query_and_explain``."""
 
     edges: str = "../data/nobel_edges.csv"
     graph_dir: str = "../outputs/graph/nobel"
@@ -310,7 +310,7 @@ def plot_graph_answer(answer: Answer):
 # ----------------------------------------------------------------------- 04 KG QA section
 @dataclass(frozen=True)
 class KGQAParams:
-    """Parameters of the KG question-answering part of ``04_query_and_explain`` (KG QA design)."""
+    """Parameters of the KG question-answering part of ``04_query_and_explain``."""
 
     nodes: str = "../data/biomed/nodes.csv"
     edges: str = "../data/biomed/edges.csv"
