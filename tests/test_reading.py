@@ -225,3 +225,13 @@ def test_resupport_puts_the_evidence_sentence_under_the_model_span():
     assert resupport("Rafael Duarte\nRafael Duarte is the DPO [1].", question, shape, EVIDENCE, Weigher()) is None
     assert resupport("The documents do not hold enough information to answer.", question, shape, EVIDENCE,
                      Weigher()) is None
+
+
+def test_is_kind_reads_what_a_page_says_its_subject_is():
+    from ragkit.reading import is_kind
+
+    assert is_kind("Avery County is a county located in the U.S. state of North Carolina.", "county") is True
+    assert is_kind("Avery County is a county located in the U.S. state of North Carolina.", "place") is True
+    assert is_kind("Judith Viorst (born February 2, 1931) is an American writer.", "person") is True
+    assert is_kind("The Nile is a major river in Africa.", "university") is False
+    assert is_kind("", "county") is None         # no page: nothing is said
