@@ -14,9 +14,10 @@ the retrieved text bear on it, and the short answer those sentences give.
   the polarity of the sentence that covers the question) scored by how much of the question
   their sentence covers and how close they stand to the question's words. None when no
   candidate stands out (the sentence it stands in covers too little of the question).
-- ``question_focus`` and ``sub_question``: what an English question asks about before any
-  nested description ("the first president" of "the association which published X"), and
-  the question asked again of the entity a first step found for that description.
+- ``question_focus``, ``nested_descriptions`` and ``sub_question``: what an English question
+  asks about before any nested description ("the first president" of "the association which
+  published X"), those descriptions, and the question asked again of the entity a first
+  step found for one.
 - ``coverage``: how much of the question (by word weight) a text covers, and which words it
   leaves open: what decides "not found in the sources" and whether another retrieval step
   is needed.
@@ -200,30 +201,17 @@ _WH_WORDS = frozenset("what which who whom whose when where how".split())
 _DETERMINERS = frozenset("the a an this that these those its his her their".split())
 
 
-@dataclass(frozen=True)
-class Focus:
+def question_focus(question: str) -> tuple[str, ...]:
     """What an English question asks about before any nested description: the content words
-    right after its question word (``words``: "first president" in "Who was the first
-    president of the association which published ...?"), and where the nested description
-    starts (``end``, a character offset; -1 when none) with the preposition that opens it
-    (``joint``; "" for a relative pronoun or an auxiliary)."""
-
-    words: tuple[str, ...] = ()
-    end: int = -1
-    joint: str = ""
-    nested: bool = False        # the joint opens a description ("of the X that ..."), not a name
-
-
-def question_focus(question: str) -> Focus:
-    """The question's focus (see ``Focus``); empty for a Vietnamese question (its question
-    word closes the sentence) and for one without a question word."""
+    right after its question word ("first president" in "Who was the first president of the
+    association which published ...?"); empty for a Vietnamese question (its question word
+    closes the sentence) and for one without a question word."""
     if vietnamese_char_count(question):
-        return Focus()
-    tokens = [(m.group(), m.start()) for m in re.finditer(r"[\w'’-]+", question)]
-    lowered = [t.lower() for t, _ in tokens]
+        return ()
+    lowered = [w for w, _ in _words(question)]
     at = next((i for i, w in enumerate(lowered) if w in _WH_WORDS), None)
     if at is None:
-        return Focus()
+        return ()
     i = at + 1
     if lowered[at] == "how" and i < len(lowered):
         i += 1          # "how many", "how long": the measure word is the question word's
@@ -234,12 +222,16 @@ def question_focus(question: str) -> Focus:
             i += 2      # "what kind of X": X is what is asked about
             continue
         if words and (w in _PREPOSITIONS or w in _RELATIVES or w in _AUXILIARIES):
-            nested = w in _PREPOSITIONS and lowered[i + 1:i + 2] != [] and lowered[i + 1] in _DETERMINERS
-            return Focus(tuple(words), tokens[i][1], w if w in _PREPOSITIONS else "", nested)
+            break
         if w not in ENGLISH_STOPWORDS and w not in _AUXILIARIES and w not in _PREPOSITIONS:
             words.append(w)
         i += 1
-    return Focus(tuple(words))
+    return tuple(words)
+
+
+def _words(text: str) -> list[tuple[str, int]]:
+    """The words of ``text``, lower-cased, with where each starts."""
+    return [(m.group().lower(), m.start()) for m in re.finditer(r"[\w'’-]+", text)]
 
 
 def _description_at(text: str, after: int = 0) -> str | None:
@@ -247,7 +239,7 @@ def _description_at(text: str, after: int = 0) -> str | None:
     preposition or an auxiliary verb, up to four words and a relative pronoun ("in *the city
     where X was born*", "is *the association which published Y*"), to the next comma or the
     end of the sentence."""
-    tokens = [(m.group().lower(), m.start()) for m in re.finditer(r"[\w'’-]+", text)]
+    tokens = _words(text)
     for i in range(1, len(tokens) - 2):
         word, at = tokens[i]
         if at < after or word not in _DETERMINERS or word == "that" \
@@ -273,14 +265,14 @@ def nested_descriptions(question: str, limit: int = 2) -> list[str]:
     state where X was born". At most ``limit``; none for a Vietnamese question."""
     if vietnamese_char_count(question) or limit < 1:
         return []
-    wh = re.search(r"\b(?:what|which|who|whom|whose|when|where|how)\b", question, re.IGNORECASE)
+    wh = next((at for w, at in _words(question) if w in _WH_WORDS), 0)
     out: list[str] = []
-    found = _description_at(question, wh.start() if wh else 0)
+    found = _description_at(question, wh)
     while found and len(out) < limit:
         out.append(found)
         # the next one opens after the description's relative pronoun
-        rel = re.search(r"\b(?:which|that|who|whom|whose|where|when)\b", found[len(found.split()[0]):], re.IGNORECASE)
-        found = _description_at(found, rel.end() + len(found.split()[0])) if rel else None
+        relative = next((at + len(w) for w, at in _words(found)[1:] if w in _RELATIVES), None)
+        found = _description_at(found, relative) if relative is not None else None
     return out
 
 
@@ -617,8 +609,6 @@ class ShortAnswer:
                 "runner_up": round(self.runner_up, 4)}
 
 
-_TITLE_AT = -1000       # where a candidate taken from the chunk's title "stands" in its sentence
-
 # A candidate stands out when its sentence covers at least this share of the question's
 # weight (chosen on the hand-written dev sets: below it the sentence is about something else).
 MIN_SHARE = 0.3
@@ -626,8 +616,7 @@ MIN_SHARE = 0.3
 
 def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Weigher,
                  min_share: float = MIN_SHARE, sentences: list[Sentence] | None = None,
-                 exclude: Sequence[str] = (), titles: Sequence[str] = (),
-                 about: Callable[[str], str] | None = None) -> ShortAnswer | None:
+                 exclude: Sequence[str] = (), titles: Sequence[str] = ()) -> ShortAnswer | None:
     """The span of the wanted ``shape`` that the evidence ``texts`` give for ``question``
     (see the module docstring); None when the shape is not a factoid one or nothing stands
     out."""
@@ -656,12 +645,6 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
         if s.share <= 0:
             continue
         found = _candidates(shape, s.text, q_words, weigher, common)
-        title = titles[s.item - 1] if s.item - 1 < len(titles) else ""
-        if shape.kind == "name" and title:
-            # The chunk's own subject ("... > Porto") is a name its every sentence is about.
-            head = title.split(">")[-1].strip()
-            found += [Candidate(c.text, _TITLE_AT, _TITLE_AT) for c in name_candidates(head, common)
-                      if c.text == head or len(c.text.split()) > 1]
         positions = [m.start() for w in s.covered for m in re.finditer(re.escape(w), strip_accents(s.text.lower()))]
         for c in found:
             words = [w for w in weigher.tokenize(c.text) if len(w) > 1 or w.isdigit()]
@@ -669,20 +652,15 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
             if not plain or f" {plain} " in q_plain or (words and all(w in q_words for w in words)) \
                     or plain in excluded:
                 continue        # the question's own words are not its answer
-            distance = 2.0 if c.start == _TITLE_AT else min((abs(p - c.start) for p in positions), default=60) / 30.0
+            distance = min((abs(p - c.start) for p in positions), default=60) / 30.0
             score = s.share * s.share / (1.0 + distance) / (1.0 + 0.15 * (s.item - 1))
             if words:       # a span that repeats some of the question's words is less of an answer
                 score *= 1.0 - 0.5 * sum(w in q_words for w in words) / len(words)
             if shape.target and shape.target not in ("person", "place"):
                 lowered = strip_accents(s.text.lower())
                 near = [m.start() for m in re.finditer(rf"\b{re.escape(shape.target)}", lowered)]
-                if shape.target in plain.split() or any(abs(p - c.start) <= 40 for p in near) \
-                        or (c.start == _TITLE_AT and shape.target in strip_accents(title.lower())):
+                if shape.target in plain.split() or any(abs(p - c.start) <= 40 for p in near):
                     score *= 1.5     # "Avery County", "X is a waterfall": the asked kind of thing
-            if about is not None and shape.kind == "name" and shape.target:
-                kind = is_kind(about(c.text), shape.target)
-                if kind is not None:    # what the corpus's own page on the candidate says it is
-                    score *= 2.0 if kind else 0.6
             key = plain
             if key in scores:
                 scores[key][0] += 0.2 * score
@@ -697,27 +675,6 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
     if s.share < min_share:
         return None
     return ShortAnswer(text, s.item, s.text, total, s.share, ranked[1][0] if len(ranked) > 1 else 0.0)
-
-
-# Words a page about a place or a person opens with (closed lists: what "where" and "who" ask for).
-_PLACE_NOUNS = frozenset("""city town village country state county region province capital municipality
-    district island river lake mountain located borough suburb neighbourhood neighborhood territory
-    commune parish prefecture""".split())
-_PERSON_OPENING = re.compile(r"\bborn\b|\(\s*(?:born\s+|b\.\s*|c\.\s*)?\d{3,4}\s*[–—-]|\b(?:he|she|his|her)\b",
-                             re.IGNORECASE)
-
-
-def is_kind(opening: str, target: str) -> bool | None:
-    """Whether a page's ``opening`` says its subject is a ``target`` ("person", "place" or a
-    noun such as "county"); None when there is no page."""
-    if not opening:
-        return None
-    if target == "person":
-        return bool(_PERSON_OPENING.search(opening))
-    words = set(re.findall(r"[a-z]+", strip_accents(opening.lower())))
-    if target == "place":
-        return bool(words & _PLACE_NOUNS)
-    return target in words or f"{target}s" in words
 
 
 def _candidates(shape: Shape, sentence: str, q_words: set[str], weigher: Weigher,

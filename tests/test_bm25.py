@@ -159,12 +159,3 @@ def test_empty_corpus_is_refused():
     with pytest.raises(InputError, match="no document has a single token"):
         BM25Index.build([Doc("1", "!!!")], progress=False)
 
-
-def test_about_reads_the_page_titled_with_a_name():
-    docs = [Doc("a", "Avery County is a county in North Carolina.", title="Avery County"),
-            Doc("b", "Porto has 65 employees.", title="Handbook: offices > Porto"),
-            Doc("c", "Nothing here.", title="")]
-    index = BM25Index.build(docs)
-    assert index.about("avery county").startswith("Avery County is a county")
-    assert index.about("Porto") == "Porto has 65 employees."       # the title's last part
-    assert index.about("Lisbon") == ""

@@ -180,7 +180,7 @@ class LexicalPipeline(Pipeline):
         sentences = score_sentences(reading, [h.text for h in used], weigher, [h.title for h in used])
         best_share = max((x.share for x in sentences), default=0.0)
         found = short_answer(reading, shape, [h.text for h in used], weigher, sentences=sentences,
-                             exclude=bridges, titles=[h.title for h in used], about=index.about) if reads else None
+                             exclude=bridges) if reads else None
         refusal = REFUSAL[language] if language == "en" else NOT_ENOUGH_VI
         trace.shape, trace.question_coverage = shape.to_dict(), round(best_share, 4)
         trace.evidence_short_answer = found.to_dict() if found else None
@@ -645,7 +645,7 @@ def next_query(question: str, bridge: str, read: str, weigher: Weigher, asked: S
         return None
     weights = weigher.weights(question)
     open_words = coverage(weights, f"{bridge} {read}", weigher).missing
-    focus = {w for w in weigher.tokenize(" ".join(question_focus(question).words)) if w in weights}
+    focus = {w for w in weigher.tokenize(" ".join(question_focus(question))) if w in weights}
     focus_open = sum(weights[w] for w in focus if w in open_words) > 0.5 * sum(weights[w] for w in focus)
     if sum(weights[w] for w in open_words) <= OPEN_SHARE * sum(weights.values()) and not focus_open:
         return None

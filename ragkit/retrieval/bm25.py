@@ -84,7 +84,6 @@ class BM25Index:
     meta: dict = field(default_factory=dict)
     _by_row: sp.csr_matrix | None = field(default=None, repr=False, compare=False)
     _positions: dict | None = field(default=None, repr=False, compare=False)
-    _titled: dict | None = field(default=None, repr=False, compare=False)
     _positive: bool | None = field(default=None, repr=False, compare=False)
     _scratch: list = field(default_factory=list, repr=False, compare=False)   # bm25_batch's free workspaces
 
@@ -289,19 +288,6 @@ class BM25Index:
         d = self.docs[i]
         return Hit(index=i, doc_id=doc_id, score=float(score), bm25=0.0, text=d.text, title=d.title,
                    source=d.source)
-
-    def about(self, name: str) -> str:
-        """The opening of the document whose title (or its last " > " part) is ``name``,
-        case aside: what the corpus says a named thing is ("Porto is a city in ..."); ""
-        when no document is titled so."""
-        if self._titled is None:
-            titled: dict[str, int] = {}
-            for i, d in enumerate(self.docs):
-                if d.title:
-                    titled.setdefault(d.title.split(">")[-1].strip().lower(), i)
-            self._titled = titled
-        i = self._titled.get(name.strip().lower())
-        return self.docs[i].text[:300] if i is not None else ""
 
     def term_sets(self, indices: Sequence[int]) -> sp.csr_matrix:
         """Binary document × term incidence rows for ``indices`` (for Jaccard in MMR)."""
