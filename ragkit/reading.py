@@ -159,6 +159,16 @@ def _vietnamese_shape(padded: str) -> Shape:
         before = [w for w in words[:at] if strip_accents(w) not in VIETNAMESE_FUNCTION_WORDS]
         head = after[0] if after else (before[-1] if before else "")
         return Shape("number", strip_accents(head), "hỏi bao nhiêu")
+    if " tên là gì " in padded or " tên gì " in padded:
+        return Shape("name", "", "hỏi tên")
+    if " gì " in padded:
+        # "dụng cụ gì", "bằng gì": which thing, as English "what/which NOUN" (a name); "là gì"
+        # defines, "làm gì" asks what to do, "những/các ... gì" asks for several.
+        at = words.index("gì")
+        before = words[max(0, at - 3):at]
+        if before and before[-1] not in ("là", "làm") and not {"những", "các"} & set(before):
+            head = before[-1] if strip_accents(before[-1]) not in VIETNAMESE_FUNCTION_WORDS else ""
+            return Shape("name", strip_accents(head), "hỏi cái gì")
     if any(c in padded for c in _VI_STEPS):
         return Shape("steps", why="hỏi các bước")
     if any(c in padded for c in _VI_DEFINE):
@@ -485,32 +495,79 @@ def date_candidates(sentence: str) -> list[Candidate]:
     return found
 
 
+def _with_unit(sentence: str, text: str, start: int, end: int) -> Candidate:
+    """A number found at ``start:end`` with the unit written after it ("12 mm", "ba trục")."""
+    unit = _UNIT.match(sentence, end)
+    if unit and not text.endswith("%"):
+        words = unit.group(1).split()
+        keep = []
+        for i, w in enumerate(words):
+            plain = normalize(w)
+            if plain in ENGLISH_STOPWORDS or plain in VIETNAMESE_FUNCTION_WORDS or w[:1].isupper() \
+                    or plain in _NOT_UNITS or (i and keep[-1].lower() not in ("per", "a", "mỗi")):
+                break
+            keep.append(w)
+        while keep and keep[-1].lower() in ("per", "a", "mỗi"):
+            keep.pop()
+        if keep:
+            text = f"{text} {' '.join(keep)}"
+            end = end + len(unit.group(0)) - len(unit.group(1)) + len(" ".join(keep))
+    return Candidate(text, start, end)
+
+
+# What joins the two ends of a range: "6 đến 8 bar", "10 to 20 days", "3–5", "between 2 and 4".
+_RANGE_JOIN = re.compile(r"\s*(?:-|–|—|to|đến|tới|and)\s*$", re.IGNORECASE)
+
+
 def number_candidates(sentence: str) -> list[Candidate]:
-    out = []
+    """Numbers (digits or number words) with the unit written after them; a range ("6 đến 8
+    bar", "between 10 and 20 days") is one candidate from its first number to its last."""
     label = _LABEL.match(sentence)       # "Bước 2:" numbers a step; it is no quantity
-    for m in _NUMBER.finditer(sentence, label.end() if label else 0):
-        end, text = m.end(), m.group()
-        unit = _UNIT.match(sentence, end)
-        if unit and not text.endswith("%"):
-            words = unit.group(1).split()
-            keep = []
-            for i, w in enumerate(words):
-                plain = normalize(w)
-                if plain in ENGLISH_STOPWORDS or plain in VIETNAMESE_FUNCTION_WORDS or w[:1].isupper() \
-                        or plain in _NOT_UNITS or (i and keep[-1].lower() not in ("per", "a", "mỗi")):
-                    break
-                keep.append(w)
-            while keep and keep[-1].lower() in ("per", "a", "mỗi"):
-                keep.pop()
-            if keep:
-                text = f"{text} {' '.join(keep)}"
-                end = m.end() + len(unit.group(0)) - len(unit.group(1)) + len(" ".join(keep))
-        out.append(Candidate(text, m.start(), end))
-    for m in _NUMBER_WORD.finditer(sentence):
-        out.append(Candidate(m.group(), m.start(), m.end()))
+    found = [_with_unit(sentence, m.group(), m.start(), m.end())
+             for m in _NUMBER.finditer(sentence, label.end() if label else 0)]
+    found += [_with_unit(sentence, m.group(), m.start(), m.end()) for m in _NUMBER_WORD.finditer(sentence)
+              if not label or m.start() >= label.end()]
+    found.sort(key=lambda c: c.start)
+    out: list[Candidate] = []
+    for c in found:
+        last = out[-1] if out else None
+        if last is not None and _RANGE_JOIN.match(sentence[last.end:c.start]) \
+                and (" " not in last.text or last.text.split()[-1] == c.text.split()[-1]) \
+                and (not sentence[last.end:c.start].strip().lower() == "and"
+                     or sentence[:last.start].rstrip().lower().endswith(("between", "giữa"))):
+            out[-1] = Candidate(sentence[last.start:c.end], last.start, c.end)
+            continue
+        out.append(c)
     return out
 
 
+_BOUND_MAX = ("maximum", "at most", "highest", "largest", "greatest", "up to", "upper limit", "max ",
+              "tối đa", "cao nhất", "lớn nhất", "nhiều nhất")
+_BOUND_MIN = ("minimum", "at least", "lowest", "smallest", "fewest", "lower limit", "min ",
+              "tối thiểu", "thấp nhất", "nhỏ nhất", "ít nhất")
+
+
+def bound_asked(question: str) -> str | None:
+    """"max" or "min" when ``question`` asks for one end of a range ("at most", "tối đa")."""
+    lowered = f" {question.lower()} "
+    if any(f" {w}" in lowered for w in _BOUND_MAX):
+        return "max"
+    if any(f" {w}" in lowered for w in _BOUND_MIN):
+        return "min"
+    return None
+
+
+def range_end(span: str, which: str) -> str:
+    """The end of a range ``span`` that ``which`` ("max"/"min") asks for, with the range's unit
+    ("6 đến 8 bar", "max" -> "8 bar"); the span itself when it is no range."""
+    ends = list(re.finditer(_NUMBER.pattern + "|" + _NUMBER_WORD.pattern, span, re.IGNORECASE))
+    if len(ends) != 2 or ends[0].start() != 0 or not _RANGE_JOIN.match(span[ends[0].end():ends[1].start()]):
+        return span
+    last = ends[-1]
+    if which == "max":
+        return span[last.start():]
+    unit = span[last.end():].strip()
+    return f"{ends[0].group()} {unit}".strip()
 
 
 def name_candidates(sentence: str, common: frozenset[str] | set[str] = frozenset()) -> list[Candidate]:
@@ -674,6 +731,8 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
     total, _, text, s = ranked[0]
     if s.share < min_share:
         return None
+    if shape.kind == "number":
+        text = bounded(text, question, texts)
     return ShortAnswer(text, s.item, s.text, total, s.share, ranked[1][0] if len(ranked) > 1 else 0.0)
 
 
@@ -692,10 +751,37 @@ def _candidates(shape: Shape, sentence: str, q_words: set[str], weigher: Weigher
     return names or phrase_candidates(sentence, q_words, weigher)
 
 
-def trim_short_answer(short: str, shape: Shape, texts: Sequence[str]) -> str:
+def bounded(span: str, question: str, texts: Sequence[str]) -> str:
+    """The end of a range ``span`` that ``question`` asks for ("tối đa", "at least"), as the
+    evidence writes it ("8 bar"; "6" when the evidence writes no "6 bar"); ``span`` itself
+    when the question asks for no bound or the span is no range."""
+    which = bound_asked(question)
+    end = range_end(span, which) if which else span
+    if end == span or in_evidence(end, texts):
+        return end
+    bare = end.split()[0]
+    return bare if in_evidence(bare, texts) else span
+
+
+def trim_short_answer(short: str, shape: Shape, texts: Sequence[str], question: str = "") -> str:
     """A model's short answer cut to the span of the asked shape when it says more ("14
     characters long" -> "14 characters", "Beatriz Nogueira, Head of Data Science" ->
-    "Beatriz Nogueira"), provided the evidence holds the cut span."""
+    "Beatriz Nogueira"), provided the evidence holds the cut span; written as the evidence
+    writes it ("3 axes" where the evidence says "three axes"); a name without the
+    question's own words it opens with ("Tên người sửa chữa" asked "ghi tên ai" ->
+    "người sửa chữa"); the asked end of a range ("6 to 8 bar", asked the maximum -> "8 bar")."""
+    if not in_evidence(short, texts):
+        short = as_evidence_writes(short, texts) or short
+    if shape.kind == "number" and question:
+        short = bounded(short, question, texts)
+    if shape.kind == "name" and question:
+        asked = set(_plain(question).split())
+        words = short.split()
+        at = 0
+        while at < len(words) - 1 and _plain(words[at]) in asked:
+            at += 1
+        if at and in_evidence(" ".join(words[at:]), texts):
+            short = " ".join(words[at:])
     if shape.kind == "number":
         found = number_candidates(short)
     elif shape.kind == "date":
@@ -708,6 +794,32 @@ def trim_short_answer(short: str, shape: Shape, texts: Sequence[str]) -> str:
         if c.text and c.text != short and in_evidence(c.text, texts):
             return c.text
     return short
+
+
+# Number words and the digits they stand for, so "3 trục" reads as the evidence's "ba trục".
+_NUMBER_VALUES = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_NUMBER_VALUES.update({w: str(i) for i, w in enumerate("một hai ba bốn năm sáu bảy tám chín mười".split(), 1)})
+
+
+def _numeral(word: str) -> str:
+    return _NUMBER_VALUES.get(word.lower(), _plain(word))
+
+
+def as_evidence_writes(span: str, texts: Sequence[str]) -> str | None:
+    """``span`` as the evidence writes it when the two differ only in writing a number in
+    digits or in words ("3 trục" / "ba trục", "three days" / "3 days"); None when no text
+    holds it so, or when ``span`` is a bare number (its word could be a pronoun: "the one")."""
+    wanted = [_numeral(w) for w in re.findall(r"\w+", span)]
+    if not any(w.isdigit() for w in wanted) or all(w.isdigit() for w in wanted):
+        return None     # a bare number: "one" and "ba" are also words of other kinds
+    for text in texts:
+        words = list(re.finditer(r"\w+", text))
+        values = [_numeral(m.group()) for m in words]
+        for i in range(len(values) - len(wanted) + 1):
+            if values[i:i + len(wanted)] == wanted:
+                return text[words[i].start():words[i + len(wanted) - 1].end()]
+    return None
 
 
 def in_evidence(span: str, texts: Sequence[str]) -> bool:
@@ -747,6 +859,6 @@ def yes_no(text: str) -> str | None:
 
 
 __all__ = ["Coverage", "FACTOID_SHAPES", "MIN_SHARE", "SHAPES", "Sentence", "Shape", "ShortAnswer", "Weigher",
-           "answer_shape", "coverage", "date_candidates", "in_evidence", "name_candidates", "number_candidates",
-           "parse_short_answer", "relevant_sentences", "score_sentences", "short_answer", "split_sentences",
-           "yes_no"]
+           "answer_shape", "as_evidence_writes", "bound_asked", "bounded", "coverage", "date_candidates",
+           "in_evidence", "name_candidates", "number_candidates", "parse_short_answer", "range_end",
+           "relevant_sentences", "score_sentences", "short_answer", "split_sentences", "yes_no"]

@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from ragkit.reading import (Weigher, answer_shape, date_candidates, in_evidence, name_candidates,
-                            nested_descriptions, number_candidates, parse_short_answer, question_focus,
-                            relevant_sentences, short_answer, split_sentences, sub_question, yes_no)
+from ragkit.reading import (Weigher, answer_shape, as_evidence_writes, bound_asked, date_candidates, in_evidence,
+                            name_candidates, nested_descriptions, number_candidates, parse_short_answer,
+                            question_focus, range_end, relevant_sentences, short_answer, split_sentences,
+                            sub_question, trim_short_answer, yes_no)
 
 
 @pytest.mark.parametrize("question, kind", [
@@ -39,6 +40,12 @@ from ragkit.reading import (Weigher, answer_shape, date_candidates, in_evidence,
     ("Máy tiện dùng loại dầu nào?", "name"),
     ("Vì sao độ ẩm cao làm PM2.5 tăng?", "explanation"),
     ("LOTO là gì?", "definition"),
+    # "gì" after a noun or a preposition asks which thing (a name), as English "what NOUN"
+    ("Chấm dấu tâm lỗ bằng dụng cụ gì?", "name"),
+    ("Phoi dài phải bẻ bằng gì?", "name"),
+    ("Quản đốc của xưởng tên là gì?", "name"),
+    ("Mũi khoan bị kẹt thì phải làm gì?", "steps"),
+    ("Cần kiểm tra những gì trước khi chạy máy?", "list"),
 ])
 def test_answer_shapes(question, kind):
     assert answer_shape(question).kind == kind
@@ -63,6 +70,34 @@ def test_candidates():
     assert [c.text for c in number_candidates("Bước 2: Xả nước ngưng tụ sau 8 giờ")] == ["8 giờ"]
     assert [c.text for c in name_candidates("Anything else needs Pieter van Aalst.", {"anything"})] == \
         ["Pieter van Aalst"]
+
+
+def test_number_words_ranges_and_bounds():
+    assert [c.text for c in number_candidates("Bàn máy di chuyển theo ba trục X, Y, Z")] == ["ba trục"]
+    assert [c.text for c in number_candidates("Áp suất thường từ 6 đến 8 bar.")] == ["6 đến 8 bar"]
+    assert [c.text for c in number_candidates("Keep it between 10 and 20 days.")] == ["10 and 20 days"]
+    assert [c.text for c in number_candidates("She has 3 cats and 4 dogs.")] == ["3 cats", "4 dogs"]
+    assert bound_asked("Áp suất tối đa là bao nhiêu?") == "max" and bound_asked("What is the minimum age?") == "min"
+    assert bound_asked("How many days?") is None
+    assert range_end("6 đến 8 bar", "max") == "8 bar" and range_end("10 and 20 days", "min") == "10 days"
+    assert range_end("3 cats", "max") == "3 cats"
+    # a number written the other way round is read as the evidence writes it
+    assert as_evidence_writes("3 trục", ["Bàn máy di chuyển theo ba trục X, Y, Z"]) == "ba trục"
+    assert as_evidence_writes("three days", ["Reply within 3 days."]) == "3 days"
+    assert as_evidence_writes("4 days", ["Reply within 3 days."]) is None
+    assert as_evidence_writes("1", ["the one in your contract"]) is None
+
+
+def test_model_short_answer_trimmed_to_what_is_asked():
+    q = "Mỗi lát cắt ăn sâu tối đa là bao nhiêu?"
+    assert trim_short_answer("0,1 đến 0,2 mm", answer_shape(q), ["Mỗi lát cắt ăn sâu 0,1 đến 0,2 mm."], q) == "0,2 mm"
+    q = "Mâm cặp có mấy chấu?"
+    assert trim_short_answer("3 chấu", answer_shape(q), ["Phôi kẹp trên mâm cặp ba chấu."], q) == "ba chấu"
+    q = "Thẻ khóa nguồn ghi tên ai?"
+    assert trim_short_answer("Tên người sửa chữa", answer_shape(q), ["Thẻ ghi tên người sửa chữa."], q) == \
+        "người sửa chữa"
+    assert trim_short_answer("Sofia Ferreira", answer_shape("Who is the DPO?"), ["Sofia Ferreira is the DPO."],
+                             "Who is the DPO?") == "Sofia Ferreira"
 
 
 EVIDENCE = ["Larkspur's Data Protection Officer is Sofia Ferreira. She answers within one month.",

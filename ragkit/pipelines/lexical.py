@@ -569,7 +569,7 @@ def complete_short_answer(text: str, question: str, shape: Shape, evidence: list
     if len(short.split()) > 12 or (not rest and len(short.split()) > 6):      # a sentence, not a span
         found = short_answer(question, shape, [text], weigher, min_share=0.0)
         return f"{found.text}\n{text.strip()}" if found else text.strip()
-    short = trim_short_answer(short, shape, evidence)
+    short = trim_short_answer(short, shape, evidence, question)
     if rest:
         return f"{short}\n{rest}"
     best = None
@@ -589,7 +589,7 @@ def resupport(text: str, question: str, shape: Shape, evidence: list[str], weigh
     short, rest = parse_short_answer(text)
     if not short or not rest or is_refusal(short) or len(short.split()) > 12:
         return None
-    short = trim_short_answer(short, shape, evidence)
+    short = trim_short_answer(short, shape, evidence, question)
     if not (yes_no(short) if shape.kind == "yesno" else in_evidence(short, evidence)):
         return None
     completed = complete_short_answer(short, question, shape, evidence, weigher)
