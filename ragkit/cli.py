@@ -242,7 +242,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- kg / terms
 def cmd_kg_build(args: argparse.Namespace) -> int:
-    from .specs.store import open_store
+    from .specs import open_store
     from .specs.build import build_kg
 
     with open_store(args.store) as store:  # every spec is read before anything is written
@@ -270,7 +270,7 @@ def cmd_kg_import(args: argparse.Namespace) -> int:
 
 
 def cmd_terms_resolve(args: argparse.Namespace) -> int:
-    from .specs.store import open_store
+    from .specs import open_store
     from .pipelines.spec import resolve_term
 
     term = _check_term(args.term)
@@ -285,7 +285,7 @@ def cmd_terms_resolve(args: argparse.Namespace) -> int:
 
 
 def cmd_terms_define(args: argparse.Namespace) -> int:
-    from .specs.store import open_store
+    from .specs import open_store
     from .specs.store import rank_terms
 
     term = _check_term(args.term)
@@ -308,7 +308,7 @@ def _check_term(term: str) -> str:
 
 def cmd_eval_mcq(args: argparse.Namespace) -> int:
     from .eval.mcq import evaluate_mcq
-    from .specs.store import open_store
+    from .specs import open_store
 
     llm = None
     if args.llm:
@@ -469,7 +469,9 @@ def cmd_model(args: argparse.Namespace) -> int:
         _emit({"name": args.name, "path": path}, args.json, path)
         return 0
     if args.action == "bench":
-        data = models.bench(args.name, args.answers, progress=_progress(args))
+        from .eval.model_speed import bench
+
+        data = bench(args.name, args.answers, progress=_progress(args))
         _emit(data, args.json, f"{data['name']}: {_measured(data)}; load {data['load_s']} s; "
                                f"{data['accepted']} of {data['answers']} answers passed the check; "
                                f"written to {data['benchmarks']}")
@@ -668,7 +670,7 @@ def _require_store_files(sources) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from .config import LLMConfig
-    from .access import check_exposure, check_keys
+    from .server.access import check_exposure, check_keys
     from .server import ServeLimits, serve
     from .service import Service, Sources, build_demo_sources
 

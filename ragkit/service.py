@@ -237,7 +237,7 @@ def build_demo_sources(out: str | Path, data: str | Path | None = None, progress
     existing source is reused, an index of an older format rebuilt): the manuals' index, the demo spec KG, the evidence KG, the
     Nobel graph (multilingual E5, for its Vietnamese names) and the biomedical typed KG."""
     from .corpus import load_document_folder
-    from .specs.store import open_store
+    from .specs import open_store
     from .graphrag.multihop import GraphRAG
     from .kgqa.importer import import_kg
     from .kgqa.store import open_typed_store

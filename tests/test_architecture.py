@@ -1,5 +1,5 @@
-"""The package layout shows the architecture: no import cycles between ragkit's modules at
-import time, stores apart from what they store, and one home for the environment."""
+"""The package layout shows the architecture: no import cycles between ragkit's modules (imports
+inside functions count), stores apart from what they store, and one home for the environment."""
 
 import ast
 import os
@@ -22,12 +22,29 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def top_level_imports(path: Path) -> set[str]:
-    """ragkit modules imported when ``path`` is imported (module level, not inside functions)."""
+def _typing_only(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:``: imports for annotations, never run."""
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _import_nodes(nodes, everywhere: bool):
+    for node in nodes:
+        if _typing_only(node):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif everywhere or isinstance(node, (ast.If, ast.Try, ast.With)):
+            yield from _import_nodes(ast.iter_child_nodes(node), everywhere)
+
+
+def imports(path: Path, everywhere: bool = True) -> set[str]:
+    """ragkit modules ``path`` imports: anywhere (inside functions too: an import put off
+    until a call is still a dependency), or with ``everywhere=False`` only those run when it
+    is imported. Imports for type annotations alone (``if TYPE_CHECKING:``) never run."""
     name = module_name(path)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found = set()
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8")).body, everywhere):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
@@ -38,15 +55,25 @@ def top_level_imports(path: Path) -> set[str]:
             if target.startswith("ragkit"):
                 found.add(target)
                 found.update(f"{target}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.Import):
+        else:
             found.update(a.name for a in node.names if a.name.startswith("ragkit"))
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(everywhere: bool = True) -> dict[str, set[str]]:
     modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
-    return {name: {t for t in top_level_imports(path) if t in modules and t != name}
+    return {name: {t for t in imports(path, everywhere) if t in modules and t != name}
             for name, path in modules.items()}
+
+
+def test_imports_inside_functions_count_and_annotations_do_not(tmp_path, monkeypatch):
+    package = tmp_path / "ragkit"
+    package.mkdir()
+    (package / "a.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .c import C\n"
+                                  "def f():\n    from .b import g\n    return g\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert imports(package / "a.py") == {"ragkit.b", "ragkit.b.g"}
+    assert imports(package / "a.py", everywhere=False) == set()
 
 
 def test_no_import_cycles():

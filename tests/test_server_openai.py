@@ -1,4 +1,4 @@
-"""``ragkit serve``'s OpenAI-compatible endpoints (``ragkit.openai_api``) as OpenAI clients see
+"""``ragkit serve``'s OpenAI-compatible endpoints (``ragkit.server.openai_chat``) as OpenAI clients see
 them: the official ``openai`` package against a real ``ragkit serve --demo`` process on
 127.0.0.1 that requires an API key; and ragkit's own server backend (``ServerLLM``) as a
 client of it."""

@@ -11,7 +11,7 @@ from ragkit.errors import InputError, ModelError, StoreUnavailableError
 from ragkit.pipelines.base import Answer
 from ragkit.pipelines.kg import KGTrace
 from ragkit.kgqa.answer import check_entities
-from ragkit.access import check_exposure, is_loopback
+from ragkit.server.access import check_exposure, is_loopback
 from ragkit.server import HTTPProblem, ServeLimits, Sessions, create_app
 
 

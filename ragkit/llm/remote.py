@@ -12,7 +12,7 @@ A request the server refuses for now (429, 500, 502, 503, 504) or whose connecti
 resets is tried again after an exponential backoff with jitter (0.5 s, 1 s, 2 s ... at most
 8 s, each between half and all of that), or after the server's ``Retry-After``; no new try
 starts later than ``RAGKIT_LLM_RETRY_S`` (30 s) after the first (``send_retrying``, which the
-remote embedder, ``ragkit.embeddings_remote``, sends its requests through too). Other refusals (400, 401,
+remote embedder, ``ragkit.embeddings.remote``, sends its requests through too). Other refusals (400, 401,
 404 ...) and a server that refuses connections are not tried again.
 """
 

@@ -20,7 +20,8 @@ from functools import lru_cache
 from ..answering import Check, Draft, grounding_check
 from ..config import LLMConfig
 from ..corpus import Doc
-from ..specs.store import GraphStore, open_store
+from ..specs import open_store
+from ..specs.store import GraphStore
 from ..specs.store import rank_terms
 from ..retrieval.bm25 import BM25Index
 from ..llm.base import LLM
@@ -29,6 +30,7 @@ from ..llm.prompts import answer_language, answer_messages
 from ..profiler import Profiler
 from ..linking import GENERATION_NAMES
 from ..specs.dictionary import TermDictionary, store_signature, term_dictionary
+from ..specs.chunking import FUNCTION_CUES
 from ..specs.model import Chunk, Term, spec_version
 from ..specs.terms import acronyms_in, is_five_g_spec
 from ..text import Tokenizer
@@ -61,8 +63,6 @@ _FRAME = re.compile(r"^(?:(?:the|an?|term|word|concept|of|is|are|does|do|by|for|
                     r"(?:\s+(?:in|within|of|for|trong)\s+(?:the\s+)?(?:5G|5GC|5GS|3GPP|NR|LTE)\b.*)$|"
                     r"\s+(?:(?:là|của|cho|trong)\s+)*(?:gì|nào|cụm từ nào|như thế nào)$|\s+(?:is|are|mean|means|do)$",
                     re.IGNORECASE)
-FUNCTION_CUES = ("is responsible for", "provides", "functionality", "functionalities",
-                 "includes the following", "supports the following", "is used for", "is used to")
 NOT_ENOUGH_EN = "The loaded specifications do not contain enough information to answer this question."
 
 MODEL_REFUSAL_EN = "The evidence is not enough to answer."

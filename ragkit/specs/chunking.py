@@ -10,8 +10,10 @@ from .model import Chunk, Section, SpecDocument
 from .terms import COMMON_WORDS
 
 MAX_CHARS = 1500
-_FUNCTION_CUES = ("is responsible for", "provides", "functionality", "functionalities",
-                  "includes the following", "supports the following", "is used for", "is used to")
+# Phrases that say what a network function does (a "function" chunk; the spec pipeline's
+# role questions look for them too).
+FUNCTION_CUES = ("is responsible for", "provides", "functionality", "functionalities",
+                 "includes the following", "supports the following", "is used for", "is used to")
 _PROCEDURE_CUES = ("procedure", "call flow", "step")
 _OVERVIEW_CUES = ("overview", "general", "introduction", "scope", "architecture")
 _ACRONYM = re.compile(r"(?<![\w-])[A-Z][A-Z0-9\-]*[A-Z0-9](?![\w-])")
@@ -28,7 +30,7 @@ def chunk_type(section: Section, content: str) -> str:
         return "definition"
     if any(cue in title for cue in _PROCEDURE_CUES) or re.search(r"^\s*\d+[.)]\s", content, re.M):
         return "procedure"
-    if any(cue in text for cue in _FUNCTION_CUES):
+    if any(cue in text for cue in FUNCTION_CUES):
         return "function"
     if any(cue in title for cue in _OVERVIEW_CUES):
         return "overview"

@@ -88,7 +88,7 @@ class TermDictionary:
 
 @lru_cache(maxsize=4)
 def _dictionary(uri: str, signature: tuple) -> TermDictionary:
-    from .store import open_store
+    from . import open_store
 
     with open_store(uri) as store:
         return TermDictionary.from_terms(store.terms_containing("", limit=10 ** 9))

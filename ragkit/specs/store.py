@@ -203,24 +203,3 @@ class GraphStore(ABC):
 
 def lowered(values: Sequence[str] | None) -> list[str] | None:
     return [v.lower() for v in values] if values else None
-
-
-def open_store(store: str, must_exist: bool = False) -> GraphStore:
-    """A file path opens the embedded networkx store; ``bolt://`` / ``neo4j://`` URIs open
-    Neo4j (user and password from NEO4J_USER / NEO4J_PASSWORD). Readers pass ``must_exist``:
-    a path with no store behind it is a mistyped path, not an empty dictionary to answer from;
-    builds leave it off, since they create the file."""
-    from ..stores.neo4j import is_neo4j_uri
-
-    if is_neo4j_uri(store):
-        from .neo4j_store import Neo4jStore
-
-        return Neo4jStore(store)
-    from .nx_store import NetworkXStore
-
-    if must_exist:
-        from ..stores.files import require_file
-
-        require_file(store, "build one with 'ragkit kg build'")
-    return NetworkXStore(store)
-

@@ -38,7 +38,7 @@ class KGParams:
 
 def build_kg(p: KGParams) -> dict:
     """Parse the specs and write them into the store; the build summary."""
-    from ..specs.store import open_store
+    from ..specs import open_store
     from ..specs.build import build_kg as _build
 
     with open_store(p.store_uri) as store:
@@ -52,7 +52,7 @@ def kg_summary(summary: dict) -> pd.DataFrame:
 
 def term_neighbourhood(p: KGParams) -> pd.DataFrame:
     """The documents each expansion of ``p.term`` is DEFINED_IN."""
-    from ..specs.store import open_store
+    from ..specs import open_store
     from ..pipelines.spec import resolve_term
 
     rows = []

@@ -21,8 +21,8 @@ import hmac
 import ipaddress
 import threading
 
-from .errors import InputError
-from .extras import requires_extra
+from ..errors import InputError
+from ..extras import requires_extra
 
 with requires_extra("server"):
     from fastapi.responses import JSONResponse

@@ -29,9 +29,9 @@ from typing import Any, Awaitable, Callable
 
 import numpy as np
 
-from .embeddings import EMBEDDERS, local_embedder
-from .extras import requires_extra
-from .server import HTTPProblem, decode_json
+from ..embeddings import EMBEDDERS, local_embedder
+from ..extras import requires_extra
+from .protocol import HTTPProblem, decode_json
 
 with requires_extra("server"):
     from fastapi import FastAPI, Request

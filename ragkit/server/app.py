@@ -1,29 +1,6 @@
-"""``ragkit serve``: every pipeline over HTTP and WebSocket (FastAPI + uvicorn).
-
-- ``POST /ask`` takes a JSON request (``service.AskRequest``'s fields, plus an optional
-  ``session``; its OpenAPI schema is ``service.ask_request_model``) and returns what
-  ``ragkit ask --json`` prints.
-- ``/ws`` takes the same requests as text frames, one after another on one connection, and
-  answers each with events: ``start``, ``token`` (model text as it is written; without a
-  model, the answer in pieces), then ``result`` (the ``/ask`` JSON, whose ``answer`` is the
-  checked one, with ``replaced``: whether it differs from the text the model streamed, and
-  ``replaced_because``), or ``error``. A connection is a session: kg follow-ups see earlier turns.
-- ``GET /v1/models`` and ``POST /v1/chat/completions``: OpenAI's chat API over the same
-  answers (``ragkit.openai_api``), for OpenAI clients.
-- ``POST /v1/embeddings``: OpenAI's embeddings API over the in-process embedders
-  (``ragkit.openai_embeddings``); with ``embeddings_only`` (``ragkit serve
-  --embeddings-only``) the server has no pipelines and is an embedding server alone.
-- ``GET /health`` (the process is up) and ``GET /ready`` (every source loaded).
-
-Access (``ragkit.access``): an API key on every endpoint but ``/health`` (and ``/ready``'s
-bare status), required beyond loopback; conversations are opened by the server
-(``"session": "new"``), belong to the key that opened them, and each key has its own limits
-on open conversations and questions in flight (429).
-
-Requests are bounded: the body size (413), the time to send headers and body (408), the
-question length (400), the time to answer (504), and at most ``workers`` questions at once
-(the rest wait their turn).
-"""
+"""The app: ``POST /ask``, ``/ws``, ``/health`` and ``/ready`` over a ``Service``, the limits
+every request is held to, and ``serve``, which runs it under uvicorn (see the package's
+docstring)."""
 
 from __future__ import annotations
 
@@ -38,10 +15,11 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from ..errors import InputError
+from ..extras import requires_extra
+from ..service import AskRequest, Service, ask_request_model
 from .access import LOCAL, AccessGuard, InFlight, error_body
-from .errors import IndexFormatError, InputError, ModelError, RagkitError, StoreUnavailableError
-from .extras import requires_extra
-from .service import SESSION_PATTERN, AskRequest, Service, ask_request_model
+from .protocol import HTTPProblem, check_session, decode_json, problem_for
 
 with requires_extra("server"):
     import uvicorn
@@ -49,7 +27,6 @@ with requires_extra("server"):
     from fastapi.responses import JSONResponse, Response
 
 log = logging.getLogger("ragkit.server")
-SESSION_ID = re.compile(SESSION_PATTERN)
 NEW_SESSION = "new"      # "session": "new" asks the server to open a conversation
 
 
@@ -101,7 +78,7 @@ class Cancelled(BaseException):
 
 class Sessions:
     """The kg pipeline's conversations: turns per session id, each id issued by the server
-    (``secrets.token_urlsafe``, unguessable) to one owner (a principal, ``ragkit.access``).
+    (``secrets.token_urlsafe``, unguessable) to one owner (a principal, ``access``).
     An owner keeps at most ``per_owner`` open; opening one more drops that owner's least
     recently used, never another owner's."""
 
@@ -145,43 +122,6 @@ class Sessions:
         return sum(len(mine) for mine in self._owned.values())
 
 
-class HTTPProblem(Exception):
-    def __init__(self, status: int, message: str, code: str | None = None):
-        super().__init__(message)
-        self.status, self.message, self.code = status, message, code
-
-
-def problem_for(exc: BaseException) -> HTTPProblem:
-    """The HTTP status and one-line message for an error raised while answering."""
-    if isinstance(exc, HTTPProblem):
-        return exc
-    if isinstance(exc, InputError):
-        return HTTPProblem(400, str(exc))
-    if isinstance(exc, (IndexFormatError, StoreUnavailableError)):
-        return HTTPProblem(503, str(exc))
-    if isinstance(exc, ModelError):
-        return HTTPProblem(502, str(exc))
-    if isinstance(exc, RagkitError):
-        return HTTPProblem(503, str(exc))
-    log.exception("unexpected error", exc_info=exc)
-    return HTTPProblem(500, f"internal error ({type(exc).__name__}); see the server log")
-
-
-def decode_json(raw: bytes | str, max_body: int | None = None):
-    """A request body's JSON; HTTPProblem 400 (or 413 over ``max_body`` bytes) otherwise."""
-    size = len(raw.encode("utf-8") if isinstance(raw, str) else raw)
-    if max_body is not None and size > max_body:
-        raise HTTPProblem(413, f"request: {size} bytes, over the {max_body}-byte limit")
-    try:
-        data = json.loads(raw)
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise HTTPProblem(400, "request: holds text that is not valid Unicode (a lone surrogate)") from None
-    except (ValueError, RecursionError) as exc:   # JSONDecodeError, huge integers, deep nesting
-        raise HTTPProblem(400, f"request: not valid JSON ({' '.join(str(exc).split())[:200]})") from None
-    return data
-
-
 def parse_request(raw: bytes | str, limits: ServeLimits) -> tuple[AskRequest, str | None]:
     """An AskRequest and its session id from a JSON body; HTTPProblem 400/413 otherwise."""
     data = decode_json(raw, limits.max_body)
@@ -195,11 +135,6 @@ def parse_request(raw: bytes | str, limits: ServeLimits) -> tuple[AskRequest, st
         raise HTTPProblem(400, f"question: {len(request.question)} characters, over the "
                                f"{limits.max_question}-character limit")
     return request, session
-
-
-def check_session(session) -> None:
-    if session is not None and (not isinstance(session, str) or not SESSION_ID.fullmatch(session)):
-        raise HTTPProblem(400, "session: must be 1-64 letters, digits or _.:-")
 
 
 class _BodyLimit:
@@ -464,7 +399,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
         # Plain JSON already: skip FastAPI's generic encoder (10x slower on a large trace).
         return Response(json.dumps(data, ensure_ascii=False), media_type="application/json")
 
-    from .openai_api import add_openai_routes
+    from .openai_chat import add_openai_routes
 
     add_openai_routes(app, service, answer=answer, open_session=open_session, principal_of=principal_of,
                       max_question=limits.max_question, max_turns=limits.max_turns)

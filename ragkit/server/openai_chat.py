@@ -25,7 +25,7 @@ client (the ``openai`` package, chat UIs, agent frameworks) can ask ragkit.
 
 Errors are OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``, with the
 same one-line messages and statuses as ``/ask``; an unknown model is 404
-(``model_not_found``). Access control is the server's (``ragkit.access``): the API key is the
+(``model_not_found``). Access control is the server's (``ragkit.server.access``): the API key is the
 client's ``api_key``, sent as a bearer token.
 """
 
@@ -39,12 +39,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
+from ..errors import InputError
+from ..extras import requires_extra
+from ..service import AskRequest, Service
 from .access import error_body
 from .openai_embeddings import EMBEDDING_MODELS
-from .errors import InputError
-from .extras import requires_extra
-from .server import HTTPProblem, check_session, decode_json, problem_for
-from .service import AskRequest, Service
+from .protocol import HTTPProblem, check_session, decode_json, problem_for
 
 with requires_extra("server"):
     from fastapi import FastAPI, Request
@@ -273,7 +273,7 @@ def add_openai_routes(app: FastAPI, service: Service, *, answer: Answerer, open_
 
 def chat_request_schema() -> dict:
     """The OpenAPI schema of a chat completion request, as ragkit reads it."""
-    from .service import ask_request_model
+    from ..service import ask_request_model
 
     options = ask_request_model().model_json_schema()
     for name in ("question", "pipeline"):

@@ -31,12 +31,12 @@ from typing import Sequence
 
 import numpy as np
 
-from .config import LLMConfig, Settings
-from .embeddings import EMBEDDERS, Embedder
-from .errors import ModelError, StoreUnavailableError
-from .extras import requires_extra
-from .llm.remote import refusal, send_retrying, transport_errors
-from .progress import progress_bar
+from ..config import LLMConfig, Settings
+from .local import EMBEDDERS, Embedder
+from ..errors import ModelError, StoreUnavailableError
+from ..extras import requires_extra
+from ..llm.remote import refusal, send_retrying, transport_errors
+from ..progress import progress_bar
 
 with requires_extra("llm"):
     import httpx

