@@ -19,7 +19,7 @@ import sys
 
 from _common import ROOT, SHARED, write
 from ragkit.eval.datasets import musique_to_questions
-from ragkit.models import installed_path
+from ragkit.llm.catalog import installed_path
 
 MUSIQUE = SHARED / "multihop_passages"
 # Multi-hop questions are asked over the concept graph (chosen on the tune half: the reader's

@@ -26,7 +26,7 @@ from ragkit.concepts.search import ConceptSearcher, GraphParams  # noqa: E402
 from ragkit.corpus import Doc, load_beir_queries, load_corpus, load_qrels  # noqa: E402
 from ragkit.eval.metrics import ndcg_at_k, recall_at_k  # noqa: E402
 from ragkit.eval.retrieval import default_dense_dir, eval_config  # noqa: E402
-from ragkit.profiler import Profiler  # noqa: E402
+from ragkit.runtime.profiler import Profiler  # noqa: E402
 from ragkit.retrieval.bm25 import BM25Index  # noqa: E402
 from ragkit.retrieval.dense import DenseIndex  # noqa: E402
 from ragkit.retrieval.search import retrieve  # noqa: E402

@@ -223,7 +223,7 @@ def measure(size: int, shared: Path, work: Path) -> dict:
     from ragkit.concepts.graph import ConceptGraph
     from ragkit.concepts.search import ConceptSearcher
     from ragkit.eval.retrieval import eval_config
-    from ragkit.profiler import Profiler
+    from ragkit.runtime.profiler import Profiler
     from ragkit.retrieval.bm25 import BM25Index
     from ragkit.retrieval.search import retrieve
 

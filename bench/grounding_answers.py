@@ -51,7 +51,7 @@ def main(argv=None) -> int:
     parser.add_argument("out")
     parser.add_argument("--model", default="smollm2-135m", help="a catalog name or GGUF path (default %(default)s)")
     args = parser.parse_args(argv)
-    from ragkit.answering import grounding_check
+    from ragkit.answer.stage import grounding_check
     from ragkit.config import LLMConfig
     from ragkit.service import AskRequest, Service, build_demo_sources
 

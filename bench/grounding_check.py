@@ -58,9 +58,9 @@ from _common import ROOT, SHARED, write
 
 sys.path.insert(0, str(ROOT))
 
-from ragkit.llm.claims import split_sentences  # noqa: E402
+from ragkit.answer.claims import split_sentences  # noqa: E402
 from ragkit.text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, strip_accents  # noqa: E402
-from ragkit.llm.grounding import check_claims, check_grounding  # noqa: E402
+from ragkit.answer.grounding import check_claims, check_grounding  # noqa: E402
 
 DATA = ROOT / "data"
 ANSWERS = ROOT / "bench" / "grounding_answers.jsonl"

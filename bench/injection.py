@@ -14,7 +14,7 @@ import sys
 from _common import ROOT, write
 
 from ragkit.corpus import Doc, load_corpus
-from ragkit.llm.grounding import check_claims
+from ragkit.answer.grounding import check_claims
 from ragkit.retrieval.bm25 import BM25Index
 
 ENGLISH = [

@@ -31,8 +31,8 @@ from _common import ROOT, median_time, write
 from ragkit.kgqa.flow import KGQA
 from ragkit.kgqa.importer import import_kg
 from ragkit.kgqa.store import Neo4jTypedStore, NxTypedStore
-from ragkit.launch import free_port, running_http, serve_command
-from ragkit.profiling import percentile
+from ragkit.testing.launch import free_port, running_http, serve_command
+from ragkit.workbench.latency_study import percentile
 from ragkit.service import build_demo_sources
 
 NODES = ROOT / "data" / "biomed" / "nodes.csv"

@@ -76,7 +76,7 @@ def main() -> None:
     from ragkit.kgqa.flow import KGQA
     from ragkit.kgqa.importer import import_kg
     from ragkit.kgqa.store import NxTypedStore
-    from ragkit.launch import free_port, llama_server_command, running_http
+    from ragkit.testing.launch import free_port, llama_server_command, running_http
     from ragkit.llm.gguf import GGUFModel, default_model_path
     from ragkit.llm.remote import ServerLLM
 

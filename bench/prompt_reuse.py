@@ -25,7 +25,7 @@ from _common import ROOT, write
 from ragkit.config import LLMConfig
 from ragkit.corpus import load_document_folder
 from ragkit.llm.gguf import GGUFModel
-from ragkit.models import resolve_model
+from ragkit.llm.catalog import resolve_model
 from ragkit.pipelines.lexical import ask_lexical
 from ragkit.pipelines.spec import ask_spec
 from ragkit.retrieval.bm25 import BM25Index

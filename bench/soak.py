@@ -43,8 +43,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
 from _common import ROOT, write
-from ragkit.launch import free_port, running_http, serve_command
-from ragkit.profiling import percentile
+from ragkit.testing.launch import free_port, running_http, serve_command
+from ragkit.workbench.latency_study import percentile
 from ragkit.service import build_demo_sources
 
 DATA = ROOT / "data"

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from _common import OUT, ROOT, SHARED, write
 from ragkit.graphrag.multihop import GraphRAG, display
-from ragkit.profiler import Profiler
+from ragkit.runtime.profiler import Profiler
 
 SEED = 2024
 HELD_OUT = 0.3                      # share of walks kept for the final measurement

@@ -22,7 +22,7 @@ from .config import CONCEPT_METHODS, DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS
 from .embeddings import EMBEDDER_CHOICES, EMBEDDERS
 from . import __version__
 from .errors import BAD_INPUT, OTHER, InputError, RagkitError, UsageError
-from .models import CATALOG as MODEL_CATALOG, install_hint
+from .llm.catalog import CATALOG as MODEL_CATALOG, install_hint
 from .pipelines import PIPELINES
 from .eval.metrics import METRICS
 from .eval.significance import PERMUTATIONS
@@ -392,7 +392,7 @@ def read_evidence(path: str) -> tuple[list[str], list]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .llm.grounding import check_claims
+    from .answer.grounding import check_claims
 
     if not args.answer.strip():
         raise InputError("--answer: is empty")
@@ -630,7 +630,7 @@ def cmd_eval_compare(args: argparse.Namespace) -> int:
 
 # --------------------------------------------------------------------------- run
 def cmd_run(args: argparse.Namespace) -> int:
-    from .runs import run_notebook
+    from .workbench.runs import run_notebook
 
     params = {name: value for name, value in (args.param or [])}
     manifest = run_notebook(args.notebook, params, out_root=args.out, progress=_progress(args))
@@ -639,7 +639,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    from .rebuild import DEFAULT_NOTEBOOKS, rebuild
+    from .workbench.rebuild import DEFAULT_NOTEBOOKS, rebuild
 
     params = {name: value for name, value in (args.param or [])}
     results = rebuild(args.notebooks or DEFAULT_NOTEBOOKS, params, out_root=args.out, force=args.force,

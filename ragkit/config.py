@@ -8,7 +8,7 @@ set by ``offline_hub_environment``, called where the embedder is first loaded.
 ==========================  =================================================================
 variable                    what it sets
 ==========================  =================================================================
-``RAGKIT_GGUF``             the GGUF model: a file or a catalog name (default: the first installed catalog model, ``ragkit.models``)
+``RAGKIT_GGUF``             the GGUF model: a file or a catalog name (default: the first installed catalog model, ``ragkit.llm.catalog``)
 ``RAGKIT_MODELS``           where ``ragkit model install`` puts models (default ~/.cache/ragkit/models)
 ``RAGKIT_LLM_URL``          an OpenAI-compatible server to use instead of the GGUF in process
 ``RAGKIT_LLM_API_KEY``      the bearer token sent to that server (never logged)
@@ -27,7 +27,7 @@ variable                    what it sets
 ``NEO4J_DATABASE``          the Neo4j database (default: the server's default database)
 ``RAGKIT_API_KEY``          the key ``ragkit serve`` requires as a bearer token (needed beyond loopback; never logged)
 ``RAGKIT_KILL_AT``          ``<point>:<n>``: SIGKILL the process the n-th time it reaches that fault point (fault tests only)
-``RAGKIT_PROGRESS``         ``1`` or ``0``: progress bars on or off for library calls (default: automatic, ``ragkit.progress``)
+``RAGKIT_PROGRESS``         ``1`` or ``0``: progress bars on or off for library calls (default: automatic, ``ragkit.runtime.progress``)
 ``CI``                      set (to anything but ``0``/``false``) by CI services: no progress bars by default
 ``HF_HUB_OFFLINE``,         set to 1 by ``offline_hub_environment`` unless already set: models
 ``TRANSFORMERS_OFFLINE``    come from wheels, and a hub name without them hangs for minutes
@@ -238,8 +238,8 @@ class Settings:
     neo4j_password: str | None = field(default=None, repr=False)   # NEO4J_PASSWORD
     neo4j_database: str | None = None                        # NEO4J_DATABASE
     api_key: str | None = field(default=None, repr=False)    # RAGKIT_API_KEY (ragkit serve)
-    kill_at: str | None = None                               # RAGKIT_KILL_AT (ragkit.faults)
-    progress: bool | None = None                             # RAGKIT_PROGRESS (ragkit.progress)
+    kill_at: str | None = None                               # RAGKIT_KILL_AT (ragkit.testing.faults)
+    progress: bool | None = None                             # RAGKIT_PROGRESS (ragkit.runtime.progress)
     ci: bool = False                                         # CI
 
     @classmethod

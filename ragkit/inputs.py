@@ -34,7 +34,7 @@ def lines(path: str | os.PathLike, what: str, progress: bool | None = None) -> I
     """(line number, text with its line ending) for every line of a UTF-8 file; a leading
     byte-order mark is dropped. With ``progress``, a file of ``PROGRESS_MIN_BYTES`` or more
     shows a progress bar (bytes read) on stderr."""
-    from .progress import progress_bar
+    from .runtime.progress import progress_bar
 
     path = Path(path)
     with _open(path, what) as handle, progress_bar(

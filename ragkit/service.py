@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from .config import LIMITS, METHODS, RERANKS, GraphConfig, LexicalConfig, LLMConfig, check_range
 from .errors import InputError
-from .extras import requires_extra
+from .runtime.extras import requires_extra
 from .pipelines import PIPELINES, get_pipeline
 from .pipelines.base import Answer, Sources
 

@@ -102,7 +102,7 @@ def instruct_model():
     ``make test`` runs first), loaded once."""
     from ragkit.config import LLMConfig
     from ragkit.llm.gguf import GGUFModel
-    from ragkit.models import installed_path
+    from ragkit.llm.catalog import installed_path
 
     path = installed_path("qwen2.5-coder-1.5b")
     assert path is not None, "qwen2.5-coder-1.5b is not installed: run 'make model'"

@@ -4,11 +4,11 @@ answering gives the evidence answer in every pipeline."""
 
 import pytest
 
-from ragkit.answering import ANSWER_SOURCES, Check, Draft, Outcome, answer, generation_figures, grounding_check
+from ragkit.answer.stage import ANSWER_SOURCES, Check, Draft, Outcome, answer, generation_figures, grounding_check
 from ragkit.config import LLMConfig
 from ragkit.errors import GenerationError
 from ragkit.llm.base import Generation
-from ragkit.llm.claims import citations, strip_citations
+from ragkit.answer.claims import citations, strip_citations
 from ragkit.llm.remote import ServerLLM
 from ragkit.pipelines import PIPELINES, REGISTRY, get_pipeline
 from ragkit.pipelines.base import Citation, Pipeline, settle_citations

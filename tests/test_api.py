@@ -15,7 +15,7 @@ import pytest
 import ragkit
 from ragkit.config import Settings
 from ragkit.pipelines.base import Answer, Citation
-from ragkit.progress import show_progress
+from ragkit.runtime.progress import show_progress
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -95,7 +95,7 @@ def test_progress_in_a_real_kernel_follows_allow_stdin():
                 if msg["msg_type"] == "stream":
                     out.append(msg["content"]["text"])
 
-            reply = kc.execute_interactive("from ragkit.progress import show_progress; print(show_progress())",
+            reply = kc.execute_interactive("from ragkit.runtime.progress import show_progress; print(show_progress())",
                                            allow_stdin=allow_stdin, output_hook=hook, timeout=120,
                                            stdin_hook=lambda msg: None)
             assert reply["content"]["status"] == "ok", reply["content"]

@@ -95,6 +95,13 @@ def test_no_import_cycles():
             visit(node, [node])
 
 
+def test_the_top_level_holds_few_modules():
+    """The package is grouped by what things are: besides its packages, the top level holds
+    only the entry points and what every part uses."""
+    modules = sorted(p.name for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    assert len(modules) <= 8, modules
+
+
 def test_stores_know_nothing_of_what_they_store():
     graph = import_graph()
     for name, targets in graph.items():
@@ -136,7 +143,7 @@ def _without_hub_variables() -> dict:
 
 def test_importing_ragkit_changes_no_environment_variable():
     code = ("import os; before = dict(os.environ)\n"
-            "import ragkit, ragkit.cli, ragkit.embeddings, ragkit.service, ragkit.server, ragkit.launch\n"
+            "import ragkit, ragkit.cli, ragkit.embeddings, ragkit.service, ragkit.server, ragkit.testing.launch\n"
             "import ragkit.workbench, ragkit.eval.retrieval, ragkit.retrieval.dense, ragkit.stores.neo4j_launcher\n"
             "changed = sorted(k for k in set(before) | set(os.environ) if before.get(k) != os.environ.get(k))\n"
             "assert not changed, changed\n")

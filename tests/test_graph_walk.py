@@ -72,7 +72,7 @@ def test_three_hops_need_the_beam(mentors):
 
 @pytest.mark.slow
 def test_the_walk_is_timed_by_stage(mentors):
-    from ragkit.profiler import Profiler
+    from ragkit.runtime.profiler import Profiler
 
     profiler = Profiler()
     mentors.query("Who is the wife of Ada Lind's teacher?", profiler=profiler)

@@ -2,10 +2,10 @@
 answer that follows a planted document against the other evidence is `contradicted`, and
 evidence addressed to the model is flagged as `suspicious_evidence`."""
 
-from ragkit.answering import Draft, answer, grounding_check
+from ragkit.answer.stage import Draft, answer, grounding_check
 from ragkit.config import LLMConfig
 from ragkit.llm.base import Generation
-from ragkit.llm.grounding import check_claims
+from ragkit.answer.grounding import check_claims
 from ragkit.llm.injection import suspicious_evidence
 from ragkit.llm.prompts import answer_messages, lexical_messages
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.launch import free_port, running_http
+from ragkit.testing.launch import free_port, running_http
 
 from .conftest import ROOT
 

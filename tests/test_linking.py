@@ -1,7 +1,7 @@
-"""Entity linking (ragkit.linking): spans of a question matched to what a store knows,
+"""Entity linking (ragkit.retrieval.linking): spans of a question matched to what a store knows,
 tolerant of case, plurals, punctuation, diacritics written or not, and small typos."""
 
-from ragkit.linking import Linker, Surface, singular
+from ragkit.retrieval.linking import Linker, Surface, singular
 
 SURFACES = [
     Surface("Service Communication Proxy", "scp-name", "term"),

@@ -6,7 +6,7 @@ from ragkit.config import LLMConfig
 from ragkit.errors import InputError, ModelError
 from ragkit.llm.budget import fit_context, token_prefix
 from ragkit.llm.gguf import GGUFModel, check_gguf, default_model_path
-from ragkit.llm.grounding import check_grounding
+from ragkit.answer.grounding import check_grounding
 from ragkit.llm.postprocess import filter_think_tags, looks_english
 from ragkit.llm.prompts import extract_outline, lexical_messages
 

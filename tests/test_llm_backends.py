@@ -11,7 +11,7 @@ import pytest
 
 from ragkit.config import LLMConfig
 from ragkit.errors import ModelError
-from ragkit.launch import free_port, llama_server_command, running_http
+from ragkit.testing.launch import free_port, llama_server_command, running_http
 from ragkit.llm.backends import default_llm
 from ragkit.llm.base import LLM, TokenTap
 from ragkit.llm.remote import ServerLLM

@@ -14,9 +14,9 @@ import pytest
 from ragkit import models
 from ragkit.config import LLMConfig, Settings
 from ragkit.errors import ModelError
-from ragkit.launch import llama_server_command
+from ragkit.testing.launch import llama_server_command
 from ragkit.llm.gguf import GGUFModel, default_model_path
-from ragkit.runs import model_info
+from ragkit.workbench.runs import model_info
 
 
 def fake_model(tmp_path, parts=(b"GGUF" + b"a" * 1000, b"b" * 777, b"c" * 3)):

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from ragkit.errors import InputError
-from ragkit.runs import check_parameters, coerce, run_notebook
+from ragkit.workbench.runs import check_parameters, coerce, run_notebook
 
 from .conftest import ROOT
 

@@ -115,7 +115,7 @@ def test_an_executable_file_keeps_its_executable_bits(tmp_path, umask_022):
 
 @pytest.mark.slow
 def test_a_notebook_run_folder_is_0644_and_0755(tmp_path, umask_022):
-    from ragkit.runs import run_notebook
+    from ragkit.workbench.runs import run_notebook
 
     manifest = run_notebook(ROOT / "notebooks" / "03_index_build.ipynb", {"index_dir": str(tmp_path / "index")},
                             out_root=tmp_path / "runs", progress=False)

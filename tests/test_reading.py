@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ragkit.reading import (Weigher, answer_shape, as_evidence_writes, bound_asked, date_candidates, in_evidence,
+from ragkit.answer.reading import (Weigher, answer_shape, as_evidence_writes, bound_asked, date_candidates, in_evidence,
                             name_candidates, nested_descriptions, number_candidates, parse_short_answer,
                             question_focus, range_end, relevant_sentences, short_answer, split_sentences,
                             sub_question, trim_short_answer, yes_no)
@@ -188,9 +188,9 @@ def test_steps_are_traced_and_bounded(handbook):
 
 
 def test_reading_check_both_ways():
-    from ragkit.answering import grounding_check
+    from ragkit.answer.stage import grounding_check
     from ragkit.pipelines.lexical import reading_check
-    from ragkit.reading import score_sentences
+    from ragkit.answer.reading import score_sentences
 
     question = "Who is the data protection officer?"
     shape = answer_shape(question)

@@ -13,8 +13,8 @@ import pytest
 
 from ragkit.errors import InputError
 from ragkit.retrieval.bm25 import BM25Index
-from ragkit.rebuild import RebuildBusy, rebuild, rebuild_lock
-from ragkit.runs import run_notebook
+from ragkit.workbench.rebuild import RebuildBusy, rebuild, rebuild_lock
+from ragkit.workbench.runs import run_notebook
 
 from .conftest import MANUALS, ROOT, shared
 
@@ -100,7 +100,7 @@ def test_rebuild_runs_only_when_something_changed(tmp_path):
 def test_rebuild_refuses_unknown_parameters_and_a_second_rebuild(tmp_path):
     with pytest.raises(InputError, match="parameter colour: none of 01_kg_builder.ipynb, 03_index_build.ipynb declares it"):
         rebuild([KG_NB, INDEX_NB], {"colour": "red"}, out_root=tmp_path)
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from ragkit.rebuild import rebuild_lock\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from ragkit.workbench.rebuild import rebuild_lock\n"
                                f"with rebuild_lock({str(tmp_path)!r}):\n    print('held', flush=True); time.sleep(60)"],
                               stdout=subprocess.PIPE, text=True)
     try:

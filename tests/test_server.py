@@ -13,7 +13,7 @@ import pytest
 import websockets
 
 from ragkit.kgqa.answer import NOT_MAPPED
-from ragkit.launch import free_port, running_http, serve_command
+from ragkit.testing.launch import free_port, running_http, serve_command
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,7 @@ import httpx
 import pytest
 import websockets
 
-from ragkit.launch import free_port, running_http, serve_command
+from ragkit.testing.launch import free_port, running_http, serve_command
 
 KEY_A = "a" * 8 + "-test-key-0123456789"
 KEY_B = "b" * 8 + "-test-key-0123456789"

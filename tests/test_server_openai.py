@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from ragkit.config import LLMConfig
-from ragkit.launch import free_port, running_http, serve_command
+from ragkit.testing.launch import free_port, running_http, serve_command
 from ragkit.llm.remote import ServerLLM
 
 pytestmark = pytest.mark.slow

@@ -350,7 +350,7 @@ def test_extraction_quality_on_tr_21905():
 
 
 def test_kg_notebook_runs_under_papermill(tmp_path):
-    from ragkit.runs import run_notebook
+    from ragkit.workbench.runs import run_notebook
 
     manifest = run_notebook(ROOT / "notebooks" / "01_kg_builder.ipynb",
                             {"store": str(tmp_path / "kg.json.gz"), "term": "SCP",

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from ragkit.errors import StoreUnavailableError
-from ragkit.launch import free_port, running_http, serve_command
+from ragkit.testing.launch import free_port, running_http, serve_command
 
 from .conftest import NEO4J_PASSWORD, ROOT
 

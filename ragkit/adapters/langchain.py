@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import LexicalConfig
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from . import RagkitSearch
 
 with requires_extra("langchain"):

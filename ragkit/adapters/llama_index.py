@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import LexicalConfig
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from ..retrieval.bm25 import BM25Index
 from . import RagkitSearch
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import LexicalConfig
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from ..retrieval.bm25 import BM25Index
 from . import RagkitSearch
 

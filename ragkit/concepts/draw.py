@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 
 ROLE_COLOURS = {"question": "#DD8452", "bridge": "#C44E52", "concept": "#CCCCCC",
                 "ranked": "#4C72B0", "seed passage": "#8FAADC"}

@@ -30,7 +30,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..linking import singular
+from ..retrieval.linking import singular
 from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, document_language, strip_accents
 
 # Words that join two capitalised words into one name ("Bank of England", "Leonardo da Vinci");

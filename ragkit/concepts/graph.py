@@ -34,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from ..progress import progress_bar
+from ..runtime.progress import progress_bar
 
 from ..corpus import Doc
 from ..errors import IndexFormatError, InputError

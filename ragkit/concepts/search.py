@@ -35,7 +35,7 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..linking import Linker, Surface
+from ..retrieval.linking import Linker, Surface
 from .vectors import LabelVectors
 from .graph import ConceptGraph
 from .ppr import personalized_pagerank, transition_matrix

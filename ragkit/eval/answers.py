@@ -47,11 +47,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from ..progress import progress_bar
+from ..runtime.progress import progress_bar
 
 from ..errors import InputError
-from ..llm.claims import strip_citations
-from ..llm.grounding import is_refusal
+from ..answer.claims import strip_citations
+from ..answer.grounding import is_refusal
 from .datasets import read_json_or_lines
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

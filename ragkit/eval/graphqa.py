@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from ..progress import progress_bar
+from ..runtime.progress import progress_bar
 
 from ..corpus import read_jsonl
 from ..errors import InputError

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..progress import progress_bar
+from ..runtime.progress import progress_bar
 
 from ..errors import InputError
 from .datasets import read_json_or_lines

@@ -1,6 +1,6 @@
 """How fast a catalog model answers here: ``ragkit model bench`` times a few answers of the
 lexical pipeline on the bundled demo manuals and records the medians where ``ragkit model
-list`` reads them (``ragkit.models.record_benchmark``)."""
+list`` reads them (``ragkit.llm.catalog.record_benchmark``)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from ..config import LLMConfig, Settings
 from ..corpus import load_document_folder
 from ..errors import InputError
 from ..llm.gguf import GGUFModel, available_cores
-from ..models import BENCH_QUESTIONS, here, model_spec, record_benchmark, resolve_model
-from ..progress import progress_bar
+from ..llm.catalog import BENCH_QUESTIONS, here, model_spec, record_benchmark, resolve_model
+from ..runtime.progress import progress_bar
 from ..retrieval.bm25 import BM25Index
 from ..service import AskRequest, Service, Sources, demo_data_dir
 from ..text import tokenizer_for

@@ -12,7 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ..progress import progress_bar
+from ..runtime.progress import progress_bar
 
 from ..config import DEFAULT_LANG, FUSIONS, GRAPH_METHODS, METHODS, LexicalConfig, LLMConfig
 from ..corpus import load_beir_queries, load_corpus, load_qrels
@@ -225,7 +225,7 @@ def answer_figures(questions: Mapping[str, str], hits: Mapping[str, Sequence[Hit
     f1 of the extractive answer (the lexical pipeline's no-model answer: the top 5 chunks'
     sentences that share the most words with the question, citations removed), the best
     over the gold answers."""
-    from ..llm.claims import strip_citations
+    from ..answer.claims import strip_citations
     from ..pipelines.lexical import extractive_answer
     from .answers import best_of, exact_match, holds_gold, token_f1
 

@@ -34,17 +34,17 @@ from pathlib import Path
 import networkx as nx
 import numpy as np
 from scipy.optimize import linear_sum_assignment
-from ..progress import progress_bar
+from ..runtime.progress import progress_bar
 
-from ..linking import Linker, Surface
+from ..retrieval.linking import Linker, Surface
 from ..embeddings import default_embedder
 from ..stores.chroma import ChromaVectors
 from ..config import GraphConfig
 from ..errors import InputError
 from ..inputs import csv_rows
-from ..faults import fault_point
+from ..testing.faults import fault_point
 from ..stores.files import atomic_dir
-from ..profiler import Profiler
+from ..runtime.profiler import Profiler
 from ..text import ENGLISH_STOPWORDS, normalize, strip_accents, vietnamese_char_count
 
 NOT_ENOUGH = "Không đủ dữ kiện trong đồ thị để trả lời câu hỏi này."
@@ -348,7 +348,7 @@ class GraphRAG:
                 if m.group().lower() not in skip and len(m.group()) > 2]
 
     def _exact_entities(self, question: str) -> list[str]:
-        """Node names the question writes (``ragkit.linking``: case, plurals, possessives,
+        """Node names the question writes (``ragkit.retrieval.linking``: case, plurals, possessives,
         punctuation and missing diacritics tolerated), longest first, in question order."""
         found = []
         for link in self.linker.link(question):

@@ -15,8 +15,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from ..answering import Check, Draft
-from ..llm.claims import citations
+from ..answer.stage import Check, Draft
+from ..answer.claims import citations
 from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .execute import FINAL_LIMIT
 from .plan import Plan, plural

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from ..errors import GenerationError, ModelError
 from ..llm.base import LLM
 from ..llm.grammars import plan_schema
-from ..profiler import Profiler
+from ..runtime.profiler import Profiler
 from .execute import execute
 from .plan import ANAPHORS, Plan, PlanError, RulePlanner, history_lists, parse_plan_json, plural, validate
 from .resolve import NameIndex, Resolved, words

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..linking import Linker, Surface
+from ..retrieval.linking import Linker, Surface
 from ..text import strip_accents
 
 
@@ -27,7 +27,7 @@ class Resolved:
 
 
 class NameIndex:
-    """Node names and aliases as linkable surfaces (``ragkit.linking``): the question's
+    """Node names and aliases as linkable surfaces (``ragkit.retrieval.linking``): the question's
     spans that name a node, longest first, exact before alias before a misspelling."""
 
     def __init__(self, nodes: list[dict], fuzzy_cutoff: float = 0.85):

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 from ..config import LLMConfig
 from ..errors import GenerationError, ModelError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from .base import Generation, collect_stream
 
 GGUF_MAGIC = b"GGUF"
@@ -40,7 +40,7 @@ def default_model_path() -> Path:
 
     The package is located, not imported (importing it pulls in the ``llm`` CLI).
     """
-    from ..models import CATALOG, SMALL_MODEL, wheel_gguf
+    from .catalog import CATALOG, SMALL_MODEL, wheel_gguf
 
     path = wheel_gguf(CATALOG[SMALL_MODEL])
     if path is None:
@@ -127,7 +127,7 @@ class GGUFModel:
 
     def __init__(self, config: LLMConfig | None = None):
         self.config = config or LLMConfig.from_env()
-        from ..models import choose_model
+        from .catalog import choose_model
 
         # The one decision of which GGUF answers (models.choose_model): the name the trace
         # records is the file's, which says which model it was.

@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Iterable, Mapping, Sequence
 
 from ..errors import ModelError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 
 
 def json_schema_grammar(schema: dict) -> str:

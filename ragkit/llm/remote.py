@@ -30,7 +30,7 @@ from typing import Callable, Iterator, Sequence
 
 from ..config import LLMConfig
 from ..errors import GenerationError, ModelError, RagkitError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from .base import Generation, collect_stream
 from .gguf import CHATML_STOP
 

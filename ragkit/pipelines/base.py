@@ -5,7 +5,7 @@ and the one interface every pipeline implements (``Pipeline``).
 A pipeline supplies only what is its own: how to load its source, and ``gather``: analyse
 the question, retrieve typed evidence, write the deterministic answer and say how to prompt
 the model and check its answer (a ``Draft``). ``Pipeline.ask`` runs the rest the same way
-for all of them: the shared answer stage (``ragkit.answering``), then the answer with its
+for all of them: the shared answer stage (``ragkit.answer.stage``), then the answer with its
 citations, trace and timings.
 """
 
@@ -15,12 +15,12 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Sequence
 
-from ..answering import Check, Draft, Outcome, answer
+from ..answer.stage import Check, Draft, Outcome, answer
 from ..config import LLMConfig
 from ..errors import InputError
-from ..llm.claims import add_citations, renumber_citations, split_claims
-from ..llm.claims import citations as claim_citations
-from ..profiler import Profiler
+from ..answer.claims import add_citations, renumber_citations, split_claims
+from ..answer.claims import citations as claim_citations
+from ..runtime.profiler import Profiler
 
 if TYPE_CHECKING:
     from ..llm.base import LLM

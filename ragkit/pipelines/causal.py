@@ -15,7 +15,7 @@ from ..causal.conditions import (CHECKABLE, NOT_CHECKABLE_VI, check_condition, e
 from ..causal.explain import (direction, hallucinations, prompt_messages, source_evidence,
                               template_answer)
 from ..causal.kg import EvidenceKG, load_kg
-from ..answering import Check, Draft
+from ..answer.stage import Check, Draft
 from ..config import LLMConfig
 from ..llm.base import LLM
 from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace

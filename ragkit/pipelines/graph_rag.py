@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..answering import Draft, grounding_check
+from ..answer.stage import Draft, grounding_check
 from ..config import LLMConfig
 from ..errors import GenerationError
 from ..graphrag.multihop import NOT_ENOUGH, GraphQueryParams, GraphRAG, display

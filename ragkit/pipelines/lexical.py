@@ -15,17 +15,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..answering import Check, Draft, Outcome, answer, grounding_check
+from ..answer.stage import Check, Draft, Outcome, answer, grounding_check
 from ..config import CONCEPT_METHODS, GRAPH_METHODS, LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError
 from ..llm.base import LLM
 from ..llm.budget import fit_context, token_prefix
-from ..llm.claims import citations as claim_citations
-from ..llm.claims import strip_citations
-from ..llm.grounding import is_refusal
+from ..answer.claims import citations as claim_citations
+from ..answer.claims import strip_citations
+from ..answer.grounding import is_refusal
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
                            lexical_messages, numbered_evidence, short_answer_messages)
-from ..reading import (Shape, Weigher, answer_shape, coverage, in_evidence, parse_short_answer,
+from ..answer.reading import (Shape, Weigher, answer_shape, coverage, in_evidence, parse_short_answer,
                        question_focus, relevant_sentences, score_sentences, short_answer, split_sentences,
                        nested_descriptions, sub_question, trim_short_answer, yes_no)
 from ..retrieval.bm25 import BM25Index, Hit

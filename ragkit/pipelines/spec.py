@@ -17,7 +17,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 
-from ..answering import Check, Draft, grounding_check
+from ..answer.stage import Check, Draft, grounding_check
 from ..config import LLMConfig
 from ..corpus import Doc
 from ..specs import open_store
@@ -27,8 +27,8 @@ from ..retrieval.bm25 import BM25Index
 from ..llm.base import LLM
 from ..llm.budget import fit_context
 from ..llm.prompts import answer_language, answer_messages
-from ..profiler import Profiler
-from ..linking import GENERATION_NAMES
+from ..runtime.profiler import Profiler
+from ..retrieval.linking import GENERATION_NAMES
 from ..specs.dictionary import TermDictionary, store_signature, term_dictionary
 from ..specs.chunking import FUNCTION_CUES
 from ..specs.model import Chunk, Term, spec_version
@@ -38,7 +38,7 @@ from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Tra
 
 # Intent cues, English and Vietnamese, tried in this order (a description may say
 # "different from" or "stands for": a reverse cue outranks them). They classify what is asked;
-# the entity is whatever span of the question names a dictionary entry (ragkit.linking).
+# the entity is whatever span of the question names a dictionary entry (ragkit.retrieval.linking).
 INTENTS = (
     ("reverse", r"\bwhich\s+(?:\w+\s+){0,2}(?:term|name|word|concept)s?\b|\bwhat\s+(?:\w+\s+)?(?:term|name|word|concept)s?\b|"
                 r"\bwhat(?:'s|\s+is|\s+are)\s+(?:the\s+)?(?!full\s)(?:\w+\s+)?(?:term|name|word)s?\s+(?:for|of|given\s+to|used\s+for)\b|"

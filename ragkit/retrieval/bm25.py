@@ -20,12 +20,12 @@ from typing import Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from ..progress import progress_bar
+from ..runtime.progress import progress_bar
 
 from .. import __version__
 from ..corpus import Doc
 from ..errors import IndexFormatError, InputError
-from ..faults import fault_point
+from ..testing.faults import fault_point
 from ..stores.files import atomic_dir
 from ..text import LanguageChoice, Tokenizer, choose_language, tokenizer_for
 from .boosting import is_procedural_query, structural_boost_scores

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 import numpy as np
 
 from ..errors import InputError, MissingExtraError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 
 if TYPE_CHECKING:
     from .bm25 import BM25Index

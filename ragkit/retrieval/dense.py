@@ -15,7 +15,7 @@ from typing import Sequence
 from ..corpus import Doc
 from ..errors import InputError
 from ..embeddings import default_embedder
-from ..faults import fault_point
+from ..testing.faults import fault_point
 from ..stores.chroma import ChromaVectors
 
 
@@ -61,7 +61,7 @@ class DenseIndex:
             self.vectors.copy_from(source, [d.doc_id for d in docs if d.doc_id in kept])
         else:
             self.vectors.delete(stale)
-        from ..progress import progress_bar
+        from ..runtime.progress import progress_bar
 
         with progress_bar(total=len(todo), desc=f"embedding ({self.embedder.name})", unit="chunk",
                           progress=progress, disable=not todo) as bar:

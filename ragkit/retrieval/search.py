@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..config import GRAPH_METHODS, LexicalConfig
 from ..errors import InputError
-from ..profiler import Profiler
+from ..runtime.profiler import Profiler
 from ..text import ENGLISH_STOPWORDS, vietnamese_char_count
 from .bm25 import BM25Index, Hit
 from .mmr import mmr_rerank

@@ -22,7 +22,7 @@ import ipaddress
 import threading
 
 from ..errors import InputError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 
 with requires_extra("server"):
     from fastapi.responses import JSONResponse

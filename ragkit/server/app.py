@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from ..service import AskRequest, Service, ask_request_model
 from .access import LOCAL, AccessGuard, InFlight, error_body
 from .protocol import HTTPProblem, check_session, decode_json, problem_for

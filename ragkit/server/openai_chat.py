@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from ..errors import InputError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from ..service import AskRequest, Service
 from .access import error_body
 from .openai_embeddings import EMBEDDING_MODELS

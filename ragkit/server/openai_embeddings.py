@@ -30,7 +30,7 @@ from typing import Any, Awaitable, Callable
 import numpy as np
 
 from ..embeddings import EMBEDDERS, local_embedder
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from .protocol import HTTPProblem, decode_json
 
 with requires_extra("server"):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ..progress import progress_bar
+from ..runtime.progress import progress_bar
 
 from ..errors import InputError
 from .store import GraphStore

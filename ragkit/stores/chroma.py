@@ -19,7 +19,7 @@ import numpy as np
 
 from ..config import Settings
 from ..errors import InputError, StoreUnavailableError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from .files import final_path
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import InputError, output_error
-from ..faults import fault_point
+from ..testing.faults import fault_point
 
 
 @contextlib.contextmanager

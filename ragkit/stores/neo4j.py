@@ -16,8 +16,8 @@ from typing import Callable, Iterator, Sequence, TypeVar
 
 from ..config import Settings
 from ..errors import StoreUnavailableError
-from ..extras import requires_extra
-from ..faults import fault_point
+from ..runtime.extras import requires_extra
+from ..testing.faults import fault_point
 
 T = TypeVar("T")
 

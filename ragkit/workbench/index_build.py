@@ -11,7 +11,7 @@ from ..config import DEFAULT_LANG, LANGS
 from ..corpus import load_corpus
 from ..embeddings import EMBEDDER_CHOICES
 from ..errors import InputError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from ..retrieval.bm25 import BM25Index, BM25Params
 from ..retrieval.search import load_index
 from .checks import check_type

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..errors import InputError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from .checks import check_type
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..errors import InputError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from .checks import check_type
 
 
@@ -65,7 +65,7 @@ class ProfilingParams:
 def profile_all(p: ProfilingParams):
     """Every pipeline's questions on the demo sources, ``p.repeats`` times each (after a
     warm-up): the raw runs and the per-stage summary."""
-    from ..profiling import PIPELINE_QUESTIONS, profile_pipelines, stage_summary
+    from .latency_study import PIPELINE_QUESTIONS, profile_pipelines, stage_summary
     from ..service import Service, build_demo_sources
 
     service = Service(build_demo_sources(p.demo_dir, p.data_dir))
@@ -96,7 +96,7 @@ def stage_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 def scaling_table(p: ProfilingParams) -> pd.DataFrame:
     """Each stage's median and p95 at every size of generated corpus and graph."""
-    from ..profiling import scaling
+    from .latency_study import scaling
 
     return scaling(p.sizes, p.data_dir, repeats=max(1, min(p.repeats, 3)))
 
@@ -115,13 +115,13 @@ def scaling_view(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_stages(summary: pd.DataFrame):
-    from ..profiling import plot_stages as plot
+    from .latency_study import plot_stages as plot
 
     return plot(summary)
 
 
 def plot_scaling(table: pd.DataFrame):
-    from ..profiling import plot_scaling as plot
+    from .latency_study import plot_scaling as plot
 
     return plot(table)
 
@@ -148,6 +148,6 @@ def stage_explorer(summary: pd.DataFrame):
 
 def save_profiling(p: ProfilingParams, summary: pd.DataFrame, table: pd.DataFrame, figures: dict) -> list[str]:
     """Tables and figures into ``p.out_dir``; the file names written."""
-    from ..profiling import save_profile
+    from .latency_study import save_profile
 
     return [path.name for path in save_profile(p.out_dir, summary, table, figures)]

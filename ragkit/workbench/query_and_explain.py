@@ -12,7 +12,7 @@ import pandas as pd
 from ..config import GraphConfig, LexicalConfig, LLMConfig
 from ..embeddings import EMBEDDERS
 from ..errors import InputError
-from ..extras import requires_extra
+from ..runtime.extras import requires_extra
 from ..pipelines.base import Answer
 from ..pipelines.lexical import ask_lexical
 from ..retrieval.search import retrieve

@@ -21,10 +21,10 @@ from typing import Iterable
 
 import pandas as pd
 
-from .corpus import Doc, load_document_folder
-from .errors import InputError
-from .extras import requires_extra
-from .service import AskRequest, Service, Sources
+from ..corpus import Doc, load_document_folder
+from ..errors import InputError
+from ..runtime.extras import requires_extra
+from ..service import AskRequest, Service, Sources
 
 # The sum of the stages, not a stage of its own.
 NOT_A_STAGE = {"total"}
@@ -59,7 +59,7 @@ def profile_pipelines(service: Service, questions: dict[str, list[str]], repeats
         raise InputError(f"repeats: must be at least 1, got {repeats}")
     llm_pipelines = set(llm_pipelines)
     work = [(p, q) for p, qs in questions.items() for q in qs]
-    from .progress import progress_bar
+    from ..runtime.progress import progress_bar
 
     rows = []
     for pipeline, question in progress_bar(work, desc="profiling", progress=progress):
@@ -225,11 +225,11 @@ def scaling(sizes: dict[str, list[int]], data: str | Path, repeats: int = 3,
     """Median and p95 per stage at each size: ``sizes`` maps ``lexical`` (chunks), ``spec``
     (generated documents beside the demo specs), ``causal``, ``graph`` and ``kg`` (edges) to
     at least three sizes each."""
-    from .graphrag.multihop import GraphRAG
-    from .kgqa.importer import import_kg
-    from .kgqa.store import NxTypedStore
-    from .retrieval.bm25 import BM25Index
-    from .text import tokenizer_for
+    from ..graphrag.multihop import GraphRAG
+    from ..kgqa.importer import import_kg
+    from ..kgqa.store import NxTypedStore
+    from ..retrieval.bm25 import BM25Index
+    from ..text import tokenizer_for
 
     unknown = sorted(set(sizes) - set(SIZE_UNITS))
     if unknown:
@@ -250,8 +250,8 @@ def scaling(sizes: dict[str, list[int]], data: str | Path, repeats: int = 3,
                     service = Service(Sources(index=str(tmp / f"index-{size}")))
                     questions = PIPELINE_QUESTIONS["lexical"]
                 elif pipeline == "spec":
-                    from .specs.nx_store import NetworkXStore
-                    from .specs.build import build_kg
+                    from ..specs.nx_store import NetworkXStore
+                    from ..specs.build import build_kg
 
                     store = NetworkXStore(tmp / f"specs-{size}.json.gz")
                     build_kg(generated_specs(size, Path(data) / "specs", tmp / f"specs-{size}"), store, progress=False)
@@ -361,7 +361,7 @@ def plot_scaling(table: pd.DataFrame):
 def save_profile(out_dir: str | Path, summary: pd.DataFrame, scaling_table: pd.DataFrame | None,
                  figures: dict) -> list[Path]:
     """The tables (CSV) and figures (PNG) into ``out_dir``; the paths written."""
-    from .stores.files import atomic_write_text
+    from ..stores.files import atomic_write_text
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -37,11 +37,11 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .progress import progress_bar
+from ..runtime.progress import progress_bar
 
-from .config import Settings
-from .errors import ModelError
-from .stores.files import publish_mode
+from ..config import Settings
+from ..errors import ModelError
+from ..stores.files import publish_mode
 
 CHUNK = 1 << 20
 
@@ -312,7 +312,7 @@ def measured_here(name: str, settings: Settings | None = None) -> dict | None:
 
 def record_benchmark(name: str, figures: dict, settings: Settings | None = None) -> Path:
     """Keep ``figures`` as ``name``'s latest on this machine (the file is replaced whole)."""
-    from .stores.files import atomic_write_json
+    from ..stores.files import atomic_write_json
 
     models = read_benchmarks(settings)
     entry = models.get(name) if isinstance(models.get(name), dict) else {}

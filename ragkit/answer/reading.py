@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from .text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, normalize, strip_accents, vietnamese_char_count
+from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, normalize, strip_accents, vietnamese_char_count
 
 FACTOID_SHAPES = ("name", "date", "number", "yesno")
 SHAPES = (*FACTOID_SHAPES, "definition", "list", "steps", "explanation", "other")

@@ -14,7 +14,7 @@ _seen: dict[str, int] = {}
 
 @functools.cache
 def _wanted() -> tuple[str, int] | None:
-    from .config import Settings
+    from ..config import Settings
 
     wanted = Settings.from_env().kill_at
     if not wanted:

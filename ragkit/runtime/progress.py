@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Iterable
 
-from .config import Settings
+from ..config import Settings
 
 
 def _kernel_allows_stdin() -> bool | None:

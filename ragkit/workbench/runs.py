@@ -22,10 +22,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import InputError, NotebookError, RagkitError, RunTerminated
-from .extras import requires_extra
-from .faults import fault_point
-from .stores.files import atomic_write_json, clean_leftovers, pid_alive, remove_path, swap_into_place
+from ..errors import InputError, NotebookError, RagkitError, RunTerminated
+from ..runtime.extras import requires_extra
+from ..testing.faults import fault_point
+from ..stores.files import atomic_write_json, clean_leftovers, pid_alive, remove_path, swap_into_place
 
 KERNEL = "python3"
 _PACKAGES = ("ragkit", "numpy", "scipy", "papermill", "llama-cpp-python", "rank-bm25", "bm25s",
@@ -184,7 +184,7 @@ def model_info() -> dict:
     """The GGUF the notebooks use (``models.choose_model``: RAGKIT_GGUF, else the best
     installed catalog model): path, catalog name, size and sha256 (an assembled catalog model's
     is the catalog's, which ``ragkit model install`` checked: 1.1 GB is not hashed per run)."""
-    from .models import CATALOG, choose_model
+    from ..llm.catalog import CATALOG, choose_model
 
     try:
         choice = choose_model()

@@ -41,13 +41,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .config import LLMConfig
-from .errors import GenerationError
-from .llm.claims import remove_claims, renumber_citations, split_claims, trim_to_whole_claims
-from .llm.grounding import check_claims, judge_borderline
-from .llm.postprocess import filter_think_tags, looks_english
-from .llm.prompts import REASK_VI
-from .profiler import Profiler
+from ..config import LLMConfig
+from ..errors import GenerationError
+from .claims import remove_claims, renumber_citations, split_claims, trim_to_whole_claims
+from .grounding import check_claims, judge_borderline
+from ..llm.postprocess import filter_think_tags, looks_english
+from ..llm.prompts import REASK_VI
+from ..runtime.profiler import Profiler
 
 ANSWER_SOURCES = ("model", "fallback", "evidence")
 

@@ -37,7 +37,7 @@ from typing import Callable, Iterable, Sequence
 
 from rapidfuzz import fuzz, process
 
-from .text import ENGLISH_STOPWORDS, strip_accents
+from ..text import ENGLISH_STOPWORDS, strip_accents
 
 # Capitalised words that are also English words: an abbreviation spelt like one of them
 # links only when written in capitals.

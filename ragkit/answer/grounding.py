@@ -21,7 +21,7 @@ from typing import Iterable
 
 from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, strip_accents
 from .claims import Claim, split_claims, split_sentences, without_brackets
-from .injection import suspicious_evidence
+from ..llm.injection import suspicious_evidence
 
 DEFAULT_MIN_SUPPORT = 0.6
 MIN_DISTINCT_TRIGRAMS = 0.5

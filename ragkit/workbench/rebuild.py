@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from .errors import InputError, RagkitError
+from ..errors import InputError, RagkitError
 from .runs import (artifact_parameters, code_hash, declared_parameters, effective_parameters, local_path,
                    run_inputs, run_notebook, sha256_file)
 

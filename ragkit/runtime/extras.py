@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from .errors import MissingExtraError
+from ..errors import MissingExtraError
 
 EXTRAS = ("llm", "dense", "neo4j", "server", "notebooks", "fast", "langchain", "llamaindex", "neo4j-graphrag", "bench", "dev", "all")
 

@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from .config import child_environment
-from .errors import RagkitError
-from .extras import requires_extra
-from .stores.neo4j_launcher import free_port
+from ..config import child_environment
+from ..errors import RagkitError
+from ..runtime.extras import requires_extra
+from ..stores.neo4j_launcher import free_port
 
 with requires_extra("dev"):
     import httpx
@@ -76,8 +76,8 @@ def llama_server_command(port: int, model: str | os.PathLike | None = None, n_ct
     """``python -m llama_cpp.server`` on 127.0.0.1 with ``model`` (a path or a catalog name),
     else the GGUF ``models.choose_model`` picks, deterministic like the in-process backend
     (seed 42)."""
-    from .llm.gguf import check_gguf
-    from .models import choose_model
+    from ..llm.gguf import check_gguf
+    from ..llm.catalog import choose_model
 
     path = check_gguf(choose_model(str(model) if model else None).path)
     return [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host", "127.0.0.1",
