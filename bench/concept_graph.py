@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import ROOT, SHARED, write  # noqa: E402
 
 from ragkit.concepts.graph import ConceptGraph, chunk_hash  # noqa: E402
-from ragkit.concepts.search import ConceptSearcher, GraphParams  # noqa: E402
+from ragkit.concepts.search import ConceptSearcher, WalkParams  # noqa: E402
 from ragkit.corpus import Doc, load_beir_queries, load_corpus, load_qrels  # noqa: E402
 from ragkit.eval.metrics import ndcg_at_k, recall_at_k  # noqa: E402
 from ragkit.eval.retrieval import default_dense_dir, eval_config  # noqa: E402
@@ -80,7 +80,7 @@ def fusion_grid(docs, queries, judged, metric, dense_kind: str) -> dict:
     dev = [q for q in judged if is_dev(q)]
     out = {}
     for keep, names in FUSION_GRID:
-        searcher = ConceptSearcher(graph, replace(GraphParams(), keep_base=keep, names_weigh=names))
+        searcher = ConceptSearcher(graph, replace(WalkParams(), keep_base=keep, names_weigh=names))
         config = eval_config(method="hybrid+graph", k=100)
         scores = []
         for qid in dev:
@@ -169,7 +169,7 @@ def musique() -> dict:
                       "mentions": report.mentions, "cooccurrences": report.cooccurrences,
                       "edges": graph.n_edges},
             "label_vectors": {"labels": len(labels.concepts), "embed_s": labels_s,
-                              "floor": GraphParams().vector_floor},
+                              "floor": WalkParams().vector_floor},
             "yake_graph": {"build_s": ybuild_s, "concepts": len(ygraph.keys), "edges": ygraph.n_edges},
             "methods": table}
 

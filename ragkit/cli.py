@@ -18,19 +18,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
-from .config import CONCEPT_METHODS, DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS, METHODS, RERANKS, SEARCH_K, GraphConfig, LexicalConfig
+from .config import CONCEPT_METHODS, DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS, METHODS, RERANKS, SEARCH_K, LexicalConfig
 from .embeddings import EMBEDDER_CHOICES, EMBEDDERS
 from . import __version__
 from .errors import BAD_INPUT, OTHER, InputError, RagkitError, UsageError
 from .llm.catalog import CATALOG as MODEL_CATALOG, install_hint
-from .pipelines import PIPELINES
 from .eval.metrics import METRICS
 from .eval.significance import PERMUTATIONS
 from .retrieval.bm25 import BM25Params
 from .retrieval.scoring import IDF_VARIANTS
 
 # Every option's default comes from the config dataclasses.
-LEXICAL, GRAPH, BM25 = LexicalConfig(), GraphConfig(), BM25Params()
+LEXICAL, BM25 = LexicalConfig(), BM25Params()
 
 
 def _progress(args: argparse.Namespace) -> bool:
@@ -114,7 +113,7 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
             if concept_store is not None:
                 concepts_info["store"] = concept_store.write(graph, rows).to_dict()
             graph.write_files(folder, rows)
-            # The communities are recomputed on every build (retrieval/communities.py reads them).
+            # The communities are recomputed on every build (retrieval/community_search.py reads them).
             _, concepts_info["communities"] = save_communities(graph, docs, folder)
             if labels is not None:
                 labels.save(vectors_path(folder, embedder), graph)
@@ -195,7 +194,7 @@ def search_batch(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     from .config import LexicalConfig
     from .pipelines.base import check_question
-    from .retrieval.communities import load_communities, rank_communities, route
+    from .retrieval.community_search import load_communities, rank_communities, route
     from .retrieval.search import load_concepts, load_dense, load_index, retrieve
 
     if args.queries:
@@ -326,35 +325,14 @@ def cmd_eval_mcq(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- ask
-def _read_history(path: str) -> list[dict]:
-    """The turns of a conversation: a previous ``ask --pipeline kg --json`` output (its
-    trace's turn and any history it carried)."""
-    import json
-    from pathlib import Path
-
-    from .inputs import read_text
-
-    try:
-        data = json.loads(read_text(path, "--history"))
-        turns = data["trace"].get("history", []) + [data["trace"]["turn"]]
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
-        raise InputError(f"--history {path}: not the JSON of an earlier 'ask --pipeline kg --json'") from None
-    return turns
-
-
 def cmd_ask(args: argparse.Namespace) -> int:
     from .config import LLMConfig
     from .service import AskRequest, Service, Sources
 
     llm_config = LLMConfig.from_env(model_path=args.model, n_ctx=args.n_ctx,
                                     max_tokens=args.max_tokens)
-    store = {"spec_store": args.store} if args.pipeline == "spec" else {"kg_store": args.store}
-    sources = Sources(index=args.index, kg=args.kg, graph=args.graph, weather=args.weather, **store)
-    request = AskRequest(question=args.question, pipeline=args.pipeline, no_llm=args.no_llm, k=args.k,
-                         method=args.method, rerank=args.rerank, rerank_depth=args.rerank_depth,
-                         steps=args.steps, depth=args.depth, max_hops=args.max_hops, top_k_paths=args.top_k_paths,
-                         history=_read_history(args.history) if args.history else None,
-                         llm_planner=args.llm_planner, at=args.at)
+    sources, options = _pipeline_arguments(args)
+    request = AskRequest(question=args.question, pipeline=args.pipeline, no_llm=args.no_llm, **options)
     service = Service(sources, llm_config)
     try:
         data = service.ask(request)
@@ -421,10 +399,8 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     from .service import Service, Sources
 
     items = load_questions(args.questions)[: args.limit]
-    store = {"spec_store": args.store} if args.pipeline == "spec" else {"kg_store": args.store}
-    sources = Sources(index=args.index, kg=args.kg, graph=args.graph, **store)
-    options = {"pipeline": args.pipeline, "no_llm": args.no_llm, "k": args.k, "method": args.method,
-               "steps": args.steps}
+    sources, options = _pipeline_arguments(args)
+    options = {"pipeline": args.pipeline, "no_llm": args.no_llm, **options}
     service = Service(sources, LLMConfig.from_env(model_path=args.model, max_tokens=args.max_tokens))
     try:
         result = evaluate_answers(items, service, options, progress=_progress(args))
@@ -679,17 +655,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     env_key = Settings.from_env().api_key
     keys = check_keys(args.api_key or ([env_key] if env_key else []))
     check_exposure(args.host, keys)      # before any source is built
-    given = [flag for flag in ("demo", "index", "spec_store", "kg", "graph", "store") if getattr(args, flag)]
+    from .pipelines import pipelines
+
+    flags = {s.field: s.served_by for p in pipelines() for s in p.sources}
+    given = ["--demo"] * bool(args.demo) + [flags[f] for f in flags if getattr(args, f"source_{f}")]
     if args.embeddings_only and given:
-        raise InputError(f"--embeddings-only: serves the embedding models alone; drop --{given[0].replace('_', '-')}")
+        raise InputError(f"--embeddings-only: serves the embedding models alone; drop {given[0]}")
     if args.demo:
         sources = build_demo_sources(args.demo, progress=sys.stderr.isatty())
     else:
-        sources = Sources(index=args.index, spec_store=args.spec_store, kg=args.kg, graph=args.graph,
-                          kg_store=args.store, weather=args.weather)
-    if not args.embeddings_only and not any(getattr(sources, f) for f in ("index", "spec_store", "kg", "graph",
-                                                                          "kg_store")):
-        raise InputError("serve: no source given (--index, --spec-store, --kg, --graph, --store, or --demo DIR; "
+        sources = Sources(**{f: getattr(args, f"source_{f}") for f in flags})
+    needed = [p.sources[0] for p in pipelines()]
+    if not args.embeddings_only and not any(getattr(sources, s.field) for s in needed):
+        raise InputError(f"serve: no source given ({', '.join(s.served_by for s in needed)}, or --demo DIR; "
                          "or --embeddings-only)")
     _require_store_files(sources)        # a mistyped path fails now, not as a "ready" empty store
     for flag, value in (("--port", args.port), ("--workers", args.workers), ("--max-body", args.max_body),
@@ -700,7 +678,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if value <= 0:
             raise InputError(f"{flag}: must be positive, got {value}")
     service = Service(sources, LLMConfig.from_env(model_path=args.model),
-                      flags={"spec_store": "--spec-store"})
+                      flags={s.field: s.served_by for p in pipelines() for s in p.sources})
     limits = ServeLimits(max_body=args.max_body, timeout_s=args.timeout, workers=args.workers,
                          sessions_per_key=args.sessions_per_key, questions_per_key=args.questions_per_key,
                          read_timeout_s=args.read_timeout)
@@ -741,6 +719,44 @@ def _add_rerank_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rerank", default=LEXICAL.rerank, choices=RERANKS,
                    help="llm: the model judges the top candidates (Yes/No log-odds), off by default")
     p.add_argument("--rerank-depth", type=int, default=LEXICAL.rerank_depth, help="--rerank: candidates judged")
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def _add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
+    """The pipeline, the flags that name each pipeline's source, and every pipeline's
+    options, as the registry declares them (``ragkit.pipelines``)."""
+    from .pipelines import DEFAULT_PIPELINE, PIPELINES, option_users, options, source_flags
+
+    p.add_argument("--pipeline", choices=PIPELINES, default=DEFAULT_PIPELINE)
+    for flag, users in source_flags().items():
+        p.add_argument(flag, dest=_dest(flag), help="; ".join(f"{name}: {s.what}" for name, s in users))
+    for option in options().values():
+        users = ", ".join(option_users(option.name))
+        if option.kind is bool:
+            p.add_argument(option.flag, action="store_true", help=f"{users}: {option.help}")
+        elif option.read is not None:
+            p.add_argument(option.flag, dest=option.name, help=f"{users}: {option.help}")
+        else:
+            default = f" (default {option.default})" if option.default is not None else ""
+            p.add_argument(option.flag, dest=option.name, type=option.kind, default=option.default,
+                           choices=option.choices or None, help=f"{users}: {option.help}{default}")
+
+
+def _pipeline_arguments(args: argparse.Namespace) -> tuple:
+    """The ``Sources`` and the request options a command line gave (flags made by
+    ``_add_pipeline_arguments``)."""
+    from .pipelines import options, source_flags, sources_from_flags
+    from .service import Sources
+
+    given = {flag: getattr(args, _dest(flag)) for flag in source_flags()}
+    values = {}
+    for option in options().values():
+        value = getattr(args, option.name)
+        values[option.name] = option.read(value) if option.read is not None and value is not None else value
+    return Sources(**sources_from_flags(given, args.pipeline)), values
 
 
 class Parser(argparse.ArgumentParser):
@@ -810,7 +826,10 @@ def _fill_help(parser: argparse.ArgumentParser) -> None:
             action.help = SHARED_HELP[action.dest]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
+    """The command line. ``with_pipelines=False`` leaves out the flags that each pipeline
+    declares (``ask`` and ``eval answers``), so that other commands need not import the
+    pipelines."""
     parser = Parser(prog="ragkit", description="ragkit: retrieval-augmented and knowledge-graph question "
                                                "answering with cited evidence, offline.")
     parser.add_argument("--version", action="version", version=f"ragkit {__version__}")
@@ -878,29 +897,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ask", help="answer a question with citations", epilog=MODEL_EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("question")
-    p.add_argument("--pipeline", choices=PIPELINES, default="lexical")
-    p.add_argument("--index")
-    p.add_argument("--store")
-    p.add_argument("--kg")
-    p.add_argument("--graph")
-    p.add_argument("--k", type=int, default=LEXICAL.k, help="chunks of evidence (lexical)")
-    p.add_argument("--steps", type=int, default=LEXICAL.steps,
-                   help="lexical: retrieval steps for a multi-hop factoid question: a step whose answer "
-                        "leaves part of the question open retrieves again with that answer (1: one pass)")
-    p.add_argument("--method", default=LEXICAL.method, choices=METHODS,
-                   help="lexical: how candidates are found (dense/hybrid need 'index build --dense'; "
-                        "auto: hybrid, or dense for a question in another language than the index)")
-    _add_rerank_options(p)
+    if with_pipelines:
+        _add_pipeline_arguments(p)
     p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--n-ctx", type=int)
     p.add_argument("--max-tokens", type=int)
-    p.add_argument("--weather", help="causal: a weather CSV for condition checks")
-    p.add_argument("--at", help="causal: the time to check conditions for (default: the last row)")
-    p.add_argument("--depth", type=int, default=GRAPH.depth, help="graph: ego-graph radius for neighbours")
-    p.add_argument("--max-hops", type=int, default=GRAPH.max_hops, help="graph: longest path, in edges")
-    p.add_argument("--top-k-paths", type=int, default=GRAPH.top_k_paths, help="graph: paths kept after reranking")
-    p.add_argument("--history", help="kg: the --json output of the previous question, for follow-ups")
-    p.add_argument("--llm-planner", action="store_true", help="kg: let the model write the plan (validated)")
     p.add_argument("--no-llm", action="store_true", help="answer extractively, no model")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_ask)
@@ -1020,16 +1021,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = ev.add_parser("answers", help="exact match, token F1 and citations of answers against gold answers",
                       epilog=MODEL_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--questions", required=True, help="JSON lines: question, answers (or answer), evidence ids")
-    p.add_argument("--pipeline", choices=PIPELINES, default="lexical")
-    p.add_argument("--index", help="lexical: an index folder")
-    p.add_argument("--store", help="spec or kg: a store")
-    p.add_argument("--kg", help="causal: an evidence KG JSON")
-    p.add_argument("--graph", help="graph: a built graph folder")
-    p.add_argument("--method", default=LEXICAL.method, choices=METHODS)
-    p.add_argument("--k", type=int, default=LEXICAL.k, help="chunks of evidence (lexical)")
-    p.add_argument("--steps", type=int, default=LEXICAL.steps,
-                   help="lexical: retrieval steps for a multi-hop factoid question: a step whose answer "
-                        "leaves part of the question open retrieves again with that answer (1: one pass)")
+    if with_pipelines:
+        _add_pipeline_arguments(p)
     p.add_argument("--no-llm", action="store_true", help="evidence answers, no model")
     p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--max-tokens", type=int)
@@ -1060,12 +1053,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="listen address (default: loopback only; any other needs an API key)")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--demo", metavar="DIR", help="build every source from the bundled demo data into DIR (once) and serve them")
-    p.add_argument("--index", help="lexical: a BM25 index folder")
-    p.add_argument("--spec-store", help="spec: a spec KG store (file or bolt://)")
-    p.add_argument("--kg", help="causal: an evidence KG JSON")
-    p.add_argument("--weather", help="causal: a weather CSV for condition checks")
-    p.add_argument("--graph", help="graph: a built graph folder")
-    p.add_argument("--store", help="kg: a typed KG store (file or bolt://)")
+    from .pipelines import pipelines
+
+    for pipeline in pipelines():       # one flag per source, each pipeline's own
+        for source in pipeline.sources:
+            p.add_argument(source.served_by, dest=f"source_{source.field}", help=f"{pipeline.name}: {source.what}")
     p.add_argument("--embeddings-only", action="store_true",
                    help="no pipelines: serve POST /v1/embeddings alone (an embedding server for RAGKIT_EMBED_URL)")
     p.add_argument("--model", help=MODEL_HELP + " ($RAGKIT_LLM_URL for a server)")
@@ -1129,7 +1121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv
     try:
-        args = build_parser().parse_args(argv)
+        asks = bool(argv) and (argv[0] == "ask" or argv[:2] == ["eval", "answers"])
+        args = build_parser(with_pipelines=asks).parse_args(argv)
     except UsageError as exc:
         return _fail(str(exc), type(exc).__name__, exc.exit_code, as_json)
     as_json = bool(getattr(args, "json", False))

@@ -51,7 +51,7 @@ from .errors import InputError
 # auto: hybrid, or dense for another language, or communities for a question about the whole
 # corpus when the index has them; graph and hybrid+graph walk the concept graph (index build
 # --concepts) from the question's concepts and the top hybrid (or BM25) chunks; communities
-# answers from the summaries of the concept graph's communities (retrieval/communities.py).
+# answers from the summaries of the concept graph's communities (retrieval/community_search.py).
 METHODS = ("bm25", "dense", "hybrid", "auto", "graph", "hybrid+graph", "communities")
 GRAPH_METHODS = ("graph", "hybrid+graph")
 CONCEPT_METHODS = (*GRAPH_METHODS, "communities", "auto")   # methods that may read the concept graph

@@ -10,98 +10,102 @@ come from the registry (``ragkit.pipelines``); the LLM is chosen by
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from dataclasses import field, fields, make_dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .config import LIMITS, METHODS, RERANKS, GraphConfig, LexicalConfig, LLMConfig, check_range
+from .config import LIMITS, LLMConfig, check_range
 from .errors import InputError
-from .runtime.extras import requires_extra
-from .pipelines import PIPELINES, get_pipeline
+from . import pipelines as registry
+from .pipelines import Option, get_pipeline, option_users, options, pipelines
+from .pipelines import sources as registered_sources
 from .pipelines.base import Answer, Sources
+from .runtime.extras import requires_extra
 
-TURN_KEYS = {"question", "standalone", "plan", "context_store"}
-
-
-def option(default: Any, doc: str):
-    """A request field with its default and what it does (``ask_request_model`` shows it)."""
-    return field(default=default, metadata={"doc": doc})
-
-
-@dataclass
-class AskRequest:
-    """One question and the options ``ragkit ask`` takes for it (defaults and ranges from
-    ``ragkit.config``)."""
-
-    question: str = field(metadata={"doc": "the question"})
-    pipeline: str = option("lexical", "the pipeline that answers")
-    no_llm: bool = option(False, "answer from the evidence, without the model")
-    k: int = option(LexicalConfig.k, "lexical: chunks of evidence")
-    method: str = option(LexicalConfig.method, "lexical: the retrieval method")
-    rerank: str = option(LexicalConfig.rerank, "lexical: none, or llm (the model judges the top candidates)")
-    rerank_depth: int = option(LexicalConfig.rerank_depth, "lexical: candidates the reranker judges")
-    steps: int = option(LexicalConfig.steps, "lexical: retrieval steps for a multi-hop factoid question (1: one pass)")
-    depth: int = option(GraphConfig.depth, "graph: ego-graph radius")
-    max_hops: int = option(GraphConfig.max_hops, "graph: longest path")
-    top_k_paths: int = option(GraphConfig.top_k_paths, "graph: paths kept")
-    history: list[dict] | None = option(None, "kg: earlier turns (each an earlier answer's trace.turn), "
-                                              "for follow-ups")
-    llm_planner: bool = option(False, "kg: the model writes the plan (validated)")
-    at: str | None = option(None, "causal: when to check conditions (a local date and time)")
-    max_tokens: int | None = option(None, "generation budget (default: the LLM config's)")
-
-    def __post_init__(self) -> None:
-        if self.pipeline not in PIPELINES:
-            raise InputError(f"pipeline: must be one of {', '.join(PIPELINES)}, got {self.pipeline!r}")
-        if self.method not in METHODS:
-            raise InputError(f"method: must be one of {', '.join(METHODS)}, got {self.method!r}")
-        if self.rerank not in RERANKS:
-            raise InputError(f"rerank: must be none or llm, got {self.rerank!r}")
-        if self.rerank == "llm" and self.rerank_depth < self.k:
-            raise InputError(f"rerank_depth: must be at least k ({self.k}), got {self.rerank_depth}")
-        for name in ("k", "depth", "max_hops", "top_k_paths", "rerank_depth", "steps"):
-            check_range(name, getattr(self, name))
-        if self.max_tokens is not None:
-            check_range("max_tokens", self.max_tokens)
-        for i, turn in enumerate(self.history or []):
-            if not isinstance(turn, dict) or not TURN_KEYS <= set(turn) or \
-                    not all(isinstance(turn[k], dict) for k in ("plan", "context_store")):
-                raise InputError(f"history[{i}]: must be a turn of an earlier kg answer (its trace.turn)")
-        if self.at is not None:
-            import pandas as pd
-
-            try:
-                at = pd.Timestamp(self.at)
-            except (ValueError, TypeError):
-                raise InputError(f"at: not a date and time, got {self.at!r}") from None
-            if at is pd.NaT or at.tzinfo is not None:
-                raise InputError(f"at: must be a local date and time without a time zone, got {self.at!r}")
-
-    @classmethod
-    def from_dict(cls, data: Any) -> "AskRequest":
-        """A request from parsed JSON, every key and type checked (one-line errors)."""
-        if not isinstance(data, dict):
-            raise InputError(f"request: must be a JSON object, got {type(data).__name__}")
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(data) - set(known) - {"session"})
-        if unknown:
-            raise InputError(f"{unknown[0]}: not a request field (known: {', '.join(known)}, session)")
-        if "question" not in data:
-            raise InputError("question: is missing")
-        for key, value in data.items():
-            want = FIELD_TYPES.get(key)
-            if want is None or value is None and key not in ("question", "pipeline"):
-                continue
-            if not isinstance(value, want) or (want is int and isinstance(value, bool)):
-                raise InputError(f"{key}: must be {want.__name__}, got {type(value).__name__}")
-        return cls(**{k: v for k, v in data.items() if k in known and v is not None})
-
-
-# Each field's JSON type, checked by ``from_dict`` (a bool is not an int there).
-FIELD_TYPES = {"question": str, "pipeline": str, "method": str, "rerank": str, "rerank_depth": int,
-               "steps": int, "no_llm": bool, "k": int, "depth": int, "max_hops": int, "top_k_paths": int, "history": list,
-               "llm_planner": bool, "at": str, "max_tokens": int}
 SESSION_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"    # a session id ("new" opens one)
+
+
+def common_options() -> tuple[Option, ...]:
+    """The options every pipeline takes; each pipeline declares its own (``Pipeline.options``)."""
+    return (Option("pipeline", str, registry.DEFAULT_PIPELINE, "the pipeline that answers",
+                   choices=registry.PIPELINES),
+            Option("no_llm", bool, False, "answer from the evidence, without the model"),
+            Option("max_tokens", int, None, "generation budget (default: the LLM config's)"))
+
+
+def request_options() -> dict[str, Option]:
+    """Every field of ``AskRequest`` but the question: the common options, then each
+    pipeline's (``ragkit.pipelines.options``)."""
+    return {**{o.name: o for o in common_options()}, **options()}
+
+
+def _check(request) -> None:
+    """Refuse a request whose values a field's choices, range or pipeline do not allow."""
+    if request.pipeline not in registry.PIPELINES:
+        raise InputError(f"pipeline: must be one of {', '.join(registry.PIPELINES)}, got {request.pipeline!r}")
+    for option in request_options().values():
+        value = getattr(request, option.name)
+        if value is None or option.name == "pipeline":
+            continue
+        if option.choices and value not in option.choices:
+            raise InputError(f"{option.name}: must be one of {', '.join(option.choices)}, got {value!r}")
+        if option.name in LIMITS:
+            check_range(option.name, value)
+    for pipeline in pipelines():
+        pipeline.validate(request)
+
+
+def _from_dict(cls, data: Any):
+    """A request from parsed JSON, every key and type checked (one-line errors)."""
+    if not isinstance(data, dict):
+        raise InputError(f"request: must be a JSON object, got {type(data).__name__}")
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(data) - set(known) - {"session"})
+    if unknown:
+        raise InputError(f"{unknown[0]}: not a request field (known: {', '.join(known)}, session)")
+    if "question" not in data:
+        raise InputError("question: is missing")
+    for key, value in data.items():
+        want = field_types().get(key)
+        if want is None or value is None and key not in ("question", "pipeline"):
+            continue
+        if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+            raise InputError(f"{key}: must be {want.__name__}, got {type(value).__name__}")
+    return cls(**{k: v for k, v in data.items() if k in known and v is not None})
+
+
+def _request_class() -> type:
+    specs: list = [("question", str, field(metadata={"doc": "the question"}))]
+    for option in request_options().values():
+        users = option_users(option.name)
+        doc = f"{', '.join(users)}: {option.help}" if users else option.help
+        specs.append((option.name, option.kind, field(default=option.default,
+                                                      metadata={"doc": doc, "option": option})))
+    return make_dataclass("AskRequest", specs, namespace={
+        "__post_init__": _check, "from_dict": classmethod(_from_dict), "__module__": __name__,
+        "__doc__": "One question and the options ``ragkit ask`` takes for it: the common ones and each "
+                   "pipeline's (``Pipeline.options``; defaults and ranges from ``ragkit.config``)."})
+
+
+@lru_cache(maxsize=None)
+def request_type() -> type:
+    """``AskRequest``, made from the registry when first asked for (so that importing this
+    module imports no pipeline, and a pipeline registered before the first request is in it)."""
+    return _request_class()
+
+
+def field_types() -> dict[str, type]:
+    """Each request field's JSON type, checked by ``from_dict`` (a bool is not an int there)."""
+    return {"question": str, **{name: o.kind for name, o in request_options().items()}}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AskRequest":
+        return request_type()
+    if name == "FIELD_TYPES":
+        return field_types()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def ask_request_model(max_question: int = 2000):
@@ -114,25 +118,22 @@ def ask_request_model(max_question: int = 2000):
     with requires_extra("server"):      # pydantic comes with fastapi
         from pydantic import ConfigDict, Field, create_model
 
-    choices = {"pipeline": PIPELINES, "method": METHODS, "rerank": RERANKS}
     specs: dict[str, Any] = {}
-    for f in fields(AskRequest):
-        kind = FIELD_TYPES[f.name]
-        if f.name in choices:
-            kind = Literal[tuple(choices[f.name])]
-        elif f.name == "history":
-            kind = list[dict]
-        bounds = dict(zip(("ge", "le"), LIMITS[f.name])) if f.name in LIMITS else {}
+    for f in fields(request_type()):
         if f.name == "question":
             specs[f.name] = (str, Field(description=f"{f.metadata['doc']} (1 to {max_question} characters, "
                                                     "not only spaces)", min_length=1, max_length=max_question))
             continue
+        option = f.metadata["option"]
+        kind = Literal[tuple(option.choices)] if option.choices else \
+            (list[dict] if option.kind is list else option.kind)
+        bounds = dict(zip(("ge", "le"), LIMITS[f.name])) if f.name in LIMITS else {}
         nullable = f.name != "pipeline"      # null means the default, but for the pipeline
         specs[f.name] = (Optional[kind] if nullable else kind,
                          Field(default=f.default, description=f.metadata["doc"], **bounds))
     specs["session"] = (Optional[str], Field(default=None, pattern=SESSION_PATTERN, description=(
         '"new" opens a conversation (the answer gives its id); an id sends the question in that '
-        "conversation (kg follow-ups)")))
+        "conversation (follow-ups of a pipeline that reads earlier turns)")))
     return create_model("AskRequest", __config__=ConfigDict(extra="forbid"), **specs)
 
 
@@ -141,17 +142,21 @@ class Service:
 
     def __init__(self, sources: Sources, llm_config: LLMConfig | None = None, llm=None,
                  flags: dict[str, str] | None = None):
+        unknown = sorted(set(sources.given()) - set(registered_sources()))
+        if unknown:
+            raise InputError(f"{unknown[0]}: no pipeline reads such a source (known: "
+                             f"{', '.join(registered_sources())})")
         self.sources = sources
         self.llm_config = llm_config or LLMConfig.from_env()
         self._llm = llm
         self.flags = flags or {}          # Sources field -> the option that names it
         self._loaded: dict[str, Any] = {}
-        self._locks = {name: threading.Lock() for name in PIPELINES}
+        self._locks = {name: threading.Lock() for name in registry.PIPELINES}
         self._llm_lock = threading.Lock()
 
     # ----------------------------------------------------------------- sources
     def available(self) -> list[str]:
-        return [name for name in PIPELINES if getattr(self.sources, get_pipeline(name).source)]
+        return [name for name in registry.PIPELINES if getattr(self.sources, get_pipeline(name).source)]
 
     def source(self, name: str) -> Any:
         """The loaded source of pipeline ``name`` (loaded once, then shared)."""
@@ -267,18 +272,20 @@ def build_demo_sources(out: str | Path, data: str | Path | None = None, progress
     return sources
 
 
-def ask(question: str, *, pipeline: str | None = None, index: str | None = None, spec_store: str | None = None,
-        kg: str | None = None, graph: str | None = None, kg_store: str | None = None, weather: str | None = None,
-        llm=None, llm_config: LLMConfig | None = None, **options: Any) -> Answer:
+def ask(question: str, *, pipeline: str | None = None, llm=None, llm_config: LLMConfig | None = None,
+        **given: Any) -> Answer:
     """One question answered from the sources named, as ``ragkit ask`` answers it.
 
-    ``pipeline`` may be left out when one source is named (an ``index`` is the lexical
-    pipeline's, a ``spec_store`` the spec pipeline's ...). ``options`` are ``AskRequest``'s
-    (``no_llm=True``, ``k=``, ``method=`` ...). For many questions over the same sources,
-    make one ``Service`` and call its ``answer``: it loads each source once.
+    ``given`` holds the sources (the fields the pipelines declare: ``index=``, ``spec_store=``,
+    ``kg=``, ``graph=``, ``kg_store=``, ``weather=``) and ``AskRequest``'s options
+    (``no_llm=True``, ``k=``, ``method=`` ...). ``pipeline`` may be left out when the sources
+    given are one pipeline's (an ``index`` is the lexical pipeline's, a ``spec_store`` the
+    spec pipeline's ...). For many questions over the same sources, make one ``Service`` and
+    call its ``answer``: it loads each source once.
     """
-    sources = Sources(index=index, spec_store=spec_store, kg=kg, graph=graph, kg_store=kg_store, weather=weather)
-    named = [name for name in PIPELINES if getattr(sources, get_pipeline(name).source)]
+    fields_ = registered_sources()
+    sources = Sources(**{k: given.pop(k) for k in list(given) if k in fields_})
+    named = [name for name in registry.PIPELINES if getattr(sources, get_pipeline(name).source)]
     if pipeline is None:
         if len(named) != 1:
             raise InputError("pipeline: name one when the sources given are not exactly one pipeline's "
@@ -286,6 +293,6 @@ def ask(question: str, *, pipeline: str | None = None, index: str | None = None,
         pipeline = named[0]
     service = Service(sources, llm_config=llm_config, llm=llm)
     try:
-        return service.answer(AskRequest(question=question, pipeline=pipeline, **options))
+        return service.answer(request_type()(question=question, pipeline=pipeline, **given))
     finally:
         service.close()

@@ -21,7 +21,7 @@ from ragkit.errors import InputError
 from ragkit.llm.base import Generation
 from ragkit.pipelines.lexical import ask_lexical
 from ragkit.retrieval.bm25 import BM25Index
-from ragkit.retrieval.communities import load_communities, rank_communities, route
+from ragkit.retrieval.community_search import load_communities, rank_communities, route
 from ragkit.retrieval.search import concepts_dir_for
 
 from .conftest import MANUALS, shared

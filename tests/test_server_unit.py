@@ -175,7 +175,7 @@ def test_a_kg_question_with_no_plan_keeps_its_session_working():
     ('{"question": "q", "max_tokens": 0}', "max_tokens: must be between 1 and 4096"),
     ('{"question": "q", "session": "s1\\n"}', "session: must be 1-64"),
     ('{"question": "q", "method": "splade"}', "method: must be one of bm25, dense, hybrid, auto, graph, hybrid+graph, communities, got 'splade'"),
-    ('{"question": "q", "rerank": "cross"}', "rerank: must be none or llm, got 'cross'"),
+    ('{"question": "q", "rerank": "cross"}', "rerank: must be one of none, llm, got 'cross'"),
     ('{"question": "q", "rerank": true}', "rerank: must be str, got bool"),
     ('{"question": "q", "rerank": "llm", "k": 8, "rerank_depth": 5}', "rerank_depth: must be at least k (8), got 5"),
     ('{"question": "q", "rerank_depth": 500}', "rerank_depth: must be between 1 and 100, got 500"),

@@ -18,7 +18,7 @@ def build_concepts(docs: Sequence[Doc], folder: str | Path, *, progress: bool | 
                    what: str = "corpus") -> tuple[ConceptGraph, Communities, dict]:
     """Build (re-extracting only the chunks whose text changed since the folder's last
     build) and save the graph and its communities; returns them and the build report
-    (``BuildReport``'s fields, and ``communities``: ``save_communities``'s report)."""
+    (``ConceptGraphReport``'s fields, and ``communities``: ``save_communities``'s report)."""
     graph, rows, report = ConceptGraph.build(docs, previous=read_extractions(folder), progress=progress,
                                              what=what)
     graph.save(folder, rows)

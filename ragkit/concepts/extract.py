@@ -56,7 +56,7 @@ RUN_WORDS = (2, 4)     # lower-case noun-phrase runs: from two to four content w
 
 
 @dataclass(frozen=True)
-class Mention:
+class ConceptMention:
     """One concept found in a text: its key, how the text writes it, and which rule found it."""
 
     key: str
@@ -179,7 +179,7 @@ def _runs(segment: list[tuple[str, bool]], stop: frozenset, lengths: Sequence[in
 
 
 def extract_concepts(text: str, *, language: str | None = None,
-                     terms: Sequence[str] = (), title: str = "") -> list[Mention]:
+                     terms: Sequence[str] = (), title: str = "") -> list[ConceptMention]:
     """The concepts of one text, each once, in the order first met.
 
     language: "vi", "en" or None (read from the text). terms: dictionary surfaces to find
@@ -189,20 +189,20 @@ def extract_concepts(text: str, *, language: str | None = None,
     one-word title opening the text is a name, not a capitalised first word).
     """
     language = language or document_language(text)
-    found: dict[str, Mention] = {}
+    found: dict[str, ConceptMention] = {}
     where: dict[str, set] = {}
     subject = title.split(" > ")[-1].strip()
     if subject and len(subject.split()) <= MAX_WORDS:
         key = concept_key(subject)
         if key and not all(w in FUNCTION_WORDS for w in key.split()):
-            found[key] = Mention(key, subject, "title")
+            found[key] = ConceptMention(key, subject, "title")
 
     def add(surface: str, how: str, sentence: int | None = None) -> None:
         key = concept_key(surface)
         if not key or all(w in FUNCTION_WORDS for w in key.split()):
             return
         if key not in found or found[key].how == "initial" and how != "initial":
-            found[key] = Mention(key, surface, how)
+            found[key] = ConceptMention(key, surface, how)
         if sentence is not None:
             where.setdefault(key, set()).add(sentence)
 
@@ -224,9 +224,9 @@ def extract_concepts(text: str, *, language: str | None = None,
         for term in terms:
             if term and re.search(rf"(?<!\w){re.escape(term.lower())}(?!\w)", lowered):
                 add(term, "term")
-    if subject and found.get(concept_key(subject), Mention("", "", "")).how == "title":
+    if subject and found.get(concept_key(subject), ConceptMention("", "", "")).how == "title":
         where[concept_key(subject)] = {s for seen in where.values() for s in seen} | {0}
-    return [Mention(m.key, m.label, m.how, tuple(sorted(where.get(m.key, ())))) for m in found.values()]
+    return [ConceptMention(m.key, m.label, m.how, tuple(sorted(where.get(m.key, ())))) for m in found.values()]
 
 
 def abbreviations(text: str) -> dict[str, str]:

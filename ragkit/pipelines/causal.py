@@ -17,8 +17,9 @@ from ..causal.explain import (direction, hallucinations, prompt_messages, source
 from ..causal.kg import EvidenceKG, load_kg
 from ..answer.stage import Check, Draft
 from ..config import LLMConfig
+from ..errors import InputError
 from ..llm.base import LLM
-from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
+from .base import Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace
 
 
 def _cond(c: dict) -> str:
@@ -48,10 +49,23 @@ class CausalPipeline(Pipeline):
     """Causal chains behind PM2.5 from an evidence KG, with condition checks."""
 
     name = "causal"
-    source = "kg"
-    source_what = "an evidence KG file"
-    source_how = "data/merged_knowledge_graph.json"
-    flag = "--kg"
+    sources = (Source("kg", "--kg", "an evidence KG file", "data/merged_knowledge_graph.json"),
+               Source("weather", "--weather", "a weather CSV for condition checks", "hourly rows with a time column"))
+    options = (Option("at", str, None, "the time to check conditions for, a local date and time "
+                                       "(default: the last row)"),)
+    sample_questions = ("Vì sao PM2.5 tăng khi độ ẩm cao?", "Why does PM2.5 rise when the wind is weak?")
+
+    def validate(self, request) -> None:
+        if request.at is None:
+            return
+        import pandas as pd
+
+        try:
+            at = pd.Timestamp(request.at)
+        except (ValueError, TypeError):
+            raise InputError(f"at: not a date and time, got {request.at!r}") from None
+        if at is pd.NaT or at.tzinfo is not None:
+            raise InputError(f"at: must be a local date and time without a time zone, got {request.at!r}")
 
     def load(self, where: str, sources: Sources):
         return load_kg(where), (load_weather(sources.weather) if sources.weather else None)

@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..answer.stage import Draft, grounding_check
-from ..config import LLMConfig
+from ..config import GraphConfig, LLMConfig
 from ..errors import GenerationError
 from ..graphrag.multihop import NOT_ENOUGH, GraphQueryParams, GraphRAG, display
 from ..llm.base import LLM
 from ..llm.grammars import entity_list_schema
 from ..llm.postprocess import filter_think_tags
 from ..llm.prompts import answer_language, answer_messages, numbered_evidence
-from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
+from .base import Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace
 
 # The entity prompt: proper nouns of the question only, no talk; here as JSON.
 ENTITY_SYSTEM = ("Bạn là bộ trích xuất thực thể. Chỉ liệt kê các danh từ riêng (người, tổ chức, địa danh) "
@@ -69,10 +69,12 @@ class GraphPipeline(Pipeline):
     """Multi-hop graph RAG over a built graph (networkx + node vectors)."""
 
     name = "graph"
-    source = "graph"
-    source_what = "a built graph folder"
-    source_how = "ragkit graph build"
-    flag = "--graph"
+    sources = (Source("graph", "--graph", "a built graph folder", "ragkit graph build"),)
+    options = (Option("depth", int, GraphConfig.depth, "ego-graph radius for neighbours"),
+               Option("max_hops", int, GraphConfig.max_hops, "longest path, in edges"),
+               Option("top_k_paths", int, GraphConfig.top_k_paths, "paths kept after reranking"))
+    sample_questions = ("Aage Bohr có những giải thưởng gì?", "Who is the father of Aage Bohr?",
+                        "Where was Marie Curie born?")
 
     def load(self, where: str, sources: Sources) -> GraphRAG:
         return GraphRAG.load(where)

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import LLMConfig
+from ..errors import InputError
 from ..kgqa.answer import answer_draft, not_mapped_draft
 from ..kgqa.flow import KGQA, Turn, turn_from_dict
 from ..kgqa.store import TypedStore, open_typed_store
 from ..llm.base import LLM
-from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
+from .base import Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace
 
 MAX_CITATIONS = 20
 
@@ -47,14 +48,42 @@ class KGQuery:
     llm_planner: bool = False
 
 
+TURN_KEYS = {"question", "standalone", "plan", "context_store"}
+
+
+def read_history(path: str) -> list[dict]:
+    """The turns of a conversation from a file: a previous ``ask --pipeline kg --json``
+    output (its trace's turn and any history it carried)."""
+    import json
+
+    from ..inputs import read_text
+
+    try:
+        data = json.loads(read_text(path, "--history"))
+        return data["trace"].get("history", []) + [data["trace"]["turn"]]
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+        raise InputError(f"--history {path}: not the JSON of an earlier 'ask --pipeline kg --json'") from None
+
+
 class KGPipeline(Pipeline):
     """Planned multi-step questions over a typed knowledge graph."""
 
     name = "kg"
-    source = "kg_store"
-    source_what = "a typed graph store"
-    source_how = "ragkit kg import"
-    flag = "--store"
+    sources = (Source("kg_store", "--store", "a typed KG store (a file or bolt://)", "ragkit kg import"),)
+    options = (Option("history", list, None, "the --json output of the previous question, for follow-ups "
+                                             "(over HTTP: earlier turns, each an earlier answer's trace.turn)",
+                      read=read_history),
+               Option("llm_planner", bool, False, "let the model write the plan (validated)"))
+    sample_questions = ("What symptoms do diseases treated by Aspirin have?",
+                        "What are the common symptoms of diseases treated by both Aspirin and Ibuprofen?",
+                        "What treats gout?")
+    conversational = True
+
+    def validate(self, request) -> None:
+        for i, turn in enumerate(request.history or []):
+            if not isinstance(turn, dict) or not TURN_KEYS <= set(turn) or \
+                    not all(isinstance(turn[k], dict) for k in ("plan", "context_store")):
+                raise InputError(f"history[{i}]: must be a turn of an earlier kg answer (its trace.turn)")
 
     def load(self, where: str, sources: Sources) -> KGQA:
         return KGQA(open_typed_store(where, must_exist=True))

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..answer.stage import Check, Draft, Outcome, answer, grounding_check
-from ..config import CONCEPT_METHODS, GRAPH_METHODS, LexicalConfig, LLMConfig
-from ..errors import ContextTooLongError
+from ..config import CONCEPT_METHODS, GRAPH_METHODS, METHODS, RERANKS, LexicalConfig, LLMConfig
+from ..errors import ContextTooLongError, InputError
 from ..llm.base import LLM
 from ..llm.budget import fit_context, token_prefix
 from ..answer.claims import citations as claim_citations
@@ -31,10 +31,11 @@ from ..answer.reading import (Shape, Weigher, answer_shape, coverage, in_evidenc
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.boosting import is_procedural_query
 from ..retrieval.rerank import make_reranker
-from ..retrieval.communities import CommunityHit, Route, load_communities, rank_communities, route
+from ..retrieval.community_search import CommunityHit, Route, load_communities, rank_communities, route
 from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
 from ..text import VIETNAMESE_FUNCTION_WORDS, normalize, tokenize
-from .base import NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace, check_question
+from .base import (NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace,
+                   check_question)
 
 # Template tokens around each chat message (role markers, newlines) that a plain count of
 # the message text does not see.
@@ -81,10 +82,24 @@ class LexicalPipeline(Pipeline):
     """Lexical RAG over a BM25 index (with dense vectors when it has them)."""
 
     name = "lexical"
-    source = "index"
-    source_what = "an index folder"
-    source_how = "ragkit index build"
-    flag = "--index"
+    sources = (Source("index", "--index", "an index folder", "ragkit index build"),)
+    options = (
+        Option("k", int, LexicalConfig.k, "chunks of evidence"),
+        Option("method", str, LexicalConfig.method, "how candidates are found (dense/hybrid need 'index build "
+               "--dense'; auto: hybrid, or dense for a question in another language than the index)",
+               choices=METHODS),
+        Option("rerank", str, LexicalConfig.rerank, "llm: the model judges the top candidates (Yes/No log-odds), "
+               "off by default", choices=RERANKS),
+        Option("rerank_depth", int, LexicalConfig.rerank_depth, "--rerank: candidates judged"),
+        Option("steps", int, LexicalConfig.steps, "retrieval steps for a multi-hop factoid question: a step "
+               "whose answer leaves part of the question open retrieves again with that answer (1: one pass)"),
+    )
+    sample_questions = ("Các bước khởi động máy nén khí?", "Quy trình thay mũi khoan gồm các bước nào?",
+                        "Quy trình khóa nguồn và gắn thẻ?")
+
+    def validate(self, request) -> None:
+        if request.rerank == "llm" and request.rerank_depth < request.k:
+            raise InputError(f"rerank_depth: must be at least k ({request.k}), got {request.rerank_depth}")
 
     def load(self, where: str, sources: Sources) -> tuple[BM25Index, Any, Any, Any]:
         index = load_index(where)

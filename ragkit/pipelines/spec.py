@@ -34,7 +34,7 @@ from ..specs.chunking import FUNCTION_CUES
 from ..specs.model import Chunk, Term, spec_version
 from ..specs.terms import acronyms_in, is_five_g_spec
 from ..text import Tokenizer
-from .base import Answer, AskContext, Citation, Gathered, Pipeline, Sources, Trace
+from .base import Answer, AskContext, Citation, Gathered, Pipeline, Source, Sources, Trace
 
 # Intent cues, English and Vietnamese, tried in this order (a description may say
 # "different from" or "stands for": a reverse cue outranks them). They classify what is asked;
@@ -490,10 +490,9 @@ class SpecPipeline(Pipeline):
     """3GPP spec questions over a spec KG store (term dictionary + clause chunks)."""
 
     name = "spec"
-    source = "spec_store"
-    source_what = "a graph store"
-    source_how = "ragkit kg build"
-    flag = "--store"
+    sources = (Source("spec_store", "--store", "a spec KG store (a file or bolt://)", "ragkit kg build",
+                      serve_flag="--spec-store"),)
+    sample_questions = ("What is SCP in 5G Core?", "Compare UPF and SMF", "What is TSCTSF?")
 
     def load(self, where: str, sources: Sources) -> GraphStore:
         return open_store(where, must_exist=True)

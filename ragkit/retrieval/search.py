@@ -131,7 +131,7 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
     """
     profiler = profiler or Profiler()
     trace = trace if trace is not None else {}
-    if config.method == "communities":      # retrieval/communities.py: summaries, not a ranking of chunks
+    if config.method == "communities":      # retrieval/community_search.py: summaries, not a ranking of chunks
         raise InputError("--method communities: answers from community summaries and ranks no chunks "
                          "(use it with 'ragkit search' or 'ragkit ask --pipeline lexical')")
     if config.method in GRAPH_METHODS:

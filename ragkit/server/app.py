@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..runtime.extras import requires_extra
+from ..pipelines import get_pipeline
 from ..service import AskRequest, Service, ask_request_model
 from .access import LOCAL, AccessGuard, InFlight, error_body
 from .protocol import HTTPProblem, check_session, decode_json, problem_for
@@ -266,7 +267,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
 
     async def _answer(request: AskRequest, principal: str, session: str | None, on_token=None,
                       prepare=None) -> dict:
-        if session is not None and request.pipeline == "kg" and request.history is None:
+        if session is not None and get_pipeline(request.pipeline).conversational and request.history is None:
             request.history = sessions.history(principal, session)
         stop = threading.Event()
 

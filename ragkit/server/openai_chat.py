@@ -19,7 +19,7 @@ client (the ``openai`` package, chat UIs, agent frameworks) can ask ragkit.
   answer in word pieces, then a chunk with ``finish_reason`` and the ``ragkit`` field. The
   model's draft is not streamed: the check may replace it, and an OpenAI client cannot
   take back text it has shown. An error after the stream began is an ``error`` event.
-- Earlier user messages feed the kg pipeline: they are planned again in order (without the
+- Earlier user messages feed a pipeline that reads earlier turns (the kg pipeline): they are asked again in order (without the
   model) to rebuild the turns a follow-up ("and which of them ...") refers to, unless the
   request names a ``session``, whose turns are used instead.
 
@@ -41,6 +41,7 @@ from typing import Any, Awaitable, Callable
 
 from ..errors import InputError
 from ..runtime.extras import requires_extra
+from ..pipelines import get_pipeline
 from ..service import AskRequest, Service
 from .access import error_body
 from .openai_embeddings import EMBEDDING_MODELS
@@ -160,13 +161,13 @@ def parse_chat(data: Any, served: list[str], max_question: int) -> ChatRequest:
                        stream=bool(stream), include_usage=bool(stream_options.get("include_usage")))
 
 
-def replay(service: Service, questions: list[str], max_turns: int) -> list[dict]:
-    """The kg turns of ``questions`` asked in order (planned by the rules, no model): the
+def replay(service: Service, pipeline: str, questions: list[str], max_turns: int) -> list[dict]:
+    """The turns of ``questions`` asked of ``pipeline`` in order (without the model): the
     history a follow-up refers to, rebuilt from a chat's earlier user messages."""
     turns: list[dict] = []
     for question in questions[-max_turns:]:
         try:
-            answered = service.answer(AskRequest(question, "kg", no_llm=True, history=list(turns) or None))
+            answered = service.answer(AskRequest(question, pipeline, no_llm=True, history=list(turns) or None))
         except InputError:          # a message that is no question (empty, too long): skipped
             continue
         turn = getattr(answered.trace, "turn", None)
@@ -225,9 +226,9 @@ def add_openai_routes(app: FastAPI, service: Service, *, answer: Answerer, open_
         session = open_session(principal, chat.session)
         ask = chat.request
         prepare = None
-        if ask.pipeline == "kg" and session is None and ask.history is None and chat.earlier:
+        if get_pipeline(ask.pipeline).conversational and session is None and ask.history is None and chat.earlier:
             def prepare(req: AskRequest) -> None:        # runs in the worker, within the timeout
-                req.history = replay(service, chat.earlier, max_turns) or None
+                req.history = replay(service, req.pipeline, chat.earlier, max_turns) or None
         cid, created = f"chatcmpl-{secrets.token_hex(12)}", int(time.time())
         if not chat.stream:
             data = await answer(ask, principal, session, via="v1", prepare=prepare)

@@ -134,7 +134,7 @@ def concept_counts(summary: dict) -> pd.DataFrame:
 def communities_table(p: TextGraphParams, n: int = 6) -> pd.DataFrame:
     """The ``n`` largest communities: how many chunks they are home to, their concepts, top
     concepts, representative chunks and the first sentence of their summary."""
-    from ..retrieval.communities import load_communities
+    from ..retrieval.community_search import load_communities
 
     communities = load_communities(p.index_dir)
     rows = [{"community": c.id, "chunks": c.chunks, "concepts": c.size,

@@ -65,12 +65,12 @@ class ProfilingParams:
 def profile_all(p: ProfilingParams):
     """Every pipeline's questions on the demo sources, ``p.repeats`` times each (after a
     warm-up): the raw runs and the per-stage summary."""
-    from .latency_study import PIPELINE_QUESTIONS, profile_pipelines, stage_summary
+    from .latency_study import pipeline_questions, profile_pipelines, stage_summary
     from ..service import Service, build_demo_sources
 
     service = Service(build_demo_sources(p.demo_dir, p.data_dir))
     try:
-        runs = profile_pipelines(service, PIPELINE_QUESTIONS, repeats=p.repeats, use_llm=p.use_llm,
+        runs = profile_pipelines(service, pipeline_questions(service.available()), repeats=p.repeats, use_llm=p.use_llm,
                                  llm_pipelines=p.llm_pipeline_list)
     finally:
         service.close()

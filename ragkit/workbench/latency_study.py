@@ -28,17 +28,17 @@ from ..service import AskRequest, Service, Sources
 
 # The sum of the stages, not a stage of its own.
 NOT_A_STAGE = {"total"}
-PIPELINE_QUESTIONS = {
-    "lexical": ["Các bước khởi động máy nén khí?", "Quy trình thay mũi khoan gồm các bước nào?",
-                "Quy trình khóa nguồn và gắn thẻ?"],
-    "spec": ["What is SCP in 5G Core?", "Compare UPF and SMF", "What is TSCTSF?"],
-    "causal": ["Vì sao PM2.5 tăng khi độ ẩm cao?", "Why does PM2.5 rise when the wind is weak?"],
-    "graph": ["Aage Bohr có những giải thưởng gì?", "Who is the father of Aage Bohr?",
-              "Where was Marie Curie born?"],
-    "kg": ["What symptoms do diseases treated by Aspirin have?",
-           "What are the common symptoms of diseases treated by both Aspirin and Ibuprofen?",
-           "What treats gout?"],
-}
+
+
+def pipeline_questions(names: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """Each pipeline's sample questions (``Pipeline.sample_questions``), which its demo
+    source answers: every registered pipeline's, or those of ``names``."""
+    from ..pipelines import PIPELINES, get_pipeline
+
+    return {name: list(get_pipeline(name).sample_questions) for name in (names or PIPELINES)
+            if get_pipeline(name).sample_questions}
+
+
 
 
 def percentile(values: Iterable[float], q: float) -> float:
@@ -248,7 +248,7 @@ def scaling(sizes: dict[str, list[int]], data: str | Path, repeats: int = 3,
                                             progress=False)
                     index.save(tmp / f"index-{size}")
                     service = Service(Sources(index=str(tmp / f"index-{size}")))
-                    questions = PIPELINE_QUESTIONS["lexical"]
+                    questions = pipeline_questions(["lexical"])["lexical"]
                 elif pipeline == "spec":
                     from ..specs.nx_store import NetworkXStore
                     from ..specs.build import build_kg
@@ -256,12 +256,12 @@ def scaling(sizes: dict[str, list[int]], data: str | Path, repeats: int = 3,
                     store = NetworkXStore(tmp / f"specs-{size}.json.gz")
                     build_kg(generated_specs(size, Path(data) / "specs", tmp / f"specs-{size}"), store, progress=False)
                     service = Service(Sources(spec_store=str(tmp / f"specs-{size}.json.gz")))
-                    questions = PIPELINE_QUESTIONS["spec"]
+                    questions = pipeline_questions(["spec"])["spec"]
                 elif pipeline == "causal":
                     kg = generated_evidence_kg(size, Path(data) / "merged_knowledge_graph.json",
                                                tmp / f"evidence-{size}.json")
                     service = Service(Sources(kg=str(kg)))
-                    questions = PIPELINE_QUESTIONS["causal"]
+                    questions = pipeline_questions(["causal"])["causal"]
                 elif pipeline == "graph":
                     edges = generated_edges(size, tmp / f"edges-{size}.csv")
                     GraphRAG.build(edges, tmp / f"graph-{size}", progress=progress)

@@ -1,0 +1,99 @@
+"""The registry is the only place that knows the pipelines: a pipeline declared in one module
+and registered in one line gets the command line, ``POST /ask`` with its options in the
+OpenAPI schema, the OpenAI chat route and the profiler, with no other change."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from ragkit.errors import InputError
+from ragkit.pipelines import options, sources_from_flags
+from ragkit.service import AskRequest, FIELD_TYPES, Service, Sources
+
+from .conftest import ROOT
+
+NOTES = "The pump needs oil every week.\nThe valve is checked daily.\nThe pump hums when it runs dry.\n"
+
+
+def run(script: str, tmp_path) -> dict:
+    """``script`` run after registering the notes pipeline (before ragkit.service is
+    imported, as a user's own code would); it prints one JSON object."""
+    (tmp_path / "notes.txt").write_text(NOTES, encoding="utf-8")
+    code = ("import json, sys\nimport ragkit.pipelines as registry\n"
+            "registry.register('notes', 'tests.toy_pipeline', 'NotesPipeline')\n" + textwrap.dedent(script))
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**__import__("os").environ, "NOTES": str(tmp_path / "notes.txt")})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_registered_pipeline_gets_the_command_line(tmp_path):
+    out = run("""
+        import contextlib, io, os
+        from ragkit.cli import main
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            code = main(["ask", "Which note mentions the pump?", "--pipeline", "notes", "--notes", os.environ["NOTES"],
+                         "--keep", "1", "--shout", "--no-llm", "--json"])
+        help_text = io.StringIO()
+        with contextlib.redirect_stdout(help_text), contextlib.suppress(SystemExit):
+            main(["ask", "--help"])
+        print(json.dumps({"code": code, "answer": json.loads(buffer.getvalue()), "help": help_text.getvalue()}))
+    """, tmp_path)
+    assert out["code"] == 0
+    assert out["answer"]["pipeline"] == "notes"
+    assert out["answer"]["answer"] == "THE PUMP NEEDS OIL EVERY WEEK. [1]"
+    assert out["answer"]["citations"][0]["doc_id"] == "notes#1"
+    assert "match" in out["answer"]["timings_ms"]
+    assert "--notes" in out["help"] and "notes: the answer in capitals" in out["help"]
+
+
+def test_a_registered_pipeline_gets_the_server_and_the_profiler(tmp_path):
+    out = run("""
+        import os
+        from fastapi.testclient import TestClient
+        from ragkit.server import create_app
+        from ragkit.service import Service, Sources
+        from ragkit.workbench.latency_study import pipeline_questions, profile_pipelines
+
+        service = Service(Sources(notes=os.environ["NOTES"]))
+        with TestClient(create_app(service)) as client:
+            schema = client.get("/openapi.json").json()["paths"]["/ask"]["post"]["requestBody"]["content"][
+                "application/json"]["schema"]["properties"]
+            asked = client.post("/ask", json={"question": "Which note mentions the valve?", "pipeline": "notes",
+                                              "no_llm": True, "keep": 1}).json()
+            refused = client.post("/ask", json={"question": "pump?", "pipeline": "notes", "keep": "two"})
+            models = [m["id"] for m in client.get("/v1/models").json()["data"]]
+            chat = client.post("/v1/chat/completions", json={"model": "ragkit-notes-no-llm", "messages": [
+                {"role": "user", "content": "Which note mentions the pump?"}]}).json()
+        runs = profile_pipelines(service, pipeline_questions(["notes"]), repeats=1)
+        print(json.dumps({"schema": schema, "asked": asked, "refused": [refused.status_code, refused.json()],
+                          "models": models, "chat": chat["choices"][0]["message"]["content"],
+                          "stages": sorted(set(runs.stage))}))
+    """, tmp_path)
+    assert out["schema"]["keep"]["default"] == 2 and "notes" in out["schema"]["keep"]["description"]
+    assert out["schema"]["shout"]["default"] is False
+    assert out["asked"]["answer"] == "The valve is checked daily. [1]"
+    assert out["refused"][0] == 400 and "keep: must be int" in out["refused"][1]["error"]
+    assert out["models"][:2] == ["ragkit-notes", "ragkit-notes-no-llm"]
+    assert out["chat"].startswith("The pump needs oil every week. [1] The pump hums")
+    assert "match" in out["stages"] and "total" in out["stages"]
+
+
+def test_the_request_and_the_flags_come_from_the_declarations():
+    assert {"k", "method", "steps", "depth", "history", "llm_planner", "at"} <= set(options())
+    assert FIELD_TYPES["k"] is int and FIELD_TYPES["history"] is list
+    assert sources_from_flags({"--store": "s.json.gz", "--index": "idx"}, "spec") == \
+        {"spec_store": "s.json.gz", "index": "idx"}
+    assert sources_from_flags({"--store": "s.json.gz"}, "kg") == {"kg_store": "s.json.gz"}
+    with pytest.raises(InputError, match="rerank_depth: must be at least k"):
+        AskRequest("q", rerank="llm", rerank_depth=2, k=5)
+    with pytest.raises(InputError, match="method: must be one of"):
+        AskRequest("q", method="magic")
+    with pytest.raises(InputError, match="indx: no pipeline reads such a source"):
+        Service(Sources(indx="x"))
