@@ -430,7 +430,7 @@ def _measured(figures: dict | None) -> str:
 
 
 def cmd_model(args: argparse.Namespace) -> int:
-    from . import models
+    from .llm import catalog as models
 
     if args.action == "install":
         path = models.install(args.name, progress=_progress(args))

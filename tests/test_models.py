@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from ragkit import models
+from ragkit.llm import catalog as models
 from ragkit.config import LLMConfig, Settings
 from ragkit.errors import ModelError
 from ragkit.testing.launch import llama_server_command

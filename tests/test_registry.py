@@ -5,6 +5,7 @@ OpenAPI schema, the OpenAI chat route and the profiler, with no other change."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -27,7 +28,7 @@ def run(script: str, tmp_path) -> dict:
     code = ("import json, sys\nimport ragkit.pipelines as registry\n"
             "registry.register('notes', 'tests.toy_pipeline', 'NotesPipeline')\n" + textwrap.dedent(script))
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          env={**__import__("os").environ, "NOTES": str(tmp_path / "notes.txt")})
+                          env={**os.environ, "NOTES": str(tmp_path / "notes.txt")})
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
