@@ -327,7 +327,7 @@ def cmd_eval_mcq(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- ask
 def cmd_ask(args: argparse.Namespace) -> int:
     from .config import LLMConfig
-    from .service import AskRequest, Service, Sources
+    from .service import AskRequest, Service
 
     llm_config = LLMConfig.from_env(model_path=args.model, n_ctx=args.n_ctx,
                                     max_tokens=args.max_tokens)
@@ -396,7 +396,7 @@ def _note_fallback(trace: dict) -> None:
 def cmd_eval_answers(args: argparse.Namespace) -> int:
     from .config import LLMConfig
     from .eval.answers import evaluate_answers, load_questions
-    from .service import Service, Sources
+    from .service import Service
 
     items = load_questions(args.questions)[: args.limit]
     sources, options = _pipeline_arguments(args)

@@ -196,11 +196,11 @@ class Service:
         return self._llm
 
     # ----------------------------------------------------------------- asking
-    def ask(self, request: AskRequest, on_token: Callable[[str, int], None] | None = None) -> dict:
+    def ask(self, request: Any, on_token: Callable[[str, int], None] | None = None) -> dict:
         """The answer JSON of ``ragkit ask --json`` (``answer(...).to_dict()``)."""
         return self.answer(request, on_token).to_dict()
 
-    def answer(self, request: AskRequest, on_token: Callable[[str, int], None] | None = None) -> Answer:
+    def answer(self, request: Any, on_token: Callable[[str, int], None] | None = None) -> Answer:
         """The typed answer to ``request``. With ``on_token``, model text is passed to it as
         it is written (``on_token(piece, call)``)."""
         from .pipelines.base import AskContext, check_question

@@ -6,20 +6,21 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..causal.chains import (Chain, ChainConfig, analyse_question, opposing_factors, pick_chains,
-                             question_categories, rank_chains, split_by_direction, supporting_factors)
-from ..causal.conditions import (CHECKABLE, NOT_CHECKABLE_VI, check_condition, empirical_support,
-                                 expected_direction, load_weather)
-from ..causal.explain import (direction, hallucinations, prompt_messages, source_evidence,
-                              template_answer)
-from ..causal.kg import EvidenceKG, load_kg
 from ..answer.stage import Check, Draft
 from ..config import LLMConfig
 from ..errors import InputError
 from ..llm.base import LLM
 from .base import Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace
+
+if TYPE_CHECKING:
+    from ..causal.chains import Chain, ChainConfig
+    from ..causal.kg import EvidenceKG
+
+# The evidence KG and its chains (networkx) and the condition checks (pandas) are imported
+# when a question is asked, not when the pipeline is declared: ``ragkit ask`` with another
+# pipeline pays nothing for them.
 
 
 def _cond(c: dict) -> str:
@@ -68,6 +69,9 @@ class CausalPipeline(Pipeline):
             raise InputError(f"at: must be a local date and time without a time zone, got {request.at!r}")
 
     def load(self, where: str, sources: Sources):
+        from ..causal.conditions import load_weather
+        from ..causal.kg import load_kg
+
         return load_kg(where), (load_weather(sources.weather) if sources.weather else None)
 
     def close(self, loaded) -> None:
@@ -77,6 +81,10 @@ class CausalPipeline(Pipeline):
         return CausalQuery(at=request.at)
 
     def gather(self, question: str, source, query: "CausalQuery | None", ctx: AskContext) -> Gathered:
+        from ..causal.chains import (ChainConfig, analyse_question, opposing_factors, pick_chains,
+                                     question_categories, rank_chains, split_by_direction, supporting_factors)
+        from ..causal.explain import hallucinations, prompt_messages, template_answer
+
         kg, weather = source
         query = query or CausalQuery()
         profiler = ctx.profiler
@@ -127,6 +135,8 @@ class CausalQuery:
 def condition_checks(kg: EvidenceKG, chains: list[Chain], weather, at) -> tuple[list[dict], list[str]]:
     """Every distinct condition on the chains' edges checked against the weather (or marked
     not checkable / no data), and the uncertainty sentence each open condition adds."""
+    from ..causal.conditions import NOT_CHECKABLE_VI, check_condition
+
     checks, uncertainties, seen = [], [], set()
     for chain in chains:
         for edge in chain.edges:
@@ -153,6 +163,8 @@ def condition_checks(kg: EvidenceKG, chains: list[Chain], weather, at) -> tuple[
 def source_citations(chains: list[Chain], factors: list[dict], opposing: list[Chain]) -> list[Citation]:
     """One citation per distinct source (DOI, else URL), numbered as the answer numbers its
     sources (``explain.sources``): chains, then supporting factors, then opposing chains."""
+    from ..causal.explain import source_evidence
+
     citations, seen = [], set()
     for ref, ev, backs, stage in source_evidence(chains, factors, opposing):
         if ref and ref not in seen:
@@ -167,6 +179,9 @@ def explain(question: str, kg: EvidenceKG | str | Path, *, weather=None, at=None
             config: ChainConfig | None = None, use_llm: bool = True, llm: LLM | None = None,
             llm_config: LLMConfig | None = None) -> Answer:
     """Explain why PM2.5 behaves as the question asks, from the evidence KG only."""
+    from ..causal.conditions import load_weather
+    from ..causal.kg import EvidenceKG, load_kg
+
     ctx = AskContext(llm_config, use_llm, llm)
     with ctx.profiler.stage("load_kg"):
         kg = kg if isinstance(kg, EvidenceKG) else load_kg(kg)
@@ -178,6 +193,10 @@ def explain(question: str, kg: EvidenceKG | str | Path, *, weather=None, at=None
 def chain_empirical(chain, weather) -> list[dict]:
     """Each distinct checkable condition of the chain, tested on the series in the
     direction the chain implies for it."""
+    from ..causal.chains import Chain
+    from ..causal.conditions import CHECKABLE, empirical_support, expected_direction
+    from ..causal.explain import direction
+
     out, seen = [], set()
     for i, edge in enumerate(chain.edges):
         for cond in edge.get("conditions", []):

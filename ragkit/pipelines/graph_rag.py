@@ -8,18 +8,24 @@ the answer from the reranked context, which must name only entities of that cont
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..answer.stage import Draft, grounding_check
 from ..config import GraphConfig, LLMConfig
 from ..errors import GenerationError
-from ..graphrag.multihop import NOT_ENOUGH, GraphQueryParams, GraphRAG, display
 from ..llm.base import LLM
 from ..llm.grammars import entity_list_schema
 from ..llm.postprocess import filter_think_tags
 from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .base import Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace
+
+if TYPE_CHECKING:
+    from ..graphrag.multihop import GraphQueryParams, GraphRAG
+
+# The graph (networkx, the vector store) is imported when a question is asked, not when the
+# pipeline is declared: ``ragkit ask`` with another pipeline pays nothing for it.
 
 # The entity prompt: proper nouns of the question only, no talk; here as JSON.
 ENTITY_SYSTEM = ("Bạn là bộ trích xuất thực thể. Chỉ liệt kê các danh từ riêng (người, tổ chức, địa danh) "
@@ -49,7 +55,14 @@ GRAPH_TASK = {"vi": "Bạn trả lời câu hỏi từ các đường đi và c�
                     "bằng chứng là một đường đi 'A -[quan hệ]-> B'. Câu đầu tiên nêu câu trả lời.",
               "en": "You answer questions from the paths and edges of a knowledge graph; each evidence "
                     "item is a path 'A -[relation]-> B'. Your first sentence states the answer."}
-REFUSAL = {"vi": NOT_ENOUGH, "en": "The graph does not hold enough information to answer."}
+REFUSAL_EN = "The graph does not hold enough information to answer."
+
+
+def refusals() -> dict[str, str]:
+    """The graph pipeline's "not enough" sentence, by language."""
+    from ..graphrag.multihop import NOT_ENOUGH
+
+    return {"vi": NOT_ENOUGH, "en": REFUSAL_EN}
 
 
 @dataclass
@@ -77,15 +90,22 @@ class GraphPipeline(Pipeline):
                         "Where was Marie Curie born?")
 
     def load(self, where: str, sources: Sources) -> GraphRAG:
+        from ..graphrag.multihop import GraphRAG
+
         return GraphRAG.load(where)
 
     def close(self, loaded) -> None:
         pass
 
     def config_from(self, request) -> GraphQueryParams:
+        from ..graphrag.multihop import GraphQueryParams
+
         return GraphQueryParams(depth=request.depth, max_hops=request.max_hops, top_k_paths=request.top_k_paths)
 
     def gather(self, question: str, rag: GraphRAG, params: GraphQueryParams | None, ctx: AskContext) -> Gathered:
+        from ..graphrag.multihop import NOT_ENOUGH, display
+
+        refusal = refusals()
         profiler = ctx.profiler
         proposed = llm_info = None
         if ctx.use_llm:
@@ -121,10 +141,10 @@ class GraphPipeline(Pipeline):
 
             def prompt(_model):
                 return answer_messages(GRAPH_TASK[language], question, numbered_evidence(evidence),
-                                       language, REFUSAL[language]), None
+                                       language, refusal[language]), None
         short = display(result["answer"]) if result["answer"] is not None else None
         draft = Draft(evidence_answer=text, check=grounding_check(evidence, question), prompt=prompt,
-                      refusals=tuple(REFUSAL.values()), evidence=evidence, short_answer=short,
+                      refusals=tuple(refusal.values()), evidence=evidence, short_answer=short,
                       read_short=(lambda said: short if short.lower() in said.lower() else None) if short else None)
         return Gathered(draft, citations, trace)
 
@@ -132,6 +152,8 @@ class GraphPipeline(Pipeline):
 def ask_graph(question: str, graph: GraphRAG | str | Path, *, params: GraphQueryParams | None = None,
               use_llm: bool = True, llm: LLM | None = None, llm_config: LLMConfig | None = None) -> Answer:
     """Answer ``question`` from a built graph: anchors, neighbours and paths as evidence."""
+    from ..graphrag.multihop import GraphRAG
+
     ctx = AskContext(llm_config, use_llm, llm)
     with ctx.profiler.stage("load_graph"):
         rag = graph if isinstance(graph, GraphRAG) else GraphRAG.load(graph)

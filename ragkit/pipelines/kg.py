@@ -4,15 +4,19 @@ answer, with the graph edges behind the final results as citations."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..config import LLMConfig
 from ..errors import InputError
-from ..kgqa.answer import answer_draft, not_mapped_draft
-from ..kgqa.flow import KGQA, Turn, turn_from_dict
-from ..kgqa.store import TypedStore, open_typed_store
 from ..llm.base import LLM
 from .base import Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace
+
+if TYPE_CHECKING:
+    from ..kgqa.flow import KGQA, Turn
+    from ..kgqa.store import TypedStore
+
+# The typed KG (networkx or Neo4j) is imported when a question is asked, not when the
+# pipeline is declared: ``ragkit ask`` with another pipeline pays nothing for it.
 
 MAX_CITATIONS = 20
 
@@ -86,6 +90,9 @@ class KGPipeline(Pipeline):
                 raise InputError(f"history[{i}]: must be a turn of an earlier kg answer (its trace.turn)")
 
     def load(self, where: str, sources: Sources) -> KGQA:
+        from ..kgqa.flow import KGQA
+        from ..kgqa.store import open_typed_store
+
         return KGQA(open_typed_store(where, must_exist=True))
 
     def close(self, loaded: KGQA) -> None:
@@ -98,6 +105,9 @@ class KGPipeline(Pipeline):
         return KGQuery(history=tuple(request.history or ()), llm_planner=request.llm_planner)
 
     def gather(self, question: str, qa: KGQA, query: KGQuery | None, ctx: AskContext) -> Gathered:
+        from ..kgqa.answer import answer_draft, not_mapped_draft
+        from ..kgqa.flow import Turn, turn_from_dict
+
         query = query or KGQuery()
         if ctx.use_llm:
             check_fits(question, ctx)
@@ -154,6 +164,9 @@ def ask_kg(question: str, store: str | TypedStore | KGQA, *, history: list[Turn 
            use_llm: bool = True, llm: LLM | None = None, llm_config: LLMConfig | None = None,
            llm_planner: bool = False) -> Answer:
     """Answer ``question`` from a typed KG (a store path, a store, or a loaded ``KGQA``)."""
+    from ..kgqa.flow import KGQA
+    from ..kgqa.store import open_typed_store
+
     ctx = AskContext(llm_config, use_llm, llm)
     with ctx.profiler.stage("load_graph"):
         if isinstance(store, KGQA):
