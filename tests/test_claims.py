@@ -158,7 +158,7 @@ def test_ragkit_check_refuses_bad_evidence_in_one_line(tmp_path, content, proble
 def test_the_examples_in_the_claim_modules_docstrings_hold():
     import doctest
 
-    from ragkit.llm import claims, grounding
+    from ragkit.answer import claims, grounding
 
     for module in (claims, grounding):
         failed, tried = doctest.testmod(module)
