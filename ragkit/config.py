@@ -89,9 +89,10 @@ class LexicalConfig:
     rrf_k: int = 60               # hybrid rrf: score = sum of 1 / (rrf_k + rank)
     rerank: str = "none"          # none (off) or llm: the model judges the top candidates
     rerank_depth: int = 20        # candidates the reranker judges
-    steps: int = 1                # retrieval steps for a factoid question whose first answer leaves part
-                                  # of it open (up to 3); one pass: a second step did not raise short-answer
-                                  # EM on the dev sets and cost time (docs/benchmarks.md, Short answers)
+    steps: int = 2                # retrieval steps for a factoid question that nests a description (up to
+                                  # 3), read inside out; a question that nests none takes one. Two: on the
+                                  # MuSiQue tune half with the 1.5B, short F1 0.17 in one pass, 0.37 in two
+                                  # (docs/benchmarks.md, Answers against gold answers)
 
     def __post_init__(self) -> None:
         _check(self.method in METHODS, "method", f"must be one of {', '.join(METHODS)}, got {self.method!r}")

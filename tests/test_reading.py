@@ -7,10 +7,13 @@ import json
 
 import pytest
 
-from ragkit.answer.reading import (Weigher, answer_shape, as_evidence_writes, bound_asked, date_candidates, in_evidence,
-                            name_candidates, nested_descriptions, number_candidates, parse_short_answer,
-                            question_focus, range_end, relevant_sentences, short_answer, split_sentences,
-                            sub_question, trim_short_answer, yes_no)
+from ragkit.answer.reading import (Weigher, answer_shape, as_evidence_writes, bound_asked, date_candidates, full_name,
+                                   in_evidence, name_candidates, nested_descriptions, number_candidates,
+                                   parse_short_answer, question_descriptions, question_focus, range_end,
+                                   relevant_sentences, short_answer, split_sentences, sub_question,
+                                   trim_short_answer, yes_no)
+from ragkit.corpus import Doc
+from ragkit.retrieval.bm25 import BM25Index
 
 
 @pytest.mark.parametrize("question, kind", [
@@ -229,6 +232,77 @@ def test_question_focus_is_what_is_asked_before_any_nesting(question, focus):
 ])
 def test_nested_descriptions_outermost_first(question, descriptions):
     assert nested_descriptions(question, limit=3) == descriptions
+
+
+@pytest.mark.parametrize("question, descriptions", [
+    # a noun phrase of a name, after a preposition or before the question's own verb
+    ("Who is the sister of the architect of Harbour Tower?", ["the architect of Harbour Tower"]),
+    ("When did the founder of Copperline Records retire?", ["the founder of Copperline Records"]),
+    ("Which films star Ada Pell and the producer of Night Ferry?", ["the producer of Night Ferry"]),
+    # nested: a noun phrase of a noun phrase of a name, with or without a determiner
+    ("What is the capital of the birthplace of the author of Quiet Harbour?",
+     ["the birthplace of the author of Quiet Harbour", "the author of Quiet Harbour"]),
+    ("Which river runs through home town of the painter of Blue Mill?",
+     ["home town of the painter of Blue Mill", "the painter of Blue Mill"]),
+    # a possessive, alone or inside a relative clause
+    ("Who was the first mayor of Elmsford's twin town?", ["Elmsford's twin town"]),
+    ("How tall is the tower in the city where Ada Pell's publisher was founded?",
+     ["the city where Ada Pell's publisher was founded", "Ada Pell's publisher"]),
+    # a relative clause with its pronoun left out, closed by its stranded preposition
+    ("What year did the company Velt Air is part of close?", ["the company Velt Air is part of"]),
+    # after an auxiliary, the clause's name closes it and the question's verb follows
+    ("When was the town that hosted Mill Fair flooded by the river?", ["the town that hosted Mill Fair"]),
+    # an inverted "did" resumes the question after the clause
+    ("In which part of the region where the Arno Spring rises did the revolt start?",
+     ["the region where the Arno Spring rises"]),
+    # a title's capitalised "The" and "Who" open nothing; a description that is the whole question is none
+    ("Who directed The Man Who Knew Nothing?", []),
+    ("What is Elmsford's twin town?", []),
+    ("Who is the architect of Harbour Tower?", []),
+])
+def test_descriptions_of_every_kind(question, descriptions):
+    assert nested_descriptions(question, limit=3) == descriptions
+
+
+def test_a_possessive_is_asked_as_a_noun_of_its_owner():
+    (found,) = question_descriptions("Who was the first mayor of Elmsford's twin town?")
+    assert found.ask == "What is the twin town of Elmsford?"
+    (found,) = question_descriptions("Who is the sister of the architect of Harbour Tower?")
+    assert found.ask == "What is the architect of Harbour Tower?"
+
+
+def test_a_short_name_is_given_as_the_evidence_writes_it_in_full():
+    texts = ["Marta Elena Quill's first workshop opened in 1815.", "The Weavers' Guild was founded by Quill in 1820."]
+    assert full_name("Quill", texts) == "Marta Elena Quill"
+    assert full_name("Tarrow", texts) == "Tarrow"
+    question = "Who founded the Weavers' Guild?"
+    assert short_answer(question, answer_shape(question), texts, Weigher()).text == "Marta Elena Quill"
+
+
+def test_another_name_for_the_question_s_own_words_is_no_answer():
+    texts = ["Tessaly or Thessalia is a small village in the west of Norland, near the coast."]
+    question = "Which country is Tessaly in?"
+    assert short_answer(question, answer_shape(question), texts, Weigher()).text == "Norland"
+
+
+def test_a_word_that_qualifies_the_asked_noun_is_not_its_answer():
+    texts = ["Quiet Harbour is a novel by the Welsh author Orla Brenn, published in 1931."]
+    question = "Which author wrote Quiet Harbour?"
+    assert short_answer(question, answer_shape(question), texts, Weigher()).text == "Orla Brenn"
+
+
+def test_the_corpus_s_own_page_says_what_a_candidate_is():
+    docs = [Doc("d1", "The Vesk rises near Tarrow and flows through Norland to the sea.", title="Vesk"),
+            Doc("d2", "Norland is a country in the north. Its capital is Ost.", title="Norland"),
+            Doc("d3", "Tarrow is a market town with a bridge.", title="Tarrow")]
+    index = BM25Index.build(docs)
+    weigher = Weigher.for_index(index)
+    assert weigher.lead("norland") == "Norland is a country in the north."
+    assert weigher.lead("Atlantis") is None
+    question = "Which country does the Vesk flow through?"
+    found = short_answer(question, answer_shape(question), [docs[0].text], weigher)
+    assert found.text == "Norland"
+    assert short_answer(question, answer_shape(question), [docs[0].text], Weigher()).text == "Tarrow"
 
 
 def test_sub_question_puts_the_bridge_in_place_of_the_description():

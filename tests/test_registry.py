@@ -98,3 +98,10 @@ def test_the_request_and_the_flags_come_from_the_declarations():
         AskRequest("q", method="magic")
     with pytest.raises(InputError, match="indx: no pipeline reads such a source"):
         Service(Sources(indx="x"))
+
+
+def test_a_source_field_no_pipeline_declares_is_no_attribute():
+    given = Sources(index="idx")
+    assert given.index == "idx" and given.spec_store is None
+    with pytest.raises(AttributeError, match="Sources has no field 'indx'"):
+        given.indx

@@ -205,7 +205,8 @@ def _head_noun(words: Sequence[str]) -> str:
 # Words that open a description nested in an English question ("the first president *of*
 # the association *which* published ..."): prepositions and relative pronouns (closed classes).
 _PREPOSITIONS = frozenset("""of in on at from by for with into to about near under over within across
-    behind beside between during after before""".split())
+    behind beside between during after before through along around toward towards against among
+    beyond inside outside upon""".split())
 _RELATIVES = frozenset("which that who whom whose where when".split())
 _WH_WORDS = frozenset("what which who whom whose when where how".split())
 _DETERMINERS = frozenset("the a an this that these those its his her their".split())
@@ -244,46 +245,183 @@ def _words(text: str) -> list[tuple[str, int]]:
     return [(m.group().lower(), m.start()) for m in re.finditer(r"[\w'’-]+", text)]
 
 
-def _description_at(text: str, after: int = 0) -> str | None:
-    """The first description in ``text`` from character ``after`` on: a determiner after a
-    preposition or an auxiliary verb, up to four words and a relative pronoun ("in *the city
-    where X was born*", "is *the association which published Y*"), to the next comma or the
-    end of the sentence."""
-    tokens = _words(text)
-    for i in range(1, len(tokens) - 2):
-        word, at = tokens[i]
-        if at < after or word not in _DETERMINERS or word == "that" \
-                or not (tokens[i - 1][0] in _PREPOSITIONS or tokens[i - 1][0] in _AUXILIARIES):
+@dataclass(frozen=True)
+class Description:
+    """A description nested in a question: its ``text`` as the question writes it, the
+    question that asks what it names (``ask``), and where a description nested in it may
+    open (``inner_from``, a character offset into ``text``; -1: none can)."""
+
+    text: str
+    ask: str
+    inner_from: int
+
+
+# Lower-case words that may join the capitalised words of one name ("Jump for Glory",
+# "The Girl Who Kicked the Hornets' Nest", "What a Wonderful World"): a closed class.
+_NAME_JOINS = frozenset("of the for and a an de da del della di von van der du la le y on upon & al bin".split())
+_POSSESSIVE = re.compile(r"['’]s$")
+
+
+def _closed(word: str) -> bool:
+    """A function word: no content of its own in a description's noun phrase."""
+    return word in ENGLISH_STOPWORDS or word in _AUXILIARIES or word in _PREPOSITIONS \
+        or word in _RELATIVES or word in _WH_WORDS or word in _DETERMINERS
+
+
+def _name_end(tokens: list[tuple[str, int, int]], k: int) -> int:
+    """The index past the name that opens at ``tokens[k]``: its capitalised words and the
+    lower-case joining words between two of them; ``k`` when no name opens there."""
+    end = k
+    i = k
+    while i < len(tokens):
+        word = tokens[i][0]
+        if word[:1].isupper() or (word[:1].isdigit() and i > k):
+            i += 1
+            end = i
+            if _POSSESSIVE.search(word):
+                break           # "Hello Love's performer": the name ends at its possessive
             continue
-        for j in range(i + 1, min(i + 6, len(tokens))):
-            w = tokens[j][0]
-            if w in _RELATIVES and j > i + 1:
-                comma = text.find(",", tokens[j][1])
-                if comma < 0 and tokens[i - 1][0] in ("do", "does", "did"):
-                    break       # "does the officer who ... work?": the main verb closes it, unmarked
-                stop = comma if comma >= 0 else len(text)
-                description = text[at:stop].strip().rstrip("?.!").strip()
-                return description if len(description.split()) > j - i + 1 else None
-            if w in _PREPOSITIONS or w in _AUXILIARIES or w in _DETERMINERS:
-                break
+        if i > k and word in _NAME_JOINS:
+            i += 1
+            continue
+        break
+    return end
+
+
+def _description_at(text: str, after: int = 0) -> Description | None:
+    """The first description in ``text`` from character ``after`` on, of three kinds, read
+    from English's closed word classes and capitalisation, never from a dataset's templates:
+
+    - a determiner after a preposition or an auxiliary verb, up to four words and a
+      relative pronoun ("in *the city where X was born*", "is *the association which
+      published Y*"), to the next comma or the end of the sentence;
+    - a noun phrase after a preposition (or, with a predicate after it, an auxiliary verb)
+      and "of" a name or another description ("of *the director of Jump for Glory*", "in
+      *birth place of the director of X*", "did *the spouse of Lil Hardin Armstrong* make");
+    - a name's possessive and the lower-case noun it owns ("*Damerjog's country*").
+
+    A capitalised "The" or "Who" inside a title ("The Girl Who Kicked the Hornets' Nest")
+    opens nothing."""
+    tokens = [(m.group(), m.start(), m.end()) for m in re.finditer(r"[\w'’-]+", text)]
+    lowered = [w.lower() for w, _, _ in tokens]
+    for i in range(1, len(tokens)):
+        word, at, _ = tokens[i]
+        if at < after:
+            continue
+        before = lowered[i - 1]
+        opener = before in _PREPOSITIONS or before in _AUXILIARIES
+        listed = before in ("and", "or")     # "stars X, Y and *the producer of Z*"
+        # a relative clause
+        if opener and word in _DETERMINERS and word != "that":
+            for j in range(i + 1, min(i + 6, len(tokens))):
+                w = tokens[j][0]
+                # a clause with its relative pronoun left out: "the country *Signmark is from*"
+                contact = j > i + 1 and w[:1].isupper() and _name_end(tokens, j) < len(tokens) \
+                    and lowered[_name_end(tokens, j)] in _AUXILIARIES
+                if (w in _RELATIVES or contact) and j > i + 1:    # lower case: "Who" in a title is no pronoun
+                    comma = text.find(",", tokens[j][1])
+                    stop = comma if comma >= 0 else len(text)
+                    if comma < 0 and before in _AUXILIARIES:
+                        # "was *the country that produced Fist Power* taken by ...": after an
+                        # auxiliary the question's own verb follows the clause, unmarked; the
+                        # clause's first name closes it, when lower-case words follow that name
+                        name = next((n for n in range(j + 1, len(tokens)) if tokens[n][0][:1].isupper()), None)
+                        end = _name_end(tokens, name) if name is not None else len(tokens)
+                        if end < len(tokens) and tokens[end][0].islower() and not _closed(lowered[end]):
+                            stop = tokens[end - 1][2]
+                        elif before in ("do", "does", "did") and not contact:
+                            break   # "does the officer who ... work?": nothing marks where it ends
+                    # "the continent where X is located *did* the Renaissance begin": an
+                    # inverted "do" after the clause's own words resumes the question
+                    resumed = next((t[1] for t in tokens[j + 2:] if t[0] in ("do", "does", "did")
+                                    and t[1] < stop), None)
+                    stop = resumed if resumed is not None else stop
+                    # a preposition the clause leaves stranded closes it ("is part *of* dissolve")
+                    stranded = next((tokens[n][2] for n in range(j + 1, len(tokens) - 1)
+                                     if tokens[n][1] < stop and lowered[n] in _PREPOSITIONS
+                                     and tokens[n + 1][0].islower() and not _closed(lowered[n + 1])), None)
+                    stop = stranded if stranded is not None else stop
+                    found = text[at:stop].strip().rstrip("?.!").strip()
+                    if len(found.split()) > j - i + 1:
+                        return Description(found, f"What is {found}?", tokens[j][2] - at)
+                    break
+                if lowered[j] in _PREPOSITIONS or lowered[j] in _AUXILIARIES or lowered[j] in _DETERMINERS:
+                    break
+        # a noun phrase "of" a name or of another description
+        if (opener or listed) and (word in _DETERMINERS and word != "that" or (word.islower() and not _closed(word))):
+            j = i + 1 if word in _DETERMINERS else i
+            nouns = j
+            while j < len(tokens) and j - nouns < 3 and tokens[j][0].islower() and not _closed(lowered[j]):
+                j += 1
+            if j > nouns and j + 1 < len(tokens) and tokens[j][0] == "of":
+                k = j + 1
+                if tokens[k][0] in ("the", "a", "an") and _name_end(tokens, k + 1) > k + 1:
+                    k += 1      # "of the Tikhaya Sosna"
+                end = _name_end(tokens, k)
+                if end > k and _POSSESSIVE.search(tokens[end - 1][0]):
+                    owned = end
+                    while owned < len(tokens) and owned - end < 3 and tokens[owned][0].islower() \
+                            and not _closed(lowered[owned]):
+                        owned += 1
+                    end = owned if owned > end else 0
+                elif end == k:
+                    inner = _description_at(text, tokens[k][1])
+                    end = next((n for n, t in enumerate(tokens) if inner and t[1] >= tokens[k][1] + len(inner.text)),
+                               len(tokens)) if inner and text.startswith(inner.text, tokens[k][1]) else 0
+                if end:
+                    stop = tokens[end - 1][2]
+                    predicate = any(not _closed(w) for w in lowered[end:])
+                    if before in _PREPOSITIONS or listed or predicate:
+                        found = text[at:stop]
+                        return Description(found, f"What is {found}?", tokens[j][2] - at)
+        # a possessive
+        if _POSSESSIVE.search(word) and (word[:1].isupper() or tokens[i - 1][0][:1].isupper()):
+            k = i + 1
+            while k < len(tokens) and k - i <= 3 and tokens[k][0].islower() and not _closed(lowered[k]):
+                k += 1
+            if k > i + 1:
+                first = i
+                while first > 0 and (tokens[first - 1][0][:1].isupper()
+                                     or (lowered[first - 1] in _NAME_JOINS and first > 1
+                                         and tokens[first - 2][0][:1].isupper())):
+                    first -= 1
+                if first > 0 and lowered[first] not in _WH_WORDS and tokens[first][1] >= after:
+                    owner = text[tokens[first][1]:tokens[i][2]]
+                    owner = _POSSESSIVE.sub("", owner)
+                    owned = text[tokens[i + 1][1]:tokens[k - 1][2]]
+                    found = text[tokens[first][1]:tokens[k - 1][2]]
+                    return Description(found, f"What is the {owned} of {owner}?", -1)
     return None
 
 
-def nested_descriptions(question: str, limit: int = 2) -> list[str]:
-    """The descriptions nested in an English ``question``, outermost first, as written in it:
-    "the state that borders the east of the state where X was born" and, inside it, "the
-    state where X was born". At most ``limit``; none for a Vietnamese question."""
+def _leaves_a_question(question: str, description: str) -> bool:
+    """Whether ``question`` still asks something of its own with ``description`` taken out
+    ("What is Damerjog's country?" without "Damerjog's country" asks nothing)."""
+    rest = question.replace(description, " ", 1)
+    return any(not _closed(w) for w, _ in _words(rest))
+
+
+def question_descriptions(question: str, limit: int = 2) -> list[Description]:
+    """The descriptions nested in an English ``question``, outermost first (see
+    ``_description_at``): "the state that borders the east of the state where X was born"
+    and, inside it, "the state where X was born". At most ``limit``; none for a Vietnamese
+    question."""
     if vietnamese_char_count(question) or limit < 1:
         return []
     wh = next((at for w, at in _words(question) if w in _WH_WORDS), 0)
-    out: list[str] = []
+    out: list[Description] = []
     found = _description_at(question, wh)
+    while found and not _leaves_a_question(question, found.text):
+        found = _description_at(question, question.find(found.text) + 1)
     while found and len(out) < limit:
         out.append(found)
-        # the next one opens after the description's relative pronoun
-        relative = next((at + len(w) for w, at in _words(found)[1:] if w in _RELATIVES), None)
-        found = _description_at(found, relative) if relative is not None else None
+        found = _description_at(found.text, found.inner_from) if found.inner_from >= 0 else None
     return out
+
+
+def nested_descriptions(question: str, limit: int = 2) -> list[str]:
+    """The texts of ``question_descriptions``."""
+    return [d.text for d in question_descriptions(question, limit)]
 
 
 def sub_question(question: str, description: str, bridge: str) -> str:
@@ -343,6 +481,9 @@ class Weigher:
 
     tokenize: Tokenize = default_tokenize
     idf: Callable[[str], float | None] | None = None
+    # The opening sentence of the document a name titles ("Djibouti" -> "Djibouti ... is a
+    # country in the Horn of Africa"): what the corpus says a candidate is; None: unknown.
+    lead: Callable[[str], str | None] | None = None
 
     def weights(self, text: str) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -366,7 +507,11 @@ class Weigher:
         def tokenize(text: str) -> list[str]:
             return [w for w in index.tokenizer(text) if w not in _QUESTION_ONLY and "_" not in w]
 
-        return cls(tokenize, lookup)
+        def lead(name: str) -> str | None:
+            doc = index.titled(name) if hasattr(index, "titled") else None
+            return split_sentences(doc.text)[0] if doc is not None and doc.text.strip() else None
+
+        return cls(tokenize, lookup, lead)
 
 
 @dataclass
@@ -666,6 +811,12 @@ class ShortAnswer:
                 "runner_up": round(self.runner_up, 4)}
 
 
+# Nouns that ask for a place (a closed dictionary), and the prepositions a place name follows.
+_PLACE_NOUNS = frozenset("""place city town village country state county region province district
+    continent island capital birthplace location area municipality nation territory""".split())
+_LOCATIVE = re.compile(r"\b(?:in|at|from|near|of|to)\s+(?:the\s+)?$", re.IGNORECASE)
+
+
 # A candidate stands out when its sentence covers at least this share of the question's
 # weight (chosen on the hand-written dev sets: below it the sentence is about something else).
 MIN_SHARE = 0.3
@@ -707,12 +858,21 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
             words = [w for w in weigher.tokenize(c.text) if len(w) > 1 or w.isdigit()]
             plain = _plain(c.text)
             if not plain or f" {plain} " in q_plain or (words and all(w in q_words for w in words)) \
-                    or plain in excluded:
-                continue        # the question's own words are not its answer
+                    or plain in excluded or _another_name(s.text, c, q_words, weigher):
+                continue        # the question's own words (or another name for them) are not its answer
             distance = min((abs(p - c.start) for p in positions), default=60) / 30.0
             score = s.share * s.share / (1.0 + distance) / (1.0 + 0.15 * (s.item - 1))
             if words:       # a span that repeats some of the question's words is less of an answer
                 score *= 1.0 - 0.5 * sum(w in q_words for w in words) / len(words)
+            if shape.target in _PLACE_NOUNS and _LOCATIVE.search(s.text[:c.start]):
+                score *= 1.5         # "born in Stockholm": a place is what stands after "in"
+            if shape.target and shape.target not in ("person", "place") and shape.target not in plain.split() \
+                    and re.match(rf"\s+(?:[a-z-]+\s+){{0,2}}{re.escape(shape.target)}\b", s.text[c.end:]):
+                score *= 0.25        # "an *American* author": a word that qualifies the asked noun is not its answer
+            if shape.target and shape.target not in ("person", "place") and weigher.lead:
+                said = weigher.lead(c.text)       # what the corpus's own page on it says it is
+                if said and re.search(rf"\b{re.escape(shape.target)}", strip_accents(said.lower())):
+                    score *= 2.0
             if shape.target and shape.target not in ("person", "place"):
                 lowered = strip_accents(s.text.lower())
                 near = [m.start() for m in re.finditer(rf"\b{re.escape(shape.target)}", lowered)]
@@ -733,7 +893,44 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
         return None
     if shape.kind == "number":
         text = bounded(text, question, texts)
+    elif shape.kind == "name":
+        text = full_name(text, texts)
     return ShortAnswer(text, s.item, s.text, total, s.share, ranked[1][0] if len(ranked) > 1 else 0.0)
+
+
+# Words that give another name for what stands before them ("Damerjog or Damerdjog",
+# "Tenochtitlan, also known as ...", "Ann Smith (née Jones)").
+_RENAMING = frozenset("or aka also known as called formerly nee née alias".split())
+
+
+def _another_name(sentence: str, c: Candidate, q_words: set[str], weigher: Weigher) -> bool:
+    """Whether candidate ``c`` is written as another name for words of the question: only
+    renaming words or brackets stand between it and a question word before or after it."""
+    before = re.findall(r"[\w'’-]+|[(,]", sentence[:c.start])[-5:]
+    after = re.findall(r"[\w'’-]+|[()]", sentence[c.end:])[:5]
+    i = len(before)
+    while i and (before[i - 1] in "(," or normalize(before[i - 1]) in _RENAMING):
+        i -= 1
+    renamed = i < len(before) and any(normalize(w) in _RENAMING or w == "(" for w in before[i:])
+    if renamed and i and set(weigher.tokenize(before[i - 1])) & q_words:
+        return True
+    j = 0
+    while j < len(after) and (after[j] in "()" or normalize(after[j]) in _RENAMING):
+        j += 1
+    renamed = any(normalize(w) in _RENAMING or w == "(" for w in after[:j])
+    return renamed and j < len(after) and bool(set(weigher.tokenize(after[j])) & q_words)
+
+
+def full_name(name: str, texts: Sequence[str]) -> str:
+    """A name the evidence shortens ("Hall, who was ...") as the evidence writes it in full
+    elsewhere ("G. Stanley Hall"): the longest capitalised run in ``texts`` that ends with
+    the one-word ``name``; ``name`` itself when there is none."""
+    if len(name.split()) != 1 or not name[:1].isupper():
+        return name
+    longer = [_POSSESSIVE.sub("", c.text) for text in texts for sentence in split_sentences(text)
+              for c in name_candidates(sentence)]
+    longer = [n for n in longer if len(n.split()) > 1 and n.split()[-1] == name]
+    return max(longer, key=len, default=name)
 
 
 def _candidates(shape: Shape, sentence: str, q_words: set[str], weigher: Weigher,
@@ -747,7 +944,9 @@ def _candidates(shape: Shape, sentence: str, q_words: set[str], weigher: Weigher
     if shape.kind == "number":
         return [c for c in number_candidates(sentence)]
     names = name_candidates(sentence, common)
-    names = [c for c in names if not date_candidates(c.text) or len(c.text.split()) > 1]
+    # a date is no name ("March 1834"), though a name may hold one ("the 1998 Winter Olympics")
+    names = [c for c in names if not any(d.text == c.text for d in date_candidates(c.text))
+             and (not date_candidates(c.text) or len(c.text.split()) > 1)]
     return names or phrase_candidates(sentence, q_words, weigher)
 
 

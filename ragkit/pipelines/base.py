@@ -209,7 +209,12 @@ class Sources:
     def __getattr__(self, name: str) -> str | None:
         if name.startswith("_"):
             raise AttributeError(name)
-        return self._where.get(name)
+        if name in self._where:
+            return self._where[name]
+        from . import sources       # the registry: the fields some pipeline declares
+        if name not in sources():
+            raise AttributeError(f"Sources has no field {name!r}: the pipelines declare {', '.join(sources())}")
+        return None
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Sources is read-only: make another")

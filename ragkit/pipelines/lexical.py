@@ -25,9 +25,9 @@ from ..answer.claims import strip_citations
 from ..answer.grounding import is_refusal
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
                            lexical_messages, numbered_evidence, short_answer_messages)
-from ..answer.reading import (Shape, Weigher, answer_shape, coverage, in_evidence, parse_short_answer,
-                       question_focus, relevant_sentences, score_sentences, short_answer, split_sentences,
-                       nested_descriptions, sub_question, trim_short_answer, yes_no)
+from ..answer.reading import (Shape, Weigher, answer_shape, coverage, in_evidence, name_candidates, parse_short_answer,
+                       relevant_sentences, score_sentences, short_answer, split_sentences,
+                       question_descriptions, sub_question, trim_short_answer, yes_no)
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.boosting import is_procedural_query
 from ..retrieval.rerank import make_reranker
@@ -91,8 +91,8 @@ class LexicalPipeline(Pipeline):
         Option("rerank", str, LexicalConfig.rerank, "llm: the model judges the top candidates (Yes/No log-odds), "
                "off by default", choices=RERANKS),
         Option("rerank_depth", int, LexicalConfig.rerank_depth, "--rerank: candidates judged"),
-        Option("steps", int, LexicalConfig.steps, "retrieval steps for a multi-hop factoid question: a step "
-               "whose answer leaves part of the question open retrieves again with that answer (1: one pass)"),
+        Option("steps", int, LexicalConfig.steps, "retrieval steps for a factoid question that nests a "
+               "description ('the city where X was born'), read inside out (1: one pass)"),
     )
     sample_questions = ("Các bước khởi động máy nén khí?", "Quy trình thay mũi khoan gồm các bước nào?",
                         "Quy trình khóa nguồn và gắn thẻ?")
@@ -194,8 +194,10 @@ class LexicalPipeline(Pipeline):
         texts = [f"{h.title}: {h.text}" if h.title else h.text for h in used]
         sentences = score_sentences(reading, [h.text for h in used], weigher, [h.title for h in used])
         best_share = max((x.share for x in sentences), default=0.0)
+        # A later step asks of a bridge; the names the question itself gives are still no answer.
+        given = [re.sub(r"['’]s$", "", c.text) for c in name_candidates(question)] if reading != question else []
         found = short_answer(reading, shape, [h.text for h in used], weigher, sentences=sentences,
-                             exclude=bridges) if reads else None
+                             exclude=[*bridges, *given]) if reads else None
         refusal = REFUSAL[language] if language == "en" else NOT_ENOUGH_VI
         trace.shape, trace.question_coverage = shape.to_dict(), round(best_share, 4)
         trace.evidence_short_answer = found.to_dict() if found else None
@@ -232,76 +234,56 @@ class LexicalPipeline(Pipeline):
 
     def ask(self, question: str, source: Any, config: LexicalConfig | None = None,
             ctx: AskContext | None = None) -> Answer:
-        """The answer in up to ``config.steps`` retrieval steps (IRCoT-style). A factoid
-        question that nests a description ("the first president of *the association which
-        published X*") is answered inside out: a step asks what the description names, and
-        the next asks the question with the description replaced by that answer, the bridge;
-        a description no step can name leaves the question to be read whole. Otherwise, when
-        a step's short answer leaves part of the question unread (its sentences cover less
-        than ``1 - OPEN_SHARE`` of the question's weighted words, or most of its focus), the
-        answer is a bridge: the next step retrieves with it and the words still open, and
-        reads the question again over both steps' evidence. Each step is in ``trace.steps``
-        with its query, hits, short answer and time."""
+        """The answer in up to ``config.steps`` retrieval steps. A factoid question that nests
+        a description ("the first president of *the association which published X*") is
+        answered inside out: a step asks what the innermost description names, and the next
+        asks with the description replaced by that answer, the bridge, retrieving with the
+        rewritten question beside the original one; a description no step can name leaves
+        the question to be read whole. A question that nests nothing takes one step, so
+        ``steps`` costs nothing on it. Each step is in ``trace.steps`` with its query, hits,
+        short answer and time."""
         question = check_question(question)
         ctx = ctx or AskContext()
         config = config or LexicalConfig()
+        weigher = Weigher.for_index(source[0])
+        # Inside out: the innermost description first, the question itself last.
+        described = question_descriptions(question, config.steps - 1)[::-1] \
+            if config.steps > 1 and answer_shape(question).factoid else []
+        inner = [d.text for d in described]
+        plan = [d.ask for d in described] + [question]
         follow_ups: list[str] = []
         record: list[dict] = []
-        weigher = Weigher.for_index(source[0])
-        read = ""           # what the accepted steps' answers have read so far
         bridges: list[str] = []
-        # Inside out: the innermost description first, the question itself last.
-        inner = nested_descriptions(question, config.steps - 1)[::-1] \
-            if config.steps > 1 and answer_shape(question).factoid else []
-        plan = [f"What is {d}?" for d in inner] + [question] if inner else []
-        asked: str | None = None    # the question this step asks, when not the question as given
-        best = None         # (gathered, outcome, reach) of the step whose answer stands
+        read = ""           # what the steps' answers have read so far
+        step = 0
         while True:
             started = time.perf_counter()
-            if plan:
-                asked = plan[len(record)]
-                if asked != question and asked not in follow_ups:
-                    follow_ups.append(asked)
-            gathered = self.gather(question, source, config, ctx, follow_ups, bridges, asked)
+            asked = plan[step]
+            if asked != question and asked not in follow_ups:
+                follow_ups.append(asked)
+            gathered = self.gather(question, source, config, ctx, follow_ups, bridges,
+                                   asked if asked != question else None)
             asks = ctx.use_llm and gathered.draft.prompt is not None
             outcome = answer(gathered.draft, ctx.model if asks else None, ctx.llm_config, ctx.profiler, ctx.use_llm)
             short, support = _answer_read(gathered, outcome)
             reach = coverage(weigher.weights(question), f"{read} {short or ''} {support}", weigher).share
-            record.append({"step": len(record) + 1, "query": follow_ups[-1] if follow_ups else question,
-                           "hits": list(gathered.trace.selected), "short_answer": short,
-                           "answer_source": outcome.answer_source, "reach": round(reach, 4),
+            record.append({"step": len(record) + 1, "query": asked, "hits": list(gathered.trace.selected),
+                           "short_answer": short, "answer_source": outcome.answer_source, "reach": round(reach, 4),
                            "ms": round((time.perf_counter() - started) * 1000.0, 3)})
-            if plan:
-                step = len(record)
-                if step == len(plan):
-                    break           # the last planned step asks the question itself
-                if short and short.lower() not in ("yes", "no"):
-                    for later in range(step, len(plan)):      # the description is the bridge now
-                        plan[later] = sub_question(plan[later], inner[step - 1], short)
-                    read = f"{read} {short} {support}"
-                    bridges.append(short)
-                    continue
-                record[-1]["kept"] = False      # nothing names the description: read the question whole
-                plan, asked = [], None
+            if step == len(plan) - 1:
+                break           # the last step asks the question itself
+            if short and short.lower() not in ("yes", "no"):
+                for later in range(step + 1, len(plan)):      # the description is the bridge now
+                    plan[later] = sub_question(plan[later], inner[step], short)
+                    if later < len(inner):                    # and so in the descriptions around it
+                        inner[later] = sub_question(inner[later], inner[step], short)
+                read = f"{read} {short} {support}"
+                bridges.append(short)
+                step += 1
                 continue
-            if best is not None:
-                # The hop holds when its answer is new, stands in a sentence that names the
-                # bridge (the fact is about it) and reads more of the question than before.
-                linked = bool(support) and in_evidence(bridges[-1], [support]) \
-                    and not is_alias(bridges[-1], short or "", support)
-                if not short or _plain_words(short) in {_plain_words(b) for b in bridges} or not linked \
-                        or reach <= best[2]:
-                    record[-1]["kept"] = False      # no further: the earlier step's answer stands
-                    gathered, outcome = best[0], best[1]
-                    break
-            best = (gathered, outcome, reach)
-            follow = next_query(question, short, f"{read} {support}", weigher, follow_ups) \
-                if short and len(record) < config.steps else None
-            if follow is None:
-                break
-            read = f"{read} {short} {support}"
-            bridges.append(short)
-            follow_ups.append(follow)
+            record[-1]["kept"] = False      # nothing names the description: read the question whole
+            plan = [*plan[:step + 1], question]
+            step += 1
         gathered.trace.steps = record
         return self.finish(question, gathered, outcome, ctx)
 
@@ -483,9 +465,6 @@ def _hit_summary(hit: Hit) -> dict:
 # Below this share of the question's (IDF-weighted) words in its best sentence, the evidence
 # does not bear on the question: the answer says so instead of quoting unrelated sentences.
 NOT_FOUND_SHARE = 0.3
-# A step that leaves this share of the question's words unread took only part of the way:
-# the next step follows the bridge it found.
-OPEN_SHARE = 0.25
 # A refusal is wrong when the evidence gives a short answer from a sentence that holds at
 # least this share of the question's weighted words.
 WRONG_REFUSAL_SHARE = 0.5
@@ -630,43 +609,6 @@ def _answer_read(gathered: Gathered, outcome: Outcome) -> tuple[str | None, str]
     if outcome.short_answer and found:
         return found["text"], f"{titles.get(found['evidence'], '')} {found['sentence']}"
     return None, ""
-
-
-# Words that make one name another name for the same thing ("X, the Y", "X (Y)", "X is Y").
-_ALIAS_JOINS = frozenset("is was are were the a an called named known as aka also or la tuc hay".split())
-
-
-def is_alias(bridge: str, found: str, sentence: str) -> bool:
-    """Whether ``found`` stands next to ``bridge`` in ``sentence`` as another name for it
-    ("Harbor, the HR system", "the DPO is Sofia Ferreira"): at most three words between
-    them, all of them copulas, articles or naming words. Such an answer restates the bridge;
-    it is no further hop."""
-    text = sentence.lower()
-    a, b = text.find(bridge.lower()), text.find(found.lower())
-    if a < 0 or b < 0:
-        return False
-    first, second = sorted([(a, a + len(bridge)), (b, b + len(found))])
-    between = re.findall(r"\w+", text[first[1]:second[0]])
-    return len(between) <= 3 and all(normalize(w) in _ALIAS_JOINS for w in between)
-
-
-def next_query(question: str, bridge: str, read: str, weigher: Weigher, asked: Sequence[str]) -> str | None:
-    """The next step's query, or None when the answer stands: ``bridge`` (the step's short
-    answer) and ``read`` (what the steps so far have read) leave more than ``OPEN_SHARE`` of
-    the question's weighted words open, or most of the question's focus (what it asks about
-    before any nested description: "the first president" of "the association which ...").
-    The query is the bridge and the question's open words, in the question's order."""
-    if bridge.lower() in ("yes", "no"):
-        return None
-    weights = weigher.weights(question)
-    open_words = coverage(weights, f"{bridge} {read}", weigher).missing
-    focus = {w for w in weigher.tokenize(" ".join(question_focus(question))) if w in weights}
-    focus_open = sum(weights[w] for w in focus if w in open_words) > 0.5 * sum(weights[w] for w in focus)
-    if sum(weights[w] for w in open_words) <= OPEN_SHARE * sum(weights.values()) and not focus_open:
-        return None
-    words = [w for w in re.findall(r"[\w'’-]+", question) if set(weigher.tokenize(w)) & set(open_words)]
-    query = " ".join([bridge, *words])
-    return None if query in asked or not words else query
 
 
 def _interleave(first: list[Hit], second: list[Hit], k: int) -> list[Hit]:

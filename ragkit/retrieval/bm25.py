@@ -10,7 +10,7 @@ Scores equal rank-bm25's ``BM25Okapi.get_scores`` (with ``idf="okapi"``) to roun
 from __future__ import annotations
 
 import json
-import os
+import re
 import shutil
 import time
 from collections import Counter
@@ -84,6 +84,7 @@ class BM25Index:
     meta: dict = field(default_factory=dict)
     _by_row: sp.csr_matrix | None = field(default=None, repr=False, compare=False)
     _positions: dict | None = field(default=None, repr=False, compare=False)
+    _titles: dict | None = field(default=None, repr=False, compare=False)
     _positive: bool | None = field(default=None, repr=False, compare=False)
     _scratch: list = field(default_factory=list, repr=False, compare=False)   # bm25_batch's free workspaces
 
@@ -289,6 +290,16 @@ class BM25Index:
         return Hit(index=i, doc_id=doc_id, score=float(score), bm25=0.0, text=d.text, title=d.title,
                    source=d.source)
 
+    def titled(self, title: str) -> Doc | None:
+        """The first document whose title is ``title`` (case, accents and punctuation aside):
+        what the corpus's own page on a name says."""
+        if self._titles is None:
+            self._titles = {}
+            for d in self.docs:
+                if d.title:
+                    self._titles.setdefault(_title_key(d.title), d)
+        return self._titles.get(_title_key(title))
+
     def term_sets(self, indices: Sequence[int]) -> sp.csr_matrix:
         """Binary document × term incidence rows for ``indices`` (for Jaccard in MMR)."""
         if self._by_row is None:  # row-major copy, made once, for row slicing
@@ -400,6 +411,10 @@ def _read_index_file(path: Path, parse, shown: Path | None = None):
         raise IndexFormatError(f"index {name}: not JSON ({exc.msg} at line {exc.lineno})") from None
     except (TypeError, ValueError) as exc:
         raise IndexFormatError(f"index {name}: not a ragkit index file ({exc})") from None
+
+
+def _title_key(title: str) -> str:
+    return " ".join(re.findall(r"\w+", title.casefold()))
 
 
 def _top_k(indices: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
