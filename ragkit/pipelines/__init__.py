@@ -15,7 +15,7 @@ from functools import lru_cache
 from importlib import import_module
 
 from ..errors import InputError
-from .base import Option, Pipeline, Source
+from .base import Option, Pipeline, Source, Sources
 
 # name -> (module in ragkit.pipelines, or a dotted module path; class)
 REGISTRY: dict[str, tuple[str, str]] = {
@@ -75,6 +75,9 @@ def sources() -> dict[str, Source]:
         for source in pipeline.sources:
             found.setdefault(source.field, source)
     return found
+
+
+Sources.declared = staticmethod(lambda: sources())     # what ``Sources`` may be asked for
 
 
 def source_flags() -> dict[str, list[tuple[str, Source]]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator, Sequence
 
 from ..answer.stage import Check, Draft, Outcome, answer
 from ..config import LLMConfig
@@ -211,10 +211,15 @@ class Sources:
             raise AttributeError(name)
         if name in self._where:
             return self._where[name]
-        from . import sources       # the registry: the fields some pipeline declares
-        if name not in sources():
-            raise AttributeError(f"Sources has no field {name!r}: the pipelines declare {', '.join(sources())}")
+        declared = list(Sources.declared())
+        if name not in declared:
+            raise AttributeError(f"Sources has no field {name!r}: the pipelines declare {', '.join(declared)}")
         return None
+
+    @staticmethod
+    def declared() -> Iterable[str]:
+        """The fields some registered pipeline declares (the registry sets this)."""
+        return ()
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Sources is read-only: make another")
