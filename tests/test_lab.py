@@ -92,6 +92,8 @@ def test_jupyterlab_runs_notebook_04_and_shows_the_answers(lab, browser, workspa
     try:
         WebDriverWait(browser, 120, poll_frequency=2).until(started)
     except TimeoutException:        # the menu click was lost (a busy page): click Run All once more
+        for dialog in browser.find_elements(By.CSS_SELECTOR, ".jp-Dialog .jp-mod-accept"):
+            dialog.click()          # a dialog Lab opened meanwhile (a kernel choice) stands in the way
         menu.click()
         wait.until(ready.element_to_be_clickable((By.CSS_SELECTOR, "li[data-command='runmenu:run-all']"))).click()
     try:
