@@ -365,9 +365,11 @@ def _description_at(text: str, after: int = 0) -> Description | None:
                         owned += 1
                     end = owned if owned > end else 0
                 elif end == k:
-                    inner = _description_at(text, tokens[k][1])
-                    end = next((n for n, t in enumerate(tokens) if inner and t[1] >= tokens[k][1] + len(inner.text)),
-                               len(tokens)) if inner and text.startswith(inner.text, tokens[k][1]) else 0
+                    inner = _description_at(text, tokens[k][1])     # "of *the director of X*"
+                    end = 0
+                    if inner and text.startswith(inner.text, tokens[k][1]):
+                        stop = tokens[k][1] + len(inner.text)
+                        end = next((n for n, t in enumerate(tokens) if t[1] >= stop), len(tokens))
                 if end:
                     stop = tokens[end - 1][2]
                     predicate = any(not _closed(w) for w in lowered[end:])
@@ -849,6 +851,7 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
         return ShortAnswer("no" if flipped else "yes", best.item, best.text, best.share, best.share)
     scores: dict[str, list] = {}
     common = lower_case_words(texts)
+    leads: dict[str, str | None] = {}       # each candidate's page, looked up once per question
     for s in sentences:
         if s.share <= 0:
             continue
@@ -870,7 +873,9 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
                     and re.match(rf"\s+(?:[a-z-]+\s+){{0,2}}{re.escape(shape.target)}\b", s.text[c.end:]):
                 score *= 0.25        # "an *American* author": a word that qualifies the asked noun is not its answer
             if shape.target and shape.target not in ("person", "place") and weigher.lead:
-                said = weigher.lead(c.text)       # what the corpus's own page on it says it is
+                if c.text not in leads:
+                    leads[c.text] = weigher.lead(c.text)
+                said = leads[c.text]            # what the corpus's own page on it says it is
                 if said and re.search(rf"\b{re.escape(shape.target)}", strip_accents(said.lower())):
                     score *= 2.0
             if shape.target and shape.target not in ("person", "place"):
