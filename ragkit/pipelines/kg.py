@@ -4,6 +4,7 @@ answer, with the graph edges behind the final results as citations."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import LLMConfig
@@ -69,6 +70,14 @@ def read_history(path: str) -> list[dict]:
         raise InputError(f"--history {path}: not the JSON of an earlier 'ask --pipeline kg --json'") from None
 
 
+def _import(nodes: Path, edges: Path, store: Path) -> None:
+    from ..kgqa.importer import import_kg
+    from ..kgqa.store import open_typed_store
+
+    with open_typed_store(str(store)) as opened:
+        import_kg(nodes, edges, opened)
+
+
 class KGPipeline(Pipeline):
     """Planned multi-step questions over a typed knowledge graph."""
 
@@ -82,6 +91,25 @@ class KGPipeline(Pipeline):
                         "What are the common symptoms of diseases treated by both Aspirin and Ibuprofen?",
                         "What treats gout?")
     conversational = True
+    size_unit, sizes = "edges", (1000, 10000, 100000)
+
+    def build_demo(self, data: Path, out: Path, progress: bool | None = None) -> dict[str, str]:
+        """The biomedical demo KG, in a file store."""
+        store = out / "biomed.json.gz"
+        if not store.exists():
+            _import(data / "biomed" / "nodes.csv", data / "biomed" / "edges.csv", store)
+        return {"kg_store": str(store)}
+
+    def build_sized(self, size: int, data: Path, workdir: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+        """A KG of ``size`` edges in the demo KG's schema, between invented entities."""
+        from ..eval.generated import generated_typed_kg
+
+        nodes, edges = generated_typed_kg(size, workdir / f"kg-{size}")
+        _import(nodes, edges, workdir / f"kg-{size}.json.gz")
+        return {"kg_store": str(workdir / f"kg-{size}.json.gz")}, (
+            "What symptoms do diseases treated by Compound 1 have?",
+            "What are the common symptoms of diseases treated by both Compound 2 and Compound 3?",
+            "Which genes are associated with diseases treated by Compound 4?")
 
     def validate(self, request) -> None:
         for i, turn in enumerate(request.history or []):

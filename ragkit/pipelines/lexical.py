@@ -96,6 +96,25 @@ class LexicalPipeline(Pipeline):
     )
     sample_questions = ("Các bước khởi động máy nén khí?", "Quy trình thay mũi khoan gồm các bước nào?",
                         "Quy trình khóa nguồn và gắn thẻ?")
+    size_unit, sizes = "chunks", (250, 1000, 4000)
+
+    def build_demo(self, data: Path, out: Path, progress: bool | None = None) -> dict[str, str]:
+        """The manuals' index (Vietnamese)."""
+        from ..retrieval.build import IndexSpec, build_index
+
+        if not BM25Index.is_current(out / "index"):
+            build_index(IndexSpec(corpus=data / "manuals", out=out / "index", lang="vi"), progress=progress)
+        return {"index": str(out / "index")}
+
+    def build_sized(self, size: int, data: Path, workdir: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+        """An index of ``size`` chunks recombined from the manuals' sentences."""
+        from ..eval.generated import generated_corpus
+        from ..retrieval.build import IndexSpec, build_index
+
+        out = workdir / f"index-{size}"
+        build_index(IndexSpec(corpus=data / "manuals", out=out, lang="vi"),
+                    docs=generated_corpus(size, data / "manuals"), progress=False)
+        return {"index": str(out)}, self.sample_questions
 
     def validate(self, request) -> None:
         if request.rerank == "llm" and request.rerank_depth < request.k:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 from ..answer.stage import Check, Draft, grounding_check
 from ..config import LLMConfig
@@ -486,6 +487,13 @@ class SpecTrace(Trace):
     evidence: list = field(default_factory=list)
 
 
+def _build_store(paths, store: Path, progress: bool | None) -> None:
+    from ..specs.build import build_kg
+
+    with open_store(str(store)) as opened:
+        build_kg(paths, opened, progress=progress)
+
+
 class SpecPipeline(Pipeline):
     """3GPP spec questions over a spec KG store (term dictionary + clause chunks)."""
 
@@ -493,6 +501,22 @@ class SpecPipeline(Pipeline):
     sources = (Source("spec_store", "--store", "a spec KG store (a file or bolt://)", "ragkit kg build",
                       serve_flag="--spec-store"),)
     sample_questions = ("What is SCP in 5G Core?", "Compare UPF and SMF", "What is TSCTSF?")
+    size_unit, sizes = "generated specs", (5, 25, 100)
+
+    def build_demo(self, data: Path, out: Path, progress: bool | None = None) -> dict[str, str]:
+        """The demo specs' KG, in a file store."""
+        store = out / "specs.json.gz"
+        if not store.exists():
+            _build_store(sorted((data / "specs").glob("*.md")), store, progress)
+        return {"spec_store": str(store)}
+
+    def build_sized(self, size: int, data: Path, workdir: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+        """The demo specs and ``size`` generated ones in their layout."""
+        from ..eval.generated import generated_specs
+
+        store = workdir / f"specs-{size}.json.gz"
+        _build_store(generated_specs(size, data / "specs", workdir / f"specs-{size}"), store, False)
+        return {"spec_store": str(store)}, self.sample_questions
 
     def load(self, where: str, sources: Sources) -> GraphStore:
         return open_store(where, must_exist=True)

@@ -8,7 +8,6 @@ from pathlib import Path
 import pandas as pd
 
 from ..config import DEFAULT_LANG, LANGS
-from ..corpus import load_corpus
 from ..embeddings import EMBEDDER_CHOICES
 from ..errors import InputError
 from ..runtime.extras import requires_extra
@@ -43,27 +42,13 @@ class IndexBuildParams:
 
 # ----------------------------------------------------------------------- 03 index build
 def build_index(p: IndexBuildParams, progress: bool | None = None) -> BM25Index:
-    """Build the lexical index of ``p.corpus`` and save it (atomically) to ``p.index_dir``."""
-    docs = load_corpus(p.corpus)
-    index = BM25Index.for_corpus(docs, p.lang, bigrams=p.bigrams, params=BM25Params(idf=p.idf),
-                                 progress=progress)
-    if not p.dense:
-        index.save(p.index_dir)
-        return index
-    from ..embeddings import choose_embedder
-    from ..retrieval.dense import DenseIndex
-    from ..retrieval.search import dense_dir_for
-    from ..stores.files import atomic_dir
+    """Build the lexical index of ``p.corpus`` (and its chunk vectors) and save it
+    (atomically) to ``p.index_dir``, as ``ragkit index build`` does."""
+    from ..retrieval.build import IndexSpec, build_index as build
 
-    # Chunk vectors too, for dense and hybrid search: written into the index's next version
-    # (unchanged ones copied from the live one), switched in with the rest.
-    embedder, _ = choose_embedder(p.dense, index.language.lang)
-    with atomic_dir(p.index_dir) as staging:
-        DenseIndex(dense_dir_for(staging), embedder).build(
-            docs, progress=progress, previous=dense_dir_for(Path(p.index_dir).resolve()))
-        index.meta["dense"] = {"embedder": embedder}
-        index.write_files(staging, keep_from=p.index_dir)
-    return index
+    spec = IndexSpec(corpus=p.corpus, out=p.index_dir, lang=p.lang, bigrams=p.bigrams,
+                     params=BM25Params(idf=p.idf), dense=p.dense or None)
+    return build(spec, progress=progress).index
 
 
 def open_index(index_dir: str, corpus: str | None = None) -> BM25Index:

@@ -110,20 +110,12 @@ class TextGraphParams:
 def build_text_graph(p: TextGraphParams) -> dict:
     """Index the documents (BM25) with their concept graph and communities, as ``ragkit
     index build --corpus CORPUS --out INDEX_DIR --concepts`` does; what was built."""
-    from ..concepts.build import build_concepts
-    from ..corpus import load_corpus
-    from ..retrieval.bm25 import BM25Index
-    from ..retrieval.search import concepts_dir_for
+    from ..retrieval.build import IndexSpec, build_index
 
-    docs = load_corpus(p.corpus)
-    index = BM25Index.for_corpus(docs, "auto")
-    graph, communities, report = build_concepts(docs, concepts_dir_for(p.index_dir),
-                                                what=f"corpus {p.corpus}")
-    index.meta["concepts"] = {"extractor": graph.meta["extractor"]}
-    index.save(p.index_dir)
-    return {"chunks": report["chunks"], "concepts": report["concepts"], "hubs": report["hubs"],
-            "mentions": report["mentions"], "co-occurrences": report["cooccurrences"],
-            "communities": report["communities"]["communities"], "themes": report["communities"]["themes"]}
+    concepts = build_index(IndexSpec(corpus=p.corpus, out=p.index_dir, concepts=True)).concepts
+    return {"chunks": concepts["chunks"], "concepts": concepts["concepts"], "hubs": concepts["hubs"],
+            "mentions": concepts["mentions"], "co-occurrences": concepts["cooccurrences"],
+            "communities": concepts["communities"]["communities"], "themes": concepts["communities"]["themes"]}
 
 
 def concept_counts(summary: dict) -> pd.DataFrame:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..errors import InputError
+from ..pipelines import DEFAULT_PIPELINE, PIPELINES, get_pipeline, pipelines
 from ..runtime.extras import requires_extra
 from .checks import check_type
 
@@ -14,25 +15,20 @@ from .checks import check_type
 # --------------------------------------------------------------------------- 05 latency profiling
 @dataclass(frozen=True)
 class ProfilingParams:
-    """Parameters of ``05_latency_profiling``."""
+    """Parameters of ``05_latency_profiling``. ``sizes`` gives some pipelines other sizes for
+    the scaling study, as ``"lexical=250,1000,4000; kg=1000,10000"`` (at least three sizes
+    each); the others, and every pipeline when it is empty, keep the sizes they declare."""
 
     demo_dir: str = "../outputs/serve-demo"
     data_dir: str = "../data"
     repeats: int = 5
     use_llm: bool = False
-    llm_pipelines: str = "lexical"
-    lexical_sizes: str = "250,1000,4000"
-    spec_sizes: str = "5,25,100"
-    causal_sizes: str = "100,1000,5000"
-    graph_sizes: str = "300,1000,3000"
-    kg_sizes: str = "1000,10000,100000"
+    llm_pipelines: str = DEFAULT_PIPELINE
+    sizes: str = ""
     out_dir: str = "../outputs/profiling"
 
     def __post_init__(self) -> None:
-        from ..pipelines import PIPELINES
-
-        for name in ("demo_dir", "data_dir", "llm_pipelines", "lexical_sizes", "spec_sizes", "causal_sizes",
-                     "graph_sizes", "kg_sizes", "out_dir"):
+        for name in ("demo_dir", "data_dir", "llm_pipelines", "sizes", "out_dir"):
             check_type(name, getattr(self, name), str)
         check_type("repeats", self.repeats, int)
         check_type("use_llm", self.use_llm, bool)
@@ -41,24 +37,29 @@ class ProfilingParams:
         unknown = [p for p in self.llm_pipeline_list if p not in PIPELINES]
         if unknown:
             raise InputError(f"parameter llm_pipelines: {unknown[0]!r} is not a pipeline ({', '.join(PIPELINES)})")
-        self.sizes  # parsed and checked now, not halfway through a run
+        self.sizes_by_pipeline  # parsed and checked now, not halfway through a run
 
     @property
     def llm_pipeline_list(self) -> list[str]:
         return [p.strip() for p in self.llm_pipelines.split(",") if p.strip()]
 
     @property
-    def sizes(self) -> dict[str, list[int]]:
-        out = {}
-        for pipeline in ("lexical", "spec", "causal", "graph", "kg"):
-            raw = getattr(self, f"{pipeline}_sizes")
+    def sizes_by_pipeline(self) -> dict[str, list[int]]:
+        """Each pipeline's sizes: those given in ``sizes``, else those it declares."""
+        out = {p.name: list(p.sizes) for p in pipelines() if p.size_unit and p.sizes}
+        for part in filter(None, (part.strip() for part in self.sizes.split(";"))):
+            name, _, raw = part.partition("=")
+            name = name.strip()
+            timed = ", ".join(out) or "none"
+            if name not in PIPELINES or not get_pipeline(name).size_unit:
+                raise InputError(f"parameter sizes: {name!r} is not a pipeline that can be timed at sizes ({timed})")
             try:
                 values = sorted({int(v) for v in raw.split(",") if v.strip()})
             except ValueError:
-                raise InputError(f"parameter {pipeline}_sizes: comma-separated integers, got {raw!r}") from None
+                raise InputError(f"parameter sizes: {name}: comma-separated integers, got {raw.strip()!r}") from None
             if len(values) < 3 or values[0] < 1:
-                raise InputError(f"parameter {pipeline}_sizes: at least three sizes of 1 or more, got {raw!r}")
-            out[pipeline] = values
+                raise InputError(f"parameter sizes: {name}: at least three sizes of 1 or more, got {raw.strip()!r}")
+            out[name] = values
         return out
 
 
@@ -98,7 +99,7 @@ def scaling_table(p: ProfilingParams) -> pd.DataFrame:
     """Each stage's median and p95 at every size of generated corpus and graph."""
     from .latency_study import scaling
 
-    return scaling(p.sizes, p.data_dir, repeats=max(1, min(p.repeats, 3)))
+    return scaling(p.sizes_by_pipeline, p.data_dir, repeats=max(1, min(p.repeats, 3)))
 
 
 def scaling_view(table: pd.DataFrame) -> pd.DataFrame:
