@@ -21,7 +21,8 @@ _EXPORTS: dict[str, str] = {
     # lexical retrieval
     "BM25Index": "retrieval.bm25", "BM25Params": "retrieval.bm25", "Hit": "retrieval.bm25",
     "load_index": "retrieval.search", "load_dense": "retrieval.search", "retrieve": "retrieval.search",
-    "DenseIndex": "retrieval.dense",
+    "DenseIndex": "retrieval.dense", "build_index": "retrieval.build", "IndexSpec": "retrieval.build",
+    "BuildReport": "retrieval.build",
     # configs
     "LexicalConfig": "config", "GraphConfig": "config", "LLMConfig": "config", "Settings": "config",
     "SpecConfig": "pipelines.spec",
