@@ -1,0 +1,7 @@
+"""``python -m ragkit.cli ...``: the ``ragkit`` command line."""
+
+import sys
+
+from . import main
+
+sys.exit(main())
