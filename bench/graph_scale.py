@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from _common import ROOT, write
-from ragkit.graphrag.multihop import GraphRAG, display
+from ragkit.multihop.graph import GraphRAG, display
 
 EDGES = 1_000_000
 PEOPLE = 100_000

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from _common import ROOT, SHARED, write
 from ragkit.eval.graphqa import evaluate_graphqa
-from ragkit.graphrag.multihop import GraphQueryParams, GraphRAG
+from ragkit.multihop.graph import GraphQueryParams, GraphRAG
 
 
 def convert(kb: Path, questions: Path, out: Path) -> tuple[Path, Path]:

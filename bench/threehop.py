@@ -35,7 +35,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from _common import OUT, ROOT, SHARED, write
-from ragkit.graphrag.multihop import GraphRAG, display
+from ragkit.multihop.graph import GraphRAG, display
 from ragkit.runtime.profiler import Profiler
 
 SEED = 2024

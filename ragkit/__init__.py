@@ -33,7 +33,7 @@ _EXPORTS: dict[str, str] = {
     "ask_graph": "pipelines.graph_rag", "ask_kg": "pipelines.kg",
     # knowledge graphs
     "build_kg": "specs.build", "open_store": "specs", "import_kg": "kgqa.importer",
-    "open_typed_store": "kgqa.store", "GraphRAG": "graphrag.multihop",
+    "open_typed_store": "kgqa.store", "GraphRAG": "multihop.graph",
     # the service
     "Service": "service", "AskRequest": "service", "ask": "service", "build_demo_sources": "service",
     "demo_data_dir": "service",

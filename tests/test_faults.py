@@ -92,7 +92,7 @@ def graph_answer(folder: Path, question: str) -> dict:
 
 @pytest.mark.parametrize("point", ["graph.batch:1", "swap:1"])
 def test_a_killed_graph_rebuild_leaves_the_previous_graph_answering(tmp_path, point):
-    from ragkit.graphrag.multihop import GraphRAG
+    from ragkit.multihop.graph import GraphRAG
 
     out = tmp_path / "g"
     ok("graph", "build", "--edges", NOBEL, "--out", out)

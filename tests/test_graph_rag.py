@@ -12,7 +12,7 @@ import pytest
 
 from ragkit.config import LLMConfig
 from ragkit.errors import InputError, StoreUnavailableError
-from ragkit.graphrag.multihop import GraphQueryParams, GraphRAG
+from ragkit.multihop.graph import GraphQueryParams, GraphRAG
 from ragkit.pipelines.graph_rag import ask_graph
 
 from .conftest import ROOT, shared, write_edges
@@ -142,7 +142,7 @@ def test_relation_sequence_matches_what_the_question_asks(family, question, rela
 
 
 def test_words_that_name_no_relation_are_split_for_vietnamese():
-    from ragkit.graphrag.multihop import _splits
+    from ragkit.multihop.graph import _splits
 
     assert _splits(1) == [[(0, 1)]]
     assert sorted(map(tuple, _splits(3))) == [((0, 1), (1, 2), (2, 3)), ((0, 1), (1, 3)), ((0, 2), (2, 3))]
@@ -165,7 +165,7 @@ def test_hub_edges_are_taken_by_relation_not_read_in_full(tmp_path):
 
 
 def test_llm_entities_cannot_add_names_the_question_lacks(nobel):
-    from ragkit.graphrag.multihop import merge_entities
+    from ragkit.multihop.graph import merge_entities
     from ragkit.llm.base import Generation
     from ragkit.pipelines.graph_rag import ENTITY_SCHEMA, llm_entities
 

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from ragkit.graphrag.multihop import AskedWords, GraphQueryParams, GraphRAG, monotone_alignment, question_units
+from ragkit.multihop.graph import AskedWords, GraphQueryParams, GraphRAG, monotone_alignment, question_units
 
 from .conftest import ROOT, shared, write_edges
 

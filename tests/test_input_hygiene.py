@@ -16,7 +16,7 @@ from ragkit.cli import main
 from ragkit.corpus import load_beir_corpus, load_beir_queries, load_document_folder, load_qrels
 from ragkit.errors import IndexFormatError, InputError
 from ragkit.eval.mcq import load_mcq
-from ragkit.graphrag.multihop import read_edges
+from ragkit.multihop.graph import read_edges
 from ragkit.kgqa.importer import read_nodes
 from ragkit.retrieval.bm25 import BM25Index
 

@@ -322,7 +322,7 @@ def test_a_failed_reimport_leaves_the_kg_as_it_was(empty_typed_store, tmp_path, 
 def test_rebuilding_a_graph_leaves_no_stale_node_edge_or_vector(tmp_path):
     import csv
 
-    from ragkit.graphrag.multihop import GraphRAG
+    from ragkit.multihop.graph import GraphRAG
 
     edges = tmp_path / "edges.csv"
     shutil.copy(ROOT / "data" / "nobel_edges.csv", edges)

@@ -149,7 +149,7 @@ def cmd_graph_build(args: argparse.Namespace) -> int:
                         ("--dedupe", args.dedupe)):
         if value is not None:
             raise InputError(f"{flag}: goes with --corpus (a concept graph), not --edges")
-    from ..graphrag.multihop import GraphRAG
+    from ..multihop.graph import GraphRAG
 
     report = GraphRAG.build(args.edges, args.out, progress=_progress(args), embedder=args.embedder or "minilm")
     info = {"graph": str(args.out), **asdict(report)}

@@ -90,7 +90,7 @@ def refusal_sentences() -> tuple[str, ...]:
     """The pipelines' own sentences for "the evidence does not answer this" (an answer that
     opens with one abstains, whatever it adds: the kg pipeline says why it could not map the
     question, a fallback adds a note)."""
-    from ..graphrag.multihop import NOT_ENOUGH
+    from ..multihop.graph import NOT_ENOUGH
     from ..kgqa.answer import EMPTY_FINAL, EMPTY_STORE, NOT_MAPPED
     from ..pipelines.base import NOT_ENOUGH_VI
     from ..pipelines.spec import MODEL_REFUSAL_EN, NOT_ENOUGH_EN

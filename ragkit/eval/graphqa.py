@@ -13,7 +13,7 @@ from ..runtime.progress import progress_bar
 
 from ..corpus import read_jsonl
 from ..errors import InputError
-from ..graphrag.multihop import GraphQueryParams, GraphRAG
+from ..multihop.graph import GraphQueryParams, GraphRAG
 
 
 def load_questions(path: str | Path) -> list[dict]:

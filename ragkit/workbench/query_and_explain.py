@@ -236,7 +236,7 @@ class GraphParams:
 def open_graph(p: GraphParams):
     """The graph folder, built (or brought up to date: unchanged nodes keep their vectors)
     from the edge list, and loaded."""
-    from ..graphrag.multihop import GraphRAG
+    from ..multihop.graph import GraphRAG
 
     GraphRAG.build(p.edges, p.graph_dir, embedder=p.embedder)
     return GraphRAG.load(p.graph_dir)
@@ -276,7 +276,7 @@ def plot_graph_answer(answer: Answer):
     with requires_extra("notebooks"):
         import matplotlib.pyplot as plt
 
-    from ..graphrag.multihop import display
+    from ..multihop.graph import display
 
     g = nx.DiGraph()
     for n in answer.trace.neighbours:
