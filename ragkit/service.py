@@ -257,13 +257,14 @@ def ask(question: str, *, pipeline: str | None = None, llm=None, llm_config: LLM
     """One question answered from the sources named, as ``ragkit ask`` answers it.
 
     ``given`` holds the sources (the fields the pipelines declare: ``index=``, ``spec_store=``,
-    ``kg=``, ``graph=``, ``kg_store=``, ``weather=``) and ``AskRequest``'s options
+    ``evidence_kg=``, ``graph=``, ``typed_kg=``, ``weather=``; the earlier ``kg=`` and
+    ``kg_store=`` still work) and ``AskRequest``'s options
     (``no_llm=True``, ``k=``, ``method=`` ...). ``pipeline`` may be left out when the sources
     given are one pipeline's (an ``index`` is the lexical pipeline's, a ``spec_store`` the
     spec pipeline's ...). For many questions over the same sources, make one ``Service`` and
     call its ``answer``: it loads each source once.
     """
-    fields_ = registered_sources()
+    fields_ = {*registered_sources(), *registry.source_aliases()}
     sources = Sources(**{k: given.pop(k) for k in list(given) if k in fields_})
     named = [name for name in registry.PIPELINES if getattr(sources, get_pipeline(name).source)]
     if pipeline is None:

@@ -106,7 +106,7 @@ def test_a_registered_pipeline_gets_the_scaling_study_and_a_demo_source(tmp_path
     assert out["sizes"]["notes"] == [3, 5, 7] and out["sizes"]["kg"] == [1000, 10000, 100000]
     assert out["rows"] == [["notes", 3], ["notes", 5], ["notes", 7]]
     assert out["demo"]["notes"].endswith("notes.txt")
-    assert {"index", "spec_store", "kg", "graph", "kg_store", "notes"} <= set(out["demo"])
+    assert {"index", "spec_store", "evidence_kg", "graph", "typed_kg", "notes"} <= set(out["demo"])
 
 
 def test_the_request_and_the_flags_come_from_the_declarations():
@@ -114,13 +114,21 @@ def test_the_request_and_the_flags_come_from_the_declarations():
     assert FIELD_TYPES["k"] is int and FIELD_TYPES["history"] is list
     assert sources_from_flags({"--store": "s.json.gz", "--index": "idx"}, "spec") == \
         {"spec_store": "s.json.gz", "index": "idx"}
-    assert sources_from_flags({"--store": "s.json.gz"}, "kg") == {"kg_store": "s.json.gz"}
+    assert sources_from_flags({"--store": "s.json.gz"}, "kg") == {"typed_kg": "s.json.gz"}
     with pytest.raises(InputError, match="rerank_depth: must be at least k"):
         AskRequest("q", rerank="llm", rerank_depth=2, k=5)
     with pytest.raises(InputError, match="method: must be one of"):
         AskRequest("q", method="magic")
     with pytest.raises(InputError, match="indx: no pipeline reads such a source"):
         Service(Sources(indx="x"))
+
+
+def test_the_earlier_source_names_still_name_the_renamed_fields():
+    given = Sources(kg="evidence.json", kg_store="typed.json.gz")
+    assert given.evidence_kg == given.kg == "evidence.json"
+    assert given.typed_kg == given.kg_store == "typed.json.gz"
+    assert given == Sources(evidence_kg="evidence.json", typed_kg="typed.json.gz")
+    assert given.given() == {"evidence_kg": "evidence.json", "typed_kg": "typed.json.gz"}
 
 
 def test_a_source_field_no_pipeline_declares_is_no_attribute():

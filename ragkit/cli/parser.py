@@ -361,7 +361,8 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
 
     for pipeline in pipelines():       # one flag per source, each pipeline's own
         for source in pipeline.sources:
-            p.add_argument(source.served_by, dest=f"source_{source.field}", help=f"{pipeline.name}: {source.what}")
+            p.add_argument(source.served_by, dest=f"source_{source.field}",
+                           metavar=source.served_by.lstrip("-").replace("-", "_").upper(), help=f"{pipeline.name}: {source.what}")
     p.add_argument("--embeddings-only", action="store_true",
                    help="no pipelines: serve POST /v1/embeddings alone (an embedding server for RAGKIT_EMBED_URL)")
     p.add_argument("--model", help=MODEL_HELP + " ($RAGKIT_LLM_URL for a server)")

@@ -9,19 +9,20 @@ from ..errors import InputError
 
 
 def _require_store_files(sources) -> None:
-    """Each store given as a file path must exist: only ``kg build`` and ``kg import``
-    create stores."""
+    """Each store given as a file path must exist: only its build command (``kg build``,
+    ``kg import``) creates one."""
+    from ..pipelines import sources as declared
     from ..stores.files import require_file
     from ..stores.neo4j import is_neo4j_uri
 
-    for field, flag, hint in (("spec_store", "--spec-store", "build one with 'ragkit kg build'"),
-                              ("kg_store", "--store", "import one with 'ragkit kg import'")):
-        where = getattr(sources, field)
-        if where and not is_neo4j_uri(where):
+    for source in declared().values():
+        where = getattr(sources, source.field)
+        if source.store and where and not is_neo4j_uri(where):
+            hint = f"{'import' if ' import' in source.how else 'build'} one with '{source.how}'"
             try:
                 require_file(where, hint)
             except InputError as exc:
-                raise InputError(f"{flag}: {exc}") from None
+                raise InputError(f"{source.served_by}: {exc}") from None
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

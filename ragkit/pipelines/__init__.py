@@ -77,7 +77,13 @@ def sources() -> dict[str, Source]:
     return found
 
 
+def source_aliases() -> dict[str, str]:
+    """Each earlier name of a ``Sources`` field, with the field it names now."""
+    return {alias: source.field for source in sources().values() for alias in source.aliases}
+
+
 Sources.declared = staticmethod(lambda: sources())     # what ``Sources`` may be asked for
+Sources.renamed = staticmethod(source_aliases)
 
 
 def source_flags() -> dict[str, list[tuple[str, Source]]]:

@@ -192,6 +192,8 @@ class Source:
     what: str
     how: str
     serve_flag: str = ""     # ragkit serve's flag, when another pipeline's source takes ``flag`` there
+    store: bool = False      # a store: a file only its build command makes, or a bolt:// URI
+    aliases: tuple[str, ...] = ()   # earlier names of ``field``, still read
 
     @property
     def served_by(self) -> str:
@@ -205,11 +207,14 @@ class Sources:
     pipeline declares."""
 
     def __init__(self, **where: str | None):
-        object.__setattr__(self, "_where", {k: (str(v) if v is not None else None) for k, v in where.items()})
+        renamed = Sources.renamed()
+        object.__setattr__(self, "_where", {renamed.get(k, k): (str(v) if v is not None else None)
+                                            for k, v in where.items()})
 
     def __getattr__(self, name: str) -> str | None:
         if name.startswith("_"):
             raise AttributeError(name)
+        name = Sources.renamed().get(name, name)
         if name in self._where:
             return self._where[name]
         declared = list(Sources.declared())
@@ -221,6 +226,11 @@ class Sources:
     def declared() -> Iterable[str]:
         """The fields some registered pipeline declares (the registry sets this)."""
         return ()
+
+    @staticmethod
+    def renamed() -> dict[str, str]:
+        """Earlier field names and the fields they name now (the registry sets this)."""
+        return {}
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Sources is read-only: make another")

@@ -50,7 +50,8 @@ class CausalPipeline(Pipeline):
     """Causal chains behind PM2.5 from an evidence KG, with condition checks."""
 
     name = "causal"
-    sources = (Source("kg", "--kg", "an evidence KG file", "data/merged_knowledge_graph.json"),
+    sources = (Source("evidence_kg", "--kg", "an evidence KG file", "data/merged_knowledge_graph.json",
+                      aliases=("kg",)),
                Source("weather", "--weather", "a weather CSV for condition checks", "hourly rows with a time column"))
     options = (Option("at", str, None, "the time to check conditions for, a local date and time "
                                        "(default: the last row)"),)
@@ -59,14 +60,14 @@ class CausalPipeline(Pipeline):
 
     def build_demo(self, data: Path, out: Path, progress: bool | None = None) -> dict[str, str]:
         """The demo evidence KG, read where it is."""
-        return {"kg": str(data / "merged_knowledge_graph.json")}
+        return {"evidence_kg": str(data / "merged_knowledge_graph.json")}
 
     def build_sized(self, size: int, data: Path, workdir: Path) -> tuple[dict[str, str], tuple[str, ...]]:
         """The demo evidence KG grown to about ``size`` edges with invented factors."""
         from ..eval.generated import generated_evidence_kg
 
         kg = generated_evidence_kg(size, data / "merged_knowledge_graph.json", workdir / f"evidence-{size}.json")
-        return {"kg": str(kg)}, self.sample_questions
+        return {"evidence_kg": str(kg)}, self.sample_questions
 
     def validate(self, request) -> None:
         if request.at is None:

@@ -82,7 +82,8 @@ class KGPipeline(Pipeline):
     """Planned multi-step questions over a typed knowledge graph."""
 
     name = "kg"
-    sources = (Source("kg_store", "--store", "a typed KG store (a file or bolt://)", "ragkit kg import"),)
+    sources = (Source("typed_kg", "--store", "a typed KG store (a file or bolt://)", "ragkit kg import",
+                      store=True, aliases=("kg_store",)),)
     options = (Option("history", list, None, "the --json output of the previous question, for follow-ups "
                                              "(over HTTP: earlier turns, each an earlier answer's trace.turn)",
                       read=read_history),
@@ -98,7 +99,7 @@ class KGPipeline(Pipeline):
         store = out / "biomed.json.gz"
         if not store.exists():
             _import(data / "biomed" / "nodes.csv", data / "biomed" / "edges.csv", store)
-        return {"kg_store": str(store)}
+        return {"typed_kg": str(store)}
 
     def build_sized(self, size: int, data: Path, workdir: Path) -> tuple[dict[str, str], tuple[str, ...]]:
         """A KG of ``size`` edges in the demo KG's schema, between invented entities."""
@@ -106,7 +107,7 @@ class KGPipeline(Pipeline):
 
         nodes, edges = generated_typed_kg(size, workdir / f"kg-{size}")
         _import(nodes, edges, workdir / f"kg-{size}.json.gz")
-        return {"kg_store": str(workdir / f"kg-{size}.json.gz")}, (
+        return {"typed_kg": str(workdir / f"kg-{size}.json.gz")}, (
             "What symptoms do diseases treated by Compound 1 have?",
             "What are the common symptoms of diseases treated by both Compound 2 and Compound 3?",
             "Which genes are associated with diseases treated by Compound 4?")
