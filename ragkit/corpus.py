@@ -1,9 +1,8 @@
-"""Reading corpora: BEIR files (corpus.jsonl, queries.jsonl, qrels/*.tsv) and folders of
+"""Reading corpora: BEIR files (corpus.jsonl, queries.jsonl, qrels/*.tsv; TREC qrels too) and folders of
 documents (.md, .txt) that are cut into chunks along their headings."""
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from dataclasses import asdict, dataclass
@@ -92,21 +91,28 @@ def load_beir_queries(path: str | Path) -> dict[str, str]:
 
 
 def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
-    """Read a BEIR qrels TSV (query-id, corpus-id, score; header optional)."""
+    """Read relevance judgements: a BEIR qrels TSV (query-id, corpus-id, score; header
+    optional) or a TREC qrels file (query-id, iteration, doc-id, relevance, separated by
+    spaces or tabs; the iteration column is ignored). Each line's column count says which."""
     path = _require_file(Path(path), "qrels")
     qrels: dict[str, dict[str, int]] = {}
-    reader = csv.reader((text for _, text in lines(path, "qrels")), delimiter="\t")
-    for row in reader:
-        lineno = reader.line_num
-        if not row or (lineno == 1 and row[0] == "query-id"):
+    for lineno, text in lines(path, "qrels"):
+        row = text.split("\t") if "\t" in text else text.split()
+        row = [cell.strip() for cell in row]
+        if not any(row) or (lineno == 1 and row[0] == "query-id"):
             continue
-        if len(row) < 3:
-            raise InputError(f"qrels {path}:{lineno}: expected query-id, corpus-id, score")
+        if len(row) == 4:                      # TREC: qid, iteration, docid, relevance
+            query, doc, score_text = row[0], row[2], row[3]
+        elif len(row) == 3:                    # BEIR: query-id, corpus-id, score
+            query, doc, score_text = row
+        else:
+            raise InputError(f"qrels {path}:{lineno}: expected query-id, corpus-id, score (BEIR) "
+                             "or query-id, iteration, doc-id, relevance (TREC)")
         try:
-            score = int(row[2])
+            score = int(score_text)
         except ValueError:
-            raise InputError(f"qrels {path}:{lineno}: score {row[2]!r} is not an integer") from None
-        qrels.setdefault(row[0], {})[row[1]] = score
+            raise InputError(f"qrels {path}:{lineno}: score {score_text!r} is not an integer") from None
+        qrels.setdefault(query, {})[doc] = score
     if not qrels:
         raise InputError(f"qrels {path}: holds no judgements")
     return qrels

@@ -127,6 +127,9 @@ def test_version_and_complete_help():
     from ragkit.cli import build_parser
 
     assert ragkit("--version").stdout == f"ragkit {__version__}\n"
+    as_package = subprocess.run([sys.executable, "-m", "ragkit", "--version"], capture_output=True, text=True,
+                                env=ENV, cwd=ROOT, timeout=300)
+    assert as_package.stdout == f"ragkit {__version__}\n"          # python -m ragkit is the same command
     top = ragkit("--help").stdout
     assert "``" not in top and "retrieval-augmented and knowledge-graph question answering" in top
     missing = []

@@ -9,6 +9,7 @@ import math
 import pytest
 
 from ragkit.cli import main
+from ragkit.corpus import load_qrels
 from ragkit.eval.metrics import METRICS
 from ragkit.eval.significance import compare_metric, paired_t_test, randomization_test
 from ragkit.eval.trec import read_trec_run
@@ -42,6 +43,24 @@ def scifact_small(tmp_path_factory):
     queries = {q["_id"]: q["text"] for q in queries}
     return _beir(tmp_path_factory.mktemp("scifact"), {d["_id"]: d["title"] + ". " + d["text"] for d in docs},
                  queries, [(q, d, int(g)) for q, d, g in rows])
+
+
+# ------------------------------------------------------------------ TREC qrels
+def test_trec_qrels_score_as_the_same_judgements_in_beir_form(scifact_small, tmp_path, capsys):
+    corpus, queries, qrels = scifact_small
+    rows = [line.split("\t") for line in qrels.read_text().splitlines()[1:]]
+    trec = tmp_path / "qrels.trec"
+    trec.write_text("".join(f"{q} 0 {d} {g}\n" for q, d, g in rows))
+    assert load_qrels(trec) == load_qrels(qrels)
+    beir = _json(capsys, ["eval", "retrieval", "--corpus", corpus, "--queries", queries, "--qrels", qrels, "--lang", "en"])
+    as_trec = _json(capsys, ["eval", "retrieval", "--corpus", corpus, "--queries", queries, "--qrels", trec,
+                             "--lang", "en"])
+    assert {m: as_trec[m] for m in METRICS} == {m: beir[m] for m in METRICS}
+    (tmp_path / "bad.trec").write_text("q1 0 d1\tx 1\n")
+    assert _error(capsys, ["eval", "retrieval", "--corpus", corpus, "--queries", queries, "--qrels",
+                           tmp_path / "bad.trec", "--lang", "en"]) == [
+        f"ragkit: error: qrels {tmp_path / 'bad.trec'}:1: expected query-id, corpus-id, score (BEIR) "
+        "or query-id, iteration, doc-id, relevance (TREC)"]
 
 
 # ------------------------------------------------------------------ TREC runs, both ways

@@ -68,7 +68,7 @@ SHARED_HELP = {
     "graph": "a folder made by 'ragkit graph build'",
     "n_ctx": "the model's context size in tokens (default: $RAGKIT_N_CTX or 2048)",
     "max_tokens": "the generation budget in tokens (default: the model config's, 320)",
-    "qrels": "BEIR qrels TSV (query-id, corpus-id, score)",
+    "qrels": "relevance judgements: a BEIR qrels TSV (query-id, corpus-id, score) or TREC qrels (qid 0 docid rel)",
     "questions": "the questions file",
     "limit": "only the first N questions",
     "param": "a notebook parameter NAME VALUE (repeatable)",
