@@ -58,7 +58,7 @@ from _common import ROOT, SHARED, write
 
 sys.path.insert(0, str(ROOT))
 
-from ragkit.answer.claims import split_sentences  # noqa: E402
+from ragkit.text import split_sentences  # noqa: E402
 from ragkit.text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, strip_accents  # noqa: E402
 from ragkit.answer.grounding import check_claims, check_grounding  # noqa: E402
 

@@ -13,7 +13,7 @@ from ragkit.concepts import broad as broad_module
 from ragkit.concepts import communities as communities_module
 from ragkit.concepts.broad import broad_question, corpus_cues
 from ragkit.retrieval.build import IndexSpec, build_index
-from ragkit.concepts.communities import Communities, detect_communities, split_sentences
+from ragkit.concepts.communities import Communities, detect_communities, summary_sentences
 from ragkit.concepts.graph import ConceptGraph
 from ragkit.config import LexicalConfig
 from ragkit.corpus import Doc, load_beir_corpus, load_corpus
@@ -165,7 +165,7 @@ def test_sentences_are_cut_where_sentences_end():
     text = ("# Heading\nThe U.S. Army moved to Fort Bragg in 1918. Dr. Smith led it. it was cold.\n\n"
             "A paragraph that is\nhard-wrapped over lines. And a second one here.\n\n"
             "- Check the oil level daily.\n- Replace the filter\n  every month.\nAMF\tAccess and Mobility")
-    assert split_sentences(text) == [
+    assert summary_sentences(text) == [
         "The U.S. Army moved to Fort Bragg in 1918.", "Dr. Smith led it. it was cold.",
         "A paragraph that is hard-wrapped over lines.", "And a second one here.",
         "Check the oil level daily.", "Replace the filter every month."]

@@ -2,15 +2,13 @@
 evidence numbers each cites.
 
 A claim is checked on its own (``grounding.check_claims``), so the cut decides what can be
-kept or dropped. The rules are typographic and work the same in English and Vietnamese:
-
-- a line is a claim boundary (list items, steps, paragraphs); a list marker ("-", "*", "1.",
-  "2)") opens an item and says nothing itself, so it is removed from the claim's words;
-- within a line, a sentence ends at ".", "!" or "?" followed by a space and a capital letter,
-  a digit or a citation; not after a common abbreviation ("e.g.", "Dr.") and never inside a
-  number ("23.501");
-- citation markers ("[2]", "[1, 3]", "[1-2]") belong to the sentence they close, also when
-  they stand after its full stop or alone on the next line.
+kept or dropped. A claim is a sentence as ``ragkit.text.sentences`` cuts them (the one
+splitter evidence and answers share: a line is a boundary unless it was wrapped mid-sentence,
+a sentence ends at ".", "!" or "?" before a capital letter, a digit or a citation, not after
+an abbreviation and never inside a number; citation markers ("[2]", "[1, 3]", "[1-2]")
+belong to the sentence they close, also when they stand after its full stop or alone on the
+next line). A list marker ("-", "*", "1.", "2)") opens an item and says nothing itself, so it
+is removed from the claim's words.
 
 A bracketed number is the answer's own citation only where an answer cites: in citation
 position, closing a clause (a marker, or a run of them, followed by the end of the text or
@@ -42,12 +40,11 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Sequence, Union
 
-_CITATION = re.compile(r"\[\s*(\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*)\s*\]")
-_LIST_MARKER = re.compile(r"^\s*(?:[-*•+–]\s+|\(?\d{1,2}[.)]\s+)")
+from ..text.sentences import CITATION as _CITATION
+from ..text.sentences import LIST_MARKER as _LIST_MARKER
+from ..text.sentences import sentence_spans
+
 _MARKUP = re.compile(r"\*\*|__|`")
-# A sentence end: punctuation, closing quotes or brackets, citations, then space.
-_SENTENCE_END = re.compile(r"[.!?][\"'”)\]]*((?:\s*\[\s*\d[\d\s,;–-]*\])*)\s+")
-_ABBREVIATIONS = frozenset("e.g i.e etc vs dr mr mrs ms st no fig cf approx al tp ths ts".split())
 # What may follow a citation (after spaces): the end of the text or line, clause or sentence
 # punctuation, a closing quote or bracket, a dash or arrow, markup; anything else (a word, a
 # number, an opening bracket) means the bracket belongs to the text.
@@ -144,7 +141,7 @@ def answer_markers(text: str, evidence: Evidence = None) -> list[Marker]:
         return any(1 <= n <= count for n in marker.numbers)
 
     out = []
-    for a, b in _piece_bounds(text):
+    for a, b in sentence_spans(text):
         here = [mk for mk in markers if a <= mk.start < b]
         if any(inside(mk) for mk in here):
             here = [mk for mk in here if inside(mk)]     # out of range beside real citations: source text
@@ -204,77 +201,15 @@ def strip_citations(text: str, evidence: Evidence = None) -> str:
     return _tidy(_without(text, answer_markers(text, evidence)), across_lines=True)
 
 
-def _sentence_cuts(line: str) -> list[int]:
-    """Offsets in ``line`` where a new sentence starts."""
-    cuts = []
-    for match in _SENTENCE_END.finditer(line):
-        after = match.end()
-        if after >= len(line) or _LIST_MARKER.fullmatch(line[(cuts[-1] if cuts else 0):after]):
-            continue
-        following = line[after]
-        if not (following.isupper() or following.isdigit() or following in "[\"“'("):
-            continue
-        before = re.search(r"(\w+)\W*$", line[: match.start() + 1])
-        word = before.group(1).lower() if before else ""
-        if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()):
-            continue        # "e.g. The", an initial ("J. Smith")
-        cuts.append(after)
-    return cuts
-
-
-def _lines(text: str):
-    """(start, line) of the logical lines of ``text``: a line wrapped in the middle of a
-    sentence (it ends without punctuation and the next starts in lower case) is joined with
-    the next, with a space for the line break. A line that ends with a citation is whole."""
-    offset, pending, start = 0, "", 0
-    for line in text.split("\n"):
-        if pending and line[:1].islower() and not re.search(r"[.!?:;]\W*$|\[\d+\]\W*$", pending):
-            pending += " " + line
-        else:
-            if pending or offset:
-                yield start, pending
-            pending, start = line, offset
-        offset += len(line) + 1
-    yield start, pending
-
-
-def _pieces(answer: str):
-    """(start, end) of every sentence of every logical line of ``answer``."""
-    for offset, line in _lines(answer):
-        starts = [0, *_sentence_cuts(line)]
-        for a, b in zip(starts, [*starts[1:], len(line)]):
-            if line[a:b].strip():
-                yield offset + a, offset + b
-
-
-def _piece_bounds(text: str) -> list[tuple[int, int]]:
-    """The pieces of ``text``, a piece of brackets alone joined to the one before (the
-    sentences ``split_claims`` makes claims of)."""
-    out: list[tuple[int, int]] = []
-    for a, b in _pieces(text):
-        if out and not _CITATION.sub("", _MARKUP.sub("", text[a:b])).strip(" \t.:;,"):
-            out[-1] = (out[-1][0], b)
-        else:
-            out.append((a, b))
-    return out
-
-
 def split_claims(answer: str, evidence: Evidence = None) -> list[Claim]:
     """The claims of ``answer`` in order (see the module docstring for the rules); with
     ``evidence``, brackets quoted from it are text, not citations."""
     markers = answer_markers(answer, evidence)
     claims: list[Claim] = []
-    for start, end in _pieces(answer):
+    for start, end in sentence_spans(answer):
         raw = answer[start:end]
         own = [m for m in markers if start <= m.start < end]
         cited = tuple(dict.fromkeys(n for m in own for n in m.numbers))
-        if not _CITATION.sub("", _MARKUP.sub("", raw)).strip(" \t.:;,") and claims:
-            # Citations alone (on the next line, or after the full stop): they close the claim before.
-            prev = claims.pop()
-            text = answer[prev.start:end].strip()
-            claims.append(Claim(text, prev.body, prev.cited + tuple(n for n in cited if n not in prev.cited),
-                                prev.start, end))
-            continue
         lead = len(raw) - len(raw.lstrip())
         bare = _without(raw, own, start)
         body = _tidy(_LIST_MARKER.sub("", _MARKUP.sub("", bare), count=1), across_lines=True)
@@ -347,10 +282,5 @@ def trim_to_whole_claims(text: str) -> tuple[str, str]:
     return remove_claims(text, [last]), last.text
 
 
-def split_sentences(text: str) -> list[str]:
-    """The sentences of an evidence text (the same cut as for claims, citations kept)."""
-    return [text[a:b].replace("\n", " ").strip() for a, b in _pieces(text)]
-
-
 __all__ = ["Claim", "Marker", "add_citations", "answer_markers", "citations", "remove_claims", "renumber_citations",
-           "split_claims", "split_sentences", "strip_citations", "trim_to_whole_claims", "without_brackets"]
+           "split_claims", "strip_citations", "trim_to_whole_claims", "without_brackets"]

@@ -19,8 +19,10 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import Iterable
 
-from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, strip_accents
-from .claims import Claim, split_claims, split_sentences, without_brackets
+from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, split_sentences, strip_accents
+from ..text.cues import (ANSWER_WORDS, DROPPING_PAIRS, DROPPING_VERBS, NEGATIONS, NOT_NEGATING, REFUSAL_CUES,
+                         REFUSAL_WORDS, SOURCE_NOUNS, SOURCE_NOUNS_VI)
+from .claims import Claim, split_claims, without_brackets
 from ..llm.injection import suspicious_evidence
 
 DEFAULT_MIN_SUPPORT = 0.6
@@ -166,43 +168,17 @@ def check_grounding(answer: str, evidence: Iterable[str], question: str = "",
 
 MIN_CLAIM_SUPPORT = 0.75
 BORDERLINE_SUPPORT = 0.5     # a claim short only on coverage, above this, may go to a model judge
-_NEGATIONS = frozenset("not no never none nor neither without cannot không chưa chẳng chả đừng chớ cấm".split())
-# Compounds that negate nothing: air, space, no-load, air force, midair, "not only", "không
-# những/chỉ" (not only), "chẳng hạn" (for example), "chưa kể" (not to mention).
-_NOT_NEGATING = {"không": frozenset("khí gian tải quân trung chỉ những".split()), "not": frozenset({"only"}),
-                 "chẳng": frozenset({"hạn"}), "chưa": frozenset({"kể"})}
 _COORDINATORS = frozenset({"and", "or", "nor", "và", "hoặc", "hay"})
-_NEGATION_SCOPE = 3          # content words after a negation that it negates
-# Verbs that drop what follows ("skip the check", "bỏ qua bước 2"): a step said to be skipped
-# has the opposite polarity of the step stated as done.
-_DROPPING = frozenset("skip skipping skipped omit omitting omitted bypass unnecessary needless".split())
-_DROPPING_PAIRS = {"bỏ": frozenset({"qua"})}
+_NEGATION_SCOPE = 3          # content words after a negation (ragkit.text.cues.NEGATIONS) that it negates
 _PASSIVE = frozenset({"by", "bởi", "được"})
 _COORDINATION = frozenset({",", ";", "(", ")", "and", "or", "nor", "và", "hoặc", "hay", "cùng", "với"})
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_][\w'’]*|\d+\w*|[,;:.!?()—–→←]")
 _BOUNDARY = frozenset(",;:.!?()—–→←")
-_REFUSAL_CUES = (
-    "not enough", "does not say", "do not say", "doesn't say", "no information", "cannot answer",
-    "can't answer", "not mentioned", "not stated", "enough information", "insufficient", "không đủ", "không có thông tin",
-    "không nêu", "không đề cập", "chưa đủ", "không tìm thấy", "could not find", "cannot find", "can not find",
-    "unable to find", "unable to answer", "does not mention", "do not mention", "doesn't mention",
-    "không thể trả lời", "chưa có thông tin", "không được đề cập",
-)
-# The words a refusal is made of, whatever it refuses: a refusal with no other word refuses
-# the whole question.
-_REFUSAL_WORDS = frozenset(
-    """evidence information info context contexts document documents doc docs source sources passage passages
-    text texts excerpt excerpts data material materials answer answers answered question questions provided provide
-    given available enough sufficient insufficient find found mention mentions mentioned say says said state states
-    stated contain contains contained able unable determine sorry retrieved specify specified detail details
-    however unfortunately help matter matters issue issues topic topics point
-    bằng chứng thông tin tài liệu ngữ cảnh dữ liệu nguồn đoạn trích văn bản trả lời câu hỏi cung cấp đủ tìm thấy nêu
-    đề cập xin lỗi rất tiếc hiện biết xác định chắc chắn thể nội dung chi tiết tuy nhiên đáng vấn chủ điều""".split())
 
 
 @lru_cache(maxsize=1)
 def _refusal_stems() -> frozenset:
-    return frozenset(_stem(w) for w in _REFUSAL_WORDS)
+    return frozenset(_stem(w) for w in REFUSAL_WORDS)
 
 
 def _tokens(text: str) -> list[str]:
@@ -231,14 +207,10 @@ def _stem(word: str) -> str:
     return _english_stemmer().stemWord(word)
 
 
-# Words that answer a yes/no question: they say what the rest of the claim says.
-_ANSWER_WORDS = frozenset("yes yeah yep vâng dạ".split())
-
-
 def _claim_word(word: str) -> bool:
     """A word that carries content: not a function word, a negation, an answer word ("yes")
     or punctuation."""
-    return word not in _BOUNDARY and word not in _NEGATIONS and word not in _ANSWER_WORDS and not _is_number(word) \
+    return word not in _BOUNDARY and word not in NEGATIONS and word not in ANSWER_WORDS and not _is_number(word) \
         and _is_content(word)
 
 
@@ -286,14 +258,14 @@ def _negated(lower: tuple[str, ...]) -> tuple[frozenset, frozenset, tuple]:
         if w in _BOUNDARY:
             scope = 0
             continue
-        if w in _NEGATIONS and not (i + 1 < len(lower) and lower[i + 1] in _NOT_NEGATING.get(w, ())) \
-                or w in _DROPPING:
+        if w in NEGATIONS and not (i + 1 < len(lower) and lower[i + 1] in NOT_NEGATING.get(w, ())) \
+                or w in DROPPING_VERBS:
             if not scope or scopes[-1] != [[]]:
                 scopes.append([[]])
             scope = _NEGATION_SCOPE
             skip = 2 if lower[i + 1:i + 3] == ("bao", "giờ") else 0     # "chẳng bao giờ": never
             continue
-        if w in _DROPPING_PAIRS and i + 1 < len(lower) and lower[i + 1] in _DROPPING_PAIRS[w]:
+        if w in DROPPING_PAIRS and i + 1 < len(lower) and lower[i + 1] in DROPPING_PAIRS[w]:
             scopes.append([[]])
             scope = _NEGATION_SCOPE + 1      # the pair's second word is not a content word
             continue
@@ -324,7 +296,7 @@ def _is_name_word(token: str, first: bool, lowercase_vocabulary: frozenset) -> b
     if not token[0].isupper():
         return False
     word = token.lower()
-    if word in ENGLISH_STOPWORDS or word in _ACCENTED_FUNCTION or word in _NEGATIONS or word in _ANSWER_WORDS:
+    if word in ENGLISH_STOPWORDS or word in _ACCENTED_FUNCTION or word in NEGATIONS or word in ANSWER_WORDS:
         return False
     return not first or (word not in lowercase_vocabulary and _stem(word) not in lowercase_vocabulary)
 
@@ -625,13 +597,6 @@ class ClaimReport:
         return out
 
 
-# What an answer calls its evidence: a short sentence whose subject it is, negated ("the
-# documents do not state ...", "tài liệu không cung cấp ...") says the evidence lacks something.
-_SOURCE_NOUNS = frozenset("""evidence document documents context contexts text texts passage passages sources
-    excerpt excerpts""".split())
-_SOURCE_NOUNS_VI = (("tài", "liệu"), ("bằng", "chứng"), ("ngữ", "cảnh"), ("đoạn", "trích"), ("văn", "bản"))
-
-
 def is_refusal(text: str, refusals: Iterable[str] = ()) -> bool:
     """Whether a claim says the evidence is not enough: one of the pipeline's own refusal
     sentences, a sentence with a common refusal phrase, or a short sentence that names the
@@ -641,15 +606,15 @@ def is_refusal(text: str, refusals: Iterable[str] = ()) -> bool:
         return True
     if len(plain.split()) > 25:
         return False
-    if any(cue in plain for cue in _REFUSAL_CUES):
+    if any(cue in plain for cue in REFUSAL_CUES):
         return True
     tokens = [t.lower() for t in _tokens(text)]
     for i, t in enumerate(tokens):
-        noun = 1 if t in _SOURCE_NOUNS else 2 if tuple(tokens[i:i + 2]) in _SOURCE_NOUNS_VI else 0
+        noun = 1 if t in SOURCE_NOUNS else 2 if tuple(tokens[i:i + 2]) in SOURCE_NOUNS_VI else 0
         if noun:
             after = tokens[i + noun:i + noun + 4]       # the source, then a negated verb: its subject
             after = after[:next((k for k, w in enumerate(after) if w in _BOUNDARY), len(after))]
-            if any(w in _NEGATIONS and not (k + 1 < len(after) and after[k + 1] in _NOT_NEGATING.get(w, ()))
+            if any(w in NEGATIONS and not (k + 1 < len(after) and after[k + 1] in NOT_NEGATING.get(w, ()))
                    for k, w in enumerate(after)):
                 return True
     return False
@@ -840,7 +805,7 @@ def _parts_supported(claim: Claim, text: _Text, numbers, question_words: _Text, 
 def _refusal_words(body: str) -> list[str]:
     """What a refusal says the evidence lacks: its content words that are not the words of
     any refusal ("evidence", "not enough", "tài liệu", "không đề cập" ...)."""
-    return [w for w in _Text.of(body).lower if _claim_word(w) and w not in _REFUSAL_WORDS
+    return [w for w in _Text.of(body).lower if _claim_word(w) and w not in REFUSAL_WORDS
             and _stem(w) not in _refusal_stems()]
 
 

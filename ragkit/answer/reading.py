@@ -29,7 +29,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, normalize, strip_accents, vietnamese_char_count
+from ..text import (ENGLISH_STOPWORDS, LIST_MARKER, VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences,
+                    strip_accents, vietnamese_char_count)
+from ..text.cues import MAXIMUM_CUES, MINIMUM_CUES, NEGATIONS, NOT_NEGATING, RENAMING_WORDS
 
 FACTOID_SHAPES = ("name", "date", "number", "yesno")
 SHAPES = (*FACTOID_SHAPES, "definition", "list", "steps", "explanation", "other")
@@ -434,31 +436,8 @@ def sub_question(question: str, description: str, bridge: str) -> str:
 
 
 # ----------------------------------------------------------------------------- sentences
-
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-ZÀ-ỸĐ0-9])")
-_LIST_LINE = re.compile(r"^\s*(?:[-*+•]|\d+[.)]|bước\s+\d+|buoc\s+\d+)", re.IGNORECASE)
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a text: hard-wrapped lines are joined, list lines and headings stand alone,
-    a full stop splits only before a capital letter or a digit ("23.501", "e.g. x" stay)."""
-    sentences = []
-    for para in re.split(r"\n\s*\n", text):
-        lines = [ln.strip() for ln in para.splitlines() if ln.strip()]
-        if any(_LIST_LINE.match(ln) or ln.startswith("#") for ln in lines):
-            items: list[str] = []
-            for ln in lines:        # a wrapped line continues the item above it
-                if items and not (_LIST_LINE.match(ln) or ln.startswith("#")) and not items[-1].startswith("#") \
-                        and not re.search(r"[.!?:]$", items[-1]):
-                    items[-1] = f"{items[-1]} {ln}"
-                else:
-                    items.append(ln)
-            for ln in items:
-                sentences.extend(s for s in _SENTENCE_END.split(ln) if s.strip())
-        else:
-            sentences.extend(s for s in _SENTENCE_END.split(" ".join(lines)) if s.strip())
-    return [s.strip() for s in sentences if re.search(r"\w", s)]
-
+# Evidence is cut into sentences by ``ragkit.text.split_sentences``, the splitter answers and
+# their claims are cut by too.
 
 Tokenize = Callable[[str], list]
 
@@ -547,12 +526,14 @@ class Sentence:
 def score_sentences(question: str, texts: Sequence[str], weigher: Weigher,
                     titles: Sequence[str] = ()) -> list[Sentence]:
     """Every sentence of ``texts`` with the share of the question it covers, read with its
-    text's title (``titles[n]``: a chunk's title is the context of each of its sentences)."""
+    text's title (``titles[n]``: a chunk's title is the context of each of its sentences). A
+    list item's marker ("1.", "-") says nothing: it is left out."""
     weights = weigher.weights(question)
     out = []
     for n, text in enumerate(texts, 1):
         title = titles[n - 1] if n - 1 < len(titles) else ""
         for pos, sentence in enumerate(split_sentences(text)):
+            sentence = LIST_MARKER.sub("", sentence, count=1)
             cov = coverage(weights, f"{title} {sentence}", weigher)
             out.append(Sentence(n, pos, sentence, cov.share, cov.covered))
     return out
@@ -688,18 +669,12 @@ def number_candidates(sentence: str) -> list[Candidate]:
     return out
 
 
-_BOUND_MAX = ("maximum", "at most", "highest", "largest", "greatest", "up to", "upper limit", "max ",
-              "tối đa", "cao nhất", "lớn nhất", "nhiều nhất")
-_BOUND_MIN = ("minimum", "at least", "lowest", "smallest", "fewest", "lower limit", "min ",
-              "tối thiểu", "thấp nhất", "nhỏ nhất", "ít nhất")
-
-
 def bound_asked(question: str) -> str | None:
     """"max" or "min" when ``question`` asks for one end of a range ("at most", "tối đa")."""
     lowered = f" {question.lower()} "
-    if any(f" {w}" in lowered for w in _BOUND_MAX):
+    if any(f" {w}" in lowered for w in MAXIMUM_CUES):
         return "max"
-    if any(f" {w}" in lowered for w in _BOUND_MIN):
+    if any(f" {w}" in lowered for w in MINIMUM_CUES):
         return "min"
     return None
 
@@ -789,8 +764,19 @@ def phrase_candidates(sentence: str, question_words: set[str], weigher: Weigher)
     return out
 
 
-_NEGATION = re.compile(r"\b(?:not|no|never|cannot|can't|isn't|aren't|wasn't|weren't|doesn't|don't|didn't|"
-                       r"won't|mustn't|shouldn't|nor|không|chưa|chẳng|cấm|đừng|chớ)\b", re.IGNORECASE)
+# A negation word (or "n't") and the word after it: "không khí" (air) negates nothing.
+_NEGATION = re.compile(r"\b(" + "|".join(sorted(NEGATIONS, key=len, reverse=True)) + r")\b(?:\W+(\w+))?|n['’]t\b",
+                       re.IGNORECASE)
+
+
+def _negated(text: str) -> bool:
+    """Whether ``text`` holds a negation (``ragkit.text.cues.NEGATIONS``, "n't"), a compound
+    that negates nothing aside ("không khí", "not only")."""
+    for m in _NEGATION.finditer(text):
+        word = (m.group(1) or "").lower()
+        if not word or (m.group(2) or "").lower() not in NOT_NEGATING.get(word, ()):
+            return True
+    return False
 
 
 # ----------------------------------------------------------------------------- the short answer
@@ -847,7 +833,7 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
             return None
         asked = re.sub(r"\s*(?:(?:phải|đúng|được)\s+)?(?:không|chưa)\s*\??\s*$", "", question.strip(),
                        flags=re.IGNORECASE)          # the Vietnamese question's closing particle
-        flipped = bool(_NEGATION.search(best.text)) != bool(_NEGATION.search(asked))
+        flipped = _negated(best.text) != _negated(asked)
         return ShortAnswer("no" if flipped else "yes", best.item, best.text, best.share, best.share)
     scores: dict[str, list] = {}
     common = lower_case_words(texts)
@@ -903,26 +889,21 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
     return ShortAnswer(text, s.item, s.text, total, s.share, ranked[1][0] if len(ranked) > 1 else 0.0)
 
 
-# Words that give another name for what stands before them ("Damerjog or Damerdjog",
-# "Tenochtitlan, also known as ...", "Ann Smith (née Jones)").
-_RENAMING = frozenset("or aka also known as called formerly nee née alias".split())
-
-
 def _another_name(sentence: str, c: Candidate, q_words: set[str], weigher: Weigher) -> bool:
     """Whether candidate ``c`` is written as another name for words of the question: only
     renaming words or brackets stand between it and a question word before or after it."""
     before = re.findall(r"[\w'’-]+|[(,]", sentence[:c.start])[-5:]
     after = re.findall(r"[\w'’-]+|[()]", sentence[c.end:])[:5]
     i = len(before)
-    while i and (before[i - 1] in "(," or normalize(before[i - 1]) in _RENAMING):
+    while i and (before[i - 1] in "(," or normalize(before[i - 1]) in RENAMING_WORDS):
         i -= 1
-    renamed = i < len(before) and any(normalize(w) in _RENAMING or w == "(" for w in before[i:])
+    renamed = i < len(before) and any(normalize(w) in RENAMING_WORDS or w == "(" for w in before[i:])
     if renamed and i and set(weigher.tokenize(before[i - 1])) & q_words:
         return True
     j = 0
-    while j < len(after) and (after[j] in "()" or normalize(after[j]) in _RENAMING):
+    while j < len(after) and (after[j] in "()" or normalize(after[j]) in RENAMING_WORDS):
         j += 1
-    renamed = any(normalize(w) in _RENAMING or w == "(" for w in after[:j])
+    renamed = any(normalize(w) in RENAMING_WORDS or w == "(" for w in after[:j])
     return renamed and j < len(after) and bool(set(weigher.tokenize(after[j])) & q_words)
 
 
@@ -1065,4 +1046,4 @@ def yes_no(text: str) -> str | None:
 __all__ = ["Coverage", "FACTOID_SHAPES", "MIN_SHARE", "SHAPES", "Sentence", "Shape", "ShortAnswer", "Weigher",
            "answer_shape", "as_evidence_writes", "bound_asked", "bounded", "coverage", "date_candidates",
            "in_evidence", "name_candidates", "number_candidates", "parse_short_answer", "range_end",
-           "relevant_sentences", "score_sentences", "short_answer", "split_sentences", "yes_no"]
+           "relevant_sentences", "score_sentences", "short_answer", "yes_no"]

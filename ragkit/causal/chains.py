@@ -26,6 +26,7 @@ from typing import Iterable
 import networkx as nx
 
 from ..text import normalize
+from ..text.cues import HEDGES
 from .direction import OUTCOME_WORDS, AskedDirection, asked_direction, net_direction
 from .kg import CONFIDENCE_POINTS, STRENGTH_POINTS, SYNONYMS, EvidenceKG, known_fields
 
@@ -33,7 +34,7 @@ TARGET = "pm25"
 CORE_METEOROLOGY = ("temperature", "relative_humidity", "wind_speed", "pblh", "precipitation",
                     "seasonal_patterns")
 LAG_BONUS = THRESHOLD_BONUS = QUOTE_BONUS = 0.5
-_HEDGES = re.compile(r"\b(may|might|could|possibly|perhaps|unclear|có thể)\b", re.IGNORECASE)
+_HEDGES = re.compile(r"\b(" + "|".join(HEDGES) + r")\b", re.IGNORECASE)
 _CATEGORY_WORDS = {
     "chemical": ("chemical", "chemistry", "hoa hoc", "sulfate", "nitrate", "secondary", "thu cap"),
     "meteorological": ("weather", "meteorolog", "thoi tiet", "khi tuong"),

@@ -3,10 +3,11 @@ documents?", "các chủ đề chính của tài liệu là gì?") rather than a
 
 Two things must hold, and the verdict says which did not:
 
-1. **A whole-corpus word**: the question carries a word or phrase of ``ASPECT`` (themes,
-   topics, overview, summary; chủ đề, tổng quan, tóm tắt, nội dung chính) or ``SCOPE`` (the
-   collection itself: corpus, these documents; các tài liệu, toàn bộ). The one bilingual
-   lexicon is here; it is matched on normalised tokens (lower case, accents stripped).
+1. **A whole-corpus word**: the question carries a word or phrase of ``CORPUS_ASPECT_CUES``
+   (themes, topics, overview, summary; chủ đề, tổng quan, tóm tắt, nội dung chính) or
+   ``CORPUS_SCOPE_CUES`` (the collection itself: corpus, these documents; các tài liệu, toàn
+   bộ), bilingual lexicons of ``ragkit.text.cues``, matched on normalised tokens (lower case,
+   accents stripped).
 2. **Nothing specific**: the question's word n-grams link to no concept of the graph
    (longest first, case-insensitive, through aliases), except the graph's hubs, which
    describe the whole corpus rather than a part (``common``; in a 5G corpus "5G" is one),
@@ -37,24 +38,11 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from ..text import VIETNAMESE_FUNCTION_WORDS, tokenize
+from ..text.cues import CORPUS_ASPECT_CUES, CORPUS_SCOPE_CUES
 from .extract import FUNCTION_WORDS, _is_capitalised, concept_key
 from .graph import ConceptGraph
 
-# What a question about the whole corpus says: the aspect it asks for ...
-ASPECT = (
-    "theme", "themes", "thematic", "topic", "topics", "overview", "overall", "summary", "summaries",
-    "summarize", "summarise", "summarizing", "main points", "key points", "main ideas", "main subjects",
-    "main content", "big picture", "gist",
-    "chu de", "tong quan", "tom tat", "tom luoc", "noi dung chinh", "y chinh", "diem chinh", "tong the",
-    "van de chinh",
-)
-# ... or the collection itself.
-SCOPE = (
-    "corpus", "collection", "these documents", "the documents", "all documents", "all the documents",
-    "these texts", "these passages", "these articles", "these manuals", "whole dataset",
-    "tai lieu nay", "cac tai lieu", "bo tai lieu", "toan bo", "van ban nay", "cac van ban",
-)
-_CUE_TOKENS = frozenset(w for phrase in (*ASPECT, *SCOPE) for w in phrase.split())
+_CUE_TOKENS = frozenset(w for phrase in (*CORPUS_ASPECT_CUES, *CORPUS_SCOPE_CUES) for w in phrase.split())
 _QUIET = _CUE_TOKENS | FUNCTION_WORDS | VIETNAMESE_FUNCTION_WORDS
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
@@ -83,7 +71,7 @@ def corpus_cues(question: str) -> list[str]:
     words = [m.group(0) for m in _WORD.finditer(question)]
     plain = [" ".join(tokenize(w)) for w in words]
     found = []
-    for phrase in (*ASPECT, *SCOPE):
+    for phrase in (*CORPUS_ASPECT_CUES, *CORPUS_SCOPE_CUES):
         size = len(phrase.split())
         for i in range(len(words) - size + 1):
             if " ".join(plain[i:i + size]) == phrase:
@@ -152,4 +140,4 @@ def _index_phrases(words: list[str], plain: list[str], taken: list[bool], index)
     return out
 
 
-__all__ = ["ASPECT", "SCOPE", "BroadVerdict", "broad_question", "corpus_cues"]
+__all__ = ["BroadVerdict", "broad_question", "corpus_cues"]

@@ -17,7 +17,7 @@
    chunks, chosen greedily by the centrality weight of the members they mention that no
    chosen sentence mentions yet (weighted maximum coverage), shown in reading order, each
    with the chunk it was cut from. Every sentence is a verbatim piece of its chunk's text
-   (up to whitespace: ``split_sentences``).
+   (up to whitespace), cut by ``ragkit.text.split_sentences`` (``summary_sentences``).
 
 A community home to at least ``MIN_CHUNKS`` chunks is a **theme**; a corpus with none (too
 small, or chunks sharing no concept) has no themes, and ``Communities.unavailable`` says why.
@@ -55,6 +55,7 @@ import scipy.sparse as sp
 
 from ..errors import IndexFormatError
 from ..stores.files import atomic_write_bytes
+from ..text import LIST_MARKER, sentence_spans
 from .extract import concept_key
 from .graph import ConceptGraph
 
@@ -71,11 +72,6 @@ MIN_SENTENCE_WORDS = 4    # shorter pieces are headings or fragments, not senten
 MAX_SENTENCE_CHARS = 400  # longer ones are lists or tables run together
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
-_LIST_MARKER = re.compile(r"^\s*(?:[-*+•]\s+|\d{1,2}[.)]\s+)")
-# A sentence ends at . ! ? and space, before a capital or a digit ...
-_SENTENCE_END = re.compile(r"[.!?][\"'”’)]*\s+")
-# ... unless the word before is an initial or an abbreviation ("U.S. Army", "Dr. Who").
-_NOT_AN_END = re.compile(r"(?:\b\w|\b(?:\w+\.)+\w+|\b(?:Dr|Mr|Mrs|Ms|St|Jr|Sr|No|Vol|vs|etc|e\.g|i\.e|ca|Co|Inc|Ltd|Mt|Ft))\.$")
 
 
 @dataclass
@@ -424,9 +420,9 @@ def extractive_summary(graph: ConceptGraph, members: list[int], centrality: np.n
 
 
 def sentence_concepts(matcher: "ConceptMatcher", chunk_id: str, text: str, cache: dict) -> list[tuple[str, set]]:
-    """A chunk's sentences (``split_sentences``), each with the concepts it mentions."""
+    """A chunk's sentences (``summary_sentences``), each with the concepts it mentions."""
     if chunk_id not in cache:
-        cache[chunk_id] = [(s, matcher.find(s)) for s in split_sentences(text)]
+        cache[chunk_id] = [(s, matcher.find(s)) for s in summary_sentences(text)]
     return cache[chunk_id]
 
 
@@ -476,50 +472,29 @@ def mentioned_concepts(graph: ConceptGraph, text: str) -> set[int]:
     return ConceptMatcher(graph).find(text)
 
 
-def split_sentences(text: str) -> list[str]:
-    """The sentences of a chunk, each a verbatim piece of it up to whitespace (runs of
-    spaces and line breaks read as one space). A paragraph is read as one run of text
-    (hard-wrapped lines are joined); a paragraph with list items is read line by line, list
-    markers stripped; headings, table rows and tab-separated lines are left out. A sentence
-    ends at ". ", "! " or "? " before a capital or a digit, but not after an initial or a
-    common abbreviation. Pieces of fewer than ``MIN_SENTENCE_WORDS`` words or more than
-    ``MAX_SENTENCE_CHARS`` characters are left out, and so are lead-ins ending with ":" (what
-    they introduce is in the items after them).
+def summary_sentences(text: str) -> list[str]:
+    """The sentences of a chunk a summary may quote: its sentences (``ragkit.text.split_sentences``:
+    hard-wrapped lines joined, list items and steps apart, not cut after an initial or a common
+    abbreviation), each with its runs of spaces and line breaks read as one space and its list
+    marker left out. Headings, table rows, tab-separated lines and code are no sentences; nor
+    are pieces of fewer than ``MIN_SENTENCE_WORDS`` words (fragments) or more than
+    ``MAX_SENTENCE_CHARS`` characters (lists or tables run together), or lead-ins ending with
+    ":" (what they introduce is in the items after them).
 
-    >>> split_sentences("# Safety\\n- Wear goggles at all times. Dr. Who agrees with U.S. rules.\\n"
-    ...                 "- Keep hands away from the\\n  spindle while it turns.")
+    >>> summary_sentences("# Safety\\n- Wear goggles at all times. Dr. Who agrees with U.S. rules.\\n"
+    ...                   "- Keep hands away from the\\n  spindle while it turns.")
     ['Wear goggles at all times.', 'Dr. Who agrees with U.S. rules.', 'Keep hands away from the spindle while it turns.']
     """
     out = []
-    for block in re.split(r"\n\s*\n", text):
-        lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
-        if any(_LIST_MARKER.match(ln) for ln in lines):
-            units, current = [], []
-            for ln in lines:          # a list item runs on over the lines that continue it
-                if _LIST_MARKER.match(ln) or ln.startswith(("#", "|")) or "\t" in ln:
-                    units.append(current)
-                    current = []
-                current.append(ln)
-            units.append(current)
-        else:
-            units = [[ln] for ln in lines if ln.startswith(("#", "|")) or "\t" in ln]
-            prose = [ln for ln in lines if not (ln.startswith(("#", "|")) or "\t" in ln)]
-            units.append(prose)
-        for unit in units:
-            if not unit or unit[0].startswith(("#", "|", "```")) or "\t" in unit[0]:
-                continue
-            line = _LIST_MARKER.sub("", " ".join(" ".join(unit).split()), count=1)
-            start = 0
-            for match in _SENTENCE_END.finditer(line):
-                following = line[match.end():].lstrip("\"“'‘([")[:1]
-                if not (following.isupper() or following.isdigit()) or \
-                        _NOT_AN_END.search(line[start:match.start() + 1]):
-                    continue
-                out.append(line[start:match.end()].rstrip())
-                start = match.end()
-            out.append(line[start:].strip())
-    return [s for s in out if len(_WORD.findall(s)) >= MIN_SENTENCE_WORDS and len(s) <= MAX_SENTENCE_CHARS
-            and not s.endswith(":")]
+    for a, b in sentence_spans(text):
+        piece = text[a:b].strip()
+        if piece.startswith(("#", "|", "```")) or "\t" in piece:
+            continue
+        sentence = LIST_MARKER.sub("", " ".join(piece.split()), count=1)
+        if len(_WORD.findall(sentence)) >= MIN_SENTENCE_WORDS and len(sentence) <= MAX_SENTENCE_CHARS \
+                and not sentence.endswith(":"):
+            out.append(sentence)
+    return out
 
 
 def coverage(community: Community, chunks: int) -> float:
@@ -529,5 +504,5 @@ def coverage(community: Community, chunks: int) -> float:
 
 __all__ = ["Communities", "Community", "detect_communities", "louvain_partition", "louvain", "modularity",
            "top_concepts",
-           "representatives", "extractive_summary", "mentioned_concepts", "ConceptMatcher", "split_sentences", "coverage",
+           "representatives", "extractive_summary", "mentioned_concepts", "ConceptMatcher", "summary_sentences", "coverage",
            "MIN_CHUNKS", "SEED", "RESOLUTION"]

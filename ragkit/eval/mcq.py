@@ -34,11 +34,10 @@ from .datasets import read_json_or_lines
 from ..specs.store import GraphStore
 from ..pipelines.spec import bm25_evidence, retrieve_spec_evidence
 from ..specs.dictionary import TermDictionary, store_signature, term_dictionary, words_of
-from ..text import Tokenizer
+from ..text import Tokenizer, split_sentences
 
 _OPTION = re.compile(r"^option\s*(\d+)$", re.IGNORECASE)
 _TOKENIZER = Tokenizer(lang="en")
-_SENTENCES = re.compile(r"(?<=[.;:!?])\s+|\n+")
 
 
 def load_mcq(path: str | Path) -> list[dict]:
@@ -133,7 +132,7 @@ def score_options(store: GraphStore, question: str, options: list[tuple[int, str
             if e.chunk.chunk_id not in seen:
                 seen.add(e.chunk.chunk_id)
                 evidence.append(e)
-    sentences = [set(_TOKENIZER(s)) for e in evidence for s in _SENTENCES.split(e.text) if s.strip()]
+    sentences = [set(_TOKENIZER(s)) for e in evidence for s in split_sentences(e.text)]
     index, _ = store_index(store.uri, signature)
     q_tokens = set(_TOKENIZER(question))
     option_tokens = [set(_TOKENIZER(text)) for _, text in options]

@@ -26,14 +26,14 @@ from ..answer.grounding import is_refusal
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
                            lexical_messages, numbered_evidence, short_answer_messages)
 from ..answer.reading import (Shape, Weigher, answer_shape, coverage, in_evidence, name_candidates, parse_short_answer,
-                       relevant_sentences, score_sentences, short_answer, split_sentences,
+                       relevant_sentences, score_sentences, short_answer,
                        question_descriptions, sub_question, trim_short_answer, yes_no)
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.boosting import is_procedural_query
 from ..retrieval.rerank import make_reranker
 from ..retrieval.community_search import CommunityHit, Route, load_communities, rank_communities, route
 from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
-from ..text import VIETNAMESE_FUNCTION_WORDS, normalize, tokenize
+from ..text import VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences, tokenize
 from .base import (NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace,
                    check_question)
 

@@ -14,26 +14,25 @@ from typing import Sequence
 import numpy as np
 
 from ..text import normalize
+from ..text.cues import PROCEDURE_QUESTION_CUES, PROCEDURE_TEXT_CUES
 
 STEP_BOOST = 0.3
 KEYWORD_BOOST = 0.15
 # A line that starts a numbered step, optionally after a list marker: "Bước 1:", "- Bước 2".
 _STEP_LINE = re.compile(r"^\s*(?:[-*+]\s*)?buoc\s+\d+", re.MULTILINE)
-_TEXT_KEYWORDS = ("quy trinh", "trinh tu", "bao gom")
-_QUERY_KEYWORDS = ("cac buoc", "quy trinh", "trinh tu")
 
 
 def is_procedural_query(query: str) -> bool:
     """True when the question asks for steps or a procedure."""
     q = normalize(query)
-    return any(kw in q for kw in _QUERY_KEYWORDS)
+    return any(kw in q for kw in PROCEDURE_QUESTION_CUES)
 
 
 def structural_boost(text: str) -> float:
     """One chunk's boost: +0.3 for a numbered step line, +0.15 for a procedure keyword."""
     t = normalize(text)
     score = STEP_BOOST if _STEP_LINE.search(t) else 0.0
-    if any(kw in t for kw in _TEXT_KEYWORDS):
+    if any(kw in t for kw in PROCEDURE_TEXT_CUES):
         score += KEYWORD_BOOST
     return score
 

@@ -6,16 +6,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ..text import split_sentences
+from ..text.cues import FUNCTION_CUES, OVERVIEW_TITLE_CUES, PROCEDURE_TITLE_CUES
 from .model import Chunk, Section, SpecDocument
 from .terms import COMMON_WORDS
 
 MAX_CHARS = 1500
-# Phrases that say what a network function does (a "function" chunk; the spec pipeline's
-# role questions look for them too).
-FUNCTION_CUES = ("is responsible for", "provides", "functionality", "functionalities",
-                 "includes the following", "supports the following", "is used for", "is used to")
-_PROCEDURE_CUES = ("procedure", "call flow", "step")
-_OVERVIEW_CUES = ("overview", "general", "introduction", "scope", "architecture")
 _ACRONYM = re.compile(r"(?<![\w-])[A-Z][A-Z0-9\-]*[A-Z0-9](?![\w-])")
 
 
@@ -28,11 +24,11 @@ def chunk_type(section: Section, content: str) -> str:
         return "abbreviation"
     if "definition" in title:
         return "definition"
-    if any(cue in title for cue in _PROCEDURE_CUES) or re.search(r"^\s*\d+[.)]\s", content, re.M):
+    if any(cue in title for cue in PROCEDURE_TITLE_CUES) or re.search(r"^\s*\d+[.)]\s", content, re.M):
         return "procedure"
     if any(cue in text for cue in FUNCTION_CUES):
         return "function"
-    if any(cue in title for cue in _OVERVIEW_CUES):
+    if any(cue in title for cue in OVERVIEW_TITLE_CUES):
         return "overview"
     return "other"
 
@@ -49,7 +45,7 @@ def complexity_score(content: str) -> float:
     words = content.split()
     if not words:
         return 0.0
-    sentences = max(1, len(re.findall(r"[.;:](\s|$)", content)))
+    sentences = max(1, len(split_sentences(content)))
     length = min(1.0, len(words) / sentences / 40.0)
     density = min(1.0, len(_ACRONYM.findall(content)) / len(words) / 0.25)
     return round(0.5 * length + 0.5 * density, 4)
