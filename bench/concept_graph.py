@@ -30,6 +30,7 @@ from ragkit.runtime.profiler import Profiler  # noqa: E402
 from ragkit.retrieval.bm25 import BM25Index  # noqa: E402
 from ragkit.retrieval.dense import DenseIndex  # noqa: E402
 from ragkit.retrieval.search import retrieve  # noqa: E402
+from ragkit.text import split_sentences  # noqa: E402
 
 METHODS = ("bm25", "dense", "hybrid", "graph", "hybrid+graph")
 
@@ -55,7 +56,7 @@ def yake_graph(docs: list[Doc]) -> tuple[ConceptGraph, float]:
     rows = {}
     for d in docs:
         phrases = [p for p, _ in extractor.extract_keywords(d.full_text)]
-        sentences = [s.lower() for s in d.full_text.replace("\n", ". ").split(". ")]
+        sentences = [s.lower() for s in split_sentences(d.full_text)]
         concepts = []
         for p in phrases:
             where = [i for i, s in enumerate(sentences) if p.lower() in s]

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from ..retrieval.linking import singular
-from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, document_language, strip_accents
+from ..text import (ENGLISH_STOPWORDS, LIST_MARKER, VIETNAMESE_FUNCTION_WORDS, document_language, sentence_spans,
+                    strip_accents)
 
 # Words that join two capitalised words into one name ("Bank of England", "Leonardo da Vinci");
 # never "and" or "in", which join two names ("Zimbabwe and Zambia", "Paris in France").
@@ -46,8 +47,8 @@ _EXTRA_FUNCTION = frozenset(
     called known located often later part several well new used use uses""".split())
 FUNCTION_WORDS = ENGLISH_STOPWORDS | _EXTRA_FUNCTION
 _WORD = re.compile(r"[^\W_]+(?:['’.\-][^\W_]+)*\.?", re.UNICODE)
-# A break ends every run: sentence and clause punctuation, brackets, quotes, line ends.
-_BREAK = re.compile(r"[.!?;:,()\[\]{}\"“”«»\n—–|/]")
+# A break ends every run: sentence and clause punctuation, brackets, quotes.
+_BREAK = re.compile(r"[.!?;:,()\[\]{}\"“”«»—–|/]")
 _ABBREVIATION = re.compile(r"((?:[A-Z][\w\-]*\s+){1,7}[A-Z][\w\-]*)\s*\(([A-Z][A-Za-z0-9\-]{1,9})\)")
 _VIETNAMESE_STOP = VIETNAMESE_FUNCTION_WORDS | FUNCTION_WORDS
 _POSSESSIVE = re.compile(r"'s?$")
@@ -91,22 +92,22 @@ def _is_number(word: str) -> bool:
 
 
 def _segments(text: str) -> Iterable[tuple[int, list[tuple[str, bool]]]]:
-    """Runs of words between breaks, with the number of their sentence, each word with
-    whether it begins a sentence."""
-    start_of_sentence, sentence = True, 0
-    for piece in re.split(f"({_BREAK.pattern})", text):
-        if not piece:
-            continue
-        if _BREAK.fullmatch(piece):
-            if piece in ".!?\n" and not start_of_sentence:
-                sentence += 1
-            start_of_sentence = piece in ".!?\n" or start_of_sentence and piece in "\"“«("
-            continue
-        words = [w if w[:-1].isupper() else w.rstrip(".") for w in _WORD.findall(piece)]
-        words = [w for w in words if w]
-        if words:
-            yield sentence, [(w, start_of_sentence and i == 0) for i, w in enumerate(words)]
-            start_of_sentence = False
+    """Runs of words between breaks, with the number of their sentence (``sentence_spans``:
+    a wrapped line goes on with its sentence, a list marker is left out), each word with
+    whether it begins its sentence."""
+    for sentence, (a, b) in enumerate(sentence_spans(text)):
+        start_of_sentence = True
+        for piece in re.split(f"({_BREAK.pattern})", LIST_MARKER.sub("", text[a:b].replace("\n", " "), count=1)):
+            if not piece:
+                continue
+            if _BREAK.fullmatch(piece):
+                start_of_sentence = start_of_sentence and piece in "\"“«("
+                continue
+            words = [w if w[:-1].isupper() else w.rstrip(".") for w in _WORD.findall(piece)]
+            words = [w for w in words if w]
+            if words:
+                yield sentence, [(w, start_of_sentence and i == 0) for i, w in enumerate(words)]
+                start_of_sentence = False
 
 
 def _names(segment: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
