@@ -31,10 +31,10 @@ from ..llm.prompts import answer_language, answer_messages
 from ..runtime.profiler import Profiler
 from ..retrieval.linking import GENERATION_NAMES
 from ..specs.dictionary import TermDictionary, store_signature, term_dictionary
-from ..specs.chunking import FUNCTION_CUES
 from ..specs.model import Chunk, Term, spec_version
 from ..specs.terms import acronyms_in, is_five_g_spec
-from ..text import Tokenizer
+from ..text import Tokenizer, first_sentences
+from ..text.cues import FUNCTION_CUES
 from .base import Answer, AskContext, Citation, Gathered, Pipeline, Source, Sources, Trace
 
 # Intent cues, English and Vietnamese, tried in this order (a description may say
@@ -396,11 +396,6 @@ def relation_evidence(store: GraphStore, entities: list[str], resolved: dict, li
 
 
 # --------------------------------------------------------------------------- answers
-def _sentences(text: str, n: int) -> str:
-    parts = re.split(r"(?<=[.:;])\s+(?=[A-Z(])", " ".join(text.split()))
-    return " ".join(parts[:n])
-
-
 def _dictionary_lines(entity: str, term_ev: list[Evidence], numbered: dict) -> list[str]:
     """What the dictionary says of an entity: its expansions in one line, each definition
     in its own."""
@@ -416,7 +411,7 @@ def _dictionary_lines(entity: str, term_ev: list[Evidence], numbered: dict) -> l
         lines.append(line + ".")
     for e in term_ev:
         if e.term.term_type == "definition":
-            lines.append(f"{e.term.full_name}: {_sentences(e.term.definition, 2)} [{numbered[id(e)]}]")
+            lines.append(f"{e.term.full_name}: {first_sentences(e.term.definition, 2)} [{numbered[id(e)]}]")
     return lines
 
 
@@ -429,7 +424,7 @@ def extractive_spec_answer(analysis: QuestionAnalysis, resolved: dict, evidence:
         if found:
             best, others = found[0], found[1:]
             lines.append(f"The term is {best.term.full_name} ({best.term.primary_spec}) [{numbered[id(best)]}]: "
-                         f"{_sentences(best.term.definition, 1)}")
+                         f"{first_sentences(best.term.definition, 1)}")
             if others:
                 lines.append("Close entries: " + "; ".join(
                     f"{e.term.full_name} [{numbered[id(e)]}]" for e in others) + ".")
@@ -448,10 +443,10 @@ def extractive_spec_answer(analysis: QuestionAnalysis, resolved: dict, evidence:
             if chunk_ev:
                 e = chunk_ev[0]
                 lines.append(f"{e.chunk.spec_id} clause {e.chunk.section_id} ({e.chunk.section_title}): "
-                             f"{_sentences(e.text, 2)} [{numbered[id(e)]}]")
+                             f"{first_sentences(e.text, 2)} [{numbered[id(e)]}]")
     for e in evidence:
         if e.stage == "relation":
-            lines.append(f"Both: {_sentences(e.text, 1)} [{numbered[id(e)]}]")
+            lines.append(f"Both: {first_sentences(e.text, 1)} [{numbered[id(e)]}]")
             break
     if not lines:
         bm25 = [e for e in evidence if e.stage == "bm25"]
@@ -459,7 +454,7 @@ def extractive_spec_answer(analysis: QuestionAnalysis, resolved: dict, evidence:
             return NOT_ENOUGH_EN
         e = bm25[0]
         lines.append(f"{e.chunk.spec_id} clause {e.chunk.section_id} ({e.chunk.section_title}): "
-                     f"{_sentences(e.text, 2)} [{numbered[id(e)]}]")
+                     f"{first_sentences(e.text, 2)} [{numbered[id(e)]}]")
     return "\n".join(lines)
 
 
@@ -499,7 +494,7 @@ class SpecPipeline(Pipeline):
 
     name = "spec"
     sources = (Source("spec_store", "--store", "a spec KG store (a file or bolt://)", "ragkit kg build",
-                      serve_flag="--spec-store"),)
+                      serve_flag="--spec-store", store=True),)
     sample_questions = ("What is SCP in 5G Core?", "Compare UPF and SMF", "What is TSCTSF?")
     size_unit, sizes = "generated specs", (5, 25, 100)
 
