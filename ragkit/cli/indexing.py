@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import asdict
 
 from ..config import CONCEPT_METHODS, DEFAULT_LANG, GRAPH_METHODS
@@ -14,14 +15,23 @@ from .output import _emit, _progress
 
 def build_index(args: argparse.Namespace, concept_store=None) -> dict:
     """``index build``'s (and ``graph build --corpus``'s) index, from the flags: what
-    ``retrieval.build.build_index`` built, as printed."""
+    ``retrieval.build.build_index`` built, as printed. The files of a corpus folder that were
+    not read are named in a warning line on stderr and listed under ``skipped`` (a key
+    present only when some were)."""
+    from ..corpus import read_corpus, skipped_line
     from ..retrieval.build import IndexSpec, build_index as build
 
     spec = IndexSpec(corpus=args.corpus, out=args.out, lang=args.lang, keep_accents=args.keep_accents,
                      bigrams=args.bigrams, params=BM25Params(k1=args.k1, b=args.b, idf=args.idf),
                      dense=args.dense, concepts=args.concepts,
                      concept_vectors=getattr(args, "concept_vectors", False), dedupe=getattr(args, "dedupe", None))
-    return build(spec, concept_store=concept_store, progress=_progress(args)).to_dict()
+    corpus = read_corpus(spec.corpus, spec.dedupe)
+    if corpus.skipped:
+        print(f"ragkit: warning: {skipped_line(args.corpus, corpus.skipped)}", file=sys.stderr)
+    info = build(spec, docs=corpus.docs, concept_store=concept_store, progress=_progress(args)).to_dict()
+    if corpus.skipped:
+        info["skipped"] = [s.to_dict() for s in corpus.skipped]
+    return info
 
 
 def _index_line(info: dict) -> str:
@@ -182,7 +192,10 @@ def _graph_build_concepts(args: argparse.Namespace) -> int:
         built = build_index(args, concept_store=store)
     concepts = built.pop("concepts")
     stored = concepts.pop("store", None)
+    skipped = built.pop("skipped", None)
     info = {"graph": str(args.out), **concepts, "store": stored, "index": built}
+    if skipped:
+        info["skipped"] = skipped
     human = f"built into {args.out}: {_concepts_line(concepts)}; {_index_line(built)}"
     if stored:
         w, d = stored["written"], stored["deleted"]
