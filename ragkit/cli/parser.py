@@ -22,6 +22,7 @@ from .indexing import cmd_graph_build, cmd_index_build, cmd_search
 from .knowledge import cmd_kg_build, cmd_kg_import, cmd_terms_define, cmd_terms_resolve
 from .models import cmd_model
 from .notebooks import cmd_rebuild, cmd_run
+from .pick import KEYS_HELP, cmd_pick
 from .pipeline_options import _add_pipeline_arguments
 from .serving import cmd_serve
 
@@ -49,7 +50,8 @@ MODEL_EPILOG = "\n".join([
 # Help for the options that many commands share, by argparse dest; an option's own help wins.
 SHARED_HELP = {
     "json": "print one JSON object on stdout (an error as {\"error\": ...})",
-    "corpus": "a BEIR corpus.jsonl or a folder of documents (.md, .txt, .docx, .pdf)",
+    "corpus": ("a folder of documents (.md, .markdown, .txt, .docx, .pdf; files of other types are skipped "
+               "and named), one such document, or a BEIR corpus.jsonl"),
     "index": "an index folder made by 'ragkit index build'",
     "store": "a graph store: a .json.gz file, or bolt://host:port for Neo4j",
     "k1": "BM25 term-frequency saturation (default %(default)s)",
@@ -140,7 +142,7 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     index = sub.add_parser("index", help="build lexical indexes").add_subparsers(dest="action", required=True)
-    p = index.add_parser("build", help="index a BEIR corpus.jsonl or a folder of documents")
+    p = index.add_parser("build", help="index a folder of documents, one document or a BEIR corpus.jsonl")
     p.add_argument("--corpus", required=True)
     p.add_argument("--out", required=True)
     _add_bm25_options(p)
@@ -236,8 +238,9 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
     p = gr.add_parser("build", help="edges.csv → networkx graph + node vectors in Chroma; or a "
                                      "corpus → BM25 index + concept graph (and Neo4j with --store)")
     p.add_argument("--edges", help="CSV with source, relation, target (extra columns kept)")
-    p.add_argument("--corpus", help="a BEIR corpus.jsonl or a folder of documents: builds what "
-                                    "'index build --concepts' builds, for search --method graph")
+    p.add_argument("--corpus", help="a folder of documents, one document or a BEIR corpus.jsonl (as in "
+                                    "index build): builds what 'index build --concepts' builds, for search "
+                                    "--method graph")
     p.add_argument("--out", required=True)
     p.add_argument("--embedder", choices=tuple(EMBEDDERS),
                    help="--edges: node-name embeddings, all-MiniLM-L6-v2 (minilm, the default; "
@@ -397,5 +400,13 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--out", default="outputs/runs")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("pick", help="print a few keys of a --json answer read from stdin, one 'key: value' "
+                                    "line each",
+                       description="Print a few keys of one JSON object read from stdin, one 'key: value' "
+                                   "line each, the value as compact JSON: e.g. ragkit ask QUESTION --index "
+                                   "DIR --json | ragkit pick trace.answer_source citations.*.doc_id")
+    p.add_argument("keys", nargs="+", metavar="KEY", help=KEYS_HELP)
+    p.set_defaults(func=cmd_pick, json=False)
     _fill_help(parser)
     return parser
