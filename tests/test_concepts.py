@@ -150,6 +150,14 @@ def test_a_title_is_the_subject_of_its_chunk(musique):
     assert graph.cooccurs[town, somalia] > 0
 
 
+def test_a_headings_clause_number_is_no_part_of_its_concept():
+    text = "The Session Management Function (SMF) allocates the UE IP address.\nIt controls the UPF."
+    found = {m.key: m for m in extract_concepts(text, title="4 Network functions > 4.2 SMF")}
+    assert found["smf"].how == "title" and found["smf"].label == "SMF" and "4.2 smf" not in found
+    assert extract_concepts("Tokyo hosted them.", title="Games > 1964 Summer Olympics")[0].label == \
+        "1964 Summer Olympics"                                   # a year is part of the name
+
+
 def test_question_spans_link_as_users_write_them(musique):
     searcher = ConceptSearcher(ConceptGraph.build([musique[p] for p in ("p63", "p926", "p1023", "p0")],
                                                   progress=False)[0])
