@@ -19,6 +19,7 @@ from typing import Iterable
 
 from .errors import InputError
 from .inputs import first_of_each, lines, read_text
+from .text import cut_to_length
 
 DOCUMENT_SUFFIXES = (".md", ".txt")                          # cut along "#" headings
 DOCUMENT_TYPES = (".md", ".markdown", ".txt", ".docx", ".pdf")  # every document type read
@@ -299,35 +300,6 @@ def _docx_sections(path: Path) -> list[_Section]:
     return sections
 
 
-def _pdf_pages(path: Path) -> list[list[str]]:
-    """Each page's text lines (pypdf); a file that is not a PDF, or a damaged one, is a
-    one-line error naming it."""
-    import pypdf
-
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(1024)
-    except OSError as exc:
-        raise InputError(f"corpus {path}: cannot be read ({exc.strerror})") from None
-    if b"%PDF-" not in head:       # what PDF readers accept: the marker in the first 1024 bytes
-        raise InputError(f"corpus {path}: not a PDF (no %PDF- header; it starts {head[:16]!r})")
-    # pypdf logs its repairs of a damaged file as warnings; the error below says it in one line.
-    logger = logging.getLogger("pypdf")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL + 1)
-    try:
-        reader = pypdf.PdfReader(str(path))
-        return [(page.extract_text() or "").splitlines() for page in reader.pages]
-    except pypdf.errors.FileNotDecryptedError:
-        raise InputError(f"corpus {path}: the PDF is encrypted (ragkit cannot read it without its "
-                         "password)") from None
-    except Exception as exc:  # pypdf raises many types for damaged files
-        raise InputError(f"corpus {path}: not a readable PDF ({type(exc).__name__}: "
-                         f"{' '.join(str(exc).split())})") from None
-    finally:
-        logger.setLevel(level)
-
-
 def _pdf_sections(path: Path) -> list[_Section]:
     """A PDF as sections. Page headers and footers (lines repeated on many pages) and table
     of contents lines are left out, and wrapped lines are joined into paragraphs, as for 3GPP
@@ -336,7 +308,9 @@ def _pdf_sections(path: Path) -> list[_Section]:
     cut page by page."""
     from .specs.ingest import _LIST_START, _TOC_LINE, _page_furniture, continues, section_key, split_heading
 
-    pages = _pdf_pages(path)
+    from .specs.ingest import open_pdf
+
+    _, pages = open_pdf(path, "corpus")
     if not any(line.strip() for lines in pages for line in lines):
         raise NoText(f"corpus {path}: the PDF has no extractable text (a scan?)")
     furniture = _page_furniture(pages)
@@ -373,22 +347,8 @@ def _pdf_sections(path: Path) -> list[_Section]:
     return sections
 
 
-def _cut(text: str, max_chars: int) -> list[str]:
-    """A paragraph longer than ``max_chars`` cut at sentence ends (else at spaces)."""
-    pieces = []
-    while len(text) > max_chars:
-        cut = max(text.rfind(". ", 0, max_chars), text.rfind("; ", 0, max_chars))
-        if cut < max_chars // 2:
-            cut = text.rfind(" ", 0, max_chars)
-        if cut <= 0:
-            cut = max_chars - 1
-        pieces.append(text[:cut + 1].strip())
-        text = text[cut + 1:].strip()
-    return pieces + ([text] if text else [])
-
-
 def _pieces(paragraph: list[tuple[str, int]], max_chars: int) -> list[tuple[str, set[int]]]:
-    """A paragraph's lines joined, cut under ``max_chars`` (``_cut``), each piece with the
+    """A paragraph's lines joined, cut under ``max_chars`` (``text.cut_to_length``), each piece with the
     pages of the lines it holds part of."""
     text = " ".join(line for line, _ in paragraph)
     spans, at = [], 0
@@ -396,7 +356,7 @@ def _pieces(paragraph: list[tuple[str, int]], max_chars: int) -> list[tuple[str,
         spans.append((at, at + len(line), page))
         at += len(line) + 1
     pieces, at = [], 0
-    for piece in _cut(text, max_chars):
+    for piece in cut_to_length(text, max_chars):
         begin = text.index(piece, at)
         at = begin + len(piece)
         pieces.append((piece, {page for start, end, page in spans if page and start < at and end > begin}))

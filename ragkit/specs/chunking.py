@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from ..text import split_sentences
+from ..text import cut_to_length, split_sentences
 from ..text.cues import FUNCTION_CUES, OVERVIEW_TITLE_CUES, PROCEDURE_TITLE_CUES
 from .model import Chunk, Section, SpecDocument
 from .terms import COMMON_WORDS
@@ -55,25 +55,11 @@ def complexity_score(content: str) -> float:
 SKIPPED_TITLES = ("change history", "foreword")
 
 
-def _pieces(line: str, max_chars: int) -> list[str]:
-    """A line longer than the limit, cut at sentence ends (or spaces) under the limit."""
-    pieces = []
-    while len(line) > max_chars:
-        cut = max(line.rfind(". ", 0, max_chars), line.rfind("; ", 0, max_chars))
-        if cut < max_chars // 2:
-            cut = line.rfind(" ", 0, max_chars)
-        if cut <= 0:
-            cut = max_chars
-        pieces.append(line[: cut + 1].strip())
-        line = line[cut + 1:].strip()
-    return pieces + ([line] if line else [])
-
-
 def _parts(section: Section, max_chars: int) -> list[tuple[str, list[int]]]:
     """A section's lines packed into chunks under the size limit, each with the PDF pages
     (1-based) its lines start on; no pages for sources without them."""
     pieces = [(piece, section.line_pages[i] + 1 if i < len(section.line_pages) else 0)
-              for i, raw in enumerate(section.lines) for piece in _pieces(raw, max_chars)]
+              for i, raw in enumerate(section.lines) for piece in cut_to_length(raw, max_chars)]
     parts: list[tuple[str, list[int]]] = []
     current, pages = "", set()
     for piece, page in pieces:     # as corpus.pack: whole pieces while under the limit

@@ -293,7 +293,9 @@ def _page_furniture(pages: list[list[str]]) -> set[str]:
     return {line for line, n in counts.items() if n >= threshold}
 
 
-def _read_pdf(path: Path) -> tuple[str, list[Section], str]:
+def open_pdf(path: Path, what: str):
+    """The PDF's reader (pypdf) and each page's text lines; a file that is not a PDF, an
+    encrypted one or a damaged one is a one-line error naming it as ``what``."""
     import logging
 
     import pypdf
@@ -302,20 +304,28 @@ def _read_pdf(path: Path) -> tuple[str, list[Section], str]:
         with open(path, "rb") as handle:
             head = handle.read(1024)
     except OSError as exc:
-        raise InputError(f"spec {path}: cannot be read ({exc.strerror})") from None
+        raise InputError(f"{what} {path}: cannot be read ({exc.strerror})") from None
     if b"%PDF-" not in head:       # what PDF readers accept: the marker in the first 1024 bytes
-        raise InputError(f"spec {path}: not a PDF (no %PDF- header; it starts {head[:16]!r})")
+        raise InputError(f"{what} {path}: not a PDF (no %PDF- header; it starts {head[:16]!r})")
     # pypdf logs its repairs of a damaged file as warnings; the error below says it in one line.
     logger = logging.getLogger("pypdf")
     level = logger.level
     logger.setLevel(logging.CRITICAL + 1)
     try:
         reader = pypdf.PdfReader(str(path))
-        pages = [(page.extract_text() or "").splitlines() for page in reader.pages]
+        return reader, [(page.extract_text() or "").splitlines() for page in reader.pages]
+    except pypdf.errors.FileNotDecryptedError:
+        raise InputError(f"{what} {path}: the PDF is encrypted (ragkit cannot read it without its "
+                         "password)") from None
     except Exception as exc:  # pypdf raises many types for damaged files
-        raise InputError(f"spec {path}: not a readable PDF ({type(exc).__name__}: {exc})") from None
+        raise InputError(f"{what} {path}: not a readable PDF ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())})") from None
     finally:
         logger.setLevel(level)
+
+
+def _read_pdf(path: Path) -> tuple[str, list[Section], str]:
+    reader, pages = open_pdf(path, "spec")
     if not any(ln.strip() for lines in pages for ln in lines):
         raise InputError(f"spec {path}: the PDF has no extractable text (a scan?)")
     furniture = _page_furniture(pages)

@@ -10,7 +10,7 @@ Everything ``tokens`` and ``sentences`` define is importable from ``ragkit.text`
 """
 
 from .sentences import (ABBREVIATIONS, CITATION, LIST_MARKER, STEP_LABEL, WRAPPED_LINE, citations_only,
-                        first_sentences, sentence_spans, split_sentences)
+                        cut_to_length, first_sentences, sentence_spans, split_sentences)
 from .tokens import (DEFAULT_SYNONYMS, ENGLISH_STOPWORDS, ENGLISH_WORD_SHARE, LANGUAGE_PRESENT, SAMPLE_CHARS,
                      SAMPLE_DOCS, VIETNAMESE_FUNCTION_WORDS, VIETNAMESE_LETTER_SHARE, LanguageChoice, Tokenizer,
                      _english_stemmer, apply_synonyms, choose_language, detect_language, document_language,
@@ -19,6 +19,6 @@ from .tokens import (DEFAULT_SYNONYMS, ENGLISH_STOPWORDS, ENGLISH_WORD_SHARE, LA
 __all__ = ["ABBREVIATIONS", "CITATION", "DEFAULT_SYNONYMS", "ENGLISH_STOPWORDS", "ENGLISH_WORD_SHARE", "LANGUAGE_PRESENT",
            "LIST_MARKER", "SAMPLE_CHARS", "SAMPLE_DOCS", "STEP_LABEL", "VIETNAMESE_FUNCTION_WORDS",
            "VIETNAMESE_LETTER_SHARE", "WRAPPED_LINE", "LanguageChoice", "Tokenizer", "_english_stemmer",
-           "apply_synonyms", "choose_language", "citations_only", "detect_language", "document_language",
+           "apply_synonyms", "choose_language", "citations_only", "cut_to_length", "detect_language", "document_language",
            "english_word_count", "first_sentences", "normalize", "sentence_spans", "split_sentences",
            "strip_accents", "tokenize", "tokenizer_for", "vietnamese_char_count"]

@@ -159,5 +159,21 @@ def first_sentences(text: str, n: int) -> str:
     return " ".join(split_sentences(text)[:n])
 
 
+def cut_to_length(text: str, max_chars: int) -> list[str]:
+    """``text`` in pieces of at most ``max_chars`` characters, each cut after the last
+    sentence or clause end (". ", "; ") in its second half, else at the last space, else at
+    the limit: how a paragraph too long for one chunk is divided."""
+    pieces = []
+    while len(text) > max_chars:
+        cut = max(text.rfind(". ", 0, max_chars), text.rfind("; ", 0, max_chars))
+        if cut < max_chars // 2:
+            cut = text.rfind(" ", 0, max_chars)
+        if cut <= 0:
+            cut = max_chars - 1
+        pieces.append(text[:cut + 1].strip())
+        text = text[cut + 1:].strip()
+    return pieces + ([text] if text else [])
+
+
 __all__ = ["ABBREVIATIONS", "CITATION", "LIST_MARKER", "STEP_LABEL", "WRAPPED_LINE", "citations_only",
-           "first_sentences", "sentence_spans", "split_sentences"]
+           "cut_to_length", "first_sentences", "sentence_spans", "split_sentences"]
