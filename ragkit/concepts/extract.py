@@ -52,7 +52,9 @@ _BREAK = re.compile(r"[.!?;:,()\[\]{}\"“”«»—–|/]")
 _ABBREVIATION = re.compile(r"((?:[A-Z][\w\-]*\s+){1,7}[A-Z][\w\-]*)\s*\(([A-Z][A-Za-z0-9\-]{1,9})\)")
 _VIETNAMESE_STOP = VIETNAMESE_FUNCTION_WORDS | FUNCTION_WORDS
 _POSSESSIVE = re.compile(r"'s?$")
-_CLAUSE_NUMBER = re.compile(r"^(?:\d{1,2}(?:\.\d{1,3})*[a-z]?|[A-Z](?:\.\d{1,3})+)\.?\s+(?=\S)")
+# A clause number: dotted ("4.2", "6.2.19a", "A.1") or closed by a dot ("1."); a bare number
+# may be a name's own ("50 Cent", "1964 Summer Olympics").
+_CLAUSE_NUMBER = re.compile(r"^(?:\d{1,2}(?:\.\d{1,3})+[a-z]?\.?|\d{1,2}\.|[A-Z](?:\.\d{1,3})+\.?)\s+(?=\S)")
 MAX_WORDS = 6          # longest concept, in words
 RUN_WORDS = (2, 4)     # lower-case noun-phrase runs: from two to four content words
 
@@ -193,7 +195,7 @@ def extract_concepts(text: str, *, language: str | None = None,
     language = language or document_language(text)
     found: dict[str, ConceptMention] = {}
     where: dict[str, set] = {}
-    # A heading's clause number ("4.2 SMF", "2 References") is where it stands, not its name.
+    # A heading's clause number ("4.2 SMF", "1. Scope") is where it stands, not its name.
     subject = _CLAUSE_NUMBER.sub("", title.split(" > ")[-1].strip())
     if subject and len(subject.split()) <= MAX_WORDS:
         key = concept_key(subject)

@@ -44,7 +44,7 @@ from .extract import ConceptMention, abbreviations, concept_key, extract_concept
 
 FORMAT = "ragkit-concepts"
 VERSION = 1
-EXTRACTOR = "rules-6"          # changes when extraction changes: every chunk is extracted again
+EXTRACTOR = "rules-7"          # changes when extraction changes: every chunk is extracted again
 HUB_SHARE = 0.05               # a concept in more than 5% of the chunks is a hub ...
 HUB_MIN_CHUNKS = 20            # ... if that is at least 20 chunks (small corpora keep theirs)
 MAX_PAIRS_PER_SENTENCE = 12    # concepts per sentence paired (the first met): bounds the edges
