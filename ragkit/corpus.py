@@ -306,14 +306,13 @@ def _pdf_sections(path: Path) -> list[_Section]:
     specifications. Numbered headings ("1 Introduction", "2.1 Data") that continue the
     numbering from 1 start sections; text before the first one, and a PDF without them, is
     cut page by page."""
-    from .specs.ingest import _LIST_START, _TOC_LINE, _page_furniture, continues, section_key, split_heading
-
-    from .specs.ingest import open_pdf
+    from .specs.ingest import (is_body_line, is_clause_heading, joins_paragraph, open_pdf, page_furniture,
+                               section_key, split_heading)
 
     _, pages = open_pdf(path, "corpus")
     if not any(line.strip() for lines in pages for line in lines):
         raise NoText(f"corpus {path}: the PDF has no extractable text (a scan?)")
-    furniture = _page_furniture(pages)
+    furniture = page_furniture(pages)
     sections: list[_Section] = []
     stack: list[tuple[int, str]] = []
     prev: tuple[float, ...] = ()
@@ -322,13 +321,12 @@ def _pdf_sections(path: Path) -> list[_Section]:
             sections.append(_Section(""))          # no heading yet: a section per page
         for raw in page_lines:
             line = raw.strip()
-            if not line or re.sub(r"\d+", "#", line) in furniture or _TOC_LINE.search(line):
+            if not is_body_line(line, furniture):
                 continue
             line = " ".join(line.split())
             number, heading = split_heading(line)
             key = section_key(number) if number else ()
-            if key and len(heading) <= 150 and heading[:1].isupper() and continues(prev, key) \
-                    and ": " not in heading and not heading.endswith((".", ",", ";")):
+            if is_clause_heading(key, heading, prev):
                 annex = len(key) == 1 and key[0] >= 1000          # "Annex B (normative): Title"
                 named = (f"Annex {number}" + ("" if heading == f"Annex {number}" else f" {heading}")) if annex \
                     else f"{number} {heading}"
@@ -337,10 +335,7 @@ def _pdf_sections(path: Path) -> list[_Section]:
                 prev = key
                 continue
             paragraphs = sections[-1].paragraphs
-            # A wrapped line joins its paragraph, unless it starts a list item or a note, or
-            # the paragraph closed a sentence and this line opens a new one.
-            ends_sentence = paragraphs[-1][-1][0].endswith((".", ":", ";")) if paragraphs else True
-            if paragraphs and not _LIST_START.match(line) and not (ends_sentence and line[:1].isupper()):
+            if joins_paragraph(paragraphs[-1][-1][0] if paragraphs else None, line):
                 paragraphs[-1].append((line, page_no))
             else:
                 paragraphs.append([(line, page_no)])

@@ -284,7 +284,29 @@ _RUNNING_HEADER = re.compile(r"3GPP\s+T[SR]\s+\d{2}\.\d{3}\s+V\d+\.\d+\.\d+")
 _LIST_START = re.compile(r"^(?:[-•]\s|NOTE\b|EXAMPLE\b|\d+[.)]\s|[a-z][.)]\s|\[\d+\])")
 
 
-def _page_furniture(pages: list[list[str]]) -> set[str]:
+def is_body_line(line: str, furniture: set[str]) -> bool:
+    """A PDF line that is text: not empty, not a page header or footer (``page_furniture``),
+    not a table of contents entry."""
+    return bool(line) and re.sub(r"\d+", "#", line) not in furniture and not _TOC_LINE.search(line)
+
+
+def is_clause_heading(key: tuple[float, ...], heading: str, prev: tuple[float, ...]) -> bool:
+    """A numbered PDF line (``key``: its number, ``section_key``) is a heading when it
+    continues the clause numbering after ``prev`` and reads as a title (short, capitalised,
+    no "label: text", no sentence or list punctuation at its end): table rows and the table of
+    contents are not taken for headings."""
+    return bool(key) and len(heading) <= 150 and heading[:1].isupper() and continues(prev, key) \
+        and ": " not in heading and not heading.rstrip().endswith((".", ",", ";"))
+
+
+def joins_paragraph(last: str | None, line: str) -> bool:
+    """Whether a wrapped PDF line goes on the paragraph whose last line is ``last``: not when
+    it starts a list item or a note, nor when ``last`` closed a sentence and it opens one."""
+    return last is not None and not _LIST_START.match(line) and \
+        not (last.endswith((".", ":", ";")) and line[:1].isupper())
+
+
+def page_furniture(pages: list[list[str]]) -> set[str]:
     """Lines (digits masked) that recur on at least 30 % of the pages: headers and footers."""
     counts = Counter()
     for lines in pages:
@@ -328,7 +350,7 @@ def _read_pdf(path: Path) -> tuple[str, list[Section], str]:
     reader, pages = open_pdf(path, "spec")
     if not any(ln.strip() for lines in pages for ln in lines):
         raise InputError(f"spec {path}: the PDF has no extractable text (a scan?)")
-    furniture = _page_furniture(pages)
+    furniture = page_furniture(pages)
     title = next((ln.strip() for ln in pages[0] if "3GPP T" in ln), "") if pages else ""
 
     sections: list[Section] = []
@@ -336,12 +358,11 @@ def _read_pdf(path: Path) -> tuple[str, list[Section], str]:
     for page_no, lines in enumerate(pages):
         for raw in lines:
             line = raw.strip()
-            if not line or re.sub(r"\d+", "#", line) in furniture or _TOC_LINE.search(line):
+            if not is_body_line(line, furniture):
                 continue
             section_id, heading = split_heading(line)
             key = section_key(section_id) if section_id else ()
-            if key and len(heading) <= 150 and heading[:1].isupper() and continues(prev, key) \
-                    and ": " not in heading and not heading.rstrip().endswith((".", ",", ";")):
+            if is_clause_heading(key, heading, prev):
                 sections.append(Section(section_id, heading, len(key), pages=[page_no]))
                 prev = key
                 continue
@@ -350,10 +371,7 @@ def _read_pdf(path: Path) -> tuple[str, list[Section], str]:
             current = sections[-1]
             if current.pages[-1] != page_no:
                 current.pages.append(page_no)
-            # Join a wrapped line to its paragraph, unless it starts a list item or a note, or
-            # the previous line closed a sentence and this one opens a new one.
-            ends_sentence = current.lines[-1].endswith((".", ":", ";")) if current.lines else True
-            if current.lines and not _LIST_START.match(line) and not (ends_sentence and line[:1].isupper()):
+            if joins_paragraph(current.lines[-1] if current.lines else None, line):
                 current.lines[-1] = f"{current.lines[-1]} {line}"
             else:
                 current.add_line(line, page_no)
