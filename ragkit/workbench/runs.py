@@ -28,7 +28,7 @@ from ..testing.faults import fault_point
 from ..stores.files import atomic_write_json, clean_leftovers, pid_alive, remove_path, swap_into_place
 
 KERNEL = "python3"
-_PACKAGES = ("ragkit", "numpy", "scipy", "papermill", "llama-cpp-python", "rank-bm25", "bm25s",
+_PACKAGES = ("numpy", "scipy", "papermill", "llama-cpp-python", "rank-bm25", "bm25s",
              "networkx", "chromadb", "sentence-transformers", "torch")
 _TYPES = {"int": int, "float": (int, float), "bool": bool, "str": str}
 
@@ -145,7 +145,9 @@ def _git_commit() -> str | None:
 
 
 def _versions() -> dict[str, str]:
-    versions = {"python": sys.version.split()[0]}
+    from .. import __version__
+
+    versions = {"python": sys.version.split()[0], "ragkit": __version__}
     for name in _PACKAGES:
         try:
             versions[name] = metadata.version(name)
