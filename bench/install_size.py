@@ -1,4 +1,4 @@
-"""What an install weighs: the core (``pip install ragkit``) and what each extra adds.
+"""What an install weighs: the core (``pip install ragkit-workbench``) and what each extra adds.
 
 The core is measured: a wheel built from this checkout, installed with its core
 dependencies only (at the versions of constraints.txt) into a fresh venv, and its
@@ -52,7 +52,7 @@ def build_wheel(out: Path) -> Path:
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation",
                     "--quiet", "--wheel-dir", str(out / "dist")], check=True, env=clean_environment(),
                    capture_output=True, text=True, timeout=600)
-    (wheel,) = (out / "dist").glob("ragkit-*.whl")
+    (wheel,) = (out / "dist").glob("ragkit_workbench-*.whl")
     return wheel
 
 
@@ -97,7 +97,7 @@ def closure(requirements: list[str], extras: tuple[str, ...] = ("",)) -> set[str
         if req.marker and not any(req.marker.evaluate({"extra": e}) for e in active):
             continue
         name = canonicalize_name(req.name)
-        if name == "ragkit":
+        if name == "ragkit-workbench":
             todo += [(Requirement(r), tuple(req.extras)) for r in _project_requirements(tuple(req.extras))]
             continue
         if name in seen:
@@ -131,7 +131,7 @@ def extra_sizes() -> dict[str, dict]:
     core = closure(project["dependencies"])
     sizes = {}
     for extra in EXTRAS:
-        added = closure(project["dependencies"] + [f"ragkit[{extra}]"]) - core
+        added = closure(project["dependencies"] + [f"ragkit-workbench[{extra}]"]) - core
         sizes[extra] = {"adds_mb": distribution_mb(added), "distributions": len(added)}
     return sizes
 
@@ -147,7 +147,7 @@ def main() -> None:
         core = {"wheel_kb": round(wheel.stat().st_size / 1e3, 1), "site_packages_mb": tree_mb(site_packages(python)),
                 "distributions": installed(python)}
     full = sum(distribution_mb({canonicalize_name(d.metadata["Name"])}) for d in metadata.distributions()
-               if canonicalize_name(d.metadata["Name"]) != "ragkit")
+               if canonicalize_name(d.metadata["Name"]) != "ragkit-workbench")
     write("install_size", {"command": "python bench/install_size.py", "core": core, "extras": extra_sizes(),
                            "make_install_mb": round(full, 1)})
 

@@ -39,7 +39,7 @@ class InputError(RagkitError):
 
 class MissingExtraError(RagkitError):
     """An optional package that is not installed; the message names the extra that brings
-    it (``ragkit.runtime.extras``): ``chromadb is not installed: pip install 'ragkit[dense]'``."""
+    it (``ragkit.runtime.extras``): ``chromadb is not installed: pip install 'ragkit-workbench[dense]'``."""
 
     exit_code = DEPENDENCY
 

@@ -81,7 +81,7 @@ def test_a_missing_framework_names_its_extra(monkeypatch, module, package, extra
     monkeypatch.delitem(sys.modules, module, raising=False)
     for name in [m for m in sys.modules if m.startswith(package + ".")]:
         monkeypatch.setitem(sys.modules, name, None)
-    with pytest.raises(MissingExtraError, match=rf"is not installed: pip install 'ragkit\[{extra}\]'"):
+    with pytest.raises(MissingExtraError, match=rf"is not installed: pip install 'ragkit-workbench\[{extra}\]'"):
         __import__(module)
 
 

@@ -136,7 +136,7 @@ def test_without_numba_the_numpy_path_answers(monkeypatch, manual_index):
     monkeypatch.setattr(bm25_batch, "_KERNEL", [])
     _same(bm25_batch.top_k_many(manual_index, questions, 4), reference)
     assert bm25_batch.kernel() is None
-    with pytest.raises(MissingExtraError, match=r"numba is not installed: pip install 'ragkit\[fast\]'"):
+    with pytest.raises(MissingExtraError, match=r"numba is not installed: pip install 'ragkit-workbench\[fast\]'"):
         bm25_batch.top_k_many(manual_index, questions, 4, compiled=True)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import doctest
+import re
 import tomllib
 
 import pytest
@@ -25,7 +26,7 @@ def test_the_message_names_the_package_and_the_extra():
     with pytest.raises(MissingExtraError) as caught:
         with extras.requires_extra("dense"):
             import chromadb_that_is_not_there  # noqa: F401
-    assert str(caught.value) == "chromadb_that_is_not_there is not installed: pip install 'ragkit[dense]'"
+    assert str(caught.value) == "chromadb_that_is_not_there is not installed: pip install 'ragkit-workbench[dense]'"
     assert isinstance(caught.value, RagkitError) and caught.value.exit_code == 4
     assert doctest.testmod(extras).failed == 0
 
@@ -37,10 +38,24 @@ def test_a_missing_ragkit_module_is_a_bug_not_an_extra():
 
 
 def test_extras_named_in_code_are_declared():
-    declared = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
-    assert set(extras.EXTRAS) == declared
-    with pytest.raises(ValueError, match="extra: expected one of"):
-        extras.missing_extra("x", "gpu")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert set(extras.EXTRAS) == set(project["optional-dependencies"])
+    assert extras.DISTRIBUTION == project["name"] == "ragkit-workbench"   # `ragkit` on PyPI is another project
+    assert extras.install_hint("reference") == "pip install 'ragkit-workbench[reference]'"
+    for bad in (lambda: extras.missing_extra("x", "gpu"), lambda: extras.install_hint("gpu")):
+        with pytest.raises(ValueError, match="extra: expected one of"):
+            bad()
+
+
+def test_no_hint_installs_ragkit_by_its_import_name():
+    """``pip install ragkit`` and ``'ragkit[...]'`` would install PyPI's unrelated ``ragkit``:
+    every hint in the code, the docs, the README and the notebooks names ragkit-workbench."""
+    wrong = re.compile(r"pip install (-U |--upgrade )?['\"]?ragkit(?![-\w])|\bragkit\[[a-z]")
+    paths = [*(ROOT / "ragkit").rglob("*.py"), *(ROOT / "docs").glob("*.md"), ROOT / "README.md",
+             *(ROOT / "notebooks").glob("*.ipynb"), ROOT / "environment.yml"]
+    found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}" for path in paths
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if wrong.search(line)]
+    assert not found, "install ragkit as ragkit-workbench:\n" + "\n".join(found)
 
 
 def _unguarded_imports(path) -> list[str]:

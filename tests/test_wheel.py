@@ -1,17 +1,27 @@
 """The package as a user installs it: a wheel built from this checkout, installed with its
 core dependencies only into a fresh venv outside the repository, run from a folder outside
 the repository. One command of each core pipeline works; a command that needs an extra
-fails with one line naming it. pip fetches the core's dependencies from PyPI (or its cache)
-at the versions of constraints.txt."""
+fails with one line naming it, and that line, run as written against the wheel's folder,
+installs the extra (a fresh venv, the core by its name; the light extras installed, every
+extra resolved with ``--dry-run``). pip fetches the dependencies from PyPI (or its cache) at
+the versions of constraints.txt."""
 
 from __future__ import annotations
 
+import email
 import importlib.util
 import json
+import shlex
 import subprocess
+import sys
+import tomllib
 import zipfile
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from ragkit.runtime.extras import DISTRIBUTION, EXTRAS, install_hint, missing_extra
 
 from .conftest import ROOT
 
@@ -55,15 +65,18 @@ def test_the_wheel_ships_its_data_files_license_and_one_version(core):
     names = set(zipfile.ZipFile(wheel).namelist())
     import ragkit
 
-    assert wheel.name == f"ragkit-{ragkit.__version__}-py3-none-any.whl"
+    stem = f"ragkit_workbench-{ragkit.__version__}"     # the distribution's name; the package is ragkit
+    assert wheel.name == f"{stem}-py3-none-any.whl"
     for name in ("ragkit/py.typed", "ragkit/causal/schema.json", "ragkit/demo_data/manuals/may_nen_khi.md",
                  "ragkit/demo_data/specs/demo_5gc.md", "ragkit/demo_data/merged_knowledge_graph.json",
                  "ragkit/demo_data/nobel_edges.csv", "ragkit/demo_data/biomed/edges.csv",
-                 f"ragkit-{ragkit.__version__}.dist-info/licenses/LICENSE"):
+                 f"{stem}.dist-info/licenses/LICENSE"):
         assert name in names, name
     assert not [n for n in names if n.startswith(("tests/", "bench/", "data/", "notebooks/"))]
+    meta = email.message_from_bytes(zipfile.ZipFile(wheel).read(f"{stem}.dist-info/METADATA"))
+    assert meta["Name"] == DISTRIBUTION and set(meta.get_all("Provides-Extra")) == set(EXTRAS)
     code = ("import importlib.metadata as m, ragkit; from ragkit.service import demo_data_dir\n"
-            "print(m.version('ragkit') == ragkit.__version__, demo_data_dir())")
+            f"print(m.version({DISTRIBUTION!r}) == ragkit.__version__, demo_data_dir())")
     out = subprocess.run([str(bin_dir / "python"), "-c", code], capture_output=True, text=True,
                          env=clean_environment(), cwd=core[2], check=True).stdout.split()
     assert out[0] == "True" and "site-packages/ragkit/demo_data" in out[1]
@@ -121,7 +134,8 @@ def test_causal_explain(core):
 def test_a_missing_extra_is_one_line_naming_it(core, args, extra, package):
     done = ragkit(core, *args)
     assert done.returncode == 4       # a dependency missing
-    assert done.stderr == f"ragkit: error: {package} is not installed: pip install 'ragkit[{extra}]'\n"
+    assert done.stderr == f"ragkit: error: {package} is not installed: pip install 'ragkit-workbench[{extra}]'\n"
+    assert done.stderr == f"ragkit: error: {missing_extra(package, extra)}\n"
     assert not (core[2] / "dense").exists()
 
 
@@ -140,3 +154,83 @@ def test_core_install_size(core):
     committed = json.loads((ROOT / "outputs" / "bench" / "install_size.json").read_text())["core"]
     print(f"core install: {size} MB in site-packages (committed: {committed['site_packages_mb']} MB)")
     assert size <= committed["site_packages_mb"] * 1.2
+
+
+# ------------------------------------------------------------------ the hints, followed
+def pip(python, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """This venv's pip working on the venv of ``python`` (which has no pip of its own)."""
+    return subprocess.run([sys.executable, "-m", "pip", "--python", str(python), *args], capture_output=True,
+                          text=True, env=clean_environment(), timeout=timeout)
+
+
+def follow(hint: str, python, wheel, *options: str) -> subprocess.CompletedProcess:
+    """``hint`` (``pip install 'ragkit-workbench[X]'``) run as written, with pip also looking in
+    the wheel's folder (``--find-links``: ragkit-workbench from this checkout, the rest from PyPI)
+    and keeping to constraints.txt."""
+    words = shlex.split(hint)
+    assert words[:2] == ["pip", "install"] and words[2:], hint
+    return pip(python, "install", "--find-links", str(wheel.parent), "-c", str(ROOT / "constraints.txt"),
+               *options, *words[2:])
+
+
+def hint_in(stderr: str) -> str:
+    """The install command at the end of ``ragkit: error: X is not installed: pip install ...``."""
+    assert stderr.startswith("ragkit: error: ") and " is not installed: " in stderr, stderr
+    return stderr.strip().split(" is not installed: ", 1)[1]
+
+
+def test_the_hints_install_the_light_extras_by_name(core, tmp_path):
+    """A user's path: the core by its name, then each command that lacks an extra, its hint run
+    as printed, the command again."""
+    wheel = core[0]
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True, timeout=120)
+    python, work = tmp_path / "venv" / "bin" / "python", tmp_path / "work"
+    work.mkdir()
+    done = follow(f"pip install {DISTRIBUTION}", python, wheel)
+    assert done.returncode == 0, done.stderr
+    where = subprocess.run([str(python), "-c", "import importlib.metadata as m, ragkit; "
+                            f"print(m.version({DISTRIBUTION!r}), ragkit.__file__)"],
+                           capture_output=True, text=True, env=clean_environment(), cwd=work, check=True).stdout.split()
+    import ragkit
+
+    assert where[0] == ragkit.__version__ and str(tmp_path / "venv") in where[1]
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(python.parent / "ragkit"), *args], cwd=work, capture_output=True, text=True,
+                              env=clean_environment(), timeout=300)
+
+    # neo4j: port 9 (discard) so that no Neo4j a test left running is written to
+    store = ["kg", "build", "--specs", str(ROOT / "data" / "specs" / "demo_5gc.md"), "--store", "bolt://127.0.0.1:9"]
+    # serve --demo needs [server], then [dense] for the graph's node vectors
+    serve = ["serve", "--demo", "demo"]
+    for args, extra, after in ((store, "neo4j", "Neo4j is not reachable"),
+                               (serve, "server", missing_extra("chromadb", "dense").args[0])):
+        before = run(*args)
+        assert before.returncode == 4 and hint_in(before.stderr) == install_hint(extra), before.stderr
+        done = follow(hint_in(before.stderr), python, wheel)
+        assert done.returncode == 0 and "does not provide the extra" not in done.stderr, done.stderr
+        again = run(*args)
+        assert again.returncode == 4 and after in again.stderr and f"[{extra}]" not in again.stderr, again.stderr
+
+
+def test_every_hint_resolves_to_this_wheel_and_its_extra(core, tmp_path):
+    """Every extra's hint, run as written with ``--dry-run`` (the heavy extras download
+    gigabytes and compile llama.cpp): pip takes ragkit-workbench from this wheel, not any other
+    distribution, knows each extra, and resolves what each brings."""
+    wheel = core[0]
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True, timeout=120)
+    requirements = [shlex.split(install_hint(extra))[2:] for extra in EXTRAS]
+    hints = " ".join(shlex.join(words) for words in requirements)
+    report = tmp_path / "report.json"
+    done = follow(f"pip install {hints}", tmp_path / "venv" / "bin" / "python", wheel,
+                  "--dry-run", "--quiet", "--report", str(report))
+    assert done.returncode == 0, done.stderr
+    assert "does not provide the extra" not in done.stderr, done.stderr
+    items = {canonicalize_name(item["metadata"]["name"]): item for item in json.loads(report.read_text())["install"]}
+    ours = items[DISTRIBUTION]
+    assert "ragkit" not in items and ours["download_info"]["url"] == wheel.resolve().as_uri()
+    assert set(ours["requested_extras"]) == set(EXTRAS)
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    missing = {extra: names for extra in EXTRAS
+               if (names := {canonicalize_name(Requirement(r).name) for r in declared[extra]} - set(items))}
+    assert not missing, f"resolved without what the extra names: {missing}"

@@ -224,7 +224,7 @@ class BM25Index:
 
     def top_k_many(self, queries: Sequence[Sequence[str]], k: int, *, threads: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
         """``top_k_tokens`` for a batch of tokenized queries, with the same results, compiled
-        (numba, ``threads`` cores) when ``ragkit[fast]`` is installed
+        (numba, ``threads`` cores) when ``ragkit-workbench[fast]`` is installed
         (``ragkit.retrieval.bm25_batch``)."""
         from .bm25_batch import top_k_many
 
@@ -258,7 +258,7 @@ class BM25Index:
     def search_many(self, queries: Sequence[str], k: int = 10, *, boost: bool | None = None,
                     threads: int = 1) -> list[list[Hit]]:
         """``search(query, k, boost=boost)`` for every query, the same hits, ranked as one
-        batch (``top_k_many``: compiled with ``ragkit[fast]``, on ``threads`` cores). A query
+        batch (``top_k_many``: compiled with ``ragkit-workbench[fast]``, on ``threads`` cores). A query
         that takes the structural boost (``boost=True``, or None and it asks for steps) is
         ranked alone by ``search``."""
         if k < 1:

@@ -7,7 +7,7 @@ Per query the work is its terms' postings and a best-first list of k: a query wi
 postings (a quarter of the corpus or more) adds them all and then reads every document's
 score in index order, as bm25s does; one with few keeps the list of the documents it touched
 and reads only those, so a rare-term query on a million documents costs what its postings
-cost. The loop runs compiled by numba (``pip install 'ragkit[fast]'``) without the GIL, so
+cost. The loop runs compiled by numba (``pip install 'ragkit-workbench[fast]'``) without the GIL, so
 ``threads`` > 1 splits a batch across cores; without numba each query runs through
 ``top_k_tokens`` (numpy), with the same results. ``bench/bm25.py`` times it against bm25s.
 """

@@ -1,8 +1,10 @@
 """The optional parts of ragkit and the one-line error that names the extra to install.
 
-``pip install ragkit`` is the core: BM25 indexing and search, the spec KG and the typed KG on
-networkx, causal chains, and their answers with ``--no-llm``. The rest comes with an extra: ``llm``,
-``dense``, ``neo4j``, ``server``, ``notebooks``, ``fast`` (pyproject.toml declares them; docs/install.md
+ragkit's distribution on PyPI is ``ragkit-workbench`` (``ragkit`` there is another project);
+the import name and the command are ``ragkit``. ``pip install ragkit-workbench`` is the core:
+BM25 indexing and search, the spec KG and the typed KG on networkx, causal chains, and their
+answers with ``--no-llm``. The rest comes with an extra: ``llm``, ``dense``, ``reference``,
+``neo4j``, ``server``, ``notebooks``, ``fast``, ... (pyproject.toml declares them; docs/install.md
 says what each brings and weighs).
 
 Every import of an optional package goes through ``requires_extra``::
@@ -11,7 +13,7 @@ Every import of an optional package goes through ``requires_extra``::
         import chromadb
 
 so that a missing one is ``ragkit: error: chromadb is not installed: pip install
-'ragkit[dense]'`` and exit status 2, not a traceback.
+'ragkit-workbench[dense]'`` and exit status 4, not a traceback.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from typing import Iterator
 
 from ..errors import MissingExtraError
 
-EXTRAS = ("llm", "dense", "neo4j", "server", "notebooks", "fast", "langchain", "llamaindex", "neo4j-graphrag", "bench", "dev", "all")
+# The name pip installs ragkit by (pyproject.toml's project.name).
+DISTRIBUTION = "ragkit-workbench"
+
+EXTRAS = ("llm", "dense", "reference", "neo4j", "server", "notebooks", "fast", "langchain", "llamaindex", "neo4j-graphrag", "bench", "dev", "all")
 
 # Import names whose distribution on PyPI is called otherwise.
 DISTRIBUTIONS = {
@@ -35,15 +40,21 @@ DISTRIBUTIONS = {
 
 
 def missing_extra(module: str, extra: str) -> MissingExtraError:
-    """The error for ``module`` (an import name) that ``pip install 'ragkit[extra]'`` installs.
+    """The error for ``module`` (an import name) that ``install_hint(extra)`` installs.
 
     >>> str(missing_extra("llama_cpp.llama_grammar", "llm"))
-    "llama-cpp-python is not installed: pip install 'ragkit[llm]'"
+    "llama-cpp-python is not installed: pip install 'ragkit-workbench[llm]'"
     """
+    hint = install_hint(extra)
+    top = module.split(".", 1)[0]
+    return MissingExtraError(f"{DISTRIBUTIONS.get(top, top)} is not installed: {hint}")
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs ``extra``: ``pip install 'ragkit-workbench[dense]'``."""
     if extra not in EXTRAS:
         raise ValueError(f"extra: expected one of {', '.join(EXTRAS)}, got {extra!r}")
-    top = module.split(".", 1)[0]
-    return MissingExtraError(f"{DISTRIBUTIONS.get(top, top)} is not installed: pip install 'ragkit[{extra}]'")
+    return f"pip install '{DISTRIBUTION}[{extra}]'"
 
 
 @contextlib.contextmanager
