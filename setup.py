@@ -10,6 +10,7 @@ from setuptools import find_packages, setup
 PACKAGE_DATA = {
     "ragkit": ["py.typed"],
     "ragkit.causal": ["schema.json"],
+    "ragkit.eval": ["datasets_manifest.json"],
 }
 # Folders of data/ (setuptools treats each folder as a package) and the files the demo reads.
 DEMO_DATA = {

@@ -1,5 +1,7 @@
 """Shared fixtures. Real data only: the demo manuals in data/ and the public datasets in
-../shared/datasets (CI has shared/ beside the checkout)."""
+../shared/datasets ($RAGKIT_SHARED/datasets; docs/datasets.md lists them). A test that needs
+a dataset that is not there is skipped with one line naming it, or fails with that line when
+RAGKIT_REQUIRE_DATA=1 (CI sets it: there the datasets are beside the checkout)."""
 
 from __future__ import annotations
 
@@ -25,10 +27,33 @@ MANUALS = ROOT / "data" / "manuals"
 SCIFACT = SHARED / "scifact"
 
 
+def data_required() -> bool:
+    """RAGKIT_REQUIRE_DATA=1: a missing public dataset fails the test instead of skipping it."""
+    return os.environ.get("RAGKIT_REQUIRE_DATA", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def missing_dataset(name: str, path: Path) -> None:
+    """Skip the test (fail it under RAGKIT_REQUIRE_DATA=1) with one line naming the public
+    dataset ``name`` that is not at ``path`` and where to get it."""
+    __tracebackhide__ = True            # the skip is reported at the line that asked for the data
+    from ragkit.cli.data import load_manifest
+
+    title = load_manifest().get(name, {}).get("title")
+    message = (f"dataset {name}{f' ({title})' if title else ''} not found at {path}: "
+               f"see docs/datasets.md (RAGKIT_SHARED=DIR reads DIR/datasets)")
+    if data_required():
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
 def shared(*parts: str) -> Path:
-    """A path in ../shared/datasets; a missing dataset fails the test (it is never skipped)."""
+    """A path in the public datasets, ``shared("scifact", "corpus.jsonl")``: the first part
+    names the dataset (its folder). When it is missing the test is skipped, or fails under
+    RAGKIT_REQUIRE_DATA=1, with one line (``missing_dataset``)."""
+    __tracebackhide__ = True
     path = SHARED.joinpath(*parts)
-    assert path.exists(), f"{path} is missing: the tests read ../shared/datasets beside the checkout"
+    if not path.exists():
+        missing_dataset(parts[0], path)
     return path
 
 

@@ -16,6 +16,7 @@ from ..llm.catalog import CATALOG as MODEL_CATALOG, install_hint
 from ..retrieval.bm25 import BM25Params
 from ..retrieval.scoring import IDF_VARIANTS
 from .asking import cmd_ask, cmd_check, cmd_explain
+from .data import cmd_data
 from .evaluation import (RANKING_OPTIONS, cmd_eval_answers, cmd_eval_compare, cmd_eval_graphqa, cmd_eval_mcq,
                          cmd_eval_retrieval)
 from .indexing import cmd_graph_build, cmd_index_build, cmd_search
@@ -346,6 +347,18 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--model", help=MODEL_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_eval_mcq)
+
+    da = sub.add_parser("data", help="the public datasets the tests and benchmarks read").add_subparsers(
+        dest="action", required=True)
+    p = da.add_parser("check", help="verify each file of the public datasets that ragkit reads: present, its size "
+                                    "and sha256 (docs/datasets.md); exit 1 when one is missing or differs")
+    p.add_argument("--dataset", action="append", metavar="NAME",
+                   help="check only this dataset (repeatable; default: all): scifact, 3gpp, vi_legal, "
+                        "pathquestion, multihop_passages, pm25")
+    p.add_argument("--root", metavar="PATH",
+                   help="the datasets folder (default: $RAGKIT_SHARED/datasets, else ../shared/datasets)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_data)
 
     p = sub.add_parser("rebuild", help="re-run the KG and index notebooks when their inputs changed")
     p.add_argument("notebooks", nargs="*", help="default: notebooks/01_kg_builder.ipynb notebooks/03_index_build.ipynb")
