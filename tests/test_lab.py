@@ -20,8 +20,8 @@ NOTEBOOK = "04_query_and_explain.ipynb"
 
 @pytest.fixture
 def workspace(tmp_path):
-    """A copy of notebook 04, outputs cleared, in the project's layout (data/ and ../shared
-    beside it), so the browser's autosave never touches the committed notebook."""
+    """A copy of notebook 04, outputs cleared, in the project's layout (data/ beside it: the
+    notebook reads nothing else), so the browser's autosave never touches the committed notebook."""
     import nbformat
 
     main = tmp_path / "ws" / "main"
@@ -33,7 +33,6 @@ def workspace(tmp_path):
     nbformat.write(nb, main / "notebooks" / NOTEBOOK)
     (main / "data").symlink_to(ROOT / "data")
     (main / "outputs").mkdir()
-    (tmp_path / "ws" / "shared").symlink_to(ROOT.parent / "shared")
     return main
 
 
