@@ -5,10 +5,12 @@ a reader never sees a moment without an index."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -302,6 +304,108 @@ def test_leftovers_of_a_dead_process_are_removed_and_a_live_ones_kept(tmp_path):
     clean_leftovers(tmp_path / "ix")
     assert sorted(p.name for p in tmp_path.iterdir()) == [f".s.json.gz.tmp-{os.getpid()}-abc", "s.json.gz"]
 
+
+
+# --------------------------------------------------------------------------- durable renames
+def record_syncs(monkeypatch) -> list[tuple]:
+    """Every ``os.fsync`` and ``os.replace`` from here on, in order: ``("fsync", (dev, inode))``
+    of what the descriptor names, ``("replace", target)``."""
+    events: list[tuple] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        info = os.fstat(fd)
+        events.append(("fsync", (info.st_dev, info.st_ino)))
+        real_fsync(fd)
+
+    def replace(source, target, **kw) -> None:
+        events.append(("replace", str(target)))
+        real_replace(source, target, **kw)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return events
+
+
+def inode(path: Path) -> tuple[int, int]:
+    info = os.lstat(path)
+    return info.st_dev, info.st_ino
+
+
+def synced(events: list[tuple]) -> set:
+    return {what for kind, what in events if kind == "fsync"}
+
+
+def test_an_atomic_write_fsyncs_the_file_before_its_rename_and_the_folder_after(tmp_path, monkeypatch):
+    from ragkit.stores.files import atomic_write_json
+
+    events = record_syncs(monkeypatch)
+    target = tmp_path / "store" / "meta.json"
+    atomic_write_json(target, {"n": 1})
+    rename = events.index(("replace", str(target)))
+    assert inode(target) in synced(events[:rename])             # the data (a rename keeps the inode)
+    assert inode(target.parent) in synced(events[rename + 1:])  # the rename itself
+    assert json.loads(target.read_text()) == {"n": 1}
+
+
+def test_a_folder_version_is_fsynced_whole_before_the_link_switches_to_it(tmp_path, monkeypatch):
+    from ragkit.stores.files import atomic_dir
+
+    events = record_syncs(monkeypatch)
+    target = tmp_path / "index"
+    with atomic_dir(target) as work:
+        (work / "meta.json").write_text("{}")
+        (work / "part").mkdir()
+        (work / "part" / "vectors.bin").write_bytes(b"\0" * 8)
+    version = target.resolve()
+    named = events.index(("replace", str(version)))             # the work folder gets its version name
+    parts = [version, version / "meta.json", version / "part", version / "part" / "vectors.bin"]
+    assert {inode(p) for p in parts} <= synced(events[:named])
+    assert inode(tmp_path) in synced(events[named + 1:])
+    switch = events.index(("replace", str(target)))
+    assert switch > named and inode(tmp_path) in synced(events[switch + 1:])
+
+
+def test_a_folder_that_cannot_be_fsynced_does_not_fail_the_write(tmp_path, monkeypatch):
+    from ragkit.stores.files import atomic_dir, atomic_write_text
+
+    real = os.fsync
+
+    def files_only(fd: int) -> None:             # as some filesystems (and Windows) answer
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", files_only)
+    atomic_write_text(tmp_path / "s.json", "x")
+    with atomic_dir(tmp_path / "index") as work:
+        (work / "meta.json").write_text("{}")
+    assert (tmp_path / "s.json").read_text() == "x" and (tmp_path / "index" / "meta.json").is_file()
+
+
+def test_a_failed_fsync_leaves_the_previous_file_and_folder_and_nothing_half_written(tmp_path, monkeypatch):
+    from ragkit.errors import OutputError
+    from ragkit.stores.files import atomic_dir, atomic_write_text
+
+    target, index = tmp_path / "s.json", tmp_path / "index"
+    atomic_write_text(target, "old")
+    with atomic_dir(index) as work:
+        (work / "meta.json").write_text("old")
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    def failing(fd: int) -> None:                 # the disk answers EIO for file data
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing)
+    with pytest.raises(OutputError, match="cannot write"):
+        atomic_write_text(target, "new")
+    with pytest.raises(OutputError, match="cannot write"):
+        with atomic_dir(index) as work:
+            (work / "meta.json").write_text("new")
+    monkeypatch.undo()
+    assert target.read_text() == "old" and (index / "meta.json").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 # --------------------------------------------------------------------------- ragkit rebuild
 def kernel_started_by(pid: int) -> bool:

@@ -14,15 +14,22 @@ the new one. The version before the current one is kept for the readers that ope
 moment ago; older ones are removed. Every temporary name carries the pid of the process that
 made it, and ``clean_leftovers`` removes those whose process is gone (a run killed by
 SIGKILL, a full disk), on the next write beside them; a ``.w-`` folder is never mistaken for
-a complete version."""
+a complete version.
+
+Each rename is durable: what it moves is on disk first (every file and folder of a version is
+fsynced), and after it the folder holding the new name is fsynced, so a power cut or a kernel
+crash after a write returned cannot bring back the old file or lose the new one
+(``replace_durably``)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -225,13 +232,13 @@ def swap_into_place(staged: str | os.PathLike, target: str | os.PathLike) -> boo
     target.parent.mkdir(parents=True, exist_ok=True)
     if not staged.is_dir():
         fault_point("swap")
-        os.replace(staged, target)
+        replace_durably(staged, target)
         return True
     # The complete folder gets its version name (a staged link, written by a notebook
     # through ``atomic_dir``, gives the version behind it and goes).
     source = staged.resolve()
     version = _version_name(target, source)
-    os.replace(source, version)
+    replace_durably(source, version)
     _WRITING.discard(str(source))
     if staged.is_symlink():
         remove_path(staged)
@@ -239,7 +246,7 @@ def swap_into_place(staged: str | os.PathLike, target: str | os.PathLike) -> boo
     if previous is None and target.exists():
         if target.is_dir():            # a real folder (an older ragkit's): becomes a version
             previous = _version_name(target).name
-            os.replace(target, target.parent / previous)
+            replace_durably(target, target.parent / previous, synced=True)
         else:
             target.unlink()
     fault_point("swap")
@@ -247,7 +254,7 @@ def swap_into_place(staged: str | os.PathLike, target: str | os.PathLike) -> boo
     with contextlib.suppress(FileNotFoundError):
         link.unlink()
     os.symlink(version.name, link)
-    os.replace(link, target)
+    replace_durably(link, target)
     clean_leftovers(target, previous)
     return True
 
@@ -297,15 +304,79 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             handle.write(data)
             fault_point("write")
             handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~current_umask())
-        os.replace(tmp, path)
+            os.chmod(tmp, 0o666 & ~current_umask())
+            os.fsync(handle.fileno())              # the data and the mode, before the rename
+        replace_durably(tmp, path, synced=True)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         if isinstance(exc, OSError):
             raise output_error(path, exc) from None
         raise
+
+
+# What fsync of a folder (or, on Windows, of a file opened read-only) answers where the platform
+# or the filesystem cannot do it: the rename stands, only its durability is not promised. Any
+# other error (EIO, ENOSPC) is raised: the data may not be on disk.
+_CANNOT_SYNC = frozenset({errno.EINVAL, errno.EBADF, errno.EACCES, errno.EPERM, errno.EISDIR, errno.ENOTSUP,
+                          errno.EOPNOTSUPP, errno.ENOSYS})
+
+
+def _fsync(path: str | os.PathLike, folder: bool) -> None:
+    """fsync one file or folder, opened read-only; nothing where it cannot be done."""
+    flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if folder else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if folder or exc.errno in _CANNOT_SYNC:   # a folder Windows will not open
+            return
+        raise
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in _CANNOT_SYNC:
+            raise
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(folder: str | os.PathLike) -> None:
+    """Flush ``folder``'s entries to disk, so a rename or a new name in it survives a crash
+    (nothing where the platform or filesystem cannot fsync a folder)."""
+    _fsync(folder, folder=True)
+
+
+def sync_tree(path: str | os.PathLike) -> None:
+    """Flush a file, or every file and folder below a folder (the folder too), to disk.
+    Symlinks are not followed (a link is a name in its folder, flushed with it)."""
+    path = Path(path)
+    if path.is_symlink():
+        return
+    if not path.is_dir():
+        _fsync(path, folder=False)
+        return
+    for root, dirs, files in os.walk(path, topdown=False):
+        for name in files:
+            entry = os.path.join(root, name)
+            if stat.S_ISREG(os.lstat(entry).st_mode):
+                _fsync(entry, folder=False)
+        for name in dirs:
+            if not os.path.islink(os.path.join(root, name)):
+                fsync_dir(os.path.join(root, name))
+    fsync_dir(path)
+
+
+def replace_durably(source: str | os.PathLike, target: str | os.PathLike, synced: bool = False) -> None:
+    """``os.replace(source, target)`` that survives a crash: ``source`` (a file, a folder and
+    everything below it) is flushed to disk first unless ``synced`` says it already is, and
+    the folder of ``target`` (and of ``source``, when another) after."""
+    if not synced:
+        sync_tree(source)
+    os.replace(source, target)
+    parent = Path(target).parent
+    fsync_dir(parent)
+    if os.path.abspath(Path(source).parent) != os.path.abspath(parent):
+        fsync_dir(Path(source).parent)
 
 
 def atomic_write_json(path: str | os.PathLike, data) -> None:
