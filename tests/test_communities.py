@@ -5,9 +5,13 @@ small for communities, and the command line."""
 
 import doctest
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings, strategies as st
 
 from ragkit.concepts import broad as broad_module
 from ragkit.concepts import communities as communities_module
@@ -138,27 +142,100 @@ def test_vietnamese_manuals_have_themes_with_vietnamese_sentences():
     assert not any(s["text"].endswith(":") for s in sentences)          # lead-ins are left out
 
 
-def test_louvain_ends_and_matches_networkx_modularity(musique):
-    """Our Louvain ends on graphs where networkx 3.6's can cycle on round-off ties, and its
-    modularity is networkx's own measure of the same partition."""
+def networkx_graph(adjacency):
     import networkx as nx
-    import scipy.sparse as sp
 
-    graph, found = musique
-    label, quality = communities_module.louvain_partition(graph)
     g = nx.Graph()
-    g.add_nodes_from(range(len(graph.keys)))
-    coo = sp.triu(graph.cooccurs, k=1).tocoo()
+    g.add_nodes_from(range(adjacency.shape[0]))
+    coo = sp.triu(adjacency, k=1).tocoo()
     g.add_weighted_edges_from(zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist()))
+    return g
+
+
+def parts_of(label):
     parts: dict = {}
     for node, community in enumerate(label.tolist()):
         parts.setdefault(community, set()).add(node)
-    assert quality == pytest.approx(nx.community.modularity(g, list(parts.values()), weight="weight"), abs=1e-9)
+    return list(parts.values())
+
+
+def test_leiden_modularity_is_networkx_s_and_its_communities_are_connected(musique):
+    """graspologic-native's Leiden on real text: its modularity is networkx's own measure of
+    the same partition, and every community it finds is connected."""
+    import networkx as nx
+
+    graph, found = musique
+    label, quality = communities_module.leiden_partition(graph)
+    assert found.meta["algorithm"] == "leiden"
+    g = networkx_graph(graph.cooccurs)
+    assert quality == pytest.approx(nx.community.modularity(g, parts_of(label), weight="weight"), abs=1e-9)
     assert quality == pytest.approx(found.meta["modularity"], abs=1e-4)
-    # The graph of networkx issue 8739, on which its louvain_communities loops forever with this seed.
+    assert quality > 0.9
+    # Every community is connected (Leiden's refinement; Louvain does not promise it).
+    for part in parts_of(label):
+        assert len(part) == 1 or nx.is_connected(g.subgraph(part))
+
+
+def test_leiden_ends_on_the_graph_networkx_louvain_loops_on():
+    """The graph of networkx issue 8739, on which networkx 3.6's louvain_communities loops
+    forever with seed 123, and graphs without edges (graspologic-native refuses them)."""
+    import networkx as nx
+
     atlas = sp.csr_matrix(nx.to_scipy_sparse_array(nx.Graph([(0, 1), (0, 2), (0, 5), (0, 6), (1, 2), (1, 4),
                                                              (2, 3), (2, 5), (2, 6), (3, 4)]), nodelist=range(7)))
-    assert len(communities_module.louvain(atlas, seed=123)) == 7
+    label = communities_module.leiden(atlas, seed=123)
+    assert len(label) == 7 and sorted(set(label.tolist())) == list(range(label.max() + 1))
+    assert communities_module.leiden(sp.csr_matrix((4, 4))).tolist() == [0, 1, 2, 3]
+    assert communities_module.leiden(sp.csr_matrix((0, 0))).tolist() == []
+
+
+def test_leiden_gives_the_same_communities_in_another_process():
+    """The seed fixes the partition: a fresh interpreter finds the same labels."""
+    docs = load_corpus(MANUALS)
+    graph, _, _ = ConceptGraph.build(docs, progress=False)
+    label, _ = communities_module.leiden_partition(graph)
+    script = ("from ragkit.corpus import load_corpus; from ragkit.concepts.graph import ConceptGraph; "
+              "from ragkit.concepts.communities import leiden_partition; "
+              f"g, _, _ = ConceptGraph.build(load_corpus({str(MANUALS)!r}), progress=False); "
+              "print(leiden_partition(g)[0].tolist())")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == label.tolist()
+    assert communities_module.leiden_partition(graph)[0].tolist() == label.tolist()
+
+
+@st.composite
+def weighted_graphs(draw):
+    """A symmetric weighted graph of up to 30 nodes, some of them without edges."""
+    n = draw(st.integers(1, 30))
+    pairs = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1),
+                                    st.floats(0.01, 10, allow_nan=False)), max_size=80))
+    rows = [i for i, j, _ in pairs if i != j]
+    cols = [j for i, j, _ in pairs if i != j]
+    weights = [w for i, j, w in pairs if i != j]
+    a = sp.coo_matrix((weights, (rows, cols)), shape=(n, n)).tocsr()
+    return sp.csr_matrix(a + a.T)
+
+
+@settings(max_examples=80, deadline=None)
+@given(weighted_graphs(), st.integers(0, 2**31 - 1))
+def test_leiden_partitions_the_nodes(a, seed):
+    """Every node is in exactly one community, labels are 0..k-1 with none empty, a node
+    without edges is alone, every community is connected, the same seed gives the same
+    labels, and the partition's modularity is no lower than every node alone."""
+    import networkx as nx
+
+    label = communities_module.leiden(a, seed=seed)
+    n = a.shape[0]
+    assert label.shape == (n,)
+    assert set(label.tolist()) == set(range(int(label.max()) + 1))
+    degree = np.asarray(a.sum(axis=1)).ravel()
+    sizes = np.bincount(label)
+    assert all(sizes[label[i]] == 1 for i in range(n) if degree[i] == 0)
+    g = networkx_graph(a)
+    assert all(len(part) == 1 or nx.is_connected(g.subgraph(part)) for part in parts_of(label))
+    assert communities_module.leiden(a, seed=seed).tolist() == label.tolist()
+    edges = sp.triu(a, k=1).tocoo()
+    assert communities_module.modularity(edges, label) >= communities_module.modularity(edges, np.arange(n)) - 1e-9
 
 
 def test_sentences_are_cut_where_sentences_end():
