@@ -102,6 +102,7 @@ bench: install $(PANDOC)
 	$(BIN)/python bench/retrieval_quality.py
 	$(BIN)/python bench/llm_latency.py
 	$(BIN)/python bench/kg_build.py
+	$(BIN)/python bench/communities.py
 	$(BIN)/python bench/term_extraction.py
 	$(BIN)/python bench/spec_forms.py
 	$(BIN)/python bench/explain.py
