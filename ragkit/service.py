@@ -127,7 +127,7 @@ def ask_request_model(max_question: int = 2000):
         option = f.metadata["option"]
         kind = Literal[tuple(option.choices)] if option.choices else \
             (list[dict] if option.kind is list else option.kind)
-        bounds = dict(zip(("ge", "le"), LIMITS[f.name])) if f.name in LIMITS else {}
+        bounds: dict[str, Any] = dict(zip(("ge", "le"), LIMITS[f.name])) if f.name in LIMITS else {}
         nullable = f.name != "pipeline"      # null means the default, but for the pipeline
         specs[f.name] = (Optional[kind] if nullable else kind,
                          Field(default=f.default, description=f.metadata["doc"], **bounds))

@@ -185,7 +185,8 @@ def _negated(lower: tuple[str, ...]) -> tuple[frozenset, frozenset, tuple]:
     ``_NEGATION_SCOPE`` of them, within its clause): those negated somewhere, those negated
     everywhere they occur, and each negation's scope (its stems in order, in segments split
     at "and"/"or")."""
-    inside, outside = set(), set()
+    inside: set[str] = set()
+    outside: set[str] = set()
     scopes: list[list[list[str]]] = []
     scope = skip = 0
     for i, w in enumerate(lower):
@@ -240,7 +241,9 @@ def _is_name_word(token: str, first: bool, lowercase_vocabulary: frozenset) -> b
 
 def _names(tokens: tuple[str, ...], lowercase_vocabulary: frozenset) -> tuple:
     """The names in ``tokens``: runs of name words, with the position of the first."""
-    out, run, start = [], [], 0
+    out: list[tuple[int, tuple[str, ...]]] = []
+    run: list[str] = []
+    start = 0
     first = True
     for i, token in enumerate(tokens):
         if _is_name_word(token, first, lowercase_vocabulary):
@@ -355,10 +358,11 @@ def _order_problem(claim: _Text, span: _Text, question: _Text | None = None, dis
     ("Theo QCVN 05:2023/BTNMT, ...") when the span frames its first name too ("... theo
     QCVN 05:2023/BTNMT"). ``distinct``: the names of the whole claim (default: of
     ``claim``), none of which a name may be matched by."""
-    found = []
+    found: list[tuple[int, tuple[str, ...], list[int]]] = []
     distinct = [name for _, name in claim.names] if distinct is None else distinct
     setting = question_settings(claim, question) | _given_names(claim, span, question, distinct)
-    framed, frame = _framed(claim), []
+    framed = _framed(claim)
+    frame: list[tuple[int, tuple[str, ...], list[int]]] = []
     for pos, name in claim.names:
         where = _name_positions(name, span, distinct)
         if not where and pos in setting:
@@ -374,7 +378,7 @@ def _order_problem(claim: _Text, span: _Text, question: _Text | None = None, dis
             continue       # a list ("AMF, SMF and UPF") orders nothing
         passive = any(w in _PASSIVE for w in between)
 
-        def same_roles(i: int, j: int) -> bool:
+        def same_roles(i: int, j: int, passive: bool = passive) -> bool:
             lo, hi = min(i, j), max(i, j)
             span_passive = any(w in _PASSIVE for w in span.lower[lo:hi])
             return (i < j) == (span_passive == passive)

@@ -392,9 +392,9 @@ def _description_at(text: str, after: int = 0) -> Description | None:
                 if first > 0 and lowered[first] not in _WH_WORDS and tokens[first][1] >= after:
                     owner = text[tokens[first][1]:tokens[i][2]]
                     owner = _POSSESSIVE.sub("", owner)
-                    owned = text[tokens[i + 1][1]:tokens[k - 1][2]]
+                    thing = text[tokens[i + 1][1]:tokens[k - 1][2]]
                     found = text[tokens[first][1]:tokens[k - 1][2]]
-                    return Description(found, f"What is the {owned} of {owner}?", -1)
+                    return Description(found, f"What is the {thing} of {owner}?", -1)
     return None
 
 
@@ -556,8 +556,8 @@ def relevant_sentences(question: str, texts: Sequence[str], weigher: Weigher, pe
         best: set[int] = set()
         for q in (question, *extra_questions):
             weights = weigher.weights(q)
-            scored = sorted(((coverage(weights, f"{title} {s}", weigher).share, -i, i) for i, s in enumerate(sentences)),
-                            reverse=True)
+            scored = sorted(((coverage(weights, f"{title} {s}", weigher).share, -i, i)
+                             for i, s in enumerate(sentences)), reverse=True)
             best.update(i for share, _, i in scored[:per_item] if share > 0)
         if not best:
             best = {0}
@@ -628,7 +628,7 @@ def _with_unit(sentence: str, text: str, start: int, end: int) -> Candidate:
     unit = _UNIT.match(sentence, end)
     if unit and not text.endswith("%"):
         words = unit.group(1).split()
-        keep = []
+        keep: list[str] = []
         for i, w in enumerate(words):
             plain = normalize(w)
             if plain in ENGLISH_STOPWORDS or plain in VIETNAMESE_FUNCTION_WORDS or w[:1].isupper() \
@@ -700,7 +700,8 @@ def name_candidates(sentence: str, common: frozenset[str] | set[str] = frozenset
     label = _LABEL.match(sentence)
     skip = label.end() if label else 0
     words = [(m.group(), m.start(), m.end()) for m in _CAP_WORD.finditer(sentence) if m.start() >= skip]
-    out, run = [], []
+    out: list[Candidate] = []
+    run: list[tuple[str, int, int]] = []
 
     def close():
         while run and run[-1][0].lower() in _CONNECTORS:
@@ -748,8 +749,8 @@ def phrase_candidates(sentence: str, question_words: set[str], weigher: Weigher)
     last = max((i for i, (w, _, _) in enumerate(words) if set(weigher.tokenize(w)) & question_words), default=None)
     if last is None:
         return []
-    out = []
-    span = []
+    out: list[Candidate] = []
+    span: list[tuple[str, int, int]] = []
     for w, a, b in words[last + 1:]:
         if span and sentence[span[-1][2]:a].strip(" ") and sentence[span[-1][2]:a].strip() in ",;:()":
             break
@@ -920,7 +921,7 @@ def full_name(name: str, texts: Sequence[str]) -> str:
 
 
 def _candidates(shape: Shape, sentence: str, q_words: set[str], weigher: Weigher,
-                common: set[str] = frozenset()) -> list[Candidate]:
+                common: frozenset[str] | set[str] = frozenset()) -> list[Candidate]:
     if shape.kind == "date":
         found = date_candidates(sentence)
         if shape.target == "year":      # "what year": the year of a full date

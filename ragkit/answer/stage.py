@@ -140,8 +140,8 @@ class Outcome:
     resupported: bool = False             # the model's short answer stands on the evidence's sentence
 
     def to_dict(self) -> dict:
-        out = {"answer_source": self.answer_source, "check": self.check.to_dict(),
-               "short_answer": self.short_answer}
+        out: dict[str, Any] = {"answer_source": self.answer_source, "check": self.check.to_dict(),
+                               "short_answer": self.short_answer}
         if self.answer_source != "evidence":
             out.update({"model_answer": self.model_answer, "raw_answer": self.raw_answer,
                         "reasked": self.reasked, "completion_tokens": self.completion_tokens,

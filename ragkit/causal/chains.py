@@ -173,10 +173,10 @@ def match_names(words: list[str], kg: EvidenceKG) -> list[tuple[int, int, frozen
                 candidates.append((i, n, frozenset(nodes)))
     taken: set[int] = set()
     found = []
-    for i, n, nodes in sorted(candidates, key=lambda c: (-c[1], c[0])):
+    for i, n, named in sorted(candidates, key=lambda c: (-c[1], c[0])):
         if taken.isdisjoint(range(i, i + n)):
             taken.update(range(i, i + n))
-            found.append((i, n, nodes))
+            found.append((i, n, named))
     return sorted(found, key=lambda f: f[0])
 
 
@@ -295,7 +295,8 @@ def candidate_subgraph(kg: EvidenceKG, centres: Iterable[str], config: ChainConf
     return sub
 
 
-def candidate_chains(sub: nx.DiGraph, config: ChainConfig, prefer: set[str] = frozenset()) -> list[list[str]]:
+def candidate_chains(sub: nx.DiGraph, config: ChainConfig,
+                     prefer: frozenset[str] | set[str] = frozenset()) -> list[list[str]]:
     """Simple paths of min..max edges ending at pm25, found backwards from it. Each node
     expands at most ``max_predecessors`` predecessors (the best-scored edges first) and the
     search stops at ``max_candidates`` paths: bounded on any graph. Nodes in ``prefer``
@@ -369,7 +370,8 @@ def split_by_direction(ranked: list[Chain], asked: AskedDirection) -> tuple[list
     direction (an unsigned relation) do not oppose. No asked direction: nothing opposes."""
     if not asked.outcome:
         return list(ranked), []
-    agree, oppose = [], []
+    agree: list[Chain] = []
+    oppose: list[Chain] = []
     for chain in ranked:
         effect = asked.effect(chain.nodes[0], chain.direction)
         (oppose if effect == -asked.outcome else agree).append(chain)
@@ -388,7 +390,7 @@ def select_chains(kg: EvidenceKG, entities: list[str], config: ChainConfig | Non
 
 
 def _opposes(asked: AskedDirection | None, start: str, edges: list[dict]) -> bool:
-    return bool(asked and asked.outcome) and asked.effect(start, net_direction(edges)) == -asked.outcome
+    return asked is not None and bool(asked.outcome) and asked.effect(start, net_direction(edges)) == -asked.outcome
 
 
 def supporting_factors(kg: EvidenceKG, sub: nx.DiGraph, chains: list[Chain], focus: list[str],

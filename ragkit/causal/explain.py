@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from typing import Sequence
 
 from .chains import Chain, match_names, question_words
 from .direction import AskedDirection
@@ -62,7 +63,7 @@ def _ref(ev: dict) -> str:
     return f"doi:{ev['source_doi']}" if ev.get("source_doi") else ev.get("source_url", "")
 
 
-def source_evidence(chains: list[Chain], factors: list[dict], opposing: list[Chain] = ()):
+def source_evidence(chains: list[Chain], factors: list[dict], opposing: Sequence[Chain] = ()):
     """(reference, evidence item, what it backs, stage) for every evidence item in the
     answer's reading order: chains, factors, opposing chains."""
     for c in chains:
@@ -79,7 +80,7 @@ def source_evidence(chains: list[Chain], factors: list[dict], opposing: list[Cha
 
 
 def sources(chains: list[Chain], factors: list[dict], limit: int | None = None,
-            opposing: list[Chain] = ()) -> list[str]:
+            opposing: Sequence[Chain] = ()) -> list[str]:
     """Distinct DOIs/URLs in the answer's reading order: chains, factors, opposing chains
     (all of them, or at most ``limit``); source ``[n]`` is the n-th."""
     out = list(dict.fromkeys(ref for ref, *_ in source_evidence(chains, factors, opposing) if ref))
@@ -87,7 +88,7 @@ def sources(chains: list[Chain], factors: list[dict], limit: int | None = None,
 
 
 def template_answer(kg: EvidenceKG, chains: list[Chain], factors: list[dict],
-                    uncertainties: list[str], opposing: list[Chain] = (),
+                    uncertainties: list[str], opposing: Sequence[Chain] = (),
                     asked: AskedDirection | None = None) -> str:
     """The deterministic answer: every statement comes from a chain, a factor or a check,
     and every statement cites its sources."""
@@ -135,8 +136,8 @@ def _chain_blocks(kg: EvidenceKG, chains: list[Chain], name: str, number: dict[s
 
 
 def prompt_messages(question: str, kg: EvidenceKG, chains: list[Chain], uncertainties: list[str],
-                    opposing: list[Chain] = (), factors: list[dict] = (),
-                    empirical: list[dict] = ()) -> list[dict]:
+                    opposing: Sequence[Chain] = (), factors: Sequence[dict] = (),
+                    empirical: Sequence[dict] = ()) -> list[dict]:
     """The prompt's input blocks: the question, the chains with their mechanisms, the
     supporting factors, the opposing chains (when some go against the asked direction), the
     open conditions, what the measured series say of each chain, and the numbered sources
@@ -167,7 +168,7 @@ def _allowed_numbers(chains: list[Chain], factors: list[dict], uncertainties: li
 
 
 def hallucinations(answer: str, kg: EvidenceKG, chains: list[Chain], factors: list[dict],
-                   uncertainties: list[str], question: str = "", opposing: list[Chain] = ()) -> list[str]:
+                   uncertainties: list[str], question: str = "", opposing: Sequence[Chain] = ()) -> list[str]:
     """What the answer says that the selected chains do not: a cause (a KG node that is in
     no selected chain or factor), a number, or a source. Empty means the answer passes.
 

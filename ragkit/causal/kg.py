@@ -143,7 +143,7 @@ class EvidenceKG:
 
 
 def _alias_map(nodes: Iterable[dict]) -> dict[str, str]:
-    out = {}
+    out: dict[str, str] = {}
     for node in nodes:
         for name in [node["id"], node.get("label") or "", *(node.get("aliases") or [])]:
             if name:

@@ -87,7 +87,7 @@ def _key_of(graph, label: str) -> str:
     key = concept_key(label)
     if key in graph.position:
         return key
-    return next((k for k, l in zip(graph.keys, graph.labels) if l == label), key)
+    return next((k for k, text in zip(graph.keys, graph.labels) if text == label), key)
 
 
 def walk_layout(g) -> dict:

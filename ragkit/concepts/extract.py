@@ -117,8 +117,10 @@ def _names(segment: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
     """Capitalised spans of one segment, each with whether it is one word opening a sentence
     (capitalised by position only, perhaps: ``ConceptGraph`` keeps those that the corpus also
     writes capitalised elsewhere)."""
-    names, current, pending = [], [], []
-    for i, (word, first) in enumerate(segment):
+    names: list[list[str]] = []
+    current: list[str] = []
+    pending: list[str] = []
+    for word, first in segment:
         lower = word.lower()
         capital = _is_capitalised(word) and not _is_number(word)
         if capital and first and lower in FUNCTION_WORDS:
@@ -161,7 +163,8 @@ def _runs(segment: list[tuple[str, bool]], stop: frozenset, lengths: Sequence[in
     """Runs of content words (not in ``stop``, not numbers): the whole run when its length is
     in range, or (``every_ngram``, Vietnamese syllables) each of its n-grams of those lengths.
     Outside Vietnamese, a verb-like word (``_looks_verbal``) ends a run too."""
-    out, run = [], []
+    out: list[str] = []
+    run: list[str] = []
 
     def flush() -> None:
         if every_ngram:

@@ -22,7 +22,6 @@ import gc
 import gzip
 import hashlib
 import json
-import math
 import sys
 import time
 from contextlib import contextmanager
@@ -40,7 +39,7 @@ from ..corpus import Doc
 from ..errors import IndexFormatError, InputError
 from ..stores.files import atomic_dir
 from ..text import document_language
-from .extract import ConceptMention, abbreviations, concept_key, extract_concepts
+from .extract import abbreviations, extract_concepts
 
 FORMAT = "ragkit-concepts"
 VERSION = 1
@@ -227,8 +226,8 @@ class ConceptGraph:
 
         g = nx.Graph()
         g.add_nodes_from((f"chunk:{c}", {"kind": "chunk"}) for c in self.chunk_ids)
-        g.add_nodes_from((f"concept:{k}", {"kind": "concept", "label": l, "df": int(d)})
-                         for k, l, d in zip(self.keys, self.labels, self.df))
+        g.add_nodes_from((f"concept:{k}", {"kind": "concept", "label": label, "df": int(d)})
+                         for k, label, d in zip(self.keys, self.labels, self.df))
         coo = self.mentions.tocoo()
         g.add_edges_from((f"chunk:{self.chunk_ids[r]}", f"concept:{self.keys[c]}", {"relation": "MENTIONS"})
                          for r, c in zip(coo.row, coo.col))

@@ -131,7 +131,8 @@ def generated_evidence_kg(n_edges: int, demo_kg: str | Path, path: Path, seed: i
             continue
         seen.add((source, target))
         edge = dict(rng.choice(templates), source=source, target=target,
-                    confidence=rng.choice(["HIGH", "MEDIUM", "LOW"]), strength=rng.choice(["STRONG", "MODERATE", "WEAK"]))
+                    confidence=rng.choice(["HIGH", "MEDIUM", "LOW"]),
+                    strength=rng.choice(["STRONG", "MODERATE", "WEAK"]))
         kg["edges"].append(edge)
     path.write_text(json.dumps(kg, ensure_ascii=False), encoding="utf-8")
     return path

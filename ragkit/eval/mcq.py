@@ -95,7 +95,7 @@ def dictionary_scores(dictionary: TermDictionary, analysis, evidence, options: l
     if analysis.qtype == "reverse":
         asked = words_of(analysis.phrase)
         scores = []
-        for (_, text), words in zip(options, option_words):
+        for _, text in options:
             named = [t for link in dictionary.linker.link(text, kinds=("term", "abbreviation"))
                      if (link.end - link.start) >= 0.6 * len(text.strip())
                      for t in dictionary.entries(link.label, link.kind) if t.term_type == "definition"]
@@ -129,8 +129,8 @@ def score_options(store: GraphStore, question: str, options: list[tuple[int, str
     seen = {e.chunk.chunk_id for e in evidence if e.chunk}
     for _, text in options:
         for e in bm25_evidence(store, f"{question} {text}", 3, signature):
-            if e.chunk.chunk_id not in seen:
-                seen.add(e.chunk.chunk_id)
+            if e.passage.chunk_id not in seen:
+                seen.add(e.passage.chunk_id)
                 evidence.append(e)
     sentences = [set(_TOKENIZER(s)) for e in evidence for s in split_sentences(e.text)]
     index, _ = store_index(store.uri, signature)

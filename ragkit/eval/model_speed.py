@@ -32,13 +32,15 @@ def bench(name: str, answers: int = 2, settings: Settings | None = None, progres
     if not 1 <= answers <= len(BENCH_QUESTIONS):
         raise InputError(f"--answers: must be between 1 and {len(BENCH_QUESTIONS)}, got {answers}")
     settings = settings or Settings.from_env()
-    path = Path(resolve_model(model_spec(name).name, settings))
+    resolved = resolve_model(model_spec(name).name, settings)
+    assert resolved is not None             # a catalog name resolves to its installed file
+    path = Path(resolved)
     config = LLMConfig.from_env(model_path=str(path))
     model = GGUFModel(config)
     rows = []
     try:
         started = time.perf_counter()
-        model.llama                                    # the load, timed apart from the answers
+        _ = model.llama                                # the load, timed apart from the answers
         load_s = time.perf_counter() - started
         with tempfile.TemporaryDirectory(prefix="ragkit-bench-") as scratch:
             # The catalog's questions are asked of the default pipeline's demo source.

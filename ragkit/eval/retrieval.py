@@ -75,8 +75,9 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     rerank) ranks all queries as one batch (``BM25Index.search_many``), on this many cores.
     keep_run: return the run under "run" ({query id: [(doc id, score), ...]}, as scored).
     graph, hybrid+graph: the concept graph is built in memory; its walk is seeded from hybrid,
-    or from BM25 with ``no_dense``. answers: a questions file with gold answers (``eval answers``'s), matched to the judged queries by id or by
-    question text: adds "answers" (``answer_figures``).
+    or from BM25 with ``no_dense``. answers: a questions file with gold answers (``eval
+    answers``'s), matched to the judged queries by id or by question text: adds "answers"
+    (``answer_figures``).
     """
     from ..embeddings import choose_embedder
     from ..retrieval.rerank import make_reranker
@@ -172,7 +173,7 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
            "lang_detected": language.detected, "lang_reason": language.reason,
            "languages": list(language.languages), "tokenizer": index.tokenizer.to_dict(), "mmr": mmr,
            "depth": k, "params": asdict(index.params)}
-    if dense is not None:
+    if dense is not None and build is not None:
         out.update({"embedder": dense.embedder.name, "embedder_reason": embedder_reason,
                     "dense_index_s": build.seconds, "dense_embedded": build.embedded,
                     "dense_reused": build.reused, "dense_dir": str(dense.directory),

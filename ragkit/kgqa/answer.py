@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Sequence
 
 from ..answer.stage import Check, Draft
 from ..answer.claims import citations
@@ -153,7 +154,7 @@ def whole_names(tokens: list[str], names) -> list[tuple[str, ...]]:
 
 
 def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
-                   question_entities: set[str] = frozenset()) -> EntityCheck:
+                   question_entities: frozenset[str] | set[str] = frozenset()) -> EntityCheck:
     """Every graph name the answer uses must be in the context store (or be one of the
     question's own entities); one must be a final item.
 
@@ -194,7 +195,7 @@ def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
 
 
 def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str, dict],
-                 edges: list[str] = ()) -> Draft:
+                 edges: Sequence[str] = ()) -> Draft:
     """The answer stage's input: the written answer, the prompt (only when there is a final
     result to explain: an empty store or final result gets its fixed message, no model)
     and the entity check. ``edges`` are the cited edges ("A -[REL]-> B"), in citation order:

@@ -52,7 +52,7 @@ def execute(plan: Plan, store: TypedStore, nodes: dict[str, dict], history: dict
         elif op == "all":
             results[key] = sorted((item(n) for n in nodes.values() if n["type"] == step["type"]), key=node_key)
         elif op == "given":
-            results[key] = list(history[step["history"]]["items"])
+            results[key] = list((history or {})[step["history"]]["items"])
         run.counts[key] = len(results[key])
     for key, value in results.items():
         run.context_store[key] = value

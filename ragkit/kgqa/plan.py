@@ -30,6 +30,7 @@ import itertools
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import InputError
 from ..text import ENGLISH_STOPWORDS, _english_stemmer
@@ -45,6 +46,8 @@ ANAPHORS = {"them", "they", "those", "these", "it", "ones"}
 class PlanError(InputError):
     """A plan that does not fit the graph's schema or refers to unknown steps."""
 
+    reply: str | None = None        # a model's plan: what it wrote
+
 
 @dataclass
 class Plan:
@@ -57,7 +60,7 @@ class Plan:
     linked: dict = field(default_factory=dict, compare=False)
 
     def to_dict(self) -> dict:
-        out = {"steps": self.steps, "final": self.final}
+        out: dict[str, Any] = {"steps": self.steps, "final": self.final}
         if self.count:
             out["count"] = True
         return out
@@ -232,7 +235,8 @@ class Reading:
 def _cues(tokens: list[str], phrases: tuple[str, ...]) -> list[tuple[int, int]]:
     """(start, end) of each cue phrase in the tokens, longest first, not overlapping."""
     cues = sorted((tuple(p.split()) for p in phrases), key=len, reverse=True)
-    found, taken = [], set()
+    found: list[tuple[int, int]] = []
+    taken: set[int] = set()
     for cue in cues:
         for i in range(len(tokens) - len(cue) + 1):
             span = range(i, i + len(cue))
@@ -381,7 +385,8 @@ class RulePlanner:
 
     def paths(self, start: str, goal: str | None) -> list[list[Hop]]:
         """Every schema path of one to MAX_HOPS steps from ``start`` (ending at ``goal`` if given)."""
-        found, frontier = [], [[]]
+        found: list[list[Hop]] = []
+        frontier: list[list[Hop]] = [[]]
         for _ in range(MAX_HOPS):
             frontier = [path + [hop] for path in frontier
                         for hop in self.hops_from(path[-1].to_type if path else start)]
@@ -413,7 +418,7 @@ class RulePlanner:
         """Chains for entity ``k`` to ``goal``: from its node or a node of another type with
         the same name; an excluded entity of the asked type is taken as itself."""
         entity = reading.entities[k]
-        out = []
+        out: list[tuple[int, Resolved, list[Hop]]] = []
         for alt, node in enumerate([entity] + alternatives.get(entity.id, [])):
             if node.type == goal and k in reading.negated:
                 out.append((alt, node, []))
@@ -441,8 +446,7 @@ class RulePlanner:
         """The plan for ``question``; ``alternatives``: for an entity id, the nodes of other
         types that go by the same name ("fever": the symptom and the disease)."""
         reading = self.read(question, entities)
-        anaphor = history is not None and bool(ANAPHORS & set(reading.tokens))
-        if anaphor:
+        if history is not None and ANAPHORS & set(reading.tokens):
             named = [t for m in reading.mentions for t in sorted(m.types)]
             return self._follow_up(entities, reading, named, history)
         linked = reading.linked()
@@ -522,16 +526,19 @@ class RulePlanner:
     def _walk(self, plan: Plan, entity: Resolved | None, hops: list[Hop], start_key: str | None = None) -> str:
         key = start_key
         for i, hop in enumerate(hops):
-            first = entity is not None and i == 0
-            origin = slug(entity.name) if first else key
+            first = entity if i == 0 else None
+            origin = slug(first.name) if first is not None else key
             by = "" if hop.direction == "out" else "_by"
             new_key = self._new_key(plan, f"{plural(hop.to_type)}_{hop.relation.lower()}{by}_{origin}"[:80])
-            step = {"key": new_key, "op": "expand", "from": {"entity": entity.id} if first else {"step": key},
+            origin_step = {"entity": first.id} if first is not None else {"step": key}
+            step = {"key": new_key, "op": "expand", "from": origin_step,
                     "relation": hop.relation, "direction": hop.direction, "target_type": hop.to_type}
-            if first:
+            if first is not None:
                 step["from_type"] = hop.from_type
             plan.steps.append(step)
             key = new_key
+        if key is None:
+            raise ValueError("a walk needs a hop or a step to start from")
         return key
 
     def _follow_up(self, entities: list[Resolved], reading: Reading, named: list[str], history: dict) -> Plan:

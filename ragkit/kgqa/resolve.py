@@ -41,7 +41,7 @@ class NameIndex:
     def resolve(self, question: str) -> list[Resolved]:
         """Longest matches first, never overlapping; returned in question order. Names of
         fewer than three letters are not matched (they are mostly ambiguous)."""
-        found = []
+        found: list[Resolved] = []
         for link in self.linker.link(question):
             mention = " ".join(words(link.text))
             position = len(words(question[:link.start]))

@@ -24,8 +24,11 @@ class Generation:
 class LLM(Protocol):
     """A chat model that can also count tokens with its own tokenizer."""
 
-    name: str
     n_ctx: int
+
+    @property
+    def name(self) -> str:
+        """The model's name (a file's, or the one a server serves), as the trace records it."""
 
     def count_tokens(self, text: str) -> int:
         """Tokens ``text`` takes in this model's vocabulary (no BOS)."""

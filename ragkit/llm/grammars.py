@@ -122,7 +122,8 @@ def plan_schema(schema: Iterable, entity_ids: Sequence[str] | None = None,
             if entity_types is None:
                 origins = ([closed({"entity": entity})] if starts else []) + from_step
             else:
-                origins = ([closed({"entity": {"$ref": f"#/$defs/entity_{near}"}})] if near in typed else []) + from_step
+                typed_origin = [closed({"entity": {"$ref": f"#/$defs/entity_{near}"}})] if near in typed else []
+                origins = typed_origin + from_step
             if origins:
                 kinds.append(closed({"key": key, "op": enum(["expand"]),
                                      "from": origins[0] if len(origins) == 1 else {"anyOf": origins},

@@ -22,7 +22,8 @@ _PATTERNS = [
     r"\bsystem prompt\b",
     r"\b(?:tell|answer) the user (?:that|to)\b",
     r"\bas an ai (?:assistant|model)\b",
-    rf"\b(?:bo qua|phot lo|quen di|khong tuan theo|dung lam theo)\s+{_ANY}(?:huong dan|chi dan|chi thi|quy tac|yeu cau)\b",
+    rf"\b(?:bo qua|phot lo|quen di|khong tuan theo|dung lam theo)\s+{_ANY}"
+    r"(?:huong dan|chi dan|chi thi|quy tac|yeu cau)\b",
     r"\b(?:ban|tro ly) (?:hay|phai) tra loi (?:rang|la)\b",
     r"\bhuong dan moi\s*:",
 ]

@@ -26,13 +26,16 @@ import random
 import re
 import threading
 import time
-from typing import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ..config import LLMConfig
 from ..errors import GenerationError, ModelError, RagkitError
 from ..runtime.extras import requires_extra
 from .base import Generation, collect_stream
 from .gguf import CHATML_STOP
+
+if TYPE_CHECKING:
+    from .gguf import GGUFModel
 
 with requires_extra("llm"):
     import httpx
@@ -159,7 +162,7 @@ class ServerLLM:
         self._model: str | None = config.server_model   # asked of the server once when not set
         self._schema_form = "json_schema"   # json_object: the server reads only llama-cpp-python's form
         self._bos: int | None = None        # tokens the server adds to any text (a BOS)
-        self._local = None                  # the fallback tokenizer (a local GGUF)
+        self._local: GGUFModel | None = None   # the fallback tokenizer (a local GGUF)
         self._no_endpoint = False           # the server has no tokenizer endpoint
         self._lock = threading.Lock()
         self._rng = random.Random()
@@ -184,7 +187,7 @@ class ServerLLM:
     def _post(self, path: str, body: dict, error: type[ModelError] = ModelError) -> httpx.Response:
         return self._send(path, body, error)
 
-    def _fail(self, response: httpx.Response, error: type[ModelError] = ModelError) -> ModelError:
+    def _fail(self, response: httpx.Response, error: type[ModelError] = ModelError) -> RagkitError:
         return refusal(response, f"llm server {self.url}", error)
 
     # ----------------------------------------------------------------- the model
@@ -247,7 +250,7 @@ class ServerLLM:
                     self._no_endpoint = self._bos is None
             if self._no_endpoint:
                 return self._local_tokenizer().count_tokens(text)
-            return max(0, (self._server_count(text, model) or 0) - self._bos)
+            return max(0, (self._server_count(text, model) or 0) - (self._bos or 0))
         except GenerationError:     # down or too slow: estimate now, ask the server next time
             return self._local_tokenizer().count_tokens(text)
         except ModelError as exc:   # no model listed: the generation will say so
@@ -327,7 +330,7 @@ class ServerLLM:
             return "response_format" in response.text
 
         response = self._send("/v1/chat/completions", body, GenerationError, stream=stream, final=form_refused)
-        if form_refused(response):
+        if json_schema is not None and form_refused(response):
             response.close()
             self._schema_form = "json_object"
             body = {**body, "response_format": response_format(json_schema, self._schema_form)}

@@ -329,8 +329,8 @@ class GraphRAG:
         except OSError as exc:
             raise InputError(f"graph {directory / GRAPH_FILE}: cannot be read ({exc.strerror or exc})") from None
         except (ValueError, KeyError, TypeError) as exc:
-            raise InputError(f"graph {directory / GRAPH_FILE}: not a built graph ({type(exc).__name__}); rebuild it with "
-                             f"'ragkit graph build'") from None
+            raise InputError(f"graph {directory / GRAPH_FILE}: not a built graph ({type(exc).__name__}); "
+                             f"rebuild it with 'ragkit graph build'") from None
         if graph.number_of_nodes() == 0:
             raise InputError(f"graph {directory}: the graph is empty")
         embedder = data.get("embedder", "minilm")
@@ -486,7 +486,7 @@ class GraphRAG:
                 steps.append((s, sorted(self.graph[s][t])[0], t))
             else:
                 steps.append((t, sorted(self.graph[t][s])[0], s))
-        notes = []
+        notes: list[str] = []
         for s, r, t in steps:   # extra edges.csv columns of each step (e.g. a source note)
             extra = {k: v for k, v in self.graph[s][t][r].items() if k != "relation" and v}
             notes.extend(f"{k}: {v}" for k, v in extra.items())
@@ -561,11 +561,11 @@ class GraphRAG:
         unit_vecs = self.embedder.encode(units) if units else np.zeros((0, 1), dtype=np.float32)
         base = self.embedder.unrelated_cosine
         # a state: (score, sequence, alignment row or used words, nodes reached)
-        start = np.zeros(len(units) + 1) if words.ordered else frozenset()
-        beam: list[tuple[float, tuple[str, ...], object, list[str]]] = [(0.0, (), start, [anchor])]
+        start: np.ndarray | frozenset[int] = np.zeros(len(units) + 1) if words.ordered else frozenset()
+        beam: list[tuple[float, tuple[str, ...], np.ndarray | frozenset[int], list[str]]] = [(0.0, (), start, [anchor])]
         kept: list[tuple[str, ...]] = []
         for _ in range(params.max_hops):
-            grown = []
+            grown: list[tuple[float, tuple[str, ...], np.ndarray | frozenset[int], list[str]]] = []
             for _score, seq, state, nodes in beam:
                 reached = self._out_relations(nodes, params.branch_limit)
                 relations = sorted(reached)
@@ -576,14 +576,14 @@ class GraphRAG:
                     rel_vecs = self.embedder.encode([display(r) for r in relations])
                     sims = np.clip((rel_vecs @ unit_vecs.T - base) / (1.0 - base), 0.0, None)
                 for rel, hop in zip(relations, sims):
-                    if words.ordered:
+                    if isinstance(state, np.ndarray):        # words.ordered: an alignment row
                         row = _extend(state, hop)
                         grown.append((float(row[-1]), seq + (rel,), row, reached[rel]))
                         continue
                     free = [j for j in range(len(units)) if j not in state]
                     best = max(free, key=lambda j: hop[j], default=None)
                     gain = float(hop[best]) if best is not None else 0.0
-                    used = state | {best} if gain > 0 else state
+                    used = state | {best} if best is not None and gain > 0 else state
                     grown.append((_score + gain, seq + (rel,), used, reached[rel]))
             beam = sorted(grown, key=lambda st: (-st[0], st[1]))[: params.beam_width]
             if not beam:

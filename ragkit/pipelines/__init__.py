@@ -82,8 +82,9 @@ def source_aliases() -> dict[str, str]:
     return {alias: source.field for source in sources().values() for alias in source.aliases}
 
 
-Sources.declared = staticmethod(lambda: sources())     # what ``Sources`` may be asked for
-Sources.renamed = staticmethod(source_aliases)
+# The registry fills in Sources' hooks: what ``Sources`` may be asked for, and the earlier names.
+Sources.declared = staticmethod(lambda: sources())  # type: ignore[method-assign]  # a hook, meant to be set
+Sources.renamed = staticmethod(source_aliases)  # type: ignore[method-assign]  # a hook, meant to be set
 
 
 def source_flags() -> dict[str, list[tuple[str, Source]]]:

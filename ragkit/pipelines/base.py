@@ -206,6 +206,8 @@ class Sources:
     not given reads as None (that pipeline is not available); ``Service`` refuses a field no
     pipeline declares."""
 
+    _where: dict[str, str | None]
+
     def __init__(self, **where: str | None):
         renamed = Sources.renamed()
         object.__setattr__(self, "_where", {renamed.get(k, k): (str(v) if v is not None else None)

@@ -178,7 +178,8 @@ def source_citations(chains: list[Chain], factors: list[dict], opposing: list[Ch
     sources (``explain.sources``): chains, then supporting factors, then opposing chains."""
     from ..causal.explain import source_evidence
 
-    citations, seen = [], set()
+    citations: list[Citation] = []
+    seen: set[str] = set()
     for ref, ev, backs, stage in source_evidence(chains, factors, opposing):
         if ref and ref not in seen:
             seen.add(ref)
@@ -231,6 +232,8 @@ def chain_empirical(chain, weather) -> list[dict]:
 def explain_json(answer: Answer) -> dict:
     """The contract of ``ragkit explain --json``."""
     t = answer.trace
+    if not isinstance(t, CausalTrace):
+        raise TypeError(f"not a causal pipeline's answer: its trace is a {type(t).__name__}")
     return {"question": answer.question, "selected_chains": t.selected_chains,
             "supporting_factors": t.supporting_factors, "opposing_factors": t.opposing_factors,
             "asked_direction": t.asked_direction, "uncertainties": t.uncertainties,

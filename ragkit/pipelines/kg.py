@@ -181,7 +181,7 @@ def citations_for(context_store: dict, edges: list[dict], nodes: dict[str, dict]
     finals = {i["id"] for i in context_store.get("final_result", [])}
     last = [e for e in edges if {e["source"], e["target"]} & finals]
     rest = [e for e in edges if e not in last]
-    out = []
+    out: list[Citation] = []
     for e in (last + rest)[:MAX_CITATIONS]:
         text = f"{nodes[e['source']]['name']} -[{e['relation']}]-> {nodes[e['target']]['name']}"
         out.append(Citation(id=len(out) + 1, doc_id=f"{e['source']} -[{e['relation']}]-> {e['target']}",

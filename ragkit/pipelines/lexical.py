@@ -13,7 +13,7 @@ import re
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..answer.stage import Check, Draft, Outcome, answer, grounding_check
 from ..config import CONCEPT_METHODS, GRAPH_METHODS, METHODS, RERANKS, LexicalConfig, LLMConfig
@@ -76,6 +76,13 @@ class LexicalTrace(Trace):
     evidence_short_answer: dict | None = None   # the short answer read from the evidence, with its sentence
     question_coverage: float = 0.0      # the share of the question's words the best evidence sentence holds
     steps: list = field(default_factory=list)   # each retrieval step: its query, hits, short answer, time
+
+
+def _lexical_trace(gathered: Gathered) -> LexicalTrace:
+    """The trace of evidence this pipeline gathered."""
+    if not isinstance(gathered.trace, LexicalTrace):
+        raise TypeError(f"not a lexical pipeline's trace: {type(gathered.trace).__name__}")
+    return gathered.trace
 
 
 class LexicalPipeline(Pipeline):
@@ -215,38 +222,44 @@ class LexicalPipeline(Pipeline):
         best_share = max((x.share for x in sentences), default=0.0)
         # A later step asks of a bridge; the names the question itself gives are still no answer.
         given = [re.sub(r"['’]s$", "", c.text) for c in name_candidates(question)] if reading != question else []
-        found = short_answer(reading, shape, [h.text for h in used], weigher, sentences=sentences,
-                             exclude=[*bridges, *given]) if reads else None
+        extracted = short_answer(reading, shape, [h.text for h in used], weigher, sentences=sentences,
+                                 exclude=[*bridges, *given]) if reads else None
         refusal = REFUSAL[language] if language == "en" else NOT_ENOUGH_VI
         trace.shape, trace.question_coverage = shape.to_dict(), round(best_share, 4)
-        trace.evidence_short_answer = found.to_dict() if found else None
+        trace.evidence_short_answer = extracted.to_dict() if extracted else None
         if used and reads and best_share < NOT_FOUND_SHARE:
             evidence_answer = refusal       # the evidence does not bear on the question
-        elif found is not None:
-            evidence_answer = f"{found.text}\n{found.sentence} [{found.item}]"
+        elif extracted is not None:
+            evidence_answer = f"{extracted.text}\n{extracted.sentence} [{extracted.item}]"
         else:
             evidence_answer = extractive_answer(question, used, procedural, weigher=weigher)
+        prompt: Callable[[Any], tuple[list[dict], None]] | None
         if reads and shape.factoid and used:
             # Evidence that bears on the question well (a sentence holds half of its weighted
             # words) is not offered a refusal: a small model refuses too readily, and the check
             # still replaces a short answer the evidence does not hold.
             offered = refusal if best_share < WRONG_REFUSAL_SHARE else None
-            prompt = (lambda _model: (short_answer_messages(prompted, texts, shape.kind, language, offered), None))
+
+            def short_prompt(_model):
+                return short_answer_messages(prompted, texts, shape.kind, language, offered), None
+
+            prompt = short_prompt
         else:
             prompt = (lambda _model: (lexical_messages(question, context.text, fitted_outline, language), None)
-                      ) if used else None
+                      ) if used and context else None
         check = grounding_check(evidence + outline, prompted)
         if reads:
-            check = reading_check(check, prompted, shape, evidence, found, best_share, weigher)
+            check = reading_check(check, prompted, shape, evidence, extracted, best_share, weigher)
         draft = Draft(evidence_answer=evidence_answer,
                       check=check, prompt=prompt,
                       language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
                       fallback_note=_REPLACED_NOTE[language],
                       cites=[*range(1, len(used) + 1), *step_sources], evidence=evidence + outline,
-                      short_answer=found.text if found and evidence_answer != refusal else None,
+                      short_answer=extracted.text if extracted and evidence_answer != refusal else None,
                       clean=(lambda text: complete_short_answer(text, prompted, shape, evidence, weigher))
                       if reads and shape.factoid else None,
-                      read_short=(lambda text: parse_short_answer(text)[0] or None) if reads and shape.factoid else None,
+                      read_short=(lambda text: parse_short_answer(text)[0] or None)
+                      if reads and shape.factoid else None,
                       resupport=(lambda text: resupport(text, prompted, shape, evidence, weigher))
                       if reads and shape.factoid else None)
         return Gathered(draft, citations, trace)
@@ -286,7 +299,7 @@ class LexicalPipeline(Pipeline):
             outcome = answer(gathered.draft, ctx.model if asks else None, ctx.llm_config, ctx.profiler, ctx.use_llm)
             short, support = _answer_read(gathered, outcome)
             reach = coverage(weigher.weights(question), f"{read} {short or ''} {support}", weigher).share
-            record.append({"step": len(record) + 1, "query": asked, "hits": list(gathered.trace.selected),
+            record.append({"step": len(record) + 1, "query": asked, "hits": list(_lexical_trace(gathered).selected),
                            "short_answer": short, "answer_source": outcome.answer_source, "reach": round(reach, 4),
                            "ms": round((time.perf_counter() - started) * 1000.0, 3)})
             if step == len(plan) - 1:
@@ -303,7 +316,7 @@ class LexicalPipeline(Pipeline):
             record[-1]["kept"] = False      # nothing names the description: read the question whole
             plan = [*plan[:step + 1], question]
             step += 1
-        gathered.trace.steps = record
+        _lexical_trace(gathered).steps = record
         return self.finish(question, gathered, outcome, ctx)
 
     def gather_communities(self, question: str, index: BM25Index, communities, routed: Route,
@@ -617,7 +630,7 @@ def _answer_read(gathered: Gathered, outcome: Outcome) -> tuple[str | None, str]
     """A step's short answer (the model's, else the evidence's) and the text it stands on:
     its sentences and the titles of the chunks they come from (a chunk's title is the
     context its sentences are read in)."""
-    trace = gathered.trace
+    trace = _lexical_trace(gathered)
     if not trace.shape or trace.shape["kind"] not in ("name", "date", "number", "yesno"):
         return None, ""
     titles = {c.id: c.title for c in gathered.citations}

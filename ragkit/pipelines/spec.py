@@ -41,21 +41,22 @@ from .base import Answer, AskContext, Citation, Gathered, Pipeline, Source, Sour
 # "different from" or "stands for": a reverse cue outranks them). They classify what is asked;
 # the entity is whatever span of the question names a dictionary entry (ragkit.retrieval.linking).
 INTENTS = (
-    ("reverse", r"\bwhich\s+(?:\w+\s+){0,2}(?:term|name|word|concept)s?\b|\bwhat\s+(?:\w+\s+)?(?:term|name|word|concept)s?\b|"
+    ("reverse", r"\bwhich\s+(?:\w+\s+){0,2}(?:term|name|word|concept)s?\b|"
+                r"\bwhat\s+(?:\w+\s+)?(?:term|name|word|concept)s?\b|"
                 r"\bwhat(?:'s|\s+is|\s+are)\s+(?:the\s+)?(?!full\s)(?:\w+\s+)?(?:term|name|word)s?\s+(?:for|of|given\s+to|used\s+for)\b|"
                 r"\bwhat(?:'s|\s+is|\s+are)\s+(?:it|this|that|they)\s+called\b|"
                 r"\bwhat\s+(?:do|does|did)\s+(?:\w+\s+){0,4}call\b|\b(?:is|are)\s+(?:called|known\s+as|termed)\s*\??$|"
                 r"thuật ngữ nào|khái niệm nào|gọi là gì|được gọi là|tên gọi"),
     ("expansion", r"\bstands?\s+for\b|\babbreviat\w*|\bacronyms?\b|\bfull\s+(?:form|name)\b|\bshort\s+for\b|"
                   r"\bexpan(?:d|ds|sion)\b|\bspell(?:ed|s)?\s+out\b|viết tắt"),
-    ("comparison", r"\b(?:compare[sd]?|comparison|differences?\s+between|differ(?:s|ent)?\s+(?:from|between)|versus|vs\.?|"
-                   r"contrast)\b|so sánh|khác nhau|khác gì"),
+    ("comparison", r"\b(?:compare[sd]?|comparison|differences?\s+between|differ(?:s|ent)?\s+(?:from|between)|"
+                   r"versus|vs\.?|contrast)\b|so sánh|khác nhau|khác gì"),
     ("role", r"\bwhat\s+(?:does|do)\s+(?:the\s+|an?\s+)?[\w-]+(?:\s+[\w-]+){0,5}\s+do\b|\broles?\b|"
              r"\bfunction(?:s|ality|alities)?\s+of\b|\bpurpose\b|\bused\s+for\b|\bresponsibilit\w*\s+of\b|"
              r"vai trò|chức năng|nhiệm vụ|dùng để"),
-    ("definition", r"\bwhat\s+(?:\w+ly\s+|then\s+)?(?:is|are|was|were)\b|\bwhat's\b|\bdefin\w*|\bmeaning\b|\bmeans?\b|\brefers?\s+to\b|"
-                   r"\bmeant\s+by\b|\bexplain\w*\b|\bdescribe\b|\btell\s+me\s+about\b|là gì|là như thế nào|nghĩa là|nghĩa của|"
-                   r"định nghĩa|khái niệm"),
+    ("definition", r"\bwhat\s+(?:\w+ly\s+|then\s+)?(?:is|are|was|were)\b|\bwhat's\b|\bdefin\w*|\bmeaning\b|"
+                   r"\bmeans?\b|\brefers?\s+to\b|\bmeant\s+by\b|\bexplain\w*\b|\bdescribe\b|\btell\s+me\s+about\b|"
+                   r"là gì|là như thế nào|nghĩa là|nghĩa của|định nghĩa|khái niệm"),
 )
 _INTENTS = tuple((name, re.compile(cue, re.IGNORECASE)) for name, cue in INTENTS)
 # Words around an unlinked entity that are not part of it ("the term", "in 5G Core").
@@ -90,6 +91,20 @@ class Evidence:
     entity: str = ""
     score: float = 0.0
     term: Term | None = None
+
+    @property
+    def entry(self) -> Term:
+        """The dictionary entry of a term or related item (those always have one)."""
+        if self.term is None:
+            raise ValueError(f"{self.stage} evidence has no dictionary entry")
+        return self.term
+
+    @property
+    def passage(self) -> Chunk:
+        """The chunk of a section, function, relation or bm25 item (those always have one)."""
+        if self.chunk is None:
+            raise ValueError(f"{self.stage} evidence has no chunk")
+        return self.chunk
 
     def cite(self, number: int) -> Citation:
         if self.chunk is None:
@@ -149,14 +164,14 @@ def analyze_question(question: str, dictionary: TermDictionary | None = None) ->
     phrase = strip_cue(question, cue)
     links = dictionary.linker.link(question) if dictionary is not None else []
     linked: list[tuple[str, str]] = []
-    for link in sorted(links, key=lambda l: (l.text.upper() in GENERATION_NAMES, -(l.end - l.start), l.start)):
+    for link in sorted(links, key=lambda x: (x.text.upper() in GENERATION_NAMES, -(x.end - x.start), x.start)):
         if (link.label, link.kind) not in linked:
             linked.append((link.label, link.kind))
     if linked and len(linked) > 1:
         # Spans naming the same entry twice ("Elementary File (EF)") are one entity.
         first = dictionary.entries(linked[0][0], linked[0][1]) if dictionary else []
         names = {t.full_name.lower() for t in first} | {t.abbreviation.upper() for t in first if t.abbreviation}
-        linked = [linked[0]] + [(l, k) for l, k in linked[1:] if l.lower() not in names and l.upper() not in names]
+        linked = [linked[0]] + [(n, k) for n, k in linked[1:] if n.lower() not in names and n.upper() not in names]
     inside = " ".join(link.text for link in links).upper().split()
     acronyms = [a for a in acronyms_in(question) if a.upper() not in inside]
     entities = linked + [(a, "unlinked") for a in acronyms]
@@ -299,7 +314,7 @@ def entity_evidence(store: GraphStore, entity: str, config: SpecConfig, kind: st
                               for t in related_terms(store, entity)]
     sections = section_evidence(store, entity, best, config.section_chunks)
     functions = function_evidence(store, entity, best, config.function_chunks,
-                                  {e.chunk.chunk_id for e in sections})
+                                  {e.passage.chunk_id for e in sections})
     return terms, term_evidence(entity, terms) + hints + sections + functions
 
 
@@ -363,7 +378,7 @@ def retrieve_spec_evidence(store: GraphStore, question: str, config: SpecConfig 
         elif analysis.qtype == "reverse":
             evidence = description_evidence(dictionary, analysis.phrase, config.description_terms)
             for e in evidence:
-                resolved[e.entity] = [e.term]
+                resolved[e.entity] = [e.entry]
         if not evidence or analysis.qtype in ("other", "reverse"):
             evidence += bm25_evidence(store, question if analysis.qtype == "other" else analysis.phrase or question,
                                       config.bm25_chunks, signature)
@@ -400,18 +415,18 @@ def _dictionary_lines(entity: str, term_ev: list[Evidence], numbered: dict) -> l
     """What the dictionary says of an entity: its expansions in one line, each definition
     in its own."""
     lines = []
-    expansions = [e for e in term_ev if e.term.term_type == "abbreviation"]
+    expansions = [e for e in term_ev if e.entry.term_type == "abbreviation"]
     if expansions:
-        first = expansions[0].term
+        first = expansions[0].entry
         line = (f"{first.abbreviation} stands for {first.full_name}, as defined in {first.primary_spec} "
                 f"[{numbered[id(expansions[0])]}]")
         if len(expansions) > 1:
             line += " (other expansions: " + "; ".join(
-                f"{e.term.full_name} [{numbered[id(e)]}]" for e in expansions[1:]) + ")"
+                f"{e.entry.full_name} [{numbered[id(e)]}]" for e in expansions[1:]) + ")"
         lines.append(line + ".")
     for e in term_ev:
-        if e.term.term_type == "definition":
-            lines.append(f"{e.term.full_name}: {first_sentences(e.term.definition, 2)} [{numbered[id(e)]}]")
+        if e.entry.term_type == "definition":
+            lines.append(f"{e.entry.full_name}: {first_sentences(e.entry.definition, 2)} [{numbered[id(e)]}]")
     return lines
 
 
@@ -423,18 +438,18 @@ def extractive_spec_answer(analysis: QuestionAnalysis, resolved: dict, evidence:
         found = [e for e in evidence if e.stage == "term"]
         if found:
             best, others = found[0], found[1:]
-            lines.append(f"The term is {best.term.full_name} ({best.term.primary_spec}) [{numbered[id(best)]}]: "
-                         f"{first_sentences(best.term.definition, 1)}")
+            lines.append(f"The term is {best.entry.full_name} ({best.entry.primary_spec}) [{numbered[id(best)]}]: "
+                         f"{first_sentences(best.entry.definition, 1)}")
             if others:
                 lines.append("Close entries: " + "; ".join(
-                    f"{e.term.full_name} [{numbered[id(e)]}]" for e in others) + ".")
+                    f"{e.entry.full_name} [{numbered[id(e)]}]" for e in others) + ".")
     for entity in analysis.entities:
         term_ev = [e for e in evidence if e.stage == "term" and e.entity == entity]
         if term_ev:
             lines.extend(_dictionary_lines(entity, term_ev, numbered))
         elif analysis.qtype in ("definition", "expansion", "role", "comparison"):
             lines.append(f"{entity} is not defined in the term dictionary of the loaded specifications.")
-            hints = [e.term for e in evidence if e.stage == "related" and e.entity == entity]
+            hints = [e.entry for e in evidence if e.stage == "related" and e.entity == entity]
             if hints:
                 lines.append("Related entries (not an answer): " + "; ".join(
                     f"{t.abbreviation} = {t.full_name} ({t.primary_spec})" for t in hints) + ".")
@@ -442,7 +457,7 @@ def extractive_spec_answer(analysis: QuestionAnalysis, resolved: dict, evidence:
             chunk_ev = [e for e in evidence if e.stage == stage and e.entity == entity]
             if chunk_ev:
                 e = chunk_ev[0]
-                lines.append(f"{e.chunk.spec_id} clause {e.chunk.section_id} ({e.chunk.section_title}): "
+                lines.append(f"{e.passage.spec_id} clause {e.passage.section_id} ({e.passage.section_title}): "
                              f"{first_sentences(e.text, 2)} [{numbered[id(e)]}]")
     for e in evidence:
         if e.stage == "relation":
@@ -453,7 +468,7 @@ def extractive_spec_answer(analysis: QuestionAnalysis, resolved: dict, evidence:
         if not bm25:
             return NOT_ENOUGH_EN
         e = bm25[0]
-        lines.append(f"{e.chunk.spec_id} clause {e.chunk.section_id} ({e.chunk.section_title}): "
+        lines.append(f"{e.passage.spec_id} clause {e.passage.section_id} ({e.passage.section_title}): "
                      f"{first_sentences(e.text, 2)} [{numbered[id(e)]}]")
     return "\n".join(lines)
 
@@ -560,9 +575,9 @@ def ask_spec(question: str, store: GraphStore | str, *, config: SpecConfig | Non
     ctx = AskContext(llm_config, use_llm, llm)
     own_store = isinstance(store, str)
     with ctx.profiler.stage("load_store"):
-        store = open_store(store, must_exist=True) if own_store else store
+        opened = open_store(store, must_exist=True) if isinstance(store, str) else store
     try:
-        return SpecPipeline().ask(question, store, config, ctx)
+        return SpecPipeline().ask(question, opened, config, ctx)
     finally:
         if own_store:
-            store.close()
+            opened.close()

@@ -87,6 +87,7 @@ class BM25Index:
     _titles: dict | None = field(default=None, repr=False, compare=False)
     _positive: bool | None = field(default=None, repr=False, compare=False)
     _scratch: list = field(default_factory=list, repr=False, compare=False)   # bm25_batch's free workspaces
+    loaded_from: Path | None = field(default=None, repr=False, compare=False)   # the version ``load`` read
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -222,7 +223,8 @@ class BM25Index:
             self._positive = bool(self.weights.data.size == 0 or self.weights.data.min() > 0)
         return self._positive
 
-    def top_k_many(self, queries: Sequence[Sequence[str]], k: int, *, threads: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
+    def top_k_many(self, queries: Sequence[Sequence[str]], k: int, *,
+                   threads: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
         """``top_k_tokens`` for a batch of tokenized queries, with the same results, compiled
         (numba, ``threads`` cores) when ``ragkit-workbench[fast]`` is installed
         (``ragkit.retrieval.bm25_batch``)."""

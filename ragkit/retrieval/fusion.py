@@ -3,16 +3,18 @@ weighted sum of min-max normalized scores."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Hashable, Sequence, TypeVar
 
 from ..config import FUSIONS
 from ..errors import InputError
 
+K = TypeVar("K", bound=Hashable)     # what is ranked: a doc id, a position
 
-def rrf(rankings: Sequence[Sequence[str]], k: int = 60) -> list[tuple[str, float]]:
+
+def rrf(rankings: Sequence[Sequence[K]], k: int = 60) -> list[tuple[K, float]]:
     """Reciprocal rank fusion (Cormack et al., 2009): score(d) = Σ 1 / (k + rank of d),
     ranks from 1; ties broken by first appearance."""
-    scores: dict[str, float] = {}
+    scores: dict[K, float] = {}
     for ranking in rankings:
         for rank, doc_id in enumerate(ranking, 1):
             scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)

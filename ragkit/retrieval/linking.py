@@ -129,8 +129,9 @@ class Linker:
             self.by_plain.setdefault(strip_accents(key), []).append(s)
             self.size += 1
         self.longest = max((len(k.split()) for k in self.by_key), default=0)
-        # Fuzzy candidates by length (``fuzzy_cutoff=None``: no misspellings at all): a ratio of at least c needs lengths within a factor
-        # (2 - c) / c of each other, so most keys are never compared.
+        # Fuzzy candidates by length (``fuzzy_cutoff=None``: no misspellings at all): a ratio of
+        # at least c needs lengths within a factor (2 - c) / c of each other, so most keys are
+        # never compared.
         self._fuzzy_by_len: dict[int, list[str]] = {}
         for key, found in self.by_key.items():
             if len(key) >= 5 and any(s.kind != "abbreviation" for s in found):
@@ -208,7 +209,8 @@ class Linker:
         return True
 
     def _fuzzy(self, key: str, words: list[str], written: str, start: int, end: int) -> list[Link]:
-        if self.fuzzy_cutoff is None or len(key) < 5 or words[0].lower() in ENGLISH_STOPWORDS or words[-1].lower() in ENGLISH_STOPWORDS:
+        if self.fuzzy_cutoff is None or len(key) < 5 or words[0].lower() in ENGLISH_STOPWORDS \
+                or words[-1].lower() in ENGLISH_STOPWORDS:
             return []
         if any(w.isupper() and len(w) <= 6 for w in words) and len(words) == 1:
             return []       # a short word in capitals is an abbreviation: it matches exactly or not at all

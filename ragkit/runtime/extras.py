@@ -26,7 +26,8 @@ from ..errors import MissingExtraError
 # The name pip installs ragkit by (pyproject.toml's project.name).
 DISTRIBUTION = "ragkit-workbench"
 
-EXTRAS = ("llm", "dense", "reference", "neo4j", "server", "notebooks", "fast", "langchain", "llamaindex", "neo4j-graphrag", "bench", "dev", "all")
+EXTRAS = ("llm", "dense", "reference", "neo4j", "server", "notebooks", "fast", "langchain", "llamaindex",
+          "neo4j-graphrag", "bench", "dev", "all")
 
 # Import names whose distribution on PyPI is called otherwise.
 DISTRIBUTIONS = {

@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import ipaddress
 import threading
+from typing import Sequence
 
 from ..errors import InputError
 from ..runtime.extras import requires_extra
@@ -64,8 +65,8 @@ def check_keys(keys: list[str]) -> list[str]:
     """The configured keys, each long enough and sendable in a header; InputError otherwise."""
     for key in keys:
         if len(key) < MIN_KEY_CHARS or not key.isascii() or not key.isprintable() or " " in key:
-            raise InputError(f"--api-key (or RAGKIT_API_KEY): must be at least {MIN_KEY_CHARS} printable ASCII characters without "
-                             f"spaces, got {len(key)} characters (make one with {KEY_HINT})")
+            raise InputError(f"--api-key (or RAGKIT_API_KEY): must be at least {MIN_KEY_CHARS} printable ASCII "
+                             f"characters without spaces, got {len(key)} characters (make one with {KEY_HINT})")
     return list(dict.fromkeys(keys))
 
 
@@ -93,7 +94,7 @@ class AccessGuard:
     alike. It puts the request's principal in ``scope["ragkit.principal"]`` (None on an open
     path reached without a valid key)."""
 
-    def __init__(self, app, keys: list[str] = (), origins: list[str] = ()):
+    def __init__(self, app, keys: Sequence[str] = (), origins: Sequence[str] = ()):
         self.app = app
         self.keys = [(k.encode("ascii"), principal_of(k)) for k in keys]
         self.origins = set(origins)

@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 from ..errors import InputError
 from ..runtime.extras import requires_extra
@@ -101,7 +102,7 @@ class Sessions:
         """The turns so far; HTTPProblem 404 when ``owner`` has no such session (never
         issued, dropped, or another owner's: the three look the same)."""
         with self._lock:
-            mine = self._owned.get(owner, {})
+            mine = self._owned.get(owner, OrderedDict())
             if session not in mine:
                 raise HTTPProblem(404, f"session: {session!r} is not open (the server issues ids: send "
                                        f"\"session\": \"new\" to start a conversation, then send back its id)")
@@ -110,7 +111,7 @@ class Sessions:
 
     def add(self, owner: str, session: str, turn: dict) -> None:
         with self._lock:
-            turns = self._owned.get(owner, {}).get(session)
+            turns = self._owned.get(owner, OrderedDict()).get(session)
             if turns is not None:           # not dropped while the question was answered
                 turns.append(turn)
                 del turns[:-self.max_turns]
@@ -177,8 +178,8 @@ class _BodyLimit:
         return await self.app(scope, counted, send)
 
 
-def create_app(service: Service, limits: ServeLimits | None = None, *, keys: list[str] = (),
-               cors_origins: list[str] = (), log_questions: bool = False, embeddings_only: bool = False) -> FastAPI:
+def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Sequence[str] = (),
+               cors_origins: Sequence[str] = (), log_questions: bool = False, embeddings_only: bool = False) -> FastAPI:
     """The app; it owns ``service`` from start-up to shut-down. ``keys``: the API keys (none:
     loopback only, one local user); ``cors_origins``: web origins allowed to call it;
     ``log_questions``: put the question's text in the request log line; ``embeddings_only``:
@@ -193,7 +194,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
     sessions = Sessions(limits.sessions_per_key, limits.max_turns)
     in_flight = InFlight(limits.questions_per_key)
     pool = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="ragkit-ask")
-    state = {"started": time.time(), "warm": None, "served": 0, "embedders": None}
+    state: dict[str, Any] = {"started": time.time(), "warm": None, "served": 0, "embedders": None}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -364,7 +365,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
                 body = {"ready": body["ready"]}
             return JSONResponse(body, status_code=200 if body["ready"] else 503)
         warm = await current_health()
-        body = {"ready": bool(warm) and all(v == "ready" for v in warm.values()),
+        body = {"ready": bool(warm and all(v == "ready" for v in warm.values())),
                 "pipelines": warm or {p: "loading" for p in service.available()},
                 "llm": service.llm_config.server_url or "gguf in process"}
         if warm is not None and not warm:
@@ -452,7 +453,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: lis
                 except Exception:     # the client went at the same moment
                     pass
 
-    async def stream_answer(socket: WebSocket, request: AskRequest, principal: str, session: str) -> None:
+    async def stream_answer(socket: WebSocket, request: AskRequest, principal: str, session: str | None) -> None:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
 
@@ -525,7 +526,7 @@ def header_timeout_protocol(timeout_s: float):
     refusal = (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
                b"content-length: %d\r\n\r\n%s" % (len(body), body))
 
-    class HeaderTimeoutProtocol(AutoHTTPProtocol):
+    class HeaderTimeoutProtocol(AutoHTTPProtocol):  # type: ignore[valid-type,misc]  # uvicorn's pick, a variable
         _header_timer = None
 
         def connection_made(self, transport) -> None:
@@ -574,7 +575,7 @@ def websocket_protocol():
     with requires_extra("server"):
         from uvicorn.protocols.websockets.auto import AutoWebSocketsProtocol
 
-    class RefusingWebSocketProtocol(AutoWebSocketsProtocol):
+    class RefusingWebSocketProtocol(AutoWebSocketsProtocol):  # type: ignore[valid-type,misc]  # a variable too
         async def send(self, message) -> None:
             await super().send(message)
             if message["type"] == "websocket.http.response.body" and not message.get("more_body", False):
@@ -584,7 +585,7 @@ def websocket_protocol():
 
 
 def serve(service: Service, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits | None = None,
-          log_level: str = "info", keys: list[str] = (), cors_origins: list[str] = (),
+          log_level: str = "info", keys: Sequence[str] = (), cors_origins: Sequence[str] = (),
           log_questions: bool = False, embeddings_only: bool = False) -> None:
     """Run the app with uvicorn until interrupted (beyond loopback only with a key)."""
     from .access import check_exposure

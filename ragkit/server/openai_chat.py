@@ -19,9 +19,9 @@ client (the ``openai`` package, chat UIs, agent frameworks) can ask ragkit.
   answer in word pieces, then a chunk with ``finish_reason`` and the ``ragkit`` field. The
   model's draft is not streamed: the check may replace it, and an OpenAI client cannot
   take back text it has shown. An error after the stream began is an ``error`` event.
-- Earlier user messages feed a pipeline that reads earlier turns (the kg pipeline): they are asked again in order (without the
-  model) to rebuild the turns a follow-up ("and which of them ...") refers to, unless the
-  request names a ``session``, whose turns are used instead.
+- Earlier user messages feed a pipeline that reads earlier turns (the kg pipeline): they are
+  asked again in order (without the model) to rebuild the turns a follow-up ("and which of
+  them ...") refers to, unless the request names a ``session``, whose turns are used instead.
 
 Errors are OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``, with the
 same one-line messages and statuses as ``/ask``; an unknown model is 404
@@ -138,8 +138,8 @@ def parse_chat(data: Any, served: list[str], max_question: int) -> ChatRequest:
         raise HTTPProblem(400, f"{OPTION_FIELDS}: must be an object of /ask options, got {type(options).__name__}")
     for name in ("question", "pipeline"):
         if name in options:
-            raise HTTPProblem(400, f"{OPTION_FIELDS}.{name}: the {'model' if name == 'pipeline' else 'last user message'} "
-                                   f"gives it")
+            giver = "model" if name == "pipeline" else "last user message"
+            raise HTTPProblem(400, f"{OPTION_FIELDS}.{name}: the {giver} gives it")
     options = dict(options)
     session = options.pop("session", None)
     check_session(session)

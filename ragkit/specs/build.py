@@ -64,6 +64,6 @@ def build_kg(paths: Sequence[str | Path], store: GraphStore, progress: bool | No
     parsed = parse_specs(paths, progress)
     stats = store.replace_documents(parsed.docs, parsed.chunks, terms_per_spec(parsed.docs))
     return {"store": store.uri, "specs": [d.spec_id for d in parsed.docs], "replaced": list(stats.replaced),
-            "terms_removed": stats.terms_removed, "documents": stats.documents, "chunks": stats.chunks, "terms": stats.terms,
-            "abbreviations": parsed.abbreviations, "definitions": parsed.definitions,
+            "terms_removed": stats.terms_removed, "documents": stats.documents, "chunks": stats.chunks,
+            "terms": stats.terms, "abbreviations": parsed.abbreviations, "definitions": parsed.definitions,
             "parse_s": parsed.seconds, "write_s": round(stats.seconds, 3), "counts": store.counts()}

@@ -61,7 +61,7 @@ def _parts(section: Section, max_chars: int) -> list[tuple[str, list[int]]]:
     pieces = [(piece, section.line_pages[i] + 1 if i < len(section.line_pages) else 0)
               for i, raw in enumerate(section.lines) for piece in cut_to_length(raw, max_chars)]
     parts: list[tuple[str, list[int]]] = []
-    current, pages = "", set()
+    current, pages = "", set[int]()
     for piece, page in pieces:     # as corpus.pack: whole pieces while under the limit
         if current and len(current) + 1 + len(piece) > max_chars:
             parts.append((current, sorted(pages)))

@@ -37,7 +37,9 @@ class TermDictionary:
 
     @classmethod
     def from_terms(cls, terms: list[Term]) -> "TermDictionary":
-        surfaces, by_abbreviation, by_name = [], {}, {}
+        surfaces: list[Surface] = []
+        by_abbreviation: dict[str, list[Term]] = {}
+        by_name: dict[str, list[Term]] = {}
         for t in terms:
             if t.term_type == "abbreviation" and t.abbreviation:
                 by_abbreviation.setdefault(t.abbreviation.upper(), []).append(t)
@@ -79,9 +81,12 @@ class TermDictionary:
         weigh the most)."""
         n = len(self.definitions) or 1
         out = {}
+        index = self.index
         for w in words:
-            j = self.index.vocab.get(w) if self.index is not None else None
-            df = int(self.index.weights.indptr[j + 1] - self.index.weights.indptr[j]) if j is not None else 0
+            j = index.vocab.get(w) if index is not None else None
+            df = 0
+            if index is not None and j is not None:
+                df = int(index.weights.indptr[j + 1] - index.weights.indptr[j])
             out[w] = math.log(1 + (n - df + 0.5) / (df + 0.5))
         return out
 

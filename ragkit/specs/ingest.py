@@ -267,7 +267,7 @@ def _read_docx(path: Path) -> tuple[str, list[Section], str]:
         elif tag == "tbl" and sections:
             table = Table(element, document)
             for row in table.rows:
-                cells = []
+                cells: list[str] = []
                 for cell in row.cells:
                     value = " ".join(docx_text(cell._tc).split())
                     if value and (not cells or cells[-1] != value):  # merged cells repeat
@@ -308,7 +308,7 @@ def joins_paragraph(last: str | None, line: str) -> bool:
 
 def page_furniture(pages: list[list[str]]) -> set[str]:
     """Lines (digits masked) that recur on at least 30 % of the pages: headers and footers."""
-    counts = Counter()
+    counts: Counter[str] = Counter()
     for lines in pages:
         counts.update({re.sub(r"\d+", "#", ln.strip()) for ln in lines if ln.strip()})
     threshold = max(3, int(0.3 * len(pages)))
@@ -610,9 +610,9 @@ def _read_markdown_folder(folder: Path) -> tuple[str, list[Section], str, dict]:
     numbered clause (cover page, foreword) go first."""
     parts = []
     for path in _markdown_files(folder):
-        title, sections, front, declared = _read_markdown(path)
+        title, sections, front, names = _read_markdown(path)
         first = next((section_key(s.section_id) for s in sections if _NUMBER.match(s.section_id)), ())
-        parts.append((bool(first), first, path.name, title, sections, front, declared))
+        parts.append((bool(first), first, path.name, title, sections, front, names))
     parts.sort(key=lambda p: p[:3])
     title = next((p[3] for p in parts if p[3]), "")
     declared: dict[str, str] = {}

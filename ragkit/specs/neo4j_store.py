@@ -3,14 +3,15 @@
 Writes are batched ``UNWIND $rows`` statements with idempotent ``MERGE`` (rather than one
 MERGE per row; ``bench/kg_build.py`` measures both), all in one transaction per build: the
 replaced documents' old rows are deleted and the new ones written, or nothing happens.
-Uniqueness constraints are created once per store object. Every query takes its values as parameters: user text is data, never
-Cypher, so a term such as ``SCP' OR 1=1 //`` is simply looked up and not found.
+Uniqueness constraints are created once per store object. Every query takes its values as
+parameters: user text is data, never Cypher, so a term such as ``SCP' OR 1=1 //`` is simply
+looked up and not found.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..stores.neo4j import Neo4jConnection
 from .model import Chunk, SpecDocument, Term
@@ -71,8 +72,9 @@ _CHUNK_FIELDS = ("chunk_id", "spec_id", "section_id", "section_title", "content"
 
 
 def _term(props) -> Term:
-    return Term(**{k: (list(props[k]) if isinstance(props.get(k), (list, tuple)) else props.get(k, ""))
-                   for k in _TERM_FIELDS})
+    values: dict[str, Any] = {k: (list(props[k]) if isinstance(props.get(k), (list, tuple)) else props.get(k, ""))
+                              for k in _TERM_FIELDS}
+    return Term(**values)
 
 
 def _term_row(term: Term, wordings: Sequence[str] | None = None) -> dict:
@@ -94,8 +96,9 @@ def _dropped_links(plan, stored: dict, specs: Sequence[str]) -> list[dict]:
 
 
 def _chunk(props) -> Chunk:
-    return Chunk(**{k: (list(props.get(k) or []) if k in ("key_terms", "pages") else props[k])
-                    for k in _CHUNK_FIELDS})
+    values: dict[str, Any] = {k: (list(props.get(k) or []) if k in ("key_terms", "pages") else props[k])
+                              for k in _CHUNK_FIELDS}
+    return Chunk(**values)
 
 
 class Neo4jStore(GraphStore):

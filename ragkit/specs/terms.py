@@ -45,7 +45,7 @@ def _looks_like_abbreviation(token: str) -> bool:
 def _initials(expansion: str) -> list[str]:
     """Word initials; a word with digits ("5G") gives all its characters, a word with
     capitals ("QoS", "eXchange") all its capitals."""
-    out = []
+    out: list[str] = []
     for word in re.findall(r"[A-Za-z0-9]+", expansion):
         if any(c.isdigit() for c in word):
             out.extend(c.upper() for c in word)
@@ -209,12 +209,14 @@ def merge_terms(abbreviations: Iterable[Abbreviation], definitions: Iterable[Def
         _add_source(term, a.spec_id, a.section_id)
     for d in definitions:
         tid = term_id("def", d.term)
-        term = terms.get(tid)
-        if term is None:
+        found = terms.get(tid)
+        if found is None:
             term = terms[tid] = Term(term_id=tid, term_type="definition", full_name=d.term,
                                      definition=d.definition)
-        elif is_five_g_spec(d.spec_id) and not is_five_g_spec(term.primary_spec):
-            term.definition = d.definition  # the 5G spec's wording wins
+        else:
+            term = found
+            if is_five_g_spec(d.spec_id) and not is_five_g_spec(term.primary_spec):
+                term.definition = d.definition  # the 5G spec's wording wins
         _add_source(term, d.spec_id, d.section_id)
     for term in terms.values():
         term.primary_spec = primary_spec(term.source_specs)

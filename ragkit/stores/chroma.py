@@ -64,7 +64,7 @@ class ChromaVectors:
         if location.startswith(("http://", "https://")):
             url = urlparse(location)
             try:
-                self.client = chromadb.HttpClient(host=url.hostname, port=url.port or 8000,
+                self.client = chromadb.HttpClient(host=url.hostname or "", port=url.port or 8000,
                                                   ssl=url.scheme == "https", settings=settings)
                 self.client.heartbeat()
             except Exception as exc:  # chromadb raises several connection error types
@@ -101,8 +101,9 @@ class ChromaVectors:
         if not ids:
             return [], np.zeros((0, 0), dtype=np.float32), [], []
         got = self.collection.get(ids=list(ids), include=["embeddings", "metadatas", "documents"])
+        metadatas, documents = got["metadatas"] or [], got["documents"] or []     # both included
         return (list(got["ids"]), np.asarray(got["embeddings"], dtype=np.float32),
-                [m or {} for m in got["metadatas"]], [d or "" for d in got["documents"]])
+                [dict(m) if m else {} for m in metadatas], [d or "" for d in documents])
 
     def copy_from(self, source: "ChromaVectors", ids: Sequence[str], batch: int = 4000) -> int:
         """Copy the vectors of ``ids`` from ``source`` unchanged; how many were there."""
@@ -137,7 +138,8 @@ class ChromaVectors:
         total = self.count()
         for offset in range(0, total, 5000):
             got = self.collection.get(include=["metadatas"], limit=5000, offset=offset)
-            out.update({i: (m or {}).get("fingerprint", "") for i, m in zip(got["ids"], got["metadatas"])})
+            metadatas = got["metadatas"] or []
+            out.update({i: str((m or {}).get("fingerprint", "")) for i, m in zip(got["ids"], metadatas)})
         return out
 
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict],
@@ -156,7 +158,8 @@ class ChromaVectors:
         if not ids:
             return np.zeros((0, 0))
         got = self.collection.get(ids=list(ids), include=["embeddings"])
-        by_id = dict(zip(got["ids"], got["embeddings"]))
+        embeddings = got["embeddings"] if got["embeddings"] is not None else []     # an array: no ``or``
+        by_id = dict(zip(got["ids"], embeddings))
         missing = [i for i in ids if i not in by_id]
         if missing:
             raise InputError(f"chroma {self.location}: no vector for {missing[0]!r} "
@@ -168,4 +171,5 @@ class ChromaVectors:
         if k <= 0:
             return VectorHits([], [])
         got = self.collection.query(query_embeddings=[vector.tolist()], n_results=k)
-        return VectorHits(got["ids"][0], [1.0 - d for d in got["distances"][0]])
+        distances = got["distances"] if got["distances"] is not None else [[]]
+        return VectorHits(got["ids"][0], [1.0 - d for d in distances[0]])

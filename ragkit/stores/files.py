@@ -33,10 +33,13 @@ import stat
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from ..errors import InputError, output_error
 from ..testing.faults import fault_point
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 @contextlib.contextmanager

@@ -12,12 +12,15 @@ A Neo4j that is down, goes away mid-query, or refuses the password raises
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 from ..config import Settings
 from ..errors import StoreUnavailableError
 from ..runtime.extras import requires_extra
 from ..testing.faults import fault_point
+
+if TYPE_CHECKING:
+    import neo4j
 
 T = TypeVar("T")
 
@@ -110,7 +113,7 @@ class Neo4jConnection:
             return session.execute_write(work)
 
     @staticmethod
-    def batched_in(tx, query: str, rows: Sequence[dict], batch: int = BATCH) -> None:
+    def batched_in(tx, query: str, rows: Sequence[dict] | Sequence[str], batch: int = BATCH) -> None:
         """``batched`` inside the transaction ``tx``."""
         for start in range(0, len(rows), batch):
             tx.run(query, rows=list(rows[start:start + batch])).consume()

@@ -62,7 +62,7 @@ def running_neo4j_process(data_dir: str | os.PathLike, port: int | None = None, 
         deadline = time.time() + timeout
         line = ""
         while time.time() < deadline:
-            line = proc.stdout.readline()
+            line = proc.stdout.readline() if proc.stdout else ""     # a pipe: stdout=PIPE
             if line.startswith("READY") or (not line and proc.poll() is not None):
                 break
         if not line.startswith("READY"):

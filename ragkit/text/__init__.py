@@ -16,9 +16,9 @@ from .tokens import (DEFAULT_SYNONYMS, ENGLISH_STOPWORDS, ENGLISH_WORD_SHARE, LA
                      _english_stemmer, apply_synonyms, choose_language, detect_language, document_language,
                      english_word_count, normalize, strip_accents, tokenize, tokenizer_for, vietnamese_char_count)
 
-__all__ = ["ABBREVIATIONS", "CITATION", "DEFAULT_SYNONYMS", "ENGLISH_STOPWORDS", "ENGLISH_WORD_SHARE", "LANGUAGE_PRESENT",
-           "LIST_MARKER", "SAMPLE_CHARS", "SAMPLE_DOCS", "STEP_LABEL", "VIETNAMESE_FUNCTION_WORDS",
+__all__ = ["ABBREVIATIONS", "CITATION", "DEFAULT_SYNONYMS", "ENGLISH_STOPWORDS", "ENGLISH_WORD_SHARE",
+           "LANGUAGE_PRESENT", "LIST_MARKER", "SAMPLE_CHARS", "SAMPLE_DOCS", "STEP_LABEL", "VIETNAMESE_FUNCTION_WORDS",
            "VIETNAMESE_LETTER_SHARE", "WRAPPED_LINE", "LanguageChoice", "Tokenizer", "_english_stemmer",
-           "apply_synonyms", "choose_language", "citations_only", "cut_to_length", "detect_language", "document_language",
-           "english_word_count", "first_sentences", "normalize", "sentence_spans", "split_sentences",
-           "strip_accents", "tokenize", "tokenizer_for", "vietnamese_char_count"]
+           "apply_synonyms", "choose_language", "citations_only", "cut_to_length", "detect_language",
+           "document_language", "english_word_count", "first_sentences", "normalize", "sentence_spans",
+           "split_sentences", "strip_accents", "tokenize", "tokenizer_for", "vietnamese_char_count"]

@@ -44,7 +44,8 @@ CORPUS_SCOPE_CUES = (
 # Phrases of an answer that says the evidence is not enough (matched in its lower-cased words).
 REFUSAL_CUES = (
     "not enough", "does not say", "do not say", "doesn't say", "no information", "cannot answer",
-    "can't answer", "not mentioned", "not stated", "enough information", "insufficient", "không đủ", "không có thông tin",
+    "can't answer", "not mentioned", "not stated", "enough information", "insufficient", "không đủ",
+    "không có thông tin",
     "không nêu", "không đề cập", "chưa đủ", "không tìm thấy", "could not find", "cannot find", "can not find",
     "unable to find", "unable to answer", "does not mention", "do not mention", "doesn't mention",
     "không thể trả lời", "chưa có thông tin", "không được đề cập",

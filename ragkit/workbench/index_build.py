@@ -48,7 +48,9 @@ def build_index(p: IndexBuildParams, progress: bool | None = None) -> BM25Index:
 
     spec = IndexSpec(corpus=p.corpus, out=p.index_dir, lang=p.lang, bigrams=p.bigrams,
                      params=BM25Params(idf=p.idf), dense=p.dense or None)
-    return build(spec, progress=progress).index
+    index = build(spec, progress=progress).index
+    assert index is not None            # build_index returns the index it wrote
+    return index
 
 
 def open_index(index_dir: str, corpus: str | None = None) -> BM25Index:

@@ -112,7 +112,7 @@ def build_text_graph(p: TextGraphParams) -> dict:
     index build --corpus CORPUS --out INDEX_DIR --concepts`` does; what was built."""
     from ..retrieval.build import IndexSpec, build_index
 
-    concepts = build_index(IndexSpec(corpus=p.corpus, out=p.index_dir, concepts=True)).concepts
+    concepts = build_index(IndexSpec(corpus=p.corpus, out=p.index_dir, concepts=True)).concepts or {}
     return {"chunks": concepts["chunks"], "concepts": concepts["concepts"], "hubs": concepts["hubs"],
             "mentions": concepts["mentions"], "co-occurrences": concepts["cooccurrences"],
             "communities": concepts["communities"]["communities"], "themes": concepts["communities"]["themes"]}
@@ -129,6 +129,8 @@ def communities_table(p: TextGraphParams, n: int = 6) -> pd.DataFrame:
     from ..retrieval.community_search import load_communities
 
     communities = load_communities(p.index_dir)
+    if communities is None:
+        raise InputError(f"index {p.index_dir}: no concept communities (build it with --concepts)")
     rows = [{"community": c.id, "chunks": c.chunks, "concepts": c.size,
              "top concepts": ", ".join(t["concept"] for t in c.top_concepts[:4]),
              "representative chunks": ", ".join(r["chunk_id"] for r in c.representatives),

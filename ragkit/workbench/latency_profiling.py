@@ -37,7 +37,7 @@ class ProfilingParams:
         unknown = [p for p in self.llm_pipeline_list if p not in PIPELINES]
         if unknown:
             raise InputError(f"parameter llm_pipelines: {unknown[0]!r} is not a pipeline ({', '.join(PIPELINES)})")
-        self.sizes_by_pipeline  # parsed and checked now, not halfway through a run
+        _ = self.sizes_by_pipeline  # parsed and checked now, not halfway through a run
 
     @property
     def llm_pipeline_list(self) -> list[str]:

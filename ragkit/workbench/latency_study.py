@@ -104,8 +104,8 @@ def scaling(sizes: dict[str, list[int]], data: str | Path, repeats: int = 3,
         if len(values) < 3 or any(v < 1 for v in values):
             raise InputError(f"sizes[{pipeline}]: give at least three sizes of 1 or more, got {values}")
     rows = []
-    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(dir=workdir) as scratch:
+        tmp = Path(scratch)
         for pipeline, values in sizes.items():
             for size in values:
                 started = time.perf_counter()

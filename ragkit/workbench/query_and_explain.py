@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 import pandas as pd
 
@@ -13,7 +13,7 @@ from ..config import GraphConfig, LexicalConfig, LLMConfig
 from ..embeddings import EMBEDDERS
 from ..errors import InputError
 from ..runtime.extras import requires_extra
-from ..pipelines.base import Answer
+from ..pipelines.base import Answer, Trace
 from ..pipelines.lexical import ask_lexical
 from ..retrieval.search import retrieve
 from .index_build import open_index
@@ -45,6 +45,18 @@ def ask(p: QueryParams, llm_config: LLMConfig | None = None) -> Answer:
                        llm_config=llm_config, use_llm=p.use_llm)
 
 
+T = TypeVar("T", bound=Trace)
+
+
+def _trace_of(answer: Answer, kind: type[T]) -> T:
+    """``answer``'s trace, which the pipeline that wrote it makes a ``kind`` (an InputError
+    for another pipeline's answer)."""
+    if not isinstance(answer.trace, kind):
+        raise InputError(f"answer: its trace is a {type(answer.trace).__name__}, not a {kind.__name__} "
+                         f"(ask the pipeline that makes one)")
+    return answer.trace
+
+
 def answer_markdown(answer: Answer) -> str:
     """The answer and its numbered sources, as Markdown with the notebooks' Vietnamese labels."""
     return answer.to_markdown("vi")
@@ -52,10 +64,13 @@ def answer_markdown(answer: Answer) -> str:
 
 def candidates_table(answer: Answer) -> pd.DataFrame:
     """The top BM25 candidates with their boost, and which ones MMR selected."""
-    df = pd.DataFrame(answer.trace.candidates)
+    from ..pipelines.lexical import LexicalTrace
+
+    trace = _trace_of(answer, LexicalTrace)
+    df = pd.DataFrame(trace.candidates)
     if df.empty:
         return df
-    df["selected"] = df["doc_id"].isin(answer.trace.selected)
+    df["selected"] = df["doc_id"].isin(trace.selected)
     return df.round(4)
 
 
@@ -159,8 +174,10 @@ def weather_status(p: CausalParams) -> str:
 
 def chains_table(answer: Answer) -> pd.DataFrame:
     """One row per step of each selected chain: relation, confidence, strength, source."""
+    from ..pipelines.causal import CausalTrace
+
     rows = []
-    for i, chain in enumerate(answer.trace.selected_chains, 1):
+    for i, chain in enumerate(_trace_of(answer, CausalTrace).selected_chains, 1):
         for j, step in enumerate(chain["steps"], 1):
             ev = step["evidence"][0]
             rows.append({"chain": i, "score": chain["score"], "step": j, "source": step["source"],
@@ -172,8 +189,10 @@ def chains_table(answer: Answer) -> pd.DataFrame:
 
 def empirical_table(answer: Answer) -> pd.DataFrame:
     """The empirical check per chain and condition: medians of PM2.5 when it holds or not."""
+    from ..pipelines.causal import CausalTrace
+
     rows = []
-    for item in answer.trace.empirical:
+    for item in _trace_of(answer, CausalTrace).empirical:
         for check in item["checks"]:
             rows.append({"chain": item["chain"], "condition": ", ".join(check.get("conditions", [])),
                          "hours_holding": check.get("hours_holding"),
@@ -190,8 +209,10 @@ def plot_chains(answer: Answer):
     with requires_extra("notebooks"):
         import matplotlib.pyplot as plt
 
+    from ..pipelines.causal import CausalTrace
+
     g = nx.DiGraph()
-    for chain in answer.trace.selected_chains:
+    for chain in _trace_of(answer, CausalTrace).selected_chains:
         for step in chain["steps"]:
             g.add_edge(step["source"], step["target"],
                        label=f"{step['confidence'][0]}/{step['strength'][0]}")
@@ -250,21 +271,27 @@ def ask_graph_rag(p: GraphParams, rag, use_llm: bool = False) -> Answer:
 
 def anchors_table(answer: Answer) -> pd.DataFrame:
     """Entities found in the question and the nodes they anchor to (exact name or vector)."""
+    from ..pipelines.graph_rag import GraphTrace
+
     return pd.DataFrame([{"entity": a["entity"], "anchor": a["node"], "how": a["how"],
-                          "cosine": round(a["score"], 3)} for a in answer.trace.anchors],
+                          "cosine": round(a["score"], 3)} for a in _trace_of(answer, GraphTrace).anchors],
                         columns=["entity", "anchor", "how", "cosine"])
 
 
 def neighbours_table(answer: Answer) -> pd.DataFrame:
     """The reranked ego-graph edges, with their cosine to the question and their source."""
+    from ..pipelines.graph_rag import GraphTrace
+
     return pd.DataFrame([{"edge": n["text"], "cosine": round(n["score"], 3), "source": "; ".join(n["evidence"])}
-                         for n in answer.trace.neighbours], columns=["edge", "cosine", "source"])
+                         for n in _trace_of(answer, GraphTrace).neighbours], columns=["edge", "cosine", "source"])
 
 
 def paths_table(answer: Answer) -> pd.DataFrame:
     """The best paths, their score and where they end."""
+    from ..pipelines.graph_rag import GraphTrace
+
     return pd.DataFrame([{"rank": i, "path": x["text"], "score": round(x["score"], 3), "end": x["end"]}
-                         for i, x in enumerate(answer.trace.paths, 1)],
+                         for i, x in enumerate(_trace_of(answer, GraphTrace).paths, 1)],
                         columns=["rank", "path", "score", "end"])
 
 
@@ -277,18 +304,20 @@ def plot_graph_answer(answer: Answer):
         import matplotlib.pyplot as plt
 
     from ..multihop.graph import display
+    from ..pipelines.graph_rag import GraphTrace
 
+    trace = _trace_of(answer, GraphTrace)
     g = nx.DiGraph()
-    for n in answer.trace.neighbours:
+    for n in trace.neighbours:
         g.add_edge(display(n["source"]), display(n["target"]), relation=n["relation"], best=False)
-    best = answer.trace.paths[0]["steps"] if answer.trace.paths else []
+    best = trace.paths[0]["steps"] if trace.paths else []
     for s, r, t in best:
         g.add_edge(display(s), display(t), relation=r, best=True)
-    for p in answer.trace.paths[1:]:
+    for p in trace.paths[1:]:
         for s, r, t in p["steps"]:
             if not g.has_edge(display(s), display(t)):
                 g.add_edge(display(s), display(t), relation=r, best=False)
-    anchors = {display(a["node"]) for a in answer.trace.anchors}
+    anchors = {display(a["node"]) for a in trace.anchors}
     fig, ax = plt.subplots(figsize=(9, 5))
     if g.number_of_nodes():
         pos = nx.spring_layout(g, seed=5)
@@ -337,9 +366,10 @@ def open_kgqa(p: KGQAParams):
 
 def ask_kgqa(qa, question: str, previous: Answer | None = None) -> Answer:
     """Ask; with ``previous``, as a follow-up to that answer."""
-    from ..pipelines.kg import ask_kg
+    from ..pipelines.kg import KGTrace, ask_kg
 
-    history = (previous.trace.history + [previous.trace.turn]) if previous else None
+    before = _trace_of(previous, KGTrace) if previous else None
+    history = (before.history + [before.turn]) if before else None
     return ask_kg(question, qa, history=history, use_llm=False)
 
 
@@ -350,8 +380,11 @@ def kg_schema_table(qa) -> pd.DataFrame:
 
 def plan_table(answer: Answer) -> pd.DataFrame:
     """The plan, one row per step, with how many items each step found."""
-    plan = answer.trace.plan or {"steps": []}
-    counts = answer.trace.counts
+    from ..pipelines.kg import KGTrace
+
+    trace = _trace_of(answer, KGTrace)
+    plan = trace.plan or {"steps": []}
+    counts = trace.counts
     rows = []
     for i, step in enumerate(plan["steps"], 1):
         src = step.get("from", {})
@@ -365,15 +398,17 @@ def plan_table(answer: Answer) -> pd.DataFrame:
             origin = src.get("entity") or src.get("step") or f"previous turn: {step.get('history')}"
         rows.append({"step": i, "key": step["key"], "op": step["op"], "from": origin,
                      "relation": step.get("relation", ""), "direction": step.get("direction", ""),
-                     "target_type": step.get("target_type") or step.get("type", ""), "found": counts.get(step["key"], 0),
-                     "final": step["key"] == plan.get("final")})
+                     "target_type": step.get("target_type") or step.get("type", ""),
+                     "found": counts.get(step["key"], 0), "final": step["key"] == plan.get("final")})
     return pd.DataFrame(rows)
 
 
 def context_store_table(answer: Answer, shown: int = 6) -> pd.DataFrame:
     """The context store: each key, how many items, and the first few names."""
+    from ..pipelines.kg import KGTrace
+
     rows = []
-    for key, value in answer.trace.context_store.items():
+    for key, value in _trace_of(answer, KGTrace).context_store.items():
         if isinstance(value, list):
             names = [i["name"] for i in value]
             rows.append({"key": key, "items": len(names),

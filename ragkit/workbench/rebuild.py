@@ -88,21 +88,21 @@ def rebuild(notebooks: Sequence[str | Path] = DEFAULT_NOTEBOOKS, params: Mapping
             out_root: str | Path = "outputs/runs", force: bool = False, progress: bool = False) -> list[dict]:
     """Run each notebook whose inputs changed (all with ``force``), in order, under the lock.
     ``params`` go to every notebook that declares them. Stops at the first failure."""
-    notebooks = [Path(n) for n in notebooks]
+    paths = [Path(n) for n in notebooks]
     params = dict(params or {})
-    declared = {n: declared_parameters(n) for n in notebooks}
+    declared = {n: declared_parameters(n) for n in paths}
     unknown = [name for name in params if not any(name in d for d in declared.values())]
     if unknown:
-        raise InputError(f"parameter {unknown[0]}: none of {', '.join(n.name for n in notebooks)} declares it")
+        raise InputError(f"parameter {unknown[0]}: none of {', '.join(n.name for n in paths)} declares it")
     results = []
     with rebuild_lock(out_root):
-        for notebook in notebooks:
+        for notebook in paths:
             mine = {k: v for k, v in params.items() if k in declared[notebook]}
             reason = "forced" if force else why_rebuild(notebook, mine, out_root)
             if reason is None:
-                last = last_good_run(out_root, notebook)
+                last = last_good_run(out_root, notebook) or {}
                 results.append({"notebook": notebook.name, "status": "up to date",
-                                "last_good_run": last["started"], "output_notebook": last["output_notebook"]})
+                                "last_good_run": last.get("started"), "output_notebook": last.get("output_notebook")})
                 continue
             manifest = run_notebook(notebook, mine, out_root=out_root, progress=progress)
             results.append({"notebook": notebook.name, "status": manifest["status"], "reason": reason,

@@ -30,7 +30,7 @@ from ..stores.files import atomic_write_json, clean_leftovers, pid_alive, remove
 KERNEL = "python3"
 _PACKAGES = ("numpy", "scipy", "papermill", "llama-cpp-python", "rank-bm25", "bm25s",
              "networkx", "chromadb", "sentence-transformers", "torch")
-_TYPES = {"int": int, "float": (int, float), "bool": bool, "str": str}
+_TYPES: dict[str, type | tuple[type, ...]] = {"int": int, "float": (int, float), "bool": bool, "str": str}
 
 
 def declared_parameters(notebook: str | Path) -> dict[str, dict]:
@@ -191,7 +191,7 @@ def model_info() -> dict:
     try:
         choice = choose_model()
         path = choice.path
-        known = getattr(CATALOG.get(choice.name), "sha256", None)
+        known = getattr(CATALOG.get(choice.name), "sha256", None) if choice.name else None
         return {"path": str(path), "name": choice.name, "bytes": path.stat().st_size,
                 "sha256": known or sha256_file(path)}
     except (RagkitError, OSError) as exc:
@@ -262,7 +262,7 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
     settle_dead_runs(Path(out_root) / notebook.stem)
     staging = {name: path.with_name(f".staging-{os.getpid()}-{stamp}-{path.name}")
                for name, path in targets.items()}
-    manifest = {"notebook": str(notebook), "output_notebook": str(output),
+    manifest: dict[str, Any] = {"notebook": str(notebook), "output_notebook": str(output),
                 "parameters": checked, "effective_parameters": effective,
                 "inputs": run_inputs(notebook, effective),
                 "notebook_sha256": sha256_file(notebook), "code_sha256": code_hash(),
