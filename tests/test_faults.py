@@ -10,11 +10,11 @@ import json
 import os
 import re
 import socket
-import stat
 import subprocess
 import sys
 import threading
 from pathlib import Path
+from stat import S_ISDIR
 
 import pytest
 
@@ -372,7 +372,7 @@ def test_a_folder_that_cannot_be_fsynced_does_not_fail_the_write(tmp_path, monke
     real = os.fsync
 
     def files_only(fd: int) -> None:             # as some filesystems (and Windows) answer
-        if stat.S_ISDIR(os.fstat(fd).st_mode):
+        if S_ISDIR(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "Invalid argument")
         real(fd)
 
@@ -394,7 +394,7 @@ def test_a_failed_fsync_leaves_the_previous_file_and_folder_and_nothing_half_wri
     before = sorted(p.name for p in tmp_path.iterdir())
 
     def failing(fd: int) -> None:                 # the disk answers EIO for file data
-        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+        if not S_ISDIR(os.fstat(fd).st_mode):
             raise OSError(errno.EIO, "Input/output error")
 
     monkeypatch.setattr(os, "fsync", failing)
