@@ -38,6 +38,7 @@ variable                    what it sets
 ``RAGKIT_PROGRESS``         ``1`` or ``0``: progress bars on or off for library calls (default: automatic,
                             ``ragkit.runtime.progress``)
 ``CI``                      set (to anything but ``0``/``false``) by CI services: no progress bars by default
+``CUDA_VISIBLE_DEVICES``    empty or ``-1``: no GPU is visible, so ``RAGKIT_DEVICE=auto`` is the CPU
 ``HF_HUB_OFFLINE``,         set to 1 by ``offline_hub_environment`` unless already set: models
 ``TRANSFORMERS_OFFLINE``    come from wheels, and a hub name without them hangs for minutes
 ==========================  =================================================================
@@ -252,6 +253,7 @@ class Settings:
     progress: bool | None = None                             # RAGKIT_PROGRESS (ragkit.runtime.progress)
     shared: str | None = None                                # RAGKIT_SHARED (ragkit data check)
     ci: bool = False                                         # CI
+    cuda_visible_devices: str | None = None                  # CUDA_VISIBLE_DEVICES ("" hides every GPU)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
@@ -311,7 +313,8 @@ class Settings:
                    neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),
                    neo4j_database=text("NEO4J_DATABASE"), api_key=text("RAGKIT_API_KEY"),
                    kill_at=text("RAGKIT_KILL_AT"), progress=flag("RAGKIT_PROGRESS"), shared=text("RAGKIT_SHARED"),
-                   ci=ci is not None and ci.strip().lower() not in ("0", "false", "no"))
+                   ci=ci is not None and ci.strip().lower() not in ("0", "false", "no"),
+                   cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"))
 
 
 # Set (unless already set) before sentence-transformers or huggingface_hub is imported: they

@@ -174,10 +174,11 @@ def test_a_gpu_is_found_without_torch_and_cuda_visible_devices_can_hide_it(tmp_p
     driver = tmp_path / "gpus"
     driver.mkdir()
     monkeypatch.setenv("PATH", str(tmp_path))                       # no nvidia-smi
-    assert not gpu_visible({}, driver)
+    env = lambda **variables: Settings.from_env(variables)  # noqa: E731
+    assert not gpu_visible(env(), driver)
     (driver / "0000:01:00.0").mkdir()
-    assert gpu_visible({}, driver) and gpu_visible({"CUDA_VISIBLE_DEVICES": "0"}, driver)
-    assert not gpu_visible({"CUDA_VISIBLE_DEVICES": ""}, driver) and not gpu_visible({"CUDA_VISIBLE_DEVICES": "-1"}, driver)
+    assert gpu_visible(env(), driver) and gpu_visible(env(CUDA_VISIBLE_DEVICES="0"), driver)
+    assert not gpu_visible(env(CUDA_VISIBLE_DEVICES=""), driver) and not gpu_visible(env(CUDA_VISIBLE_DEVICES="-1"), driver)
     assert resolve_device("cuda:1") == "cuda:1" and resolve_device("cpu") == "cpu"
 
 

@@ -64,6 +64,29 @@ def test_rebuild_reuses_unchanged_vectors(tmp_path):
     assert first.embedded == 40 and again.embedded == 0 and again.reused == 40
 
 
+def test_vectors_of_another_revision_are_embedded_again(tmp_path, monkeypatch):
+    """A new export of the model (``VECTORS_REVISION``) leaves no old vector behind: node,
+    chunk and concept-label vectors are all made again."""
+    import ragkit.embeddings.local as local
+    from ragkit.concepts.vectors import LabelVectors, vectors_path
+    from ragkit.retrieval.build import IndexSpec, build_index
+
+    out = tmp_path / "g"
+    GraphRAG.build(EDGES, out, progress=False)
+    corpus = tmp_path / "docs"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("# Drill\n\nCheck the drill press spindle before each shift.\n")
+    spec = IndexSpec(corpus=corpus, out=tmp_path / "index", dense="minilm", concepts=True, concept_vectors=True)
+    build_index(spec, progress=False)
+    monkeypatch.setattr(local, "VECTORS_REVISION", local.VECTORS_REVISION + 1)
+    again = GraphRAG.build(EDGES, out, progress=False)
+    assert again.embedded == 40 and again.reused == 0
+    report = build_index(spec, progress=False)
+    assert report.dense["embedded"] == report.dense["docs"] and report.dense["reused"] == 0
+    saved = vectors_path(tmp_path / "index" / "concepts", local.MiniLMEmbedder())
+    assert LabelVectors.read(saved, f"all-MiniLM-L6-v2|r{local.VECTORS_REVISION}")
+
+
 def test_chroma_server_gives_the_same_answers(chroma_url, nobel, tmp_path, monkeypatch):
     monkeypatch.setenv("CHROMA_URL", chroma_url)
     report = GraphRAG.build(EDGES, tmp_path / "served", progress=False)

@@ -38,7 +38,8 @@ def read_evidence(path: str) -> tuple[list[str], list]:
 
     raw = read_text(path, "--evidence").strip()
     try:
-        items = json.loads(raw) if raw.startswith("[") else [json.loads(line) for line in raw.splitlines() if line.strip()]
+        items = (json.loads(raw) if raw.startswith("[")
+                 else [json.loads(line) for line in raw.splitlines() if line.strip()])
     except json.JSONDecodeError as exc:
         raise InputError(f"--evidence {path}: not JSON or JSON lines ({exc.msg}, line {exc.lineno})") from None
     texts, ids = [], []

@@ -178,7 +178,8 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
-    kg = sub.add_parser("kg", help="knowledge graphs: 3GPP specs (build), typed KGs (import)").add_subparsers(dest="action", required=True)
+    kg = sub.add_parser("kg", help="knowledge graphs: 3GPP specs (build), typed KGs (import)").add_subparsers(
+        dest="action", required=True)
     p = kg.add_parser("build", help="ingest 3GPP specs (.docx, .pdf, .md) into a graph store")
     p.add_argument("--specs", nargs="+", required=True)
     p.add_argument("--store", required=True, help="a file (embedded networkx) or bolt://host:port")
@@ -372,13 +373,15 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1",
                    help="listen address (default: loopback only; any other needs an API key)")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--demo", metavar="DIR", help="build every source from the bundled demo data into DIR (once) and serve them")
+    p.add_argument("--demo", metavar="DIR",
+                   help="build every source from the bundled demo data into DIR (once) and serve them")
     from ..pipelines import pipelines
 
     for pipeline in pipelines():       # one flag per source, each pipeline's own
         for source in pipeline.sources:
             p.add_argument(source.served_by, dest=f"source_{source.field}",
-                           metavar=source.served_by.lstrip("-").replace("-", "_").upper(), help=f"{pipeline.name}: {source.what}")
+                           metavar=source.served_by.lstrip("-").replace("-", "_").upper(),
+                           help=f"{pipeline.name}: {source.what}")
     p.add_argument("--embeddings-only", action="store_true",
                    help="no pipelines: serve POST /v1/embeddings alone (an embedding server for RAGKIT_EMBED_URL)")
     p.add_argument("--model", help=MODEL_HELP + " ($RAGKIT_LLM_URL for a server)")
@@ -395,14 +398,16 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--questions-per-key", type=int, default=16,
                    help="questions of one key answered or waiting at once (429 over)")
     p.add_argument("--cors-origin", action="append", metavar="ORIGIN",
-                   help="a web origin (https://app.example) whose pages may call the server (repeatable; default: none)")
+                   help="a web origin (https://app.example) whose pages may call the server "
+                        "(repeatable; default: none)")
     p.add_argument("--log-questions", action="store_true", help="put each question's text in the request log")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     p.set_defaults(func=cmd_serve, json=False)
 
     p = sub.add_parser("check", help="check an answer's claims against evidence")
     p.add_argument("--answer", required=True, help="the answer text ([n] cites the n-th evidence item)")
-    p.add_argument("--evidence", required=True, help="a JSON list of evidence texts or {id, text} objects, or JSON lines")
+    p.add_argument("--evidence", required=True,
+                   help="a JSON list of evidence texts or {id, text} objects, or JSON lines")
     p.add_argument("--question", help="the question (an answer may restate its words)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_check)

@@ -40,6 +40,7 @@ class LabelVectors:
     concepts: np.ndarray
     matrix: np.ndarray
     embedded: int = 0          # how many labels this build embedded (the rest were kept)
+    vectors_id: str = ""       # the embedder's ``vectors_id``: what made them
 
     @classmethod
     def build(cls, graph: ConceptGraph, embedder, *, previous: dict[str, np.ndarray] | None = None,
@@ -54,24 +55,29 @@ class LabelVectors:
         found = dict(zip(missing, fresh))
         rows = [found[int(c)] if int(c) in found else previous[graph.keys[c]] for c in wanted]
         matrix = np.asarray(rows, dtype=np.float32).reshape(len(wanted), embedder.dim)
-        return cls(concepts=wanted, matrix=matrix, embedded=len(missing))
+        return cls(concepts=wanted, matrix=matrix, embedded=len(missing),
+                   vectors_id=getattr(embedder, "vectors_id", embedder.name))
 
     def save(self, path: str | Path, graph: ConceptGraph) -> Path:
         import io
 
         buffer = io.BytesIO()
         np.savez_compressed(buffer, keys=np.array([graph.keys[c] for c in self.concepts], dtype=str),
-                            vectors=self.matrix.astype(np.float16))
+                            vectors=self.matrix.astype(np.float16), vectors_id=np.array(self.vectors_id))
         atomic_write_bytes(Path(path), buffer.getvalue())
         return Path(path)
 
     @staticmethod
-    def read(path: str | Path) -> dict[str, np.ndarray]:
-        """{key: vector} of a saved file ({} when there is none)."""
+    def read(path: str | Path, vectors_id: str | None = None) -> dict[str, np.ndarray]:
+        """{key: vector} of a saved file ({} when there is none, or when ``vectors_id`` is given
+        and the file's vectors were made by another model or revision: nothing to reuse)."""
         path = Path(path)
         if not path.is_file():
             return {}
         with np.load(path) as data:           # keys as a string array: nothing unpickled
+            made_by = str(data["vectors_id"]) if "vectors_id" in data.files else None
+            if vectors_id is not None and made_by != vectors_id:
+                return {}
             return dict(zip(data["keys"].tolist(), data["vectors"].astype(np.float32)))
 
     @classmethod

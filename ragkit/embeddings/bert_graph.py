@@ -155,7 +155,8 @@ def encoder_graph(weights: BertWeights, inputs: str = "ids", scales: dict | None
 
     # positions 0 .. tokens - 1
     tokens = g.op("Gather", [g.op("Shape", [reference]), g.const("one", np.asarray(1, np.int64))], axis=0)
-    positions = g.op("Range", [g.const("zero", np.asarray(0, np.int64)), tokens, g.const("step", np.asarray(1, np.int64))])
+    zero, step = g.const("zero", np.asarray(0, np.int64)), g.const("step", np.asarray(1, np.int64))
+    positions = g.op("Range", [zero, tokens, step])
     position_vectors = g.op("Gather", [g.const("embeddings.position_embeddings.weight",
                                                w["embeddings.position_embeddings.weight"]), positions])
     summed = g.op("Add", [g.op("Add", [words, types]), position_vectors])

