@@ -148,7 +148,7 @@ class CausalParams:
 
     kg: str = "../data/merged_knowledge_graph.json"
     question: str = "Tại sao độ ẩm cao làm PM2.5 tăng?"
-    weather: str = "../../shared/datasets/pm25/PRSA_data_2010.1.1-2014.12.31.csv"
+    weather: str = "../data/weather/illustrative_hourly.csv"   # invented values: data/weather/README.md
     at: str = "2013-01-12 08:00"
 
     def __post_init__(self) -> None:
