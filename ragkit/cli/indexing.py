@@ -6,11 +6,17 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from ..config import CONCEPT_METHODS, DEFAULT_LANG, GRAPH_METHODS
 from ..errors import InputError
 from ..retrieval.bm25 import BM25Params
 from .output import _emit, _progress
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+    from ..concepts.neo4j_store import Neo4jConceptStore
 
 
 def build_index(args: argparse.Namespace, concept_store=None) -> dict:
@@ -62,7 +68,8 @@ def _communities_line(info: dict) -> str:
     if info["unavailable"]:
         return f"{info['communities']} communities, none a theme: {info['unavailable']}"
     largest = ", ".join(str(c["chunks"]) for c in info["largest"])
-    return (f"{info['communities']} communities, {info['themes']} of them themes (home to {info['min_chunks']} chunks or more; "
+    return (f"{info['communities']} communities, {info['themes']} of them themes "
+            f"(home to {info['min_chunks']} chunks or more; "
             f"the largest to {largest} chunks) in {info['seconds']} s")
 
 
@@ -115,6 +122,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     communities = load_communities(args.index) if args.method in CONCEPT_METHODS else None
     routed = route(args.method, query, communities, load_concepts(args.index) if communities else None, index)
     if routed.communities:
+        assert communities is not None, "route answers from communities only when the index has them"
         results = [h.to_dict() for h in rank_communities(communities, routed.broad, args.k)]
         human = "\n".join(f"{i + 1:>2}. {r['score']:8.3f}  {r['doc_id']}  {r['title']} ({r['chunks']} chunks)"
                           for i, r in enumerate(results))
@@ -183,7 +191,7 @@ def _graph_build_concepts(args: argparse.Namespace) -> int:
         raise InputError(f"--store {args.store}: the concept graph goes to Neo4j, a bolt:// or "
                          "neo4j:// URI (the index folder --out keeps it as files)")
     args.concepts, args.lang = True, args.lang or DEFAULT_LANG
-    opened = contextlib.nullcontext()
+    opened: AbstractContextManager[Neo4jConceptStore | None] = contextlib.nullcontext()
     if args.store is not None:
         from ..concepts.neo4j_store import Neo4jConceptStore
 

@@ -27,11 +27,11 @@ def cmd_model(args: argparse.Namespace) -> int:
         return 0
     if args.action == "path":
         if args.name is None:           # the model that answers when none is named
-            choice = models.choose_model()
-            _emit(choice.to_dict(), args.json, str(choice.path))
+            answers = models.choose_model()
+            _emit(answers.to_dict(), args.json, str(answers.path))
             return 0
-        path = models.resolve_model(models.model_spec(args.name).name)
-        _emit({"name": args.name, "path": path}, args.json, path)
+        resolved = models.resolve_model(models.model_spec(args.name).name)
+        _emit({"name": args.name, "path": resolved}, args.json, resolved)
         return 0
     if args.action == "bench":
         from ..eval.model_speed import bench
@@ -41,6 +41,7 @@ def cmd_model(args: argparse.Namespace) -> int:
                                f"{data['accepted']} of {data['answers']} answers passed the check; "
                                f"written to {data['benchmarks']}")
         return 0
+    choice: models.ModelChoice | None
     try:
         choice = models.choose_model()
         chosen = choice.to_dict()
@@ -48,10 +49,10 @@ def cmd_model(args: argparse.Namespace) -> int:
         choice, chosen = None, {"error": str(exc)}
     rows = []
     for m in models.CATALOG.values():
-        path = models.installed_path(m.name)
-        rows.append({"name": m.name, "installed": path is not None, "path": str(path) if path else None,
-                     "bytes": path.stat().st_size if path else m.size, "about": m.about,
-                     "chosen": choice is not None and choice.name == m.name and choice.path == path,
+        installed = models.installed_path(m.name)
+        rows.append({"name": m.name, "installed": installed is not None, "path": str(installed) if installed else None,
+                     "bytes": installed.stat().st_size if installed else m.size, "about": m.about,
+                     "chosen": choice is not None and choice.name == m.name and choice.path == installed,
                      "measured": models.measured_here(m.name), "install": models.install_hint(m.name)})
 
     def line(r: dict) -> str:

