@@ -59,10 +59,13 @@ def test_no_hint_installs_ragkit_by_its_import_name():
 
 
 def _unguarded_imports(path) -> list[str]:
-    """Imports of OPTIONAL packages in ``path`` outside a ``with requires_extra(...)`` block."""
+    """Imports of OPTIONAL packages in ``path`` outside a ``with requires_extra(...)`` block
+    (an ``if TYPE_CHECKING:`` block is for the type checker only: nothing in it runs)."""
     found = []
 
     def visit(node, guarded: bool) -> None:
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            guarded = True
         if isinstance(node, ast.With):
             guarded = guarded or any(isinstance(item.context_expr, ast.Call)
                                      and getattr(item.context_expr.func, "id", "") == "requires_extra"
