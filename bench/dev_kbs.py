@@ -19,7 +19,6 @@ Each run adds its label to ``outputs/bench/dev_kbs.json`` and keeps the others.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import random
 import shutil
@@ -29,6 +28,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from _common import OUT, ROOT, write
+from threehop import write_edges
 from ragkit.multihop.graph import GraphRAG
 
 SEED = 7
@@ -230,15 +230,6 @@ def questions(kb: str, triples, vocabulary: dict, per_hops: int) -> list[dict]:
                         "answers": gold, "hops": hops, "anchor": anchor, "split": "held_out" if held_out else "dev",
                         "relations": [r if f else f"{r}^-1" for r, f in chain]})
     return out
-
-
-def write_edges(triples, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        out = csv.writer(handle)
-        out.writerow(["source", "relation", "target"])
-        out.writerows(triples)
-    return path
 
 
 def measure(rag: GraphRAG, items: list[dict]) -> dict:
