@@ -25,7 +25,6 @@ import shutil
 import statistics
 import time
 from collections import defaultdict
-from pathlib import Path
 
 from _common import OUT, ROOT, write
 from threehop import write_edges
