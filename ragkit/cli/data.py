@@ -15,17 +15,16 @@ differs; a bad ``--root`` or ``--dataset`` is a one-line error (3).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError, OTHER
+from ..stores.files import sha256_of
 from .output import _emit, _progress
 
 DOC = "docs/datasets.md"
-CHUNK = 1 << 20
 
 
 @lru_cache(maxsize=1)
@@ -45,17 +44,6 @@ def default_root() -> Path:
 
     shared = Settings.from_env().shared
     return Path(shared) / "datasets" if shared else Path("..") / "shared" / "datasets"
-
-
-def sha256_of(path: Path, bar=None) -> str:
-    """The file's sha256, read in 1 MiB blocks (``bar``, a progress bar, advanced by bytes)."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(CHUNK):
-            digest.update(block)
-            if bar is not None:
-                bar.update(len(block))
-    return digest.hexdigest()
 
 
 def check_files(root: Path, names: list[str] | None = None, progress: bool | None = False) -> list[dict]:

@@ -134,7 +134,8 @@ def resolve_device(asked: str) -> str:
     ``cpu`` otherwise; any other name is taken as it is. Nothing is imported to decide."""
     if asked != "auto":
         return asked
-    return "cuda" if gpu_visible() and importlib.util.find_spec("torch") is not None else "cpu"
+    # torch first: without it no GPU is used, and looking for one may start nvidia-smi
+    return "cuda" if importlib.util.find_spec("torch") is not None and gpu_visible() else "cpu"
 
 
 def resolve_backend(asked: str, device: str) -> str:

@@ -42,7 +42,7 @@ from ..runtime.progress import progress_bar
 
 from ..config import Settings
 from ..errors import ModelError
-from ..stores.files import publish_mode
+from ..stores.files import publish_mode, sha256_of
 
 CHUNK = 1 << 20
 
@@ -211,14 +211,6 @@ def choose_model(given: str | None = None, settings: Settings | None = None) -> 
             return ModelChoice(installed, name, "installed")
     raise ModelError("model: none installed (run 'ragkit model install qwen2.5-coder-1.5b' or "
                      f"'{install_hint(SMALL_MODEL)}', or set RAGKIT_GGUF to a .gguf file)")
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def download_wheels(spec: SplitModel, dest: Path, progress: bool | None = None) -> list[Path]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import re
@@ -316,6 +317,17 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         if isinstance(exc, OSError):
             raise output_error(path, exc) from None
         raise
+
+
+def sha256_of(path: str | os.PathLike, bar=None) -> str:
+    """The file's sha256, read in 1 MiB blocks (``bar``, a progress bar, advanced by bytes)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+            if bar is not None:
+                bar.update(len(block))
+    return digest.hexdigest()
 
 
 # What fsync of a folder (or, on Windows, of a file opened read-only) answers where the platform
