@@ -49,6 +49,10 @@ CLAUSE = ("that", "which", "who", "whose", "but", "while", "whereas", "ma", "nhu
 ASK_BEFORE = ("which", "what", "how many", "list", "name", "find", "show", "count", "number of",
               "bao nhieu")
 ASK_AFTER = ("nao", "gi")
+# Words that make a request rather than name a relation or a type ("I would like to know ...",
+# "Give ..., please").
+REQUEST = ("tell", "give", "find", "please", "like", "know", "want", "wonder", "list", "show",
+           "identify", "need", "provide", "say", "let", "look", "curious", "hay", "cho", "biet")
 
 __all__ = ["ASK_AFTER", "ASK_BEFORE", "CLAUSE", "COORDINATION", "COUNT", "EXCLUDE", "NAME_FILLERS",
-           "RELATION_WORDS", "TYPE_WORDS", "UNION"]
+           "RELATION_WORDS", "REQUEST", "TYPE_WORDS", "UNION"]

@@ -40,6 +40,7 @@ from ..retrieval.linking import Linker, Surface
 from ..embeddings import default_embedder
 from ..stores.chroma import ChromaVectors
 from ..config import GraphConfig
+from ..kgqa.vocabulary import REQUEST
 from ..errors import InputError
 from ..inputs import csv_rows
 from ..testing.faults import fault_point
@@ -51,7 +52,7 @@ NOT_ENOUGH = "Không đủ dữ kiện trong đồ thị để trả lời câu 
 GRAPH_FILE = "graph.json"
 # Words that ask rather than name a relation: English function words and Vietnamese
 # question words (accent-free). Vietnamese kinship words such as "con" are kept.
-QUESTION_STOPWORDS = ENGLISH_STOPWORDS | frozenset(
+QUESTION_STOPWORDS = ENGLISH_STOPWORDS | frozenset(REQUEST) | frozenset(
     "name named called ai gi nao dau bao nhieu la cua co nhung cac mot va khong duoc o tai ten".split())
 # Words that join two names for one thing ("father or mother"), accent-free.
 COORDINATORS = frozenset({"or", "hoac"})
@@ -167,11 +168,19 @@ class AskedWords:
     rest: tuple[str, ...]
     ordered: bool           # False: the name was not found, word order says nothing
     vietnamese: bool
+    cued: frozenset[tuple[str, str]] = frozenset()    # see cued_words
+    heads: frozenset[str] = frozenset()               # see head_nouns
+
 
     @classmethod
-    def read(cls, question: str, names: list[str]) -> "AskedWords":
+    def read(cls, question: str, names: list[str], phrases: frozenset[tuple[str, ...]] = frozenset()) -> "AskedWords":
+        """``phrases``: the words of relation names of more than one word ("place of birth":
+        place, birth); where the question writes them side by side they are one unit, matched
+        by one hop."""
         text = display(question)
         vietnamese = bool(vietnamese_char_count(text))
+        cued = frozenset() if vietnamese else cued_words(text)
+        heads = frozenset() if vietnamese else head_nouns(text, cued)
         for name in names:
             found = re.search(re.escape(name), text, flags=re.IGNORECASE)
             if found and vietnamese:
@@ -180,9 +189,11 @@ class AskedWords:
                 return cls((), tuple(question_units(text[:found.start()] + " " + text[found.end():])), (),
                            False, True)
             if found:
+                heads = head_nouns(text, cued, name)
                 chain, rest = _possessive_chain(text[found.end():])
-                return cls(chain, tuple(question_units(text[:found.start()])), rest, True, vietnamese)
-        return cls((), tuple(question_units(text)), (), False, vietnamese)
+                return cls(_joined(chain, phrases), _joined(tuple(question_units(text[:found.start()])), phrases),
+                           _joined(rest, phrases), True, vietnamese, cued, heads)
+        return cls((), _joined(tuple(question_units(text)), phrases), (), False, vietnamese, cued, heads)
 
     def parts(self) -> list[tuple[str, ...]]:
         """The word groups in hop order (``before`` reversed when the name was found)."""
@@ -204,6 +215,26 @@ class AskedWords:
 
     def outward(self) -> list[str]:
         return [w for part in self.parts() for w in part]
+
+
+def _joined(units: tuple[str, ...], phrases: frozenset[tuple[str, ...]]) -> tuple[str, ...]:
+    """``units`` with each run of words that spells a relation's name (word beginnings
+    compared) joined into one unit: ("place", "birth", "mom") → ("place birth", "mom")."""
+    if not phrases:
+        return units
+    out: list[str] = []
+    i = 0
+    while i < len(units):
+        for phrase in sorted(phrases, key=len, reverse=True):
+            run = units[i:i + len(phrase)]
+            if len(run) == len(phrase) and all(_stem_shared(u, w) for u, w in zip(run, phrase)):
+                out.append(" ".join(run))
+                i += len(phrase)
+                break
+        else:
+            out.append(units[i])
+            i += 1
+    return tuple(out)
 
 
 _POSSESSIVE = re.compile(r"\s*['’]\s*s\b")
@@ -248,6 +279,100 @@ def _extend(row: np.ndarray, hop: np.ndarray) -> np.ndarray:
     return new
 
 
+INVERSE = "^-1"
+# Prepositions a relation name may end with ("directed_by", "born_in", "subsidiary_of").
+PREPOSITIONS = frozenset("of by in at to from with for on into under".split())
+# How much of a word's similarity a hop keeps when the way the question uses that word reads the
+# relation the other way round, and what a backward hop keeps when nothing says its direction.
+AGAINST_READING, UNMARKED_BACKWARD = 0.5, 0.9
+
+
+@dataclass(frozen=True, order=True)
+class Hop:
+    """One step of a relation path: along an edge (``forward``) or against it. Written as the
+    relation's name, with ``^-1`` when read backwards ("starring^-1": the films someone
+    starred in)."""
+
+    relation: str
+    forward: bool = True
+
+    def __str__(self) -> str:
+        return self.relation if self.forward else f"{self.relation}{INVERSE}"
+
+
+def _stem_shared(a: str, b: str) -> bool:
+    """True when two words begin alike ("subsidiaries"/"subsidiary", "directed"/"director")."""
+    n = min(len(a), len(b), 5)
+    return n >= 3 and a[:n] == b[:n]
+
+
+def relation_reading(relation: str, unit: str, cued: frozenset[tuple[str, str]]) -> bool | None:
+    """Which way the question reads ``relation`` where it uses the word ``unit``: a relation
+    named for what its subject is or does, ending in a preposition ("directed_by", "born_in",
+    "subsidiary_of"), is read backwards when the question writes its word followed by that
+    preposition and a phrase ("the films directed by X": X is the object, the films the
+    subjects) and forwards when it writes the word without it ("the director of X", "the city X
+    was born in"). None: nothing to say (the relation ends in no preposition, or the word is
+    not the relation's). ``cued`` holds the question's (word, preposition) pairs that a phrase
+    follows."""
+    words = _key(relation).replace("-", " ").split()
+    if len(words) < 2 or words[-1] not in PREPOSITIONS:
+        return None
+    last = unit.split()[-1]
+    if not any(_stem_shared(last, w) for w in words[:-1]):
+        return None
+    return (last, words[-1]) not in cued
+
+
+def cued_words(question: str) -> frozenset[tuple[str, str]]:
+    """(word, preposition) pairs of the question where the preposition has words after it:
+    "the films directed by X" gives ("directed", "by"); "the city X was born in?" gives none."""
+    words = re.findall(r"[^\W_]+", re.sub(r"['’]s\b", " ", display(question).lower()))
+    return frozenset((strip_accents(words[i]), words[i + 1]) for i in range(len(words) - 2)
+                     if words[i + 1] in PREPOSITIONS)
+
+
+# Words that open a relative clause, and those that open a noun phrase: a noun right before
+# either names the kind of thing asked for ("the city where ...", "the province the town lies in").
+RELATIVES = frozenset("where who whom whose that which when".split())
+DETERMINERS = frozenset("the a an this that these those his her its their our my your".split())
+
+
+def head_nouns(question: str, cued: frozenset[tuple[str, str]], name: str = "") -> frozenset[str]:
+    """Words that name the kind of thing a phrase asks for rather than a relation: the noun a
+    relative clause hangs from, with or without its relative word ("the city where X was
+    born", "the films X acted in", "the province the town lies in"), or a participle ("the
+    studios based in X"). A relation may still match one, but a path need not use it, so a
+    path is not lengthened by a hop that matches only such a word. ``name``: the anchor's
+    name, where the question writes it."""
+    tokens = lambda text: [strip_accents(w) for w in re.findall(r"[^\W_]+", re.sub(r"['’]s\b", " ", text.lower()))]  # noqa: E731
+    words, first = tokens(display(question)), (tokens(display(name)) or [""])[0]
+    heads = set()
+    for i in range(len(words) - 1):
+        following = words[i + 1]
+        if words[i] in QUESTION_STOPWORDS:
+            continue
+        after_determiner = i > 0 and words[i - 1] in DETERMINERS      # a noun, not a verb ("what made the ...")
+        if (following in RELATIVES or (after_determiner and (following in DETERMINERS or following == first))
+                or (following not in QUESTION_STOPWORDS and i + 2 < len(words) and (following, words[i + 2]) in cued)):
+            heads.add(words[i])
+    return frozenset(heads)
+
+
+def hop_weights(hops: list[Hop], units: list[str], cued: frozenset[tuple[str, str]]) -> np.ndarray:
+    """hops × units: the share of each word's similarity a hop keeps, by direction (see
+    :func:`relation_reading`)."""
+    weights = np.ones((len(hops), len(units)))
+    for i, hop in enumerate(hops):
+        for j, unit in enumerate(units):
+            reads_forward = relation_reading(hop.relation, strip_accents(unit.lower()), cued)
+            if reads_forward is None:
+                weights[i, j] = 1.0 if hop.forward else UNMARKED_BACKWARD
+            elif reads_forward != hop.forward:
+                weights[i, j] = AGAINST_READING
+    return weights
+
+
 @dataclass
 class GraphBuildReport:
     nodes: int
@@ -275,6 +400,12 @@ class GraphRAG:
         # vector search of the anchors stage, which ranks by meaning).
         self.linker = Linker([Surface(display(n), n, "node") for n in graph.nodes], fuzzy_cutoff=None)
         self._by_relation: dict[str, dict[tuple[str, str], list[str]]] = {}
+        self._restated: frozenset[str] | None = None
+        self.phrases = frozenset(
+            words for words in (tuple(w for w in _key(rel).replace("-", " ").split()
+                                      if w not in QUESTION_STOPWORDS and w not in PREPOSITIONS)
+                                for rel in {k for _, _, k in graph.edges(keys=True)})
+            if len(words) > 1)
 
     # ----------------------------------------------------------------- building
     @classmethod
@@ -475,13 +606,14 @@ class GraphRAG:
             x["score"] = round(float(score), 4)
         return sorted(items, key=lambda x: (-x["score"], x["text"]))[:keep]
 
-    def _describe(self, nodes: list[str], relations: list[str] | None = None) -> dict:
-        """A path as steps and text; ``relations`` names each step's relation when known
-        (else the first relation, by name, of an edge between the two nodes, either way)."""
+    def _describe(self, nodes: list[str], hops: list[Hop] | None = None) -> dict:
+        """A path as steps (each an edge as the graph holds it: source, relation, target) and
+        text; ``hops`` names each step's relation and direction when known (else the first
+        relation, by name, of an edge between the two nodes, either way)."""
         steps = []
         for i, (s, t) in enumerate(zip(nodes, nodes[1:])):
-            if relations is not None:
-                steps.append((s, relations[i], t))
+            if hops is not None:
+                steps.append((s, hops[i].relation, t) if hops[i].forward else (t, hops[i].relation, s))
             elif self.graph.has_edge(s, t):
                 steps.append((s, sorted(self.graph[s][t])[0], t))
             else:
@@ -492,7 +624,7 @@ class GraphRAG:
             notes.extend(f"{k}: {v}" for k, v in extra.items())
         return {"nodes": nodes, "steps": [list(x) for x in steps], "end": nodes[-1],
                 "evidence": list(dict.fromkeys(notes)),
-                "relations": [r for _, r, _ in steps],
+                "relations": [str(h) for h in hops] if hops is not None else [r for _, r, _ in steps],
                 "text": " ; ".join(f"{display(s)} -[{r}]-> {display(t)}" for s, r, t in steps)}
 
     def paths_from(self, question: str, anchor: str, params: GraphQueryParams,
@@ -506,13 +638,13 @@ class GraphRAG:
         profiler = profiler or Profiler()
         asked = re.sub(re.escape(display(anchor)), " ", display(question), flags=re.IGNORECASE)
         asked = re.sub(re.escape(anchor), " ", asked, flags=re.IGNORECASE)
-        words = AskedWords.read(question, [display(anchor), anchor])
+        words = AskedWords.read(question, [display(anchor), anchor], self.phrases)
         with profiler.stage("relation_beam"):
             sequences = sorted(self.relation_beam(words, anchor, params))
         if not sequences:
             return []
         with profiler.stage("sequence_ranking"):
-            texts = [" ; ".join(display(r) for r in seq) for seq in sequences]
+            texts = [" ; ".join(display(h.relation) for h in seq) for seq in sequences]
             whole = (self.embedder.encode(texts) @ self.embedder.encode([asked])[0]).tolist()
             aligned = self._alignment(words, sequences) if params.alignment_weight else [0.0] * len(sequences)
             scores = {seq: w + params.alignment_weight * a - params.hop_penalty * (len(seq) - 1)
@@ -521,7 +653,7 @@ class GraphRAG:
         with profiler.stage("path_follow"):
             return self._walks(anchor, ranked, scores, params)
 
-    def _walks(self, anchor: str, ranked: list[tuple[str, ...]], scores: dict[tuple[str, ...], float],
+    def _walks(self, anchor: str, ranked: list[tuple[Hop, ...]], scores: dict[tuple[Hop, ...], float],
                params: GraphQueryParams) -> list[dict]:
         """The best sequence's walks from ``anchor`` (with the votes of their ends), then the
         best walk of each following sequence, ``top_k_paths`` in all."""
@@ -544,8 +676,9 @@ class GraphRAG:
                 break     # other sequences: their best walk only
         return out
 
-    def relation_beam(self, words: AskedWords, anchor: str, params: GraphQueryParams) -> list[tuple[str, ...]]:
-        """Relation sequences that leave ``anchor`` along out-edges, up to ``max_hops`` long,
+    def relation_beam(self, words: AskedWords, anchor: str, params: GraphQueryParams) -> list[tuple[Hop, ...]]:
+        """Relation sequences that leave ``anchor``, each hop along its edges or against them
+        (:meth:`_hops_from`), up to ``max_hops`` long,
         found by beam search rather than listed in full (their number grows as the out-degree
         to the power of the hops). Each hop is scored against the part of the question no
         earlier hop has used: with the anchor's name found, the words after the last word an
@@ -553,81 +686,115 @@ class GraphRAG:
         running row of :func:`monotone_alignment`); without it, any word not yet matched.
         Similarities are cosines rescaled above the embedder's unrelated level, so a hop
         that matches no word adds 0. At each length the ``beam_width`` best sequences are
-        kept and extended by the out-relations of the nodes they reach (at most
+        kept and extended by the hops of the nodes they reach (at most
         ``branch_limit`` nodes a sequence); so a first hop that matches a word less well than
-        a rival's, but leads on to the rest of the question, is still followed. Every kept
-        sequence, of any length, is returned."""
+        a rival's, but leads on to the rest of the question, is still followed. A hop keeps part
+        of a word's similarity only when the question reads its relation the other way
+        (:func:`hop_weights`). Every kept sequence, of any length, is returned."""
         units = words.outward()
         unit_vecs = self.embedder.encode(units) if units else np.zeros((0, 1), dtype=np.float32)
+        cued = words.cued
         base = self.embedder.unrelated_cosine
         # a state: (score, sequence, alignment row or used words, nodes reached)
         start: np.ndarray | frozenset[int] = np.zeros(len(units) + 1) if words.ordered else frozenset()
-        beam: list[tuple[float, tuple[str, ...], np.ndarray | frozenset[int], list[str]]] = [(0.0, (), start, [anchor])]
-        kept: list[tuple[str, ...]] = []
+        beam: list[tuple[float, tuple[Hop, ...], np.ndarray | frozenset[int], list[str]]] = [(0.0, (), start, [anchor])]
+        kept: list[tuple[Hop, ...]] = []
         for _ in range(params.max_hops):
-            grown: list[tuple[float, tuple[str, ...], np.ndarray | frozenset[int], list[str]]] = []
+            grown: list[tuple[float, tuple[Hop, ...], np.ndarray | frozenset[int], list[str]]] = []
             for _score, seq, state, nodes in beam:
-                reached = self._out_relations(nodes, params.branch_limit)
-                relations = sorted(reached)
-                if not relations:
+                reached = self._hops_from(nodes, params.branch_limit)
+                # no step straight back along the edge just taken (X -born_in-> town <-born_in- Y)
+                hops = sorted(h for h in reached if not seq or h != Hop(seq[-1].relation, not seq[-1].forward))
+                if not hops:
                     continue
-                sims = np.zeros((len(relations), len(units)))
+                sims = np.zeros((len(hops), len(units)))
                 if units:
-                    rel_vecs = self.embedder.encode([display(r) for r in relations])
+                    rel_vecs = self.embedder.encode([display(h.relation) for h in hops])
                     sims = np.clip((rel_vecs @ unit_vecs.T - base) / (1.0 - base), 0.0, None)
-                for rel, hop in zip(relations, sims):
+                    sims *= hop_weights(hops, units, cued)
+                for step, hop in zip(hops, sims):
                     if isinstance(state, np.ndarray):        # words.ordered: an alignment row
                         row = _extend(state, hop)
-                        grown.append((float(row[-1]), seq + (rel,), row, reached[rel]))
+                        grown.append((float(row[-1]), seq + (step,), row, reached[step]))
                         continue
                     free = [j for j in range(len(units)) if j not in state]
                     best = max(free, key=lambda j: hop[j], default=None)
                     gain = float(hop[best]) if best is not None else 0.0
                     used = state | {best} if best is not None and gain > 0 else state
-                    grown.append((_score + gain, seq + (rel,), used, reached[rel]))
+                    grown.append((_score + gain, seq + (step,), used, reached[step]))
             beam = sorted(grown, key=lambda st: (-st[0], st[1]))[: params.beam_width]
             if not beam:
                 break
             kept.extend(st[1] for st in beam)
         return kept
 
-    def _out_relations(self, nodes: list[str], branch: int) -> dict[str, list[str]]:
-        """relation → the nodes it reaches from ``nodes`` (at most ``branch`` of them, in order)."""
-        reached: dict[str, list[str]] = {}
+    def restated_relations(self) -> frozenset[str]:
+        """Relations whose backward reading the graph already states by another relation (or by
+        itself): ``parents`` when, wherever an edge runs back between the two ends of a
+        ``parents`` edge, it is nearly always ``children``; ``spouse`` when it is written both
+        ways. A KB may hold the reverse of only some pairs (a small share of them is enough),
+        but where it holds one it must be the same relation. A walk takes the stated relation
+        forwards instead of offering the same step twice."""
+        if self._restated is None:
+            edges: dict[str, list[tuple[str, str]]] = {}
+            for s, t, rel in self.graph.edges(keys=True):
+                edges.setdefault(rel, []).append((s, t))
+            restated = set()
+            for rel, pairs in edges.items():
+                sample = pairs[:: max(1, len(pairs) // 2000)]
+                back = [self.graph.get_edge_data(t, s, default={}) for s, t in sample]
+                back = [b for b in back if b]
+                if len(back) < max(3, 0.05 * len(sample)):
+                    continue
+                top, n = Counter(r for b in back for r in b).most_common(1)[0]
+                if n >= 0.9 * len(back):
+                    restated.add(rel)
+            self._restated = frozenset(restated)
+        return self._restated
+
+    def _hops_from(self, nodes: list[str], branch: int) -> dict[Hop, list[str]]:
+        """hop → the nodes it reaches from ``nodes`` (at most ``branch`` of them, in order):
+        every relation forwards, and backwards unless the graph states its reverse. A walk
+        never steps straight back along the relation it just took (see :meth:`relation_beam`)."""
+        restated = self.restated_relations()
+        reached: dict[Hop, list[str]] = {}
         for node in nodes:
             for (rel, direction), ends in self._edges_by_relation(node).items():
-                if direction != "out":
+                if direction == "in" and rel in restated:
                     continue
-                sample = reached.setdefault(rel, [])
+                sample = reached.setdefault(Hop(rel, direction == "out"), [])
                 if len(sample) < branch:
                     sample.extend(e for e in ends[: branch - len(sample)] if e not in sample)
         return reached
 
-    def _follow(self, start: str, seq: tuple[str, ...], limit: int) -> Counter:
+    def _step(self, node: str, hop: Hop) -> list[str]:
+        return self._edges_by_relation(node).get((hop.relation, "out" if hop.forward else "in"), [])
+
+    def _follow(self, start: str, seq: tuple[Hop, ...], limit: int) -> Counter:
         """How many walks along ``seq`` from ``start`` end at each node (at most ``limit`` nodes a step)."""
         counts = Counter({start: 1})
-        for rel in seq:
+        for hop in seq:
             following: Counter = Counter()
             for node, n in counts.items():
-                for t in self._edges_by_relation(node).get((rel, "out"), ()):
+                for t in self._step(node, hop):
                     if t in following or len(following) < limit:
                         following[t] += n
             counts = following
         return counts
 
-    def _one_walk(self, start: str, seq: tuple[str, ...], end: str, branch: int) -> list[str] | None:
+    def _one_walk(self, start: str, seq: tuple[Hop, ...], end: str, branch: int) -> list[str] | None:
         """Some walk ``start`` → ``end`` along ``seq`` (bounded search), or None."""
         def walk(node: str, i: int, nodes: list[str]) -> list[str] | None:
             if i == len(seq) - 1:
-                return nodes + [end] if self.graph.has_edge(node, end, key=seq[i]) else None
-            for t in self._edges_by_relation(node).get((seq[i], "out"), ())[:branch]:
+                return nodes + [end] if end in self._step(node, seq[i]) else None
+            for t in self._step(node, seq[i])[:branch]:
                 found = walk(t, i + 1, nodes + [t])
                 if found:
                     return found
             return None
         return walk(start, 0, [start])
 
-    def _alignment(self, words: AskedWords, sequences: list[tuple[str, ...]]) -> list[float]:
+    def _alignment(self, words: AskedWords, sequences: list[tuple[Hop, ...]]) -> list[float]:
         """How well each relation sequence and the question's content words explain each
         other: relations matched to distinct words, the matched similarity summed and divided
         by the larger of the two counts. A sequence with a relation the question does not ask
@@ -643,22 +810,27 @@ class GraphRAG:
         if not readings:
             return [0.0] * len(sequences)
         texts = sorted({w for reading in readings for w in reading})
+        # The words a path must explain: not those that only name the kind of thing asked for,
+        # and, where syllables are read into words several ways, as few as any reading makes
+        # (a finer reading would let an extra hop explain half of a two-syllable word).
+        needed = min(sum(1 for w in reading if w.split()[-1] not in words.heads) for reading in readings)
         word_vecs = dict(zip(texts, self.embedder.encode(texts)))
-        relations = sorted({r for seq in sequences for r in seq})
+        relations = sorted({h.relation for seq in sequences for h in seq})
         rel_vecs = dict(zip(relations, self.embedder.encode([display(r) for r in relations])))
         base = self.embedder.unrelated_cosine
         out = []
         for seq in sequences:
-            rels = np.stack([rel_vecs[r] for r in seq])
+            rels = np.stack([rel_vecs[h.relation] for h in seq])
             best = 0.0
             for reading in readings:
                 sims = np.clip((rels @ np.stack([word_vecs[w] for w in reading]).T - base) / (1.0 - base), 0.0, None)
+                sims *= hop_weights(list(seq), reading, words.cued)
                 if words.ordered:
                     total = monotone_alignment(sims)
                 else:
                     rows, cols = linear_sum_assignment(-sims)
                     total = float(sims[rows, cols].sum())
-                best = max(best, total / max(len(seq), len(reading)))
+                best = max(best, total / max(len(seq), needed, 1))
             out.append(best)
         return out
 
@@ -704,5 +876,5 @@ class GraphRAG:
                 "answer": answer}
 
 
-__all__ = ["AskedWords", "GraphQueryParams", "GraphRAG", "NOT_ENOUGH", "merge_entities", "monotone_alignment",
+__all__ = ["AskedWords", "GraphQueryParams", "GraphRAG", "Hop", "NOT_ENOUGH", "merge_entities", "monotone_alignment",
            "question_units", "read_edges"]
