@@ -24,11 +24,11 @@ import random
 import shutil
 import statistics
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from _common import OUT, ROOT, write
 from threehop import write_edges
-from ragkit.multihop.graph import GraphRAG
+from ragkit.multihop.graph import GraphQueryParams, GraphRAG
 
 SEED = 7
 SYLLABLES = ("ka", "lo", "ver", "mi", "tan", "sor", "el", "dri", "ba", "nu", "qui", "res", "ol", "fen", "ga", "th",
@@ -92,9 +92,40 @@ GEOGRAPHY = {
     "flows_through": (["the countries {X} flows through", "the countries crossed by {X}"],
                       ["the rivers of {X}", "the rivers flowing through {X}"]),
 }
+# Phrasings of each relation that development never saw: written after the walk was built,
+# asked only in the "unseen" split, in sentence shapes of their own (ASK_UNSEEN).
+FILMS_UNSEEN = {
+    "directed_by": (["the one behind the camera on {X}", "who made {X}"], ["the pictures {X} made", "what {X} has directed"]),
+    "starring": (["the performers of {X}", "who played in {X}"], ["the roles of {X}", "the productions featuring {X}"]),
+    "produced_by": (["the producer of {X}", "the company behind {X}"], ["the output of {X}", "the titles {X} put out"]),
+    "based_in": (["the location of {X}", "where {X} has its offices"], ["the film companies of {X}"]),
+    "born_in": (["the hometown of {X}", "the place {X} comes from"], ["the natives of {X}", "who was born in {X}"]),
+    "genre": (["the category of {X}", "the style of {X}"], ["the works of the {X} type"]),
+}
+COMPANIES_UNSEEN = {
+    "ceo": (["the boss of {X}", "the head of {X}"], ["the company led by {X}", "the business {X} heads"]),
+    "founded_by": (["the creator of {X}", "who established {X}"], ["the businesses {X} set up", "what {X} created"]),
+    "headquartered_in": (["the location of the head office of {X}", "where {X} is based"],
+                         ["the businesses with a head office in {X}"]),
+    "subsidiary_of": (["the owner of {X}", "the group {X} belongs to"], ["the units of {X}", "what {X} owns"]),
+    "makes": (["the goods {X} produces", "what {X} manufactures"], ["the manufacturer of {X}", "who produces {X}"]),
+    "studied_at": (["the school {X} went to", "the alma mater of {X}"], ["the graduates of {X}", "the former students of {X}"]),
+    "university_in": (["the town of {X}", "where {X} is located"], ["the colleges of {X}"]),
+}
+GEOGRAPHY_UNSEEN = {
+    "in_region": (["the province of {X}", "the area {X} is in"], ["the settlements of {X}", "the places in {X}"]),
+    "in_country": (["the nation {X} is part of", "the state that {X} is in"], ["the territories of {X}"]),
+    "currency": (["the coin of {X}", "the legal tender of {X}"], ["the nations paying in {X}"]),
+    "official_language": (["the language of {X}", "what is spoken in {X}"], ["the nations that speak {X}"]),
+    "born_in": (["the hometown of {X}", "the place {X} comes from"], ["the natives of {X}"]),
+    "profession": (["the job of {X}", "what {X} does for a living"], ["those employed as {X}"]),
+    "capital": (["the seat of government of {X}", "the main city of {X}"], ["the nation governed from {X}"]),
+    "flows_through": (["the lands {X} crosses", "where {X} runs"], ["the waterways of {X}"]),
+}
 # How a question is asked about a noun phrase (development wordings; the held-out ones differ).
 ASK = ["What is {NP}?", "Name {NP}.", "Tell me {NP}.", "Which are {NP}?"]
 ASK_HELD_OUT = ["I would like to know {NP}.", "Find {NP}.", "Give {NP}, please."]
+ASK_UNSEEN = ["Can you say {NP}?", "Do you know {NP}?", "Please list {NP}.", "{NP}: who or what is it?"]
 
 
 def films_kb(rng: random.Random) -> list[tuple[str, str, str]]:
@@ -177,6 +208,7 @@ def geography_kb(rng: random.Random) -> list[tuple[str, str, str]]:
 
 
 KBS = {"films": (films_kb, FILMS), "companies": (companies_kb, COMPANIES), "geography": (geography_kb, GEOGRAPHY)}
+UNSEEN = {"films": FILMS_UNSEEN, "companies": COMPANIES_UNSEEN, "geography": GEOGRAPHY_UNSEEN}
 
 
 def walks(triples: list[tuple[str, str, str]], hops: int, rng: random.Random, limit: int,
@@ -230,6 +262,10 @@ def phrase(anchor: str, chain: list[tuple[str, bool]], vocabulary: dict, rng: ra
 
 
 def questions(kb: str, triples, vocabulary: dict, per_hops: int) -> list[dict]:
+    """Per hop count, ``per_hops`` walks: three in four asked in development wordings, one in
+    four in held-out sentence shapes; then as many walks again asked in the unseen relation
+    phrasings and sentence shapes (drawn from their own random stream, so the first two splits
+    stay as they were)."""
     rng = random.Random(f"{SEED}-{kb}")
     out = []
     for hops in (2, 3):
@@ -238,27 +274,52 @@ def questions(kb: str, triples, vocabulary: dict, per_hops: int) -> list[dict]:
             out.append({"question": phrase(anchor, chain, vocabulary, rng, ASK_HELD_OUT if held_out else ASK),
                         "answers": gold, "hops": hops, "anchor": anchor, "split": "held_out" if held_out else "dev",
                         "relations": [r if f else f"{r}^-1" for r, f in chain]})
+    unseen = random.Random(f"{SEED}-{kb}-unseen")
+    for hops in (2, 3):
+        for anchor, chain, gold in walks(triples, hops, unseen, per_hops // 2):
+            out.append({"question": phrase(anchor, chain, UNSEEN[kb], unseen, ASK_UNSEEN), "answers": gold,
+                        "hops": hops, "anchor": anchor, "split": "unseen",
+                        "relations": [r if f else f"{r}^-1" for r, f in chain]})
     return out
 
 
-def measure(rag: GraphRAG, items: list[dict]) -> dict:
+def measure(rag: GraphRAG, items: list[dict], params: GraphQueryParams | None = None) -> dict:
     for item in items[:5]:                          # load the embedder, fill the memos
-        rag.query(item["question"])
+        rag.query(item["question"], params)
     hits, times, misses = 0, [], []
+    kinds: Counter = Counter()
     for item in items:
         started = time.perf_counter()
-        result = rag.query(item["question"])
+        result = rag.query(item["question"], params)
         times.append((time.perf_counter() - started) * 1000)
         answer = (result["answer"] or "").strip().lower()
         hit = answer in {a.lower() for a in item["answers"]}
         hits += hit
+        walked = result["paths"][0]["relations"] if result.get("paths") else []
+        if not hit:
+            kinds[miss_kind(walked, item["relations"])] += 1
         if not hit and len(misses) < 8:
             misses.append({"question": item["question"], "gold": item["answers"], "answer": result["answer"],
                            "relations": item["relations"],
                            "walked": result["paths"][0]["relations"] if result.get("paths") else None})
     times.sort()
     return {"n": len(items), "hits@1": round(hits / len(items), 4), "p50_ms": round(statistics.median(times), 1),
-            "p95_ms": round(times[int(0.95 * (len(times) - 1))], 1), "misses": misses}
+            "p95_ms": round(times[int(0.95 * (len(times) - 1))], 1), "miss_kinds": dict(sorted(kinds.items())),
+            "misses": misses}
+
+
+def miss_kind(walked: list[str], gold: list[str]) -> str:
+    """What went wrong, by the relations walked against the gold ones: no path, too few or too
+    many hops, a relation read the wrong way round, another relation, or the right relations
+    with the wrong node picked (several ends)."""
+    if not walked:
+        return "no path"
+    if len(walked) != len(gold):
+        return "too few hops" if len(walked) < len(gold) else "too many hops"
+    strip = lambda rels: [r.removesuffix("^-1") for r in rels]  # noqa: E731
+    if walked == gold:
+        return "right relations"
+    return "wrong direction" if strip(walked) == strip(gold) else "other relation"
 
 
 def main() -> None:
@@ -267,8 +328,11 @@ def main() -> None:
     parser.add_argument("--per-hops", type=int, default=60, help="walks per KB and hop count")
     parser.add_argument("--kbs", nargs="+", default=list(KBS), choices=list(KBS))
     parser.add_argument("--reuse", action="store_true", help="query the graphs an earlier run built (same seed)")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="a query parameter other than its default (GraphQueryParams), e.g. type_weight=0")
     args = parser.parse_args()
     work = ROOT / "outputs" / "dev_kbs"
+    params = GraphQueryParams(**{k: float(v) if "." in v else int(v) for k, v in (p.split("=", 1) for p in args.param)})
     result: dict = {}
     for kb in args.kbs:
         make, vocabulary = KBS[kb]
@@ -287,9 +351,11 @@ def main() -> None:
         for item in items:
             groups[f"{item['hops']}-hop {item['split']}"].append(item)
         result[kb] = {"triples": edges, "nodes": nodes, "relations": len(vocabulary), "build_s": build_s,
-                      **{name: measure(rag, part) for name, part in sorted(groups.items())}}
+                      **{name: measure(rag, part, params) for name, part in sorted(groups.items())}}
         print(kb, {k: (v["n"], v["hits@1"], v["p50_ms"], v["p95_ms"]) for k, v in result[kb].items()
                    if isinstance(v, dict)}, flush=True)
+        print("  misses by kind:", {k: v["miss_kinds"] for k, v in result[kb].items() if isinstance(v, dict)},
+              flush=True)
     path = OUT / "dev_kbs.json"
     previous = json.loads(path.read_text()) if path.is_file() else {}
     runs = previous.get("runs", {})

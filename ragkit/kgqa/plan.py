@@ -36,8 +36,8 @@ from ..errors import InputError
 from ..text import ENGLISH_STOPWORDS, _english_stemmer
 from .resolve import Resolved, words
 from .store import SchemaEdge
-from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, EXCLUDE, NAME_FILLERS, RELATION_WORDS,
-                         TYPE_WORDS, UNION)
+from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, EXCLUDE, NAME_FILLERS, TYPE_WORDS,
+                         UNION, other_relation_words)
 
 MAX_HOPS = 3
 ANAPHORS = {"them", "they", "those", "these", "it", "ones"}
@@ -266,7 +266,6 @@ class RulePlanner:
     def _lexicon(self) -> dict[tuple[str, ...], tuple[frozenset, frozenset]]:
         """Stemmed phrase → (types, relations) it names."""
         type_words = {_phrase(k): v for k, v in TYPE_WORDS.items()}
-        relation_words = {_phrase(k): v for k, v in RELATION_WORDS.items()}
         names: dict[tuple[str, ...], tuple[set, set]] = {}
 
         def add(phrase: tuple[str, ...], kind: int, name: str) -> None:
@@ -282,9 +281,8 @@ class RulePlanner:
             content = [w for w in name_words(s.relation) if w not in NAME_FILLERS]
             parts = {tuple(content[i:j]) for i in range(len(content)) for j in range(i + 1, len(content) + 1)}
             for part in parts:
-                own = tuple(_stem(w) for w in part)
-                add(own, 1, s.relation)
-                for synonym in relation_words.get(own, ()):
+                add(tuple(_stem(w) for w in part), 1, s.relation)
+                for synonym in other_relation_words(part):
                     add(_phrase(synonym), 1, s.relation)
         return {k: (frozenset(a), frozenset(b)) for k, (a, b) in names.items()}
 

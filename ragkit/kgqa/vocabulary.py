@@ -11,6 +11,11 @@ whose names use none of these words is still read by its own names, split into w
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
+from ..text import _english_stemmer, strip_accents
+
 TYPE_WORDS: dict[str, tuple[str, ...]] = {
     "compound": ("drug", "medicine", "medication", "medicament", "pharmaceutical", "inhibitor",
                  "thuoc", "duoc pham"),
@@ -30,7 +35,56 @@ RELATION_WORDS: dict[str, tuple[str, ...]] = {
     "side effect": ("adverse effect", "adverse reaction", "adverse event", "tac dung phu"),
     # "X causes fever", "X presents with a rash": fever, a rash are symptoms of X
     "symptom": ("cause", "present with", "include"),
+    # relations common in general-knowledge graphs
+    "subsidiary": ("owned by", "parent company"),
+    "founded": ("founder", "started"),
+    "ceo": ("chief executive", "chief executive officer", "runs", "leads"),
+    "headquartered": ("headquarters", "based"),
+    "born": ("birthplace", "place of birth"),
+    "profession": ("occupation", "works as"),
+    "occupation": ("profession", "works as"),
+    "nationality": ("citizenship", "citizen"),
+    "spouse": ("wife", "husband", "married"),
+    "children": ("child", "son", "daughter", "kid", "offspring"),
+    "parents": ("parent", "father", "mother"),
+    "capital": ("capital city",),
+    "currency": ("money",),
+    "genre": ("kind", "type"),
+    "directed": ("director", "filmmaker"),
+    "starring": ("actor", "actress", "cast", "acted", "appeared"),
+    "produced": ("production company", "studio"),
+    "studied": ("alumni", "attended", "student"),
+    "makes": ("maker", "products"),
 }
+
+
+
+def _stems(text: str) -> tuple[str, ...]:
+    stemmer = _english_stemmer()
+    return tuple(stemmer.stemWord(w) for w in re.findall(r"[a-z0-9]+", strip_accents(text.lower())))
+
+
+@lru_cache(maxsize=1)
+def _relation_lookup() -> dict[tuple[str, ...], tuple[str, ...]]:
+    return {_stems(key): words for key, words in RELATION_WORDS.items()}
+
+
+def other_relation_words(run: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """The other words people use for a run of a relation name's words ("founded" → founder,
+    started, ...), compared by stem; () when the vocabulary has none."""
+    return _relation_lookup().get(_stems(" ".join(run)), ())
+
+
+def relation_readings(words: list[str]) -> tuple[str, ...]:
+    """Ways to say a relation whose name is ``words``: the name itself, then the other words
+    :data:`RELATION_WORDS` gives for any run of its words that are not fillers."""
+    content = [w for w in words if w not in NAME_FILLERS]
+    out = [" ".join(words)]
+    for i in range(len(content)):
+        for j in range(i + 1, len(content) + 1):
+            out.extend(other_relation_words(content[i:j]))
+    return tuple(dict.fromkeys(out))
+
 
 # Words that carry no type or relation in relation names ("HAS_SYMPTOM", "ASSOCIATED_WITH").
 NAME_FILLERS = {"has", "have", "is", "of", "with", "to", "in", "on", "by", "for", "a", "the"}
@@ -55,4 +109,5 @@ REQUEST = ("tell", "give", "find", "please", "like", "know", "want", "wonder", "
            "identify", "need", "provide", "say", "let", "look", "curious", "hay", "cho", "biet")
 
 __all__ = ["ASK_AFTER", "ASK_BEFORE", "CLAUSE", "COORDINATION", "COUNT", "EXCLUDE", "NAME_FILLERS",
-           "RELATION_WORDS", "REQUEST", "TYPE_WORDS", "UNION"]
+           "RELATION_WORDS", "REQUEST", "TYPE_WORDS", "UNION", "other_relation_words",
+           "relation_readings"]

@@ -40,7 +40,7 @@ from ..retrieval.linking import Linker, Surface
 from ..embeddings import default_embedder
 from ..stores.chroma import ChromaVectors
 from ..config import GraphConfig
-from ..kgqa.vocabulary import REQUEST
+from ..kgqa.vocabulary import REQUEST, relation_readings
 from ..errors import InputError
 from ..inputs import csv_rows
 from ..testing.faults import fault_point
@@ -170,6 +170,8 @@ class AskedWords:
     vietnamese: bool
     cued: frozenset[tuple[str, str]] = frozenset()    # see cued_words
     heads: frozenset[str] = frozenset()               # see head_nouns
+    lead: tuple[str, ...] = ()      # the verb right after a name that is a clause's subject
+    wh_noun: bool = False           # the question opens with "which"/"what" and a noun
 
 
     @classmethod
@@ -191,15 +193,26 @@ class AskedWords:
             if found:
                 heads = head_nouns(text, cued, name)
                 chain, rest = _possessive_chain(text[found.end():])
+                rest, lead = _joined(rest, phrases), ()
+                before_name = re.findall(r"[^\W_]+", text[:found.start()].lower())
+                if not chain and rest and before_name and strip_accents(before_name[-1]) in heads:
+                    # "the company X runs", "the films X acted in": the name is the subject of
+                    # a clause that hangs from the noun before it, so the verb after the name
+                    # is the first hop, not the last
+                    lead, rest = rest[:1], rest[1:]
+                opening = re.findall(r"[^\W_]+", text.lower())[:2]
+                wh_noun = (len(opening) == 2 and opening[0] in ("which", "what")
+                           and strip_accents(opening[1]) not in QUESTION_STOPWORDS)
                 return cls(_joined(chain, phrases), _joined(tuple(question_units(text[:found.start()])), phrases),
-                           _joined(rest, phrases), True, vietnamese, cued, heads)
+                           rest, True, vietnamese, cued, heads, lead, wh_noun)
         return cls((), _joined(tuple(question_units(text)), phrases), (), False, vietnamese, cued, heads)
 
     def parts(self) -> list[tuple[str, ...]]:
-        """The word groups in hop order (``before`` reversed when the name was found)."""
+        """The word groups in hop order (``before`` reversed when the name was found; a verb
+        whose subject is the name first)."""
         if not self.ordered:
             return [self.before]
-        return [self.chain, self.before[::-1], self.rest]
+        return [self.lead, self.chain, self.before[::-1], self.rest]
 
     def readings(self) -> list[list[str]]:
         """The words in the order hops should take them; for Vietnamese, every way of
@@ -215,6 +228,20 @@ class AskedWords:
 
     def outward(self) -> list[str]:
         return [w for part in self.parts() for w in part]
+
+    def asked_kind(self) -> str | None:
+        """The word that says what kind of thing is asked for: the first content word before
+        the name when it heads the phrase asked about: a relative clause hangs from it ("the
+        *city* where X was born"), nothing but the name's own words follow ("the *capital* of
+        X"), or a question word asks for it ("*which country* is X a citizen of").
+        None otherwise: in "what did the mother of X do for a living" the first noun is the
+        subject, not the kind; and when the name comes first or word order is unknown."""
+        if not self.ordered or not self.before:
+            return None
+        first = self.before[0].split()[-1]
+        if first in self.heads or not self.rest or self.wh_noun:
+            return first
+        return None
 
 
 def _joined(units: tuple[str, ...], phrases: frozenset[tuple[str, ...]]) -> tuple[str, ...]:
@@ -285,6 +312,8 @@ PREPOSITIONS = frozenset("of by in at to from with for on into under".split())
 # How much of a word's similarity a hop keeps when the way the question uses that word reads the
 # relation the other way round, and what a backward hop keeps when nothing says its direction.
 AGAINST_READING, UNMARKED_BACKWARD = 0.5, 0.9
+# How close (rescaled cosine) a kind word must be to the asked one to count as the same kind.
+KIND_SIMILARITY = 0.62
 
 
 @dataclass(frozen=True, order=True)
@@ -367,9 +396,9 @@ def hop_weights(hops: list[Hop], units: list[str], cued: frozenset[tuple[str, st
         for j, unit in enumerate(units):
             reads_forward = relation_reading(hop.relation, strip_accents(unit.lower()), cued)
             if reads_forward is None:
-                weights[i, j] = 1.0 if hop.forward else UNMARKED_BACKWARD
+                weights[i, j] *= 1.0 if hop.forward else UNMARKED_BACKWARD
             elif reads_forward != hop.forward:
-                weights[i, j] = AGAINST_READING
+                weights[i, j] *= AGAINST_READING
     return weights
 
 
@@ -401,6 +430,10 @@ class GraphRAG:
         self.linker = Linker([Surface(display(n), n, "node") for n in graph.nodes], fuzzy_cutoff=None)
         self._by_relation: dict[str, dict[tuple[str, str], list[str]]] = {}
         self._restated: frozenset[str] | None = None
+        self._kinds: dict[str, frozenset[str]] = {}
+        self._kind_tokens: frozenset[str] | None = None
+        self._word_vecs: dict[str, np.ndarray] = {}
+        self._readings: dict[str, np.ndarray] = {}
         self.phrases = frozenset(
             words for words in (tuple(w for w in _key(rel).replace("-", " ").split()
                                       if w not in QUESTION_STOPWORDS and w not in PREPOSITIONS)
@@ -647,11 +680,82 @@ class GraphRAG:
             texts = [" ; ".join(display(h.relation) for h in seq) for seq in sequences]
             whole = (self.embedder.encode(texts) @ self.embedder.encode([asked])[0]).tolist()
             aligned = self._alignment(words, sequences) if params.alignment_weight else [0.0] * len(sequences)
-            scores = {seq: w + params.alignment_weight * a - params.hop_penalty * (len(seq) - 1)
-                      for seq, w, a in zip(sequences, whole, aligned)}
+            kind = words.asked_kind()
+            typed = [self._kind_share(kind, anchor, seq) for seq in sequences] if kind and params.type_weight \
+                else [0.0] * len(sequences)
+            scores = {seq: w + params.alignment_weight * a + params.type_weight * t
+                      - params.hop_penalty * (len(seq) - 1) for seq, w, a, t in zip(sequences, whole, aligned, typed)}
             ranked = sorted(sequences, key=lambda seq: (-scores[seq], len(seq), seq))
         with profiler.stage("path_follow"):
             return self._walks(anchor, ranked, scores, params)
+
+    def relation_similarity(self, relations: list[str], word_vecs: np.ndarray) -> np.ndarray:
+        """relations × words: each relation's cosine to each word, the best over the ways to say
+        the relation (its name, then the words the shared relation vocabulary gives for it:
+        ``ragkit.kgqa.vocabulary.relation_readings``)."""
+        todo = sorted({r for r in relations if r not in self._readings})
+        if todo:
+            texts = [[display(r), *relation_readings(_key(r).replace("-", " ").split())[1:]] for r in todo]
+            vecs = self.embedder.encode([t for group in texts for t in group])
+            at = 0
+            for r, group in zip(todo, texts):
+                self._readings[r] = vecs[at:at + len(group)]
+                at += len(group)
+        return np.stack([(self._readings[r] @ word_vecs.T).max(axis=0) for r in relations])
+
+    def kinds(self, node: str) -> frozenset[str]:
+        """Words that say what kind of thing ``node`` is, from the graph alone: the words its
+        name shares with many others (:meth:`kind_tokens`: "Kalo Province", "University of
+        Lund") and those of the relation names that describe
+        one end: the subject of a name that ends in a preposition ("university_in",
+        "subsidiary_of": a university, a subsidiary), the object of any other ("capital",
+        "in_country": a capital, a country)."""
+        found = self._kinds.get(node)
+        if found is None:
+            words = set(_key(display(node)).replace("-", " ").split()) & self.kind_tokens()
+            for rel, direction in self._edges_by_relation(node):
+                parts = _key(rel).replace("-", " ").split()
+                if parts and parts[-1] in PREPOSITIONS:
+                    if direction == "out":
+                        words.update(parts[:-1])
+                elif direction == "in":
+                    words.update(w for w in parts if w not in PREPOSITIONS)
+            found = self._kinds[node] = frozenset(words - QUESTION_STOPWORDS)
+        return found
+
+    def kind_tokens(self) -> frozenset[str]:
+        """Words many node names share ("University of ...", "... Province"): they name kinds;
+        the rest of a name names the thing."""
+        if self._kind_tokens is None:
+            counts = Counter(w for node in self.graph.nodes for w in set(_key(display(node)).replace("-", " ").split()))
+            floor = max(20, 0.002 * self.graph.number_of_nodes())
+            self._kind_tokens = frozenset(w for w, n in counts.items() if n >= floor and w not in QUESTION_STOPWORDS)
+        return self._kind_tokens
+
+    def _kind_share(self, kind: str, anchor: str, seq: tuple[Hop, ...], sample: int = 20) -> float:
+        """How well the nodes ``seq`` reaches from ``anchor`` (at most ``sample`` of them) are of
+        the ``kind`` the question asks for, by :meth:`kinds`: 1 for a node of that kind, 0 for
+        a node of other kinds, 0.5 for a node the graph says nothing of."""
+        ends = sorted(self._follow(anchor, seq, sample * 5))[:sample]
+        if not ends:
+            return 0.0
+        fit = [1.0 if self._same_kind(kind, known) else 0.0 if known else 0.5 for known in map(self.kinds, ends)]
+        return sum(fit) / len(fit)
+
+    def _same_kind(self, kind: str, known: frozenset[str]) -> bool:
+        """True when one of the ``known`` kind words is the asked ``kind`` or a near synonym
+        ("town" for city, "nation" for country; rescaled cosine at least ``KIND_SIMILARITY``)."""
+        if not known:
+            return False
+        if any(_stem_shared(kind, w) for w in known):
+            return True
+        words = sorted(known | {kind})
+        missing = [w for w in words if w not in self._word_vecs]
+        if missing:
+            self._word_vecs.update(zip(missing, self.embedder.encode(missing)))
+        base = self.embedder.unrelated_cosine
+        asked = self._word_vecs[kind]
+        return max((float(self._word_vecs[w] @ asked) - base) / (1.0 - base) for w in known) >= KIND_SIMILARITY
 
     def _walks(self, anchor: str, ranked: list[tuple[Hop, ...]], scores: dict[tuple[Hop, ...], float],
                params: GraphQueryParams) -> list[dict]:
@@ -709,8 +813,8 @@ class GraphRAG:
                     continue
                 sims = np.zeros((len(hops), len(units)))
                 if units:
-                    rel_vecs = self.embedder.encode([display(h.relation) for h in hops])
-                    sims = np.clip((rel_vecs @ unit_vecs.T - base) / (1.0 - base), 0.0, None)
+                    sims = np.clip((self.relation_similarity([h.relation for h in hops], unit_vecs) - base)
+                                   / (1.0 - base), 0.0, None)
                     sims *= hop_weights(hops, units, cued)
                 for step, hop in zip(hops, sims):
                     if isinstance(state, np.ndarray):        # words.ordered: an alignment row
@@ -815,15 +919,14 @@ class GraphRAG:
         # (a finer reading would let an extra hop explain half of a two-syllable word).
         needed = min(sum(1 for w in reading if w.split()[-1] not in words.heads) for reading in readings)
         word_vecs = dict(zip(texts, self.embedder.encode(texts)))
-        relations = sorted({h.relation for seq in sequences for h in seq})
-        rel_vecs = dict(zip(relations, self.embedder.encode([display(r) for r in relations])))
         base = self.embedder.unrelated_cosine
         out = []
         for seq in sequences:
-            rels = np.stack([rel_vecs[h.relation] for h in seq])
+            relations = [h.relation for h in seq]
             best = 0.0
             for reading in readings:
-                sims = np.clip((rels @ np.stack([word_vecs[w] for w in reading]).T - base) / (1.0 - base), 0.0, None)
+                sims = np.clip((self.relation_similarity(relations, np.stack([word_vecs[w] for w in reading])) - base)
+                               / (1.0 - base), 0.0, None)
                 sims *= hop_weights(list(seq), reading, words.cued)
                 if words.ordered:
                     total = monotone_alignment(sims)
