@@ -136,6 +136,8 @@ class GraphConfig:
     hop_penalty: float = 0.0            # subtracted per extra hop when ranking those sequences
     alignment_weight: float = 1.0       # weight of the relation-to-question-word alignment
     type_weight: float = 0.3            # weight of how well a sequence's ends are of the asked kind
+    ambiguity_margin: float = 0.03      # sequences this close to the best one, ending elsewhere,
+                                        # are reported as other answers the graph supports
     branch_limit: int = 50              # neighbours followed per node when enumerating paths
     path_budget: int = 5000             # nodes expanded per anchor pair (paths between anchors)
     frontier_limit: int = 10000         # nodes kept per step when following a relation sequence

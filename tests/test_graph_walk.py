@@ -123,3 +123,122 @@ def test_three_hop_questions_on_pathquestion_kb(tmp_path):
     rag = GraphRAG.load(tmp_path / "g")
     hits = sum(rag.query(q["question"])["answer"] in q["answers"] for q in items)
     assert hits / len(items) >= 0.89
+
+
+# --------------------------------------------------------------------------- relations read backwards
+def test_a_relation_named_with_a_preposition_is_read_by_how_the_question_uses_it():
+    from ragkit.multihop.graph import cued_words, relation_reading
+
+    def reads(relation, word, question, after_name=False):
+        return relation_reading(relation, word, cued_words(question), after_name)
+
+    assert reads("directed_by", "directed", "Name the films directed by Ada Lind.") is False
+    assert reads("directed_by", "director", "Who is the director of Blue Road?") is True
+    assert reads("directed_by", "directed", "Which films has Ada Lind directed?", after_name=True) is False
+    assert reads("directed_by", "directed", "Who directed Blue Road?") is True
+    assert reads("born_in", "born", "Name the people born in Oslo.") is False
+    assert reads("born_in", "born", "Which city was Ada Lind born in?") is True
+    assert reads("subsidiary_of", "subsidiaries", "List the subsidiaries of Kor Group.") is False
+    assert reads("starring", "starred", "Which films starred Ada Lind?") is None        # no preposition
+    assert reads("born_in", "city", "Which city was Ada Lind born in?") is None         # not its word
+
+
+@pytest.mark.parametrize("question, name, heads", [
+    ("Name the city where the director of Blue Road was born.", "Blue Road", {"city"}),
+    ("Name the studios based in the city where Ada Lind was born.", "Ada Lind", {"studios", "city"}),
+    ("Which are the films Ada Lind acted in?", "Ada Lind", {"films"}),
+    ("Find the province the town lies in.", "", {"province"}),
+    ("What made the father of Ada Lind famous?", "Ada Lind", set()),       # a verb before "the"
+])
+def test_nouns_that_head_a_clause_name_the_kind_asked_for(question, name, heads):
+    from ragkit.multihop.graph import cued_words, head_nouns
+
+    assert head_nouns(question, cued_words(question), name) == heads
+
+
+def test_a_verb_after_the_name_of_its_subject_is_the_first_hop():
+    words = AskedWords.read("Name the university the founder of the company Ada Lind runs attended.", ["Ada Lind"])
+    assert words.outward() == ["runs", "company", "founder", "university", "attended"]
+    asked = AskedWords.read("Which films did Ada Lind direct?", ["Ada Lind"])
+    assert asked.outward() == ["direct", "films"] and asked.asked_kind() == "films"
+    # a possessive chain is read as before, and a subject noun is not the kind asked for
+    assert AskedWords.read("What did Ada Lind's son do for a living?", ["Ada Lind"]).outward() == ["son", "living"]
+    assert AskedWords.read("What did the son of Ada Lind do for a living?", ["Ada Lind"]).asked_kind() is None
+
+
+@pytest.fixture(scope="module")
+def films(tmp_path_factory):
+    """A small films KG as a user would write it: films point at their director and cast."""
+    tmp = tmp_path_factory.mktemp("films")
+    rows = [("Inception", "directed_by", "Christopher Nolan"), ("Inception", "starring", "Cillian Murphy"),
+            ("Inception", "starring", "Leonardo DiCaprio"), ("Oppenheimer", "directed_by", "Christopher Nolan"),
+            ("Oppenheimer", "starring", "Cillian Murphy"), ("Dunkirk", "directed_by", "Christopher Nolan"),
+            ("Dunkirk", "starring", "Cillian Murphy"), ("Interstellar", "directed_by", "Christopher Nolan"),
+            ("Interstellar", "starring", "Matthew McConaughey"), ("28 Days Later", "directed_by", "Danny Boyle"),
+            ("28 Days Later", "starring", "Cillian Murphy"), ("Sunshine", "directed_by", "Danny Boyle"),
+            ("Sunshine", "starring", "Cillian Murphy"), ("Christopher Nolan", "born_in", "London"),
+            ("Danny Boyle", "born_in", "Radcliffe"), ("Cillian Murphy", "born_in", "Douglas"),
+            ("The Revenant", "directed_by", "Alejandro Inarritu"), ("The Revenant", "starring", "Leonardo DiCaprio")]
+    GraphRAG.build(write_edges(tmp / "edges.csv", rows), tmp / "g", progress=False)
+    return GraphRAG.load(tmp / "g")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("question, relations, answers", [
+    # the films are reached against the starring edges, then their directors: not one hop further
+    ("Who directed the films that Cillian Murphy acted in?", ["starring^-1", "directed_by"],
+     {"Christopher Nolan", "Danny Boyle"}),
+    ("Name the films directed by Danny Boyle.", ["directed_by^-1"], {"28 Days Later", "Sunshine"}),
+    ("Where was the director of the films Leonardo DiCaprio starred in born?",
+     ["starring^-1", "directed_by", "born_in"], {"London"}),
+    ("Who directed Sunshine?", ["directed_by"], {"Danny Boyle"}),
+])
+def test_the_walk_reads_relations_against_their_edges(films, question, relations, answers):
+    result = films.query(question)
+    best = result["paths"][0]
+    assert best["relations"] == relations and result["answer"] in answers
+    # every step is an edge as the graph holds it, whichever way the walk took it
+    assert all(films.graph.has_edge(s, t, key=r) for s, r, t in best["steps"])
+
+
+def test_a_reverse_the_graph_states_is_not_offered_again(tmp_path):
+    rows = [("Ada", "parents", "Bo"), ("Bo", "children", "Ada"), ("Cy", "parents", "Di"), ("Di", "children", "Cy"),
+            ("Eve", "parents", "Fay"), ("Fay", "children", "Eve"), ("Ada", "spouse", "Gus"), ("Gus", "spouse", "Ada"),
+            ("Cy", "spouse", "Hal"), ("Hal", "spouse", "Cy"), ("Eve", "spouse", "Ida"), ("Ida", "spouse", "Eve"),
+            ("Ada", "born_in", "Oslo"), ("Cy", "born_in", "Oslo"), ("Eve", "born_in", "Rome")]
+    GraphRAG.build(write_edges(tmp_path / "edges.csv", rows), tmp_path / "g", progress=False)
+    rag = GraphRAG.load(tmp_path / "g")
+    assert rag.restated_relations() == {"parents", "children", "spouse"}
+    hops = rag._hops_from(["Oslo"], 10)
+    assert [str(h) for h in hops] == ["born_in^-1"]             # born_in has no stated reverse
+    assert "parents^-1" not in {str(h) for h in rag._hops_from(["Bo"], 10)}
+
+
+def test_kinds_come_from_relation_names_and_shared_name_words(tmp_path):
+    rows = [(f"University of Town{i}", "university_in", f"Town{i}") for i in range(25)]
+    rows += [(f"Person{i}", "studied_at", f"University of Town{i}") for i in range(25)]
+    rows += [("Kor Land", "capital", "Town0")]
+    GraphRAG.build(write_edges(tmp_path / "edges.csv", rows), tmp_path / "g", progress=False)
+    rag = GraphRAG.load(tmp_path / "g")
+    assert "university" in rag.kind_tokens() and "town0" not in rag.kind_tokens()
+    assert {"university"} <= rag.kinds("University of Town3")       # its name, and university_in's subject
+    assert "capital" in rag.kinds("Town0") and "university" not in rag.kinds("Town0")
+
+
+@pytest.mark.slow
+def test_near_equal_paths_to_other_answers_are_said(tmp_path):
+    from ragkit.pipelines.graph_rag import AMBIGUOUS, ask_graph
+
+    rows = [("Ada Lind", "works_at", "Kor Labs"), ("Ada Lind", "works_for", "Vel Institute"),
+            ("Kor Labs", "located_in", "Oslo"), ("Vel Institute", "located_in", "Bergen")]
+    GraphRAG.build(write_edges(tmp_path / "edges.csv", rows), tmp_path / "g", progress=False)
+    rag = GraphRAG.load(tmp_path / "g")
+    question = "In which city does Ada Lind work?"
+    result = rag.query(question)
+    found = {result["answer"]} | {a["answer"] for a in result["alternatives"]}
+    assert found == {"Oslo", "Bergen"}
+    answer = ask_graph(question, rag, use_llm=False)
+    assert AMBIGUOUS["en"] in answer.answer and "Oslo" in answer.answer and "Bergen" in answer.answer
+    assert {c.doc_id for c in answer.citations} >= {p["path"] for p in result["alternatives"]}
+    # a clear winner has no alternatives
+    assert rag.query("Where is Kor Labs located?")["alternatives"] == []

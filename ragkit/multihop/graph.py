@@ -193,16 +193,18 @@ class AskedWords:
             if found:
                 heads = head_nouns(text, cued, name)
                 chain, rest = _possessive_chain(text[found.end():])
-                rest, lead = _joined(rest, phrases), ()
+                rest = _joined(rest, phrases)
+                lead: tuple[str, ...] = ()
                 before_name = re.findall(r"[^\W_]+", text[:found.start()].lower())
-                if not chain and rest and before_name and strip_accents(before_name[-1]) in heads:
-                    # "the company X runs", "the films X acted in": the name is the subject of
-                    # a clause that hangs from the noun before it, so the verb after the name
-                    # is the first hop, not the last
-                    lead, rest = rest[:1], rest[1:]
                 opening = re.findall(r"[^\W_]+", text.lower())[:2]
                 wh_noun = (len(opening) == 2 and opening[0] in ("which", "what")
                            and strip_accents(opening[1]) not in QUESTION_STOPWORDS)
+                if not chain and rest and before_name and (strip_accents(before_name[-1]) in heads
+                                                           or before_name[-1] in AUXILIARIES):
+                    # "the company X runs", "the films X acted in", "which films did X direct":
+                    # the name is the subject of a clause, so the verb after it is the first
+                    # hop, not the last
+                    lead, rest = rest[:1], rest[1:]
                 return cls(_joined(chain, phrases), _joined(tuple(question_units(text[:found.start()])), phrases),
                            rest, True, vietnamese, cued, heads, lead, wh_noun)
         return cls((), _joined(tuple(question_units(text)), phrases), (), False, vietnamese, cued, heads)
@@ -228,6 +230,12 @@ class AskedWords:
 
     def outward(self) -> list[str]:
         return [w for part in self.parts() for w in part]
+
+    @property
+    def after_name(self) -> frozenset[str]:
+        """Words of the clause after the name (not its possessive chain): verbs whose subject
+        the name is ("the films X directed", "did X direct")."""
+        return frozenset(self.lead) | frozenset(self.rest)
 
     def asked_kind(self) -> str | None:
         """The word that says what kind of thing is asked for: the first content word before
@@ -335,22 +343,27 @@ def _stem_shared(a: str, b: str) -> bool:
     return n >= 3 and a[:n] == b[:n]
 
 
-def relation_reading(relation: str, unit: str, cued: frozenset[tuple[str, str]]) -> bool | None:
+def relation_reading(relation: str, unit: str, cued: frozenset[tuple[str, str]],
+                     after_name: bool = False) -> bool | None:
     """Which way the question reads ``relation`` where it uses the word ``unit``: a relation
     named for what its subject is or does, ending in a preposition ("directed_by", "born_in",
     "subsidiary_of"), is read backwards when the question writes its word followed by that
     preposition and a phrase ("the films directed by X": X is the object, the films the
     subjects) and forwards when it writes the word without it ("the director of X", "the city X
-    was born in"). None: nothing to say (the relation ends in no preposition, or the word is
-    not the relation's). ``cued`` holds the question's (word, preposition) pairs that a phrase
-    follows."""
+    was born in"). A passive name ("directed_by") used as an active verb after the name ("the
+    films X directed", "which films did X direct": ``after_name``) has the name as its agent,
+    the object: backwards. None: nothing to say (the relation ends in no preposition, or the
+    word is not the relation's). ``cued`` holds the question's (word, preposition) pairs that
+    a phrase follows."""
     words = _key(relation).replace("-", " ").split()
     if len(words) < 2 or words[-1] not in PREPOSITIONS:
         return None
     last = unit.split()[-1]
     if not any(_stem_shared(last, w) for w in words[:-1]):
         return None
-    return (last, words[-1]) not in cued
+    if (last, words[-1]) in cued:
+        return False
+    return not (words[-1] == "by" and after_name)
 
 
 def cued_words(question: str) -> frozenset[tuple[str, str]]:
@@ -364,6 +377,8 @@ def cued_words(question: str) -> frozenset[tuple[str, str]]:
 # Words that open a relative clause, and those that open a noun phrase: a noun right before
 # either names the kind of thing asked for ("the city where ...", "the province the town lies in").
 RELATIVES = frozenset("where who whom whose that which when".split())
+# Verbs that come before the subject in a question ("which films did X direct").
+AUXILIARIES = frozenset("did does do has have had was is were are will would can could".split())
 DETERMINERS = frozenset("the a an this that these those his her its their our my your".split())
 
 
@@ -388,13 +403,14 @@ def head_nouns(question: str, cued: frozenset[tuple[str, str]], name: str = "") 
     return frozenset(heads)
 
 
-def hop_weights(hops: list[Hop], units: list[str], cued: frozenset[tuple[str, str]]) -> np.ndarray:
+def hop_weights(hops: list[Hop], units: list[str], cued: frozenset[tuple[str, str]],
+                after_name: frozenset[str] = frozenset()) -> np.ndarray:
     """hops × units: the share of each word's similarity a hop keeps, by direction (see
-    :func:`relation_reading`)."""
+    :func:`relation_reading`; ``after_name``: the words a clause puts after the name)."""
     weights = np.ones((len(hops), len(units)))
     for i, hop in enumerate(hops):
         for j, unit in enumerate(units):
-            reads_forward = relation_reading(hop.relation, strip_accents(unit.lower()), cued)
+            reads_forward = relation_reading(hop.relation, strip_accents(unit.lower()), cued, unit in after_name)
             if reads_forward is None:
                 weights[i, j] *= 1.0 if hop.forward else UNMARKED_BACKWARD
             elif reads_forward != hop.forward:
@@ -687,7 +703,31 @@ class GraphRAG:
                       - params.hop_penalty * (len(seq) - 1) for seq, w, a, t in zip(sequences, whole, aligned, typed)}
             ranked = sorted(sequences, key=lambda seq: (-scores[seq], len(seq), seq))
         with profiler.stage("path_follow"):
-            return self._walks(anchor, ranked, scores, params)
+            walks = self._walks(anchor, ranked, scores, params)
+            if walks:
+                walks[0]["alternatives"] = self._near_equal(anchor, ranked, scores, walks[0], params)
+            return walks
+
+    def _near_equal(self, anchor: str, ranked: list[tuple[Hop, ...]], scores: dict[tuple[Hop, ...], float],
+                    best: dict, params: GraphQueryParams) -> list[dict]:
+        """Walks of other relation sequences that score within ``ambiguity_margin`` of the best
+        one and end at a node it does not reach: answers the graph supports about as well."""
+        reached = set(best.get("votes") or {best["end"]})
+        out: list[dict] = []
+        for seq in ranked[1:]:
+            if scores[ranked[0]] - scores[seq] > params.ambiguity_margin:
+                break
+            ends = self._follow(anchor, seq, params.frontier_limit)
+            if not ends or set(ends) & reached:
+                continue
+            end = sorted(ends.items(), key=lambda x: (-x[1], x[0]))[0][0]
+            nodes = self._one_walk(anchor, seq, end, params.branch_limit)
+            if nodes is not None:
+                described = self._describe(nodes, list(seq))
+                described["score"] = round(scores[seq], 4)
+                out.append(described)
+                reached.update(ends)
+        return out
 
     def relation_similarity(self, relations: list[str], word_vecs: np.ndarray) -> np.ndarray:
         """relations × words: each relation's cosine to each word, the best over the ways to say
@@ -815,7 +855,7 @@ class GraphRAG:
                 if units:
                     sims = np.clip((self.relation_similarity([h.relation for h in hops], unit_vecs) - base)
                                    / (1.0 - base), 0.0, None)
-                    sims *= hop_weights(hops, units, cued)
+                    sims *= hop_weights(hops, units, cued, words.after_name)
                 for step, hop in zip(hops, sims):
                     if isinstance(state, np.ndarray):        # words.ordered: an alignment row
                         row = _extend(state, hop)
@@ -927,7 +967,7 @@ class GraphRAG:
             for reading in readings:
                 sims = np.clip((self.relation_similarity(relations, np.stack([word_vecs[w] for w in reading])) - base)
                                / (1.0 - base), 0.0, None)
-                sims *= hop_weights(list(seq), reading, words.cued)
+                sims *= hop_weights(list(seq), reading, words.cued, words.after_name)
                 if words.ordered:
                     total = monotone_alignment(sims)
                 else:
@@ -953,7 +993,8 @@ class GraphRAG:
         with profiler.stage("anchors"):
             anchors = self.anchors(entities, params) if entities else []
         if not anchors:
-            return {"entities": entities, "anchors": [], "neighbours": [], "paths": [], "answer": None}
+            return {"entities": entities, "anchors": [], "neighbours": [], "paths": [], "answer": None,
+                    "alternatives": []}
         with profiler.stage("neighbours"):
             qvec = self.embedder.encode([display(question)])[0]
             names = [a["node"] for a in anchors]
@@ -975,8 +1016,11 @@ class GraphRAG:
                 answer = ", ".join(paths[0]["nodes"][1:-1])
             else:
                 answer = paths[0]["end"]
+        # other answers that near-equal relation paths lead to: said, not silently dropped
+        others = [{"answer": p["end"], "path": p["text"], "relations": p["relations"], "score": p["score"]}
+                  for p in (paths[0].get("alternatives") or [])] if paths else []
         return {"entities": entities, "anchors": anchors, "neighbours": neighbours, "paths": paths,
-                "answer": answer}
+                "answer": answer, "alternatives": others}
 
 
 __all__ = ["AskedWords", "GraphQueryParams", "GraphRAG", "Hop", "NOT_ENOUGH", "merge_entities", "monotone_alignment",

@@ -56,6 +56,9 @@ GRAPH_TASK = {"vi": "Bạn trả lời câu hỏi từ các đường đi và c�
               "en": "You answer questions from the paths and edges of a knowledge graph; each evidence "
                     "item is a path 'A -[relation]-> B'. Your first sentence states the answer."}
 REFUSAL_EN = "The graph does not hold enough information to answer."
+# Said before the other answers that near-equal relation paths lead to.
+AMBIGUOUS = {"vi": "Đồ thị cũng dẫn tới câu trả lời khác qua đường đi gần tương đương:",
+             "en": "The graph leads about as well to other answers:"}
 
 
 def refusals() -> dict[str, str]:
@@ -75,6 +78,7 @@ class GraphTrace(Trace):
     neighbours: list = field(default_factory=list)
     paths: list = field(default_factory=list)
     answer: str | None = None           # the graph's answer node(s), before any wording
+    alternatives: list = field(default_factory=list)   # other answers near-equal paths lead to
     llm_entities: dict | None = None    # the model's entity list (raw and parsed), when asked
 
 
@@ -138,7 +142,10 @@ class GraphPipeline(Pipeline):
                 except GenerationError as exc:
                     llm_info = {"raw": None, "proposed": None, "error": str(exc), "constrained": True}
         result = rag.query(question, params, more_entities=proposed, profiler=profiler)
-        paths, neighbours = result["paths"], result["neighbours"]
+        alternatives = result.get("alternatives") or []
+        # the near-equal paths to other answers are evidence too, cited after the paths
+        paths = result["paths"] + [p for p in (result["paths"][0].get("alternatives") or [] if result["paths"] else [])]
+        neighbours = result["neighbours"]
         # A citation is a path or an edge of the graph; its source is what edges.csv says of it
         # (extra columns such as a source note), else the graph folder.
         where = str(rag.directory)
@@ -148,7 +155,8 @@ class GraphPipeline(Pipeline):
                                source="; ".join(n["evidence"]) or where, score=n["score"], stage="neighbour")
                       for i, n in enumerate(neighbours)]
         trace = GraphTrace(entities=result["entities"], anchors=result["anchors"], neighbours=neighbours,
-                           paths=paths, answer=result["answer"], llm_entities=llm_info)
+                           paths=result["paths"], answer=result["answer"], alternatives=alternatives,
+                           llm_entities=llm_info)
         evidence = [p["text"] for p in paths] + [n["text"] for n in neighbours]   # in citation order
         language = answer_language(question, "vi")
         if result["answer"] is None:
@@ -156,8 +164,14 @@ class GraphPipeline(Pipeline):
                 f"{NOT_ENOUGH} (Không tìm thấy thực thể nào của câu hỏi trong đồ thị.)"
             prompt = None
         else:
-            # The answer, then the path that leads to it, each a claim of its own.
+            # The answer, then the path that leads to it, each a claim of its own; other
+            # answers that paths about as good lead to are named, each with its path.
             text = f"{display(result['answer'])} [1]\n{paths[0]['text']} [1]"
+            if alternatives:
+                first = len(result["paths"]) + 1
+                text += "\n" + AMBIGUOUS[language] + "\n" + "\n".join(
+                    f"{display(a['answer'])} [{first + i}]: {a['path']} [{first + i}]"
+                    for i, a in enumerate(alternatives))
 
             def prompt(_model):
                 return answer_messages(GRAPH_TASK[language], question, numbered_evidence(evidence),
