@@ -199,11 +199,10 @@ class AskedWords:
                 opening = re.findall(r"[^\W_]+", text.lower())[:2]
                 wh_noun = (len(opening) == 2 and opening[0] in ("which", "what")
                            and strip_accents(opening[1]) not in QUESTION_STOPWORDS)
-                if not chain and rest and before_name and (strip_accents(before_name[-1]) in heads
-                                                           or before_name[-1] in AUXILIARIES):
-                    # "the company X runs", "the films X acted in", "which films did X direct":
-                    # the name is the subject of a clause, so the verb after it is the first
-                    # hop, not the last
+                if not chain and rest and before_name and strip_accents(before_name[-1]) in heads:
+                    # "the company X runs", "the films X acted in": the name is the subject of
+                    # a clause that hangs from the noun before it, so the verb after the name
+                    # is the first hop, not the last
                     lead, rest = rest[:1], rest[1:]
                 return cls(_joined(chain, phrases), _joined(tuple(question_units(text[:found.start()])), phrases),
                            rest, True, vietnamese, cued, heads, lead, wh_noun)
@@ -377,8 +376,6 @@ def cued_words(question: str) -> frozenset[tuple[str, str]]:
 # Words that open a relative clause, and those that open a noun phrase: a noun right before
 # either names the kind of thing asked for ("the city where ...", "the province the town lies in").
 RELATIVES = frozenset("where who whom whose that which when".split())
-# Verbs that come before the subject in a question ("which films did X direct").
-AUXILIARIES = frozenset("did does do has have had was is were are will would can could".split())
 DETERMINERS = frozenset("the a an this that these those his her its their our my your".split())
 
 
