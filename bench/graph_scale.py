@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from _common import ROOT, write
-from ragkit.multihop.graph import GraphRAG, display
+from ragkit.multihop.graph import GraphRAG, Hop, display
 
 EDGES = 1_000_000
 PEOPLE = 100_000
@@ -92,7 +92,7 @@ def questions(rag: GraphRAG, people: list[str], hubs: list[str], n: int = 300, s
                 continue
             r2 = rng.choice(second)
             q, seq = f"What is the {display(r2)} of {display(anchor)}'s {display(r1)}?", (r1, r2)
-        gold = set(rag._follow(anchor, seq, 10**9))
+        gold = set(rag._follow(anchor, tuple(Hop(r) for r in seq), 10**9))
         out.append({"question": q, "answers": sorted(gold), "hub": anchor in hubs, "hops": len(seq)})
     return out
 

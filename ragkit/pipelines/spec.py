@@ -14,7 +14,7 @@ Other questions use BM25 over every chunk of the store.
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -32,6 +32,7 @@ from ..runtime.profiler import Profiler
 from ..retrieval.linking import GENERATION_NAMES
 from ..specs.dictionary import TermDictionary, store_signature, term_dictionary
 from ..specs.model import Chunk, Term, spec_version
+from ..specs.constraints import allowed_documents, read_constraint, unmet
 from ..specs.terms import acronyms_in, is_five_g_spec
 from ..text import Tokenizer, first_sentences
 from ..text.cues import FUNCTION_CUES
@@ -81,6 +82,8 @@ class QuestionAnalysis:
     kinds: list[str] = field(default_factory=list)    # per entity: abbreviation, term or unlinked
     links: list[dict] = field(default_factory=list)   # every span linked to the dictionary, and why
     cue: str = ""              # the words that gave the intent
+    constraint: dict = field(default_factory=dict)    # the release, spec or "latest" the question names
+    unmet: str = ""            # why no stored document meets that constraint ("" when one does)
 
 
 @dataclass
@@ -351,7 +354,18 @@ def retrieve_spec_evidence(store: GraphStore, question: str, config: SpecConfig 
     with profiler.stage("analysis"):
         signature = signature or store_signature(store)
         dictionary = term_dictionary(store, signature)
+        # "in Rel-17", "TS 23.501 says", "the latest version": which documents may answer,
+        # read off the question before its terms are
+        constraint, question = read_constraint(question)
         analysis = analyze_question(question, dictionary)
+        allowed: set[str] | None = None
+        if constraint:
+            documents = store.documents()
+            allowed = allowed_documents(constraint, documents)
+            analysis = replace(analysis, constraint=constraint.to_dict(),
+                               unmet="" if allowed else unmet(constraint, documents))
+            if not allowed:
+                return analysis, {}, []
     resolved: dict[str, list[Term]] = {}
     evidence: list[Evidence] = []
     with profiler.stage("retrieval"):
@@ -379,10 +393,37 @@ def retrieve_spec_evidence(store: GraphStore, question: str, config: SpecConfig 
             evidence = description_evidence(dictionary, analysis.phrase, config.description_terms)
             for e in evidence:
                 resolved[e.entity] = [e.entry]
+        if allowed is not None:
+            evidence = [_within_only(e, allowed) for e in evidence if _within(e, allowed)]
         if not evidence or analysis.qtype in ("other", "reverse"):
-            evidence += bm25_evidence(store, question if analysis.qtype == "other" else analysis.phrase or question,
-                                      config.bm25_chunks, signature)
+            query = question if analysis.qtype == "other" else analysis.phrase or question
+            if allowed is None:
+                evidence += bm25_evidence(store, query, config.bm25_chunks, signature)
+            else:       # ranked over every chunk, then kept to the allowed documents
+                found = [e for e in bm25_evidence(store, query, config.bm25_chunks * 20, signature)
+                         if _within(e, allowed)]
+                evidence += found[: config.bm25_chunks]
     return analysis, resolved, evidence
+
+
+def _within_only(evidence: Evidence, allowed: set[str]) -> Evidence:
+    """A dictionary entry cited by the allowed specs only (its primary spec one of them)."""
+    term = evidence.term
+    if evidence.chunk is not None or term is None:
+        return evidence
+    specs = [spec for spec in term.source_specs if spec in allowed]
+    primary = term.primary_spec if term.primary_spec in specs else specs[0]
+    kept = replace(term, source_specs=specs, primary_spec=primary,
+                   sections=[x for x in term.sections if x.partition(":")[0] in allowed])
+    return replace(term_evidence(evidence.entity, [kept])[0], score=evidence.score)
+
+
+def _within(evidence: Evidence, allowed: set[str]) -> bool:
+    """True when an evidence item comes from one of the ``allowed`` documents (a dictionary
+    entry: when one of the specs that give it is)."""
+    if evidence.chunk is not None:
+        return evidence.chunk.spec_id in allowed
+    return evidence.term is not None and any(spec in allowed for spec in evidence.term.source_specs)
 
 
 def balance(per_entity: dict[str, list[Evidence]]) -> list[Evidence]:
@@ -560,9 +601,9 @@ class SpecPipeline(Pipeline):
             # "TS 23.501 clause 6.2.19 (SCP): ..." without inventing the clause number.
             return grounding_check([_located(e) for e in evidence[: kept["n"]]], question)(text)
 
-        draft = Draft(evidence_answer=extractive_spec_answer(analysis, resolved, evidence), check=check,
-                      prompt=prompt if evidence else None, language=language,
-                      refusals=(NOT_ENOUGH_EN, MODEL_REFUSAL_EN, MODEL_REFUSAL_VI),
+        draft = Draft(evidence_answer=analysis.unmet or extractive_spec_answer(analysis, resolved, evidence),
+                      check=check, prompt=prompt if evidence else None, language=language,
+                      refusals=(NOT_ENOUGH_EN, MODEL_REFUSAL_EN, MODEL_REFUSAL_VI, *filter(None, [analysis.unmet])),
                       fallback_note="(The model's answer was not supported by the evidence, "
                                     "so the evidence is quoted instead.)",
                       evidence=[_located(e) for e in evidence])
