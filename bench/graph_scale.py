@@ -24,6 +24,7 @@ import numpy as np
 
 from _common import ROOT, write
 from ragkit.multihop.graph import GraphRAG, Hop, display
+from ragkit.runtime.profiler import Profiler
 
 EDGES = 1_000_000
 PEOPLE = 100_000
@@ -101,10 +102,11 @@ def latency(rag: GraphRAG, items: list[dict]) -> dict:
     rag.query(items[0]["question"])     # warm the model
     totals, stages, hits = [], {}, 0
     for item in items:
+        profiler = Profiler()
         t = time.perf_counter()
-        result = rag.query(item["question"])
+        result = rag.query(item["question"], profiler=profiler)
         totals.append((time.perf_counter() - t) * 1000)
-        for k, v in result["timings_ms"].items():
+        for k, v in profiler.as_dict().items():
             stages.setdefault(k, []).append(v)
         hits += result["answer"] in item["answers"]
 

@@ -773,11 +773,27 @@ class GraphRAG:
         """How well the nodes ``seq`` reaches from ``anchor`` (at most ``sample`` of them) are of
         the ``kind`` the question asks for, by :meth:`kinds`: 1 for a node of that kind, 0 for
         a node of other kinds, 0.5 for a node the graph says nothing of."""
-        ends = sorted(self._follow(anchor, seq, sample * 5))[:sample]
+        ends = sorted(self._reach(anchor, seq, sample * 5))[:sample]
         if not ends:
             return 0.0
         fit = [1.0 if self._same_kind(kind, known) else 0.0 if known else 0.5 for known in map(self.kinds, ends)]
         return sum(fit) / len(fit)
+
+    def _reach(self, start: str, seq: tuple[Hop, ...], limit: int) -> list[str]:
+        """Some of the nodes ``seq`` reaches from ``start``: at most ``limit`` a step, taken
+        from the front of each node's edges, so a hub's tens of thousands are not read."""
+        nodes = [start]
+        for hop in seq:
+            following: dict[str, None] = {}
+            for node in nodes:
+                for t in self._step(node, hop)[:limit]:
+                    following[t] = None
+                    if len(following) >= limit:
+                        break
+                if len(following) >= limit:
+                    break
+            nodes = list(following)
+        return nodes
 
     def _same_kind(self, kind: str, known: frozenset[str]) -> bool:
         """True when one of the ``known`` kind words is the asked ``kind`` or a near synonym
