@@ -215,3 +215,26 @@ def test_cli_json_keeps_the_contract_keys_for_planned_and_unmapped_questions(tmp
     data = json.loads(out.stdout)
     assert out.returncode == 0 and set(data) == CONTRACT_KEYS and data["answer"].startswith(NOT_MAPPED)
     assert data["trace"]["linked"]["entities"][0]["name"] == "Gout" and data["trace"]["plan"] is None
+
+
+def test_a_negation_applies_to_the_subject_of_its_own_verb(tmp_path):
+    """"Which Nolan movies did Murphy not act in?": Murphy's movies are taken away from
+    Nolan's, not both lists from every movie."""
+    nodes = tmp_path / "n.csv"
+    nodes.write_text("id,name,type\np1,Christopher Nolan,Person\np2,Cillian Murphy,Person\np3,Michael Caine,Person\n"
+                     "m1,Inception,Movie\nm2,Oppenheimer,Movie\nm3,Interstellar,Movie\nm4,Sunshine,Movie\n")
+    edges = tmp_path / "e.csv"
+    edges.write_text("source,relation,target\np1,DIRECTED,m1\np1,DIRECTED,m2\np1,DIRECTED,m3\n"
+                     "p2,ACTED_IN,m1\np2,ACTED_IN,m2\np2,ACTED_IN,m4\np3,ACTED_IN,m1\np3,ACTED_IN,m3\n")
+    store = NxTypedStore(tmp_path / "movies.json.gz")
+    import_kg(nodes, edges, store)
+    qa = KGQA(store)
+    _, trace = ask(qa, "Which Christopher Nolan movies did Cillian Murphy not act in?")
+    excluded = {e["name"]: e["excluded"] for e in trace["linked"]["entities"]}
+    assert excluded == {"Christopher Nolan": False, "Cillian Murphy": True}
+    difference = trace["plan"]["steps"][-1]
+    assert difference["op"] == "difference" and "christopher_nolan" in difference["inputs"][0]
+    # coordinated subjects are negated together
+    _, trace = ask(qa, "Which movies did Cillian Murphy and Michael Caine not act in?")
+    assert all(e["excluded"] for e in trace["linked"]["entities"])
+    assert final_names(trace) == []

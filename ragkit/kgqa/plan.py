@@ -319,8 +319,8 @@ class RulePlanner:
                  mentions: list[QuestionMention]) -> set[int]:
         """The entities an exclusion cue ("not", "except", "other than") applies to: those
         after it in its clause, up to the next relation word after one of them ("diseases not
-        treated by A are treated by B": A), else those before it in its clause ("that B does
-        not")."""
+        treated by A are treated by B": A), else the nearest before it in its clause and those
+        coordinated with it ("that B does not", "that A and B do not")."""
         bounds = {s for s, _ in _cues(tokens, CLAUSE)}
         bounds |= {len(words(question[:m.start()])) for m in re.finditer(r"[,;:]", question)}
         out: set[int] = set()
@@ -335,7 +335,17 @@ class RulePlanner:
                     break
                 chosen.append(k)
             if not chosen:
-                chosen = [k for k, e in enumerate(entities) if low <= e.start < start]
+                # the subject of the negated verb: the nearest entity before the cue in its
+                # clause, with those coordinated with it ("that A and B do not treat"), not
+                # every entity before it ("which Nolan films did Murphy not act in": Murphy)
+                before = [k for k, e in enumerate(entities) if low <= e.start < start]
+                if before:
+                    chosen = [before[-1]]
+                    for k in reversed(before[:-1]):
+                        gap = tokens[entities[k].start + len(entities[k].mention.split()):entities[chosen[-1]].start]
+                        if not all(t in COORDINATION for t in gap):
+                            break
+                        chosen.append(k)
             out |= set(chosen)
         return out
 
