@@ -238,3 +238,17 @@ def test_a_negation_applies_to_the_subject_of_its_own_verb(tmp_path):
     _, trace = ask(qa, "Which movies did Cillian Murphy and Michael Caine not act in?")
     assert all(e["excluded"] for e in trace["linked"]["entities"])
     assert final_names(trace) == []
+
+
+def test_who_asks_for_the_schema_s_type_of_person_and_the_chain_stops_there(tmp_path):
+    nodes = tmp_path / "n.csv"
+    nodes.write_text("id,name,type\np1,Christopher Nolan,Person\np2,Cillian Murphy,Person\np3,Danny Boyle,Person\n"
+                     "m1,Inception,Movie\nm2,Sunshine,Movie\n")
+    edges = tmp_path / "e.csv"
+    edges.write_text("source,relation,target\np1,DIRECTED,m1\np3,DIRECTED,m2\np2,ACTED_IN,m1\np2,ACTED_IN,m2\n")
+    store = NxTypedStore(tmp_path / "movies.json.gz")
+    import_kg(nodes, edges, store)
+    _, trace = ask(KGQA(store), "Who directed the movies that Cillian Murphy acted in?")
+    assert trace["linked"]["asked_type"] == "Person"
+    assert steps(trace) == [("expand", "ACTED_IN", "out", "Movie"), ("expand", "DIRECTED", "in", "Person")]
+    assert final_names(trace) == ["Christopher Nolan", "Danny Boyle"]

@@ -36,8 +36,8 @@ from ..errors import InputError
 from ..text import ENGLISH_STOPWORDS, _english_stemmer
 from .resolve import Resolved, words
 from .store import SchemaEdge
-from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, EXCLUDE, NAME_FILLERS, TYPE_WORDS,
-                         UNION, other_relation_words)
+from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, EXCLUDE, NAME_FILLERS,
+                         PERSON_TYPE_WORDS, TYPE_WORDS, UNION, other_relation_words)
 
 MAX_HOPS = 3
 ANAPHORS = {"them", "they", "those", "these", "it", "ones"}
@@ -371,6 +371,9 @@ class RulePlanner:
         for start, _ in _cues(tokens, ASK_AFTER):
             if start in ends and self._type_of(ends[start]):
                 return self._type_of(ends[start]), None
+        people = [t for t in self.types if any(w in PERSON_TYPE_WORDS for w in name_words(t))]
+        if tokens and tokens[0] in ("who", "whom") and len(people) == 1:
+            return people[0], None      # "who directed ...": the schema's one type of person
         entity_edges = {e.start for e in entities} | {e.start + len(e.mention.split()) for e in entities}
         for m in mentions:
             if m.types and m.end not in entity_edges and m.start not in entity_edges:

@@ -24,7 +24,11 @@ TYPE_WORDS: dict[str, tuple[str, ...]] = {
     "gene": ("gen",),
     "anatomy": ("organ", "body part", "part of the body", "parts of the body", "tissue",
                 "co quan", "bo phan"),
+    "person": ("people", "someone", "somebody", "nguoi"),
 }
+# Words in a type's name that make it the type "who" asks for ("Person", "Actor", "Patient").
+PERSON_TYPE_WORDS = ("person", "people", "human", "actor", "director", "author", "patient",
+                     "employee", "member", "user", "character", "scientist", "nguoi")
 RELATION_WORDS: dict[str, tuple[str, ...]] = {
     "treat": ("cure", "heal", "used for", "used to treat", "used against", "prescribed for",
               "given for", "indicated for", "dieu tri", "chua"),
@@ -108,6 +112,6 @@ ASK_AFTER = ("nao", "gi")
 REQUEST = ("tell", "give", "find", "please", "like", "know", "want", "wonder", "list", "show",
            "identify", "need", "provide", "say", "let", "look", "curious", "hay", "cho", "biet")
 
-__all__ = ["ASK_AFTER", "ASK_BEFORE", "CLAUSE", "COORDINATION", "COUNT", "EXCLUDE", "NAME_FILLERS",
+__all__ = ["ASK_AFTER", "ASK_BEFORE", "PERSON_TYPE_WORDS", "CLAUSE", "COORDINATION", "COUNT", "EXCLUDE", "NAME_FILLERS",
            "RELATION_WORDS", "REQUEST", "TYPE_WORDS", "UNION", "other_relation_words",
            "relation_readings"]
