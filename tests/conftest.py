@@ -288,6 +288,20 @@ def kg(request):
     return request.getfixturevalue("nx_kg" if request.param == "networkx" else "neo4j_kg")
 
 
+def typed_kg(folder, nodes: str, edges: str):
+    """A typed KG (``KGQA`` over an embedded store) from nodes.csv and edges.csv text, written
+    into ``folder``: for tests that need a schema of their own."""
+    from ragkit.kgqa.flow import KGQA
+    from ragkit.kgqa.importer import import_kg
+    from ragkit.kgqa.store import NxTypedStore
+
+    (folder / "n.csv").write_text(nodes)
+    (folder / "e.csv").write_text(edges)
+    store = NxTypedStore(folder / "kg.json.gz")
+    import_kg(folder / "n.csv", folder / "e.csv", store)
+    return KGQA(store)
+
+
 def write_edges(path, rows):
     """An edges.csv (source, relation, target) with ``rows``, for graph tests."""
     import csv

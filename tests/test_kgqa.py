@@ -10,14 +10,13 @@ import pytest
 from ragkit.errors import GenerationError, InputError
 from ragkit.kgqa.answer import EMPTY_FINAL, NOT_MAPPED, check_entities
 from ragkit.kgqa.execute import FINAL_LIMIT
-from ragkit.kgqa.flow import KGQA
 from ragkit.kgqa.importer import import_kg
 from ragkit.kgqa.plan import PlanError
 from ragkit.kgqa.store import NxTypedStore
 from ragkit.llm.base import Generation
 from ragkit.pipelines.kg import ask_kg
 
-from .conftest import ROOT
+from .conftest import ROOT, typed_kg
 
 NODES = ROOT / "data" / "biomed" / "nodes.csv"
 EDGES = ROOT / "data" / "biomed" / "edges.csv"
@@ -92,14 +91,9 @@ def test_entities_resolve_exact_alias_and_fuzzy(nx_kg):
 
 def test_empty_store_and_empty_final_messages(tmp_path, nx_kg):
     assert written(nx_kg, "Who is Zorro?")["answer"].startswith(NOT_MAPPED)
-    nodes = tmp_path / "n.csv"
-    nodes.write_text("id,name,type\nc1,Testamol,Compound\nd1,Rare Disease,Disease\nd2,Other Disease,Disease\n"
-                     "g1,GENE1,Gene\n")
-    edges = tmp_path / "e.csv"
-    edges.write_text("source,relation,target\nc1,TREATS,d1\nd2,ASSOCIATED_WITH,g1\n")
-    store = NxTypedStore(tmp_path / "small.json.gz")
-    import_kg(nodes, edges, store)
-    result = written(KGQA(store), "Which genes are associated with diseases treated by Testamol?")
+    qa = typed_kg(tmp_path, "id,name,type\nc1,Testamol,Compound\nd1,Rare Disease,Disease\nd2,Other Disease,Disease\n"
+                  "g1,GENE1,Gene\n", "source,relation,target\nc1,TREATS,d1\nd2,ASSOCIATED_WITH,g1\n")
+    result = written(qa, "Which genes are associated with diseases treated by Testamol?")
     assert result["context_store"]["final_result"] == [] and result["context_store"]["final_result_total"] == 0
     assert result["answer"].startswith(EMPTY_FINAL) and "Testamol —treats→ 1 disease (Rare Disease)" in result["answer"]
 

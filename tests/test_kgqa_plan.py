@@ -17,7 +17,7 @@ from ragkit.kgqa.plan import Plan, PlanError, validate
 from ragkit.kgqa.store import NxTypedStore
 from ragkit.pipelines.kg import ask_kg
 
-from .conftest import ROOT
+from .conftest import ROOT, typed_kg
 
 NODES = ROOT / "data" / "biomed" / "nodes.csv"
 EDGES = ROOT / "data" / "biomed" / "edges.csv"
@@ -166,15 +166,11 @@ def test_words_no_chain_can_use_make_the_question_unmappable_not_shorter(tmp_pat
 
 
 def test_another_schema_is_read_by_its_own_names(tmp_path):
-    nodes = tmp_path / "n.csv"
-    nodes.write_text("id,name,type\np1,Alice Moreau,Person\np2,Bruno Tan,Person\nm1,Harbour Lights,Movie\n"
-                     "m2,Paper Moon River,Movie\nm3,Quiet Valley,Movie\ng1,Drama,Genre\ng2,Comedy,Genre\n")
-    edges = tmp_path / "e.csv"
-    edges.write_text("source,relation,target\np1,ACTED_IN,m1\np1,ACTED_IN,m2\np2,ACTED_IN,m2\np2,DIRECTED,m3\n"
-                     "m1,HAS_GENRE,g1\nm2,HAS_GENRE,g2\nm3,HAS_GENRE,g1\n")
-    store = NxTypedStore(tmp_path / "movies.json.gz")
-    import_kg(nodes, edges, store)
-    qa = KGQA(store)
+    qa = typed_kg(tmp_path,
+                  "id,name,type\np1,Alice Moreau,Person\np2,Bruno Tan,Person\nm1,Harbour Lights,Movie\n"
+                  "m2,Paper Moon River,Movie\nm3,Quiet Valley,Movie\ng1,Drama,Genre\ng2,Comedy,Genre\n",
+                  "source,relation,target\np1,ACTED_IN,m1\np1,ACTED_IN,m2\np2,ACTED_IN,m2\np2,DIRECTED,m3\n"
+                  "m1,HAS_GENRE,g1\nm2,HAS_GENRE,g2\nm3,HAS_GENRE,g1\n")
     _, trace = ask(qa, "Which movies did Alice Moreau act in?")
     assert final_names(trace) == ["Harbour Lights", "Paper Moon River"]
     _, trace = ask(qa, "Which genres do the movies Bruno Tan acted in have?")
@@ -220,15 +216,11 @@ def test_cli_json_keeps_the_contract_keys_for_planned_and_unmapped_questions(tmp
 def test_a_negation_applies_to_the_subject_of_its_own_verb(tmp_path):
     """"Which Nolan movies did Murphy not act in?": Murphy's movies are taken away from
     Nolan's, not both lists from every movie."""
-    nodes = tmp_path / "n.csv"
-    nodes.write_text("id,name,type\np1,Christopher Nolan,Person\np2,Cillian Murphy,Person\np3,Michael Caine,Person\n"
-                     "m1,Inception,Movie\nm2,Oppenheimer,Movie\nm3,Interstellar,Movie\nm4,Sunshine,Movie\n")
-    edges = tmp_path / "e.csv"
-    edges.write_text("source,relation,target\np1,DIRECTED,m1\np1,DIRECTED,m2\np1,DIRECTED,m3\n"
-                     "p2,ACTED_IN,m1\np2,ACTED_IN,m2\np2,ACTED_IN,m4\np3,ACTED_IN,m1\np3,ACTED_IN,m3\n")
-    store = NxTypedStore(tmp_path / "movies.json.gz")
-    import_kg(nodes, edges, store)
-    qa = KGQA(store)
+    qa = typed_kg(tmp_path,
+                  "id,name,type\np1,Christopher Nolan,Person\np2,Cillian Murphy,Person\np3,Michael Caine,Person\n"
+                  "m1,Inception,Movie\nm2,Oppenheimer,Movie\nm3,Interstellar,Movie\nm4,Sunshine,Movie\n",
+                  "source,relation,target\np1,DIRECTED,m1\np1,DIRECTED,m2\np1,DIRECTED,m3\n"
+                  "p2,ACTED_IN,m1\np2,ACTED_IN,m2\np2,ACTED_IN,m4\np3,ACTED_IN,m1\np3,ACTED_IN,m3\n")
     _, trace = ask(qa, "Which Christopher Nolan movies did Cillian Murphy not act in?")
     excluded = {e["name"]: e["excluded"] for e in trace["linked"]["entities"]}
     assert excluded == {"Christopher Nolan": False, "Cillian Murphy": True}
@@ -241,14 +233,11 @@ def test_a_negation_applies_to_the_subject_of_its_own_verb(tmp_path):
 
 
 def test_who_asks_for_the_schema_s_type_of_person_and_the_chain_stops_there(tmp_path):
-    nodes = tmp_path / "n.csv"
-    nodes.write_text("id,name,type\np1,Christopher Nolan,Person\np2,Cillian Murphy,Person\np3,Danny Boyle,Person\n"
-                     "m1,Inception,Movie\nm2,Sunshine,Movie\n")
-    edges = tmp_path / "e.csv"
-    edges.write_text("source,relation,target\np1,DIRECTED,m1\np3,DIRECTED,m2\np2,ACTED_IN,m1\np2,ACTED_IN,m2\n")
-    store = NxTypedStore(tmp_path / "movies.json.gz")
-    import_kg(nodes, edges, store)
-    _, trace = ask(KGQA(store), "Who directed the movies that Cillian Murphy acted in?")
+    qa = typed_kg(tmp_path,
+                  "id,name,type\np1,Christopher Nolan,Person\np2,Cillian Murphy,Person\np3,Danny Boyle,Person\n"
+                  "m1,Inception,Movie\nm2,Sunshine,Movie\n",
+                  "source,relation,target\np1,DIRECTED,m1\np3,DIRECTED,m2\np2,ACTED_IN,m1\np2,ACTED_IN,m2\n")
+    _, trace = ask(qa, "Who directed the movies that Cillian Murphy acted in?")
     assert trace["linked"]["asked_type"] == "Person"
     assert steps(trace) == [("expand", "ACTED_IN", "out", "Movie"), ("expand", "DIRECTED", "in", "Person")]
     assert final_names(trace) == ["Christopher Nolan", "Danny Boyle"]

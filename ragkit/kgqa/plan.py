@@ -37,7 +37,7 @@ from ..text import ENGLISH_STOPWORDS, _english_stemmer
 from .resolve import Resolved, words
 from .store import SchemaEdge
 from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, EXCLUDE, NAME_FILLERS,
-                         PERSON_TYPE_WORDS, TYPE_WORDS, UNION, other_relation_words)
+                         PERSON_TYPE_WORDS, TYPE_WORDS, UNION, other_relation_words, stems)
 
 MAX_HOPS = 3
 ANAPHORS = {"them", "they", "those", "these", "it", "ones"}
@@ -144,14 +144,8 @@ def parse_plan_json(text: str) -> Plan:
 
 
 # --------------------------------------------------------------------------- the rule planner
-_STEMMER = None
-
-
 def _stem(word: str) -> str:
-    global _STEMMER
-    if _STEMMER is None:
-        _STEMMER = _english_stemmer()
-    return _STEMMER.stemWord(word)
+    return _english_stemmer().stemWord(word)
 
 
 def name_words(name: str) -> list[str]:
@@ -160,8 +154,6 @@ def name_words(name: str) -> list[str]:
     return words(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " "))
 
 
-def _phrase(text: str) -> tuple[str, ...]:
-    return tuple(_stem(w) for w in words(text))
 
 
 def plural(type_name: str) -> str:
@@ -265,7 +257,7 @@ class RulePlanner:
 
     def _lexicon(self) -> dict[tuple[str, ...], tuple[frozenset, frozenset]]:
         """Stemmed phrase → (types, relations) it names."""
-        type_words = {_phrase(k): v for k, v in TYPE_WORDS.items()}
+        type_words = {stems(k): v for k, v in TYPE_WORDS.items()}
         names: dict[tuple[str, ...], tuple[set, set]] = {}
 
         def add(phrase: tuple[str, ...], kind: int, name: str) -> None:
@@ -273,23 +265,23 @@ class RulePlanner:
                 names.setdefault(phrase, (set(), set()))[kind].add(name)
 
         for t in self.types:
-            own = _phrase(" ".join(name_words(t)))
+            own = stems(" ".join(name_words(t)))
             add(own, 0, t)
             for synonym in type_words.get(own, ()):
-                add(_phrase(synonym), 0, t)
+                add(stems(synonym), 0, t)
         for s in self.schema:
             content = [w for w in name_words(s.relation) if w not in NAME_FILLERS]
             parts = {tuple(content[i:j]) for i in range(len(content)) for j in range(i + 1, len(content) + 1)}
             for part in parts:
                 add(tuple(_stem(w) for w in part), 1, s.relation)
                 for synonym in other_relation_words(part):
-                    add(_phrase(synonym), 1, s.relation)
+                    add(stems(synonym), 1, s.relation)
         return {k: (frozenset(a), frozenset(b)) for k, (a, b) in names.items()}
 
     # ----------------------------------------------------------------- reading the question
     def read(self, question: str, entities: list[Resolved]) -> Reading:
         tokens = words(question)
-        stems = [_stem(t) for t in tokens]
+        stemmed = [_stem(t) for t in tokens]
         spans = {i for e in entities for i in range(e.start, e.start + len(e.mention.split()))}
         mentions, i = [], 0
         longest = max((len(k) for k in self.lexicon), default=1)
@@ -297,7 +289,7 @@ class RulePlanner:
             for n in range(min(longest, len(tokens) - i), 0, -1):
                 if spans & set(range(i, i + n)):
                     continue
-                meaning = self.lexicon.get(tuple(stems[i:i + n]))
+                meaning = self.lexicon.get(tuple(stemmed[i:i + n]))
                 if meaning:
                     mentions.append(QuestionMention(i, i + n, " ".join(tokens[i:i + n]), *meaning))
                     i += n

@@ -11,10 +11,10 @@ whose names use none of these words is still read by its own names, split into w
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
-from ..text import _english_stemmer, strip_accents
+from ..text import _english_stemmer
+from .resolve import words
 
 TYPE_WORDS: dict[str, tuple[str, ...]] = {
     "compound": ("drug", "medicine", "medication", "medicament", "pharmaceutical", "inhibitor",
@@ -62,21 +62,21 @@ RELATION_WORDS: dict[str, tuple[str, ...]] = {
 }
 
 
-
-def _stems(text: str) -> tuple[str, ...]:
+def stems(text: str) -> tuple[str, ...]:
+    """The Snowball stems of a text's words: how the planner and the vocabulary compare phrases."""
     stemmer = _english_stemmer()
-    return tuple(stemmer.stemWord(w) for w in re.findall(r"[a-z0-9]+", strip_accents(text.lower())))
+    return tuple(stemmer.stemWord(w) for w in words(text))
 
 
 @lru_cache(maxsize=1)
 def _relation_lookup() -> dict[tuple[str, ...], tuple[str, ...]]:
-    return {_stems(key): words for key, words in RELATION_WORDS.items()}
+    return {stems(key): synonyms for key, synonyms in RELATION_WORDS.items()}
 
 
 def other_relation_words(run: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     """The other words people use for a run of a relation name's words ("founded" → founder,
     started, ...), compared by stem; () when the vocabulary has none."""
-    return _relation_lookup().get(_stems(" ".join(run)), ())
+    return _relation_lookup().get(stems(" ".join(run)), ())
 
 
 def relation_readings(words: list[str]) -> tuple[str, ...]:
@@ -112,6 +112,6 @@ ASK_AFTER = ("nao", "gi")
 REQUEST = ("tell", "give", "find", "please", "like", "know", "want", "wonder", "list", "show",
            "identify", "need", "provide", "say", "let", "look", "curious", "hay", "cho", "biet")
 
-__all__ = ["ASK_AFTER", "ASK_BEFORE", "PERSON_TYPE_WORDS", "CLAUSE", "COORDINATION", "COUNT", "EXCLUDE", "NAME_FILLERS",
+__all__ = ["ASK_AFTER", "ASK_BEFORE", "CLAUSE", "COORDINATION", "COUNT", "EXCLUDE", "NAME_FILLERS", "PERSON_TYPE_WORDS",
            "RELATION_WORDS", "REQUEST", "TYPE_WORDS", "UNION", "other_relation_words",
-           "relation_readings"]
+           "relation_readings", "stems"]

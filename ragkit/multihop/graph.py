@@ -29,6 +29,7 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import networkx as nx
@@ -71,6 +72,17 @@ def _key(text: str) -> str:
     """Lowercase, accent-free words; "Marie_Curie's" → "marie curie"."""
     text = re.sub(r"['’]s\b", " ", normalize(text.replace("_", " ")))
     return " ".join(re.findall(r"[a-z0-9]+(?:-[a-z0-9]+)*", text))
+
+
+@lru_cache(maxsize=65536)
+def _name_words(name: str) -> tuple[str, ...]:
+    """A node or relation name as lowercase, accent-free words: "directed_by" → (directed, by)."""
+    return tuple(_key(name).replace("-", " ").split())
+
+
+def _words(text: str) -> list[str]:
+    """The words of a question as written (lowercase, possessive "'s" dropped)."""
+    return re.findall(r"[^\W_]+", re.sub(r"['’]s\b", " ", display(text).lower()))
 
 
 _PROPER = re.compile(r"\b[A-ZÀ-Ỵ][\w.-]*(?:\s+[A-ZÀ-Ỵ][\w.-]*)*")
@@ -182,7 +194,6 @@ class AskedWords:
         text = display(question)
         vietnamese = bool(vietnamese_char_count(text))
         cued = frozenset() if vietnamese else cued_words(text)
-        heads = frozenset() if vietnamese else head_nouns(text, cued)
         for name in names:
             found = re.search(re.escape(name), text, flags=re.IGNORECASE)
             if found and vietnamese:
@@ -195,8 +206,8 @@ class AskedWords:
                 chain, rest = _possessive_chain(text[found.end():])
                 rest = _joined(rest, phrases)
                 lead: tuple[str, ...] = ()
-                before_name = re.findall(r"[^\W_]+", text[:found.start()].lower())
-                opening = re.findall(r"[^\W_]+", text.lower())[:2]
+                before_name = _words(text[:found.start()])
+                opening = _words(text)[:2]
                 wh_noun = (len(opening) == 2 and opening[0] in ("which", "what")
                            and strip_accents(opening[1]) not in QUESTION_STOPWORDS)
                 if not chain and rest and before_name and strip_accents(before_name[-1]) in heads:
@@ -206,6 +217,7 @@ class AskedWords:
                     lead, rest = rest[:1], rest[1:]
                 return cls(_joined(chain, phrases), _joined(tuple(question_units(text[:found.start()])), phrases),
                            rest, True, vietnamese, cued, heads, lead, wh_noun)
+        heads = frozenset() if vietnamese else head_nouns(text, cued)
         return cls((), _joined(tuple(question_units(text)), phrases), (), False, vietnamese, cued, heads)
 
     def parts(self) -> list[tuple[str, ...]]:
@@ -354,7 +366,7 @@ def relation_reading(relation: str, unit: str, cued: frozenset[tuple[str, str]],
     the object: backwards. None: nothing to say (the relation ends in no preposition, or the
     word is not the relation's). ``cued`` holds the question's (word, preposition) pairs that
     a phrase follows."""
-    words = _key(relation).replace("-", " ").split()
+    words = _name_words(relation)
     if len(words) < 2 or words[-1] not in PREPOSITIONS:
         return None
     last = unit.split()[-1]
@@ -368,7 +380,7 @@ def relation_reading(relation: str, unit: str, cued: frozenset[tuple[str, str]],
 def cued_words(question: str) -> frozenset[tuple[str, str]]:
     """(word, preposition) pairs of the question where the preposition has words after it:
     "the films directed by X" gives ("directed", "by"); "the city X was born in?" gives none."""
-    words = re.findall(r"[^\W_]+", re.sub(r"['’]s\b", " ", display(question).lower()))
+    words = _words(question)
     return frozenset((strip_accents(words[i]), words[i + 1]) for i in range(len(words) - 2)
                      if words[i + 1] in PREPOSITIONS)
 
@@ -386,8 +398,8 @@ def head_nouns(question: str, cued: frozenset[tuple[str, str]], name: str = "") 
     studios based in X"). A relation may still match one, but a path need not use it, so a
     path is not lengthened by a hop that matches only such a word. ``name``: the anchor's
     name, where the question writes it."""
-    tokens = lambda text: [strip_accents(w) for w in re.findall(r"[^\W_]+", re.sub(r"['’]s\b", " ", text.lower()))]  # noqa: E731
-    words, first = tokens(display(question)), (tokens(display(name)) or [""])[0]
+    words = [strip_accents(w) for w in _words(question)]
+    first = strip_accents((_words(name) or [""])[0])
     heads = set()
     for i in range(len(words) - 1):
         following = words[i + 1]
@@ -447,11 +459,7 @@ class GraphRAG:
         self._kind_tokens: frozenset[str] | None = None
         self._word_vecs: dict[str, np.ndarray] = {}
         self._readings: dict[str, np.ndarray] = {}
-        self.phrases = frozenset(
-            words for words in (tuple(w for w in _key(rel).replace("-", " ").split()
-                                      if w not in QUESTION_STOPWORDS and w not in PREPOSITIONS)
-                                for rel in {k for _, _, k in graph.edges(keys=True)})
-            if len(words) > 1)
+        self._phrases: frozenset[tuple[str, ...]] | None = None
 
     # ----------------------------------------------------------------- building
     @classmethod
@@ -679,7 +687,9 @@ class GraphRAG:
         (up to ``max_hops`` relations) come from a beam search over the anchor's out-relations
         (:meth:`relation_beam`); they are ranked against the question without the anchor's
         name; the best sequence is then followed from the anchor, and the node most walks
-        along it reach is the answer (its ``votes``). Stages, timed in ``profiler``:
+        along it reach is the answer (its ``votes``). The first walk carries the near-equal
+        walks to other answers (``alternatives``, :meth:`_near_equal`), which :meth:`query`
+        moves to its result. Stages, timed in ``profiler``:
         ``relation_beam``, ``sequence_ranking``, ``path_follow``."""
         profiler = profiler or Profiler()
         asked = re.sub(re.escape(display(anchor)), " ", display(question), flags=re.IGNORECASE)
@@ -700,13 +710,15 @@ class GraphRAG:
                       - params.hop_penalty * (len(seq) - 1) for seq, w, a, t in zip(sequences, whole, aligned, typed)}
             ranked = sorted(sequences, key=lambda seq: (-scores[seq], len(seq), seq))
         with profiler.stage("path_follow"):
-            walks = self._walks(anchor, ranked, scores, params)
+            follows: dict[tuple[Hop, ...], Counter] = {}     # each sequence followed once
+            walks = self._walks(anchor, ranked, scores, params, follows)
             if walks:
-                walks[0]["alternatives"] = self._near_equal(anchor, ranked, scores, walks[0], params)
+                walks[0]["alternatives"] = self._near_equal(anchor, ranked, scores, walks[0], params, follows)
             return walks
 
     def _near_equal(self, anchor: str, ranked: list[tuple[Hop, ...]], scores: dict[tuple[Hop, ...], float],
-                    best: dict, params: GraphQueryParams) -> list[dict]:
+                    best: dict, params: GraphQueryParams,
+                    follows: dict[tuple[Hop, ...], Counter] | None = None) -> list[dict]:
         """Walks of other relation sequences that score within ``ambiguity_margin`` of the best
         one and end at a node it does not reach: answers the graph supports about as well."""
         reached = set(best.get("votes") or {best["end"]})
@@ -714,7 +726,7 @@ class GraphRAG:
         for seq in ranked[1:]:
             if scores[ranked[0]] - scores[seq] > params.ambiguity_margin:
                 break
-            ends = self._follow(anchor, seq, params.frontier_limit)
+            ends = self._follow_once(anchor, seq, params.frontier_limit, follows)
             if not ends or set(ends) & reached:
                 continue
             end = sorted(ends.items(), key=lambda x: (-x[1], x[0]))[0][0]
@@ -732,7 +744,7 @@ class GraphRAG:
         ``ragkit.kgqa.vocabulary.relation_readings``)."""
         todo = sorted({r for r in relations if r not in self._readings})
         if todo:
-            texts = [[display(r), *relation_readings(_key(r).replace("-", " ").split())[1:]] for r in todo]
+            texts = [[display(r), *relation_readings(list(_name_words(r)))[1:]] for r in todo]
             vecs = self.embedder.encode([t for group in texts for t in group])
             at = 0
             for r, group in zip(todo, texts):
@@ -749,9 +761,9 @@ class GraphRAG:
         "in_country": a capital, a country)."""
         found = self._kinds.get(node)
         if found is None:
-            words = set(_key(display(node)).replace("-", " ").split()) & self.kind_tokens()
+            words = set(_name_words(node)) & self.kind_tokens()
             for rel, direction in self._edges_by_relation(node):
-                parts = _key(rel).replace("-", " ").split()
+                parts = _name_words(rel)
                 if parts and parts[-1] in PREPOSITIONS:
                     if direction == "out":
                         words.update(parts[:-1])
@@ -811,12 +823,12 @@ class GraphRAG:
         return max((float(self._word_vecs[w] @ asked) - base) / (1.0 - base) for w in known) >= KIND_SIMILARITY
 
     def _walks(self, anchor: str, ranked: list[tuple[Hop, ...]], scores: dict[tuple[Hop, ...], float],
-               params: GraphQueryParams) -> list[dict]:
+               params: GraphQueryParams, follows: dict[tuple[Hop, ...], Counter] | None = None) -> list[dict]:
         """The best sequence's walks from ``anchor`` (with the votes of their ends), then the
         best walk of each following sequence, ``top_k_paths`` in all."""
         out: list[dict] = []
         for rank, seq in enumerate(ranked):
-            ends = self._follow(anchor, seq, params.frontier_limit)
+            ends = self._follow_once(anchor, seq, params.frontier_limit, follows)
             for end, _ in sorted(ends.items(), key=lambda x: (-x[1], x[0])):
                 nodes = self._one_walk(anchor, seq, end, params.branch_limit)
                 if nodes is None:
@@ -896,6 +908,9 @@ class GraphRAG:
             edges: dict[str, list[tuple[str, str]]] = {}
             for s, t, rel in self.graph.edges(keys=True):
                 edges.setdefault(rel, []).append((s, t))
+            self._phrases = frozenset(
+                words for words in (tuple(w for w in _name_words(rel) if w not in QUESTION_STOPWORDS
+                                          and w not in PREPOSITIONS) for rel in edges) if len(words) > 1)
             restated = set()
             for rel, pairs in edges.items():
                 sample = pairs[:: max(1, len(pairs) // 2000)]
@@ -903,11 +918,20 @@ class GraphRAG:
                 back = [b for b in back if b]
                 if len(back) < max(3, 0.05 * len(sample)):
                     continue
-                top, n = Counter(r for b in back for r in b).most_common(1)[0]
+                n = Counter(r for b in back for r in b).most_common(1)[0][1]
                 if n >= 0.9 * len(back):
                     restated.add(rel)
             self._restated = frozenset(restated)
         return self._restated
+
+    @property
+    def phrases(self) -> frozenset[tuple[str, ...]]:
+        """The content words of the relation names of more than one word ("place_of_birth":
+        place, birth), read in the same pass over the edges as :meth:`restated_relations`."""
+        if self._phrases is None:
+            self.restated_relations()
+        assert self._phrases is not None
+        return self._phrases
 
     def _hops_from(self, nodes: list[str], branch: int) -> dict[Hop, list[str]]:
         """hop → the nodes it reaches from ``nodes`` (at most ``branch`` of them, in order):
@@ -926,6 +950,15 @@ class GraphRAG:
 
     def _step(self, node: str, hop: Hop) -> list[str]:
         return self._edges_by_relation(node).get((hop.relation, "out" if hop.forward else "in"), [])
+
+    def _follow_once(self, start: str, seq: tuple[Hop, ...], limit: int,
+                     follows: dict[tuple[Hop, ...], Counter] | None) -> Counter:
+        """:meth:`_follow`, remembered in ``follows`` (one question's walks from one anchor)."""
+        if follows is None:
+            return self._follow(start, seq, limit)
+        if seq not in follows:
+            follows[seq] = self._follow(start, seq, limit)
+        return follows[seq]
 
     def _follow(self, start: str, seq: tuple[Hop, ...], limit: int) -> Counter:
         """How many walks along ``seq`` from ``start`` end at each node (at most ``limit`` nodes a step)."""
@@ -1030,8 +1063,8 @@ class GraphRAG:
             else:
                 answer = paths[0]["end"]
         # other answers that near-equal relation paths lead to: said, not silently dropped
-        others = [{"answer": p["end"], "path": p["text"], "relations": p["relations"], "score": p["score"]}
-                  for p in (paths[0].get("alternatives") or [])] if paths else []
+        others = [{"answer": p["end"], "path": p["text"], "relations": p["relations"], "score": p["score"],
+                   "evidence": p["evidence"]} for p in (paths[0].pop("alternatives", []) if paths else [])]
         return {"entities": entities, "anchors": anchors, "neighbours": neighbours, "paths": paths,
                 "answer": answer, "alternatives": others}
 

@@ -142,9 +142,10 @@ class GraphPipeline(Pipeline):
                 except GenerationError as exc:
                     llm_info = {"raw": None, "proposed": None, "error": str(exc), "constrained": True}
         result = rag.query(question, params, more_entities=proposed, profiler=profiler)
-        alternatives = result.get("alternatives") or []
+        alternatives = result["alternatives"]
         # the near-equal paths to other answers are evidence too, cited after the paths
-        paths = result["paths"] + [p for p in (result["paths"][0].get("alternatives") or [] if result["paths"] else [])]
+        paths = result["paths"] + [{"text": a["path"], "evidence": a["evidence"], "score": a["score"]}
+                                   for a in alternatives]
         neighbours = result["neighbours"]
         # A citation is a path or an edge of the graph; its source is what edges.csv says of it
         # (extra columns such as a source note), else the graph folder.

@@ -278,14 +278,15 @@ def function_evidence(store: GraphStore, entity: str, term: Term | None, limit: 
 
 def term_evidence(entity: str, terms: list[Term]) -> list[Evidence]:
     """Stage 1 as evidence: the dictionary's entries, one line each with their specs."""
-    out = []
-    for rank, t in enumerate(terms):
-        if t.term_type == "abbreviation":
-            text = f"{t.abbreviation}: {t.full_name} (defined in {', '.join(t.source_specs)})"
-        else:
-            text = f"{t.full_name}: {t.definition}"
-        out.append(Evidence(None, text, "term", entity, float(len(terms) - rank), t))
-    return out
+    return [Evidence(None, _term_line(t), "term", entity, float(len(terms) - rank), t)
+            for rank, t in enumerate(terms)]
+
+
+def _term_line(t: Term) -> str:
+    """A dictionary entry as one evidence line, with the specs that give it."""
+    if t.term_type == "abbreviation":
+        return f"{t.abbreviation}: {t.full_name} (defined in {', '.join(t.source_specs)})"
+    return f"{t.full_name}: {t.definition}"
 
 
 MAX_EXPANSIONS = 5      # dictionary lines per abbreviation (TR 21.905 gives some four or more)
@@ -394,36 +395,32 @@ def retrieve_spec_evidence(store: GraphStore, question: str, config: SpecConfig 
             for e in evidence:
                 resolved[e.entity] = [e.entry]
         if allowed is not None:
-            evidence = [_within_only(e, allowed) for e in evidence if _within(e, allowed)]
+            evidence = [kept for e in evidence if (kept := _kept_to(e, allowed)) is not None]
         if not evidence or analysis.qtype in ("other", "reverse"):
             query = question if analysis.qtype == "other" else analysis.phrase or question
             if allowed is None:
                 evidence += bm25_evidence(store, query, config.bm25_chunks, signature)
             else:       # ranked over every chunk, then kept to the allowed documents
                 found = [e for e in bm25_evidence(store, query, config.bm25_chunks * 20, signature)
-                         if _within(e, allowed)]
+                         if _kept_to(e, allowed) is not None]
                 evidence += found[: config.bm25_chunks]
     return analysis, resolved, evidence
 
 
-def _within_only(evidence: Evidence, allowed: set[str]) -> Evidence:
-    """A dictionary entry cited by the allowed specs only (its primary spec one of them)."""
+def _kept_to(evidence: Evidence, allowed: set[str]) -> Evidence | None:
+    """The evidence item as the ``allowed`` documents give it: a chunk of one of them as it
+    is, a dictionary entry cited by those of its specs only (its primary spec one of them);
+    None when none of them gives it."""
+    if evidence.chunk is not None:
+        return evidence if evidence.chunk.spec_id in allowed else None
     term = evidence.term
-    if evidence.chunk is not None or term is None:
-        return evidence
-    specs = [spec for spec in term.source_specs if spec in allowed]
+    specs = [spec for spec in term.source_specs if spec in allowed] if term is not None else []
+    if term is None or not specs:
+        return None
     primary = term.primary_spec if term.primary_spec in specs else specs[0]
     kept = replace(term, source_specs=specs, primary_spec=primary,
                    sections=[x for x in term.sections if x.partition(":")[0] in allowed])
-    return replace(term_evidence(evidence.entity, [kept])[0], score=evidence.score)
-
-
-def _within(evidence: Evidence, allowed: set[str]) -> bool:
-    """True when an evidence item comes from one of the ``allowed`` documents (a dictionary
-    entry: when one of the specs that give it is)."""
-    if evidence.chunk is not None:
-        return evidence.chunk.spec_id in allowed
-    return evidence.term is not None and any(spec in allowed for spec in evidence.term.source_specs)
+    return replace(evidence, term=kept, text=_term_line(kept) if evidence.stage == "term" else evidence.text)
 
 
 def balance(per_entity: dict[str, list[Evidence]]) -> list[Evidence]:
