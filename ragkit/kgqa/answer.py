@@ -4,9 +4,10 @@ reasoning path without the store's keys and numbers the edges, and two fixed mes
 kept either way; a model that fails gives the written answer, as every pipeline does).
 
 Without a model the answer is written from the plan: each step's list in turn, so the
-reasoning path reads as prose and never names a key. A model's answer is checked: every
-graph entity it names must be in the context store, and it must name at least one item of
-the final result; otherwise the written answer is given, with the reason in the trace.
+reasoning path reads as prose and never names a key. A model's answer is checked: the plan's
+answer must be of the type the question asks for, every graph entity the answer names must be
+in the context store, and it must name at least one item of the final result; otherwise the
+written answer is given, with the reason in the trace.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from ..answer.stage import Check, Draft
 from ..answer.claims import citations
 from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .execute import FINAL_LIMIT
-from .plan import Plan, plural
+from .filters import SAID
+from .plan import Plan, plural, step_types
 from .resolve import words
 
 EMPTY_STORE = "Based on the available data, I cannot find an answer to your question in the knowledge base."
@@ -58,12 +60,19 @@ def _count(n: int, type_name: str) -> str:
 
 
 def _type_of(plan: Plan, key: str, items: list[dict]) -> str:
-    step = next(s for s in plan.steps if s["key"] == key)
-    if step.get("target_type") or step.get("type"):
-        return step.get("target_type") or step["type"]
-    if step.get("inputs"):
-        return _type_of(plan, step["inputs"][0], items)
-    return items[0]["type"] if items else "Item"
+    return step_types(plan.steps).get(key) or (items[0]["type"] if items else "Item")
+
+
+def compared(step: dict) -> str:
+    """A filter step in words: "whose approved is after 2000", "with more than 3 symptoms"."""
+    op, value = step["compare"], step["value"]
+    if "property" in step:
+        said = YEAR_SAID[op] if isinstance(value, int) and 1000 <= value <= 2100 else SAID[op]
+        return f"whose {_phrase(step['property'])} is {said} {value}"
+    return f"with {SAID[op]} {_count(value, step['target_type'])} ({_phrase(step['relation'])})"
+
+
+YEAR_SAID = {">": "after", ">=": "in or after", "<": "before", "<=": "in or before", "=": "in", "!=": "not in"}
 
 
 def written_answer(question: str, plan: Plan, context_store: dict, nodes: dict[str, dict]) -> str:
@@ -87,6 +96,8 @@ def written_answer(question: str, plan: Plan, context_store: dict, nodes: dict[s
             lines.append(f"In the graph: {found}{listed}")
         elif step["op"] == "given":
             lines.append(f"From the previous answer: {found}{listed}")
+        elif step["op"] == "filter":
+            lines.append(f"Those {compared(step)}: {found}{listed}")
     final = context_store.get("final_result", [])
     total = context_store.get("final_result_total", len(final))
     if not final:
@@ -95,7 +106,8 @@ def written_answer(question: str, plan: Plan, context_store: dict, nodes: dict[s
     shown = f" ({len(final)} of {total} shown)" if total > len(final) else ""
     found = _count(total, _type_of(plan, plan.final, final))
     head = f"{_arrow(plan, last, nodes)} " if last["op"] == "expand" else \
-        (f"{JOINED[last['op']]}: " if last["op"] in JOINED else "")
+        (f"{JOINED[last['op']]}: " if last["op"] in JOINED else
+         f"Those {compared(last)}: " if last["op"] == "filter" else "")
     number = f"{total}. " if plan.count else ""
     answer = f"Answer: {number}{head}{found}{shown}: {_names(final, FINAL_LIMIT)}."
     return "Based on the data: " + " ".join(lines + [answer])
@@ -114,10 +126,8 @@ def _arrow(plan: Plan, step: dict, nodes: dict[str, dict]) -> str:
 
 
 def label_of(plan: Plan, key: str) -> str:
-    step = next(s for s in plan.steps if s["key"] == key)
-    if step.get("target_type") or step.get("type"):
-        return plural(step.get("target_type") or step["type"]).replace("_", " ")
-    return label_of(plan, step["inputs"][0]) if step.get("inputs") else "items"
+    found = step_types(plan.steps).get(key)
+    return plural(found).replace("_", " ") if found else "items"
 
 
 @dataclass(frozen=True)
@@ -216,7 +226,13 @@ def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str
         return answer_messages(KG_TASK[language], question, numbered_evidence(edges), language, None,
                                preamble=found), None
 
+    asked_type = plan.linked.get("asked_type")
+    answered = step_types(plan.steps).get(plan.final)
+
     def check(text: str) -> Check:
+        if asked_type and answered and asked_type != answered:
+            return Check(False, f"the answer lists {plural(answered)}, but the question asks for {plural(asked_type)}",
+                         {"asked_type": asked_type, "answer_type": answered})
         result = check_entities(text, context_store, list(nodes.values()), asked)
         details = {"named": result.named, "outside_context": result.outside_context}
         beyond = [n for n in citations(text) if not 1 <= n <= len(edges)]

@@ -23,7 +23,9 @@ from ..llm.base import LLM
 from ..llm.grammars import plan_schema
 from ..runtime.profiler import Profiler
 from .execute import execute
-from .plan import ANAPHORS, Plan, PlanError, RulePlanner, history_lists, parse_plan_json, plural, validate
+from .filters import numeric_properties
+from .plan import (ANAPHORS, Plan, PlanError, RulePlanner, history_lists, parse_plan_json, plural, step_types,
+                   validate)
 from .resolve import NameIndex, Resolved, words
 from .store import TypedStore
 
@@ -64,8 +66,17 @@ class KGQA:
         self.schema = store.schema()
         self.nodes = {n["id"]: n for n in store.all_nodes()}
         self.names = NameIndex(list(self.nodes.values()))
-        self.rules = RulePlanner(self.schema)
+        self.rules = RulePlanner(self.schema, numeric_properties(self.nodes.values()), self.reaches)
         self.same_name = same_name_index(self.nodes.values())
+        self._reached: dict[tuple[str, str, str], bool] = {}
+
+    def reaches(self, node_id: str, relation: str, direction: str) -> bool:
+        """Whether the node has an edge of ``relation`` in ``direction`` (asked once per node and
+        relation: the planner asks it for each chain it weighs)."""
+        key = (node_id, relation, direction)
+        if key not in self._reached:
+            self._reached[key] = bool(self.store.expand([node_id], relation, direction)[0])
+        return self._reached[key]
 
     def alternatives(self, entities: list[Resolved]) -> dict[str, list[Resolved]]:
         """For each entity, the nodes of other types its words also name ("fever": the
@@ -131,10 +142,24 @@ class KGQA:
                          json_schema=constraint)
         try:
             plan = validate(parse_plan_json(gen.text), self.schema, set(self.nodes), history_map)
+            self.fits_question(plan, question, entities)
         except PlanError as exc:
             exc.reply = gen.text        # for the trace: what the model wrote
             raise
         return plan, {"planner": "llm", "llm_plan": gen.text, "llm_plan_constrained": True}
+
+    def fits_question(self, plan: Plan, question: str, entities) -> None:
+        """PlanError unless a plan answers with the type the question asks for and makes the
+        comparisons it makes (as the rules read them): a model's plan may be valid on the
+        schema and still answer another question."""
+        reading = self.rules.read(question, entities)
+        final = step_types(plan.steps).get(plan.final)
+        if reading.asked and final and final != reading.asked:
+            raise PlanError(f"plan: its answer lists {plural(final)}, but the question asks for "
+                            f"{plural(reading.asked)}")
+        if (reading.filters or reading.unlinked) and not any(s["op"] == "filter" for s in plan.steps):
+            said = [f["text"] for f in reading.filters] + reading.unlinked
+            raise PlanError(f"plan: the question compares {', '.join(map(repr, said))}, the plan filters nothing")
 
     # ----------------------------------------------------------------- the flow
     def ask(self, question: str, history: list[Turn] | None = None, model: LLM | None = None,
@@ -161,9 +186,10 @@ class KGQA:
                     history_lists(run.context_store, plan.to_dict()))
         edges = [{"step": key, "source": e.source, "relation": e.relation, "target": e.target, **e.properties}
                  for key, es in run.edges.items() for e in es]
+        facts = [{"step": key, **f} for key, fs in run.facts.items() for f in fs]
         return {"standalone": standalone, "entities": [e.__dict__ for e in entities], "plan": plan,
                 **planner_info, "context_store": run.context_store, "counts": run.counts,
-                "edges": edges, "turn": turn.to_dict()}
+                "edges": edges, "facts": facts, "turn": turn.to_dict()}
 
 
 def same_name_index(nodes) -> dict[str, list[str]]:

@@ -9,7 +9,11 @@ asks how many). Each step has a ``key`` and is one of
   (difference: the first list without the others);
 - ``{"op": "nodes", "ids": [ID, ...], "type": TYPE}``: named nodes ("other than gout");
 - ``{"op": "all", "type": TYPE}``: every node of a type ("which genes are not ...");
-- ``{"op": "given", "history": KEY}``: a list from the previous turn's context store.
+- ``{"op": "given", "history": KEY}``: a list from the previous turn's context store;
+- ``{"op": "filter", "input": KEY, "compare": ">" | ">=" | "<" | "<=" | "=", "value": NUMBER,
+  "property": NAME}``: the nodes whose property compares so ("approved after 2000"), or with
+  ``"relation", "direction", "target_type"`` instead of ``"property"``: the nodes whose number
+  of such edges compares so ("more than 3 symptoms").
 
 The rule planner reads the question's words against the schema: which node types it names
 ("drugs", "illnesses"), which relations its verbs name ("treated", "linked to"), which type
@@ -19,7 +23,9 @@ chain of relation steps (one to three) to the asked type; the chains chosen use 
 the question's words at the least cost, kept chains meet by intersection (or union, for
 "either ... or") as early as they can, and excluded chains are taken away at the end. A
 question whose type or relation words no chain can use, or that names nothing in the graph,
-is not planned (``NotMapped``): a shorter plan would answer another question. An anaphor
+is not planned (``NotMapped``): a shorter plan would answer another question. A comparison
+with a number filters the list of the type it qualifies (``filters``), wherever that list is
+in the plan; one the graph has nothing to compare with is not planned either. An anaphor
 ("which of them affect the liver?") is bound to the previous turn's list whose type the
 relation needs.
 """
@@ -34,10 +40,11 @@ from typing import Any
 
 from ..errors import InputError
 from ..text import ENGLISH_STOPWORDS, _english_stemmer
+from .filters import SAID, Comparison, comparisons
 from .resolve import Resolved, words
 from .store import SchemaEdge
 from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, EXCLUDE, NAME_FILLERS,
-                         PERSON_TYPE_WORDS, TYPE_WORDS, UNION, other_relation_words, stems)
+                         PERSON_TYPE_WORDS, PROPERTY_WORDS, TYPE_WORDS, UNION, other_relation_words, stems)
 
 MAX_HOPS = 3
 ANAPHORS = {"them", "they", "those", "these", "it", "ones"}
@@ -119,13 +126,29 @@ def validate(plan: Plan, schema: list[SchemaEdge], node_ids: set[str], history: 
             if step.get("type") not in {s.source_type for s in schema} | {s.target_type for s in schema}:
                 raise PlanError(f"{where}: {step.get('type')!r} is not a node type of the graph")
             types[key] = step["type"]
+        elif op == "filter":
+            source = step.get("input")
+            if source not in types:
+                raise PlanError(f"{where}: filter needs an earlier step as 'input' (got {source!r})")
+            if step.get("compare") not in SAID or isinstance(step.get("value"), bool) \
+                    or not isinstance(step.get("value"), (int, float)):
+                raise PlanError(f"{where}: filter needs 'compare' (one of {', '.join(SAID)}) and a number 'value'")
+            if "property" in step:
+                if not isinstance(step["property"], str) or not step["property"]:
+                    raise PlanError(f"{where}: filter's 'property' must be a property name")
+            elif not [k for k in kinds if k[1] == step.get("relation") and
+                      (k[0], k[2]) == ((types[source], step.get("target_type")) if step.get("direction") == "out"
+                                       else (step.get("target_type"), types[source]))]:
+                raise PlanError(f"{where}: filter needs a 'property', or a 'relation', 'direction' and "
+                                f"'target_type' that {types[source] or 'its input'} nodes have edges of")
+            types[key] = types[source]
         elif op == "given":
             if not history or step.get("history") not in history:
                 raise PlanError(f"{where}: {step.get('history')!r} is not in the previous turn's context")
             types[key] = history[step["history"]]["type"] if isinstance(history[step["history"]], dict) else None
         else:
             raise PlanError(f"{where}: unknown op {op!r} (expand, intersection, union, difference, "
-                            f"nodes, all, given)")
+                            f"nodes, all, given, filter)")
     if plan.final not in types:
         raise PlanError(f"plan: final {plan.final!r} is not one of its steps")
     return plan
@@ -208,6 +231,9 @@ class Reading:
     count: bool = False
     join: str = "intersection"
     coordinated: list[tuple[int, int]] = field(default_factory=list)    # "A and B", "A, B or C"
+    filters: list[dict] = field(default_factory=list)   # comparisons, each with what it compares
+    unlinked: list[str] = field(default_factory=list)   # comparisons the graph has nothing for
+    optional: list[str] = field(default_factory=list)   # words a property filter reads, a chain need not
 
     @property
     def shape(self) -> str:
@@ -221,7 +247,9 @@ class Reading:
                               "excluded": i in self.negated} for i, e in enumerate(self.entities)],
                 "types": sorted({t for m in self.mentions for t in m.types}),
                 "relations": sorted({r for m in self.mentions for r in m.relations}),
-                "words": [m.text for m in self.mentions]}
+                "words": [m.text for m in self.mentions],
+                **({"filters": [{k: v for k, v in f.items() if k != "hop"} for f in self.filters]}
+                   if self.filters else {})}
 
 
 def _cues(tokens: list[str], phrases: tuple[str, ...]) -> list[tuple[int, int]]:
@@ -250,9 +278,16 @@ class RulePlanner:
 
     MAX_OPTIONS = 8      # chains kept per entity before they are combined
 
-    def __init__(self, schema: list[SchemaEdge]):
+    EMPTY_START = 4     # an entity with no edge of a chain's first relation: as four other readings
+
+    def __init__(self, schema: list[SchemaEdge], properties: dict[str, dict[str, str]] | None = None,
+                 reaches=None):
         self.schema = schema
+        # (node id, relation, direction) → whether the node has such an edge: when no word
+        # decides between relations ("Which Nolan movies ..."), the one the entity has wins
+        self.reaches = reaches
         self.types = sorted({s.source_type for s in schema} | {s.target_type for s in schema})
+        self.properties = properties or {}      # type → numeric property → "year" | "number"
         self.lexicon = self._lexicon()
 
     def _lexicon(self) -> dict[tuple[str, ...], tuple[frozenset, frozenset]]:
@@ -304,7 +339,112 @@ class RulePlanner:
         reading.coordinated = [(k, k + 1) for k, (a, b) in enumerate(zip(entities, entities[1:]))
                                if all(t in COORDINATION for t in plain[a.start + len(a.mention.split()):b.start])]
         reading.asked, reading.asked_unknown = self._asked(plain, entities, mentions, spans)
+        found = comparisons(question, plain, spans)
+        if found:
+            self._constrain(reading, found)
+            if len(reading.mentions) < len(mentions):     # a counted type no longer asks
+                asked = self._asked(plain, entities, reading.mentions, spans)
+                if asked[0]:        # (a counted relation word may still: "which actors appeared in ...")
+                    reading.asked, reading.asked_unknown = asked
         return reading
+
+    # ----------------------------------------------------------------- comparisons
+    GENERIC = frozenset(stems("year date number num count total amount value"))
+
+    def _property_words(self, prop: str) -> set[tuple[str, ...]]:
+        """Stem phrases that name a property: its name's words (not "year", "number") and
+        the other words the vocabulary gives for them ("birth_year": birth, born)."""
+        own = [w for w in name_words(prop) if w not in NAME_FILLERS]
+        out: set[tuple[str, ...]] = {(_stem(w),) for w in own if _stem(w) not in self.GENERIC}
+        table = {stems(k): v for k, v in PROPERTY_WORDS.items()}
+        for w in own:
+            out |= {stems(o) for o in table.get((_stem(w),), ())}
+        return out
+
+    def _constrain(self, reading: Reading, found: list[Comparison]) -> None:
+        """What each comparison compares, from the graph: the edges to a type or relation
+        named right after the number are counted ("more than 3 *symptoms*"); else a numeric
+        property of the type it qualifies whose name the question uses around it ("*approved*
+        after 2000", "over 2 million *inhabitants*", "older than": age); else, for a date cue
+        with a year, that type's one year property. The type qualified is the nearest one
+        named before the comparison, else the asked type, else any that fits. Mentions a count
+        uses are taken from those the chains must use."""
+        tokens = [_stem(t) for t in reading.tokens]
+        taken: set[int] = set()
+        for c in found:
+            before = [self._type_of(m) for m in reversed(reading.mentions) if m.end <= c.start and m.types]
+            subjects = list(dict.fromkeys([t for t in before[:1] + [reading.asked] if t] + self.types))
+            # counted: a noun right after the number ("3 symptoms", "2 actors"), never a verb
+            # ("after 1975 acted in") nor after a year ("after 1975 ...")
+            nouns = [] if c.year else [m for m in reading.mentions if m.start in (c.after, c.after + 1)
+                                       and (m.types or not m.text.endswith("ed"))]
+            counted = nouns[0] if nouns else None
+            near = [m for m in reading.mentions if m.relations and not m.types and m is not counted and
+                    (c.start - 3 <= m.start < c.start or counted and counted.end <= m.start <= counted.end + 1)]
+            chosen = None
+            for subject in subjects:
+                # in this order: a property named right after the number ("over 2 million
+                # people": a population, not the people born there), a noun counted right after
+                # it, a property named before the comparison ("a population under 5 million
+                # have studios"), a noun one word after it ("3 different symptoms")
+                chosen = self._property_filter(subject, c, tokens, reading, after_only=True)
+                if not chosen and counted is not None and counted.start == c.after:
+                    chosen = self._count_filter(subject, c, counted, near)
+                chosen = chosen or self._property_filter(subject, c, tokens, reading)
+                if not chosen and counted is not None:
+                    chosen = self._count_filter(subject, c, counted, near)
+                if chosen:
+                    break
+            if chosen is None:
+                if not c.weak:
+                    reading.unlinked.append(c.text)
+                continue
+            spec, used, optional = chosen
+            reading.filters.append(spec)
+            taken |= {id(m) for m in used}
+            reading.optional += [m.text for m in optional]
+        reading.mentions = [m for m in reading.mentions if id(m) not in taken]
+
+    def _count_filter(self, subject: str, c: Comparison, counted: QuestionMention,
+                      near: list[QuestionMention]):
+        hops = [h for h in self.hops_from(subject) if h.to_type in counted.types or
+                (not counted.types and h.relation in counted.relations)]
+        named = [h for h in hops if any(h.relation in m.relations for m in near)]
+        if not hops:
+            return None
+        hop = (named or hops)[0]
+        used = [counted] + [m for m in near if hop.relation in m.relations]
+        return ({"type": subject, "compare": c.compare, "value": c.value, "text": c.text,
+                 "relation": hop.relation, "direction": hop.direction, "target_type": hop.to_type,
+                 "hop": hop}, used, [])
+
+    def _property_filter(self, subject: str, c: Comparison, tokens: list[str], reading: Reading,
+                         after_only: bool = False):
+        props = self.properties.get(subject, {})
+        if not props:
+            return None
+        low = max([m.end for m in reading.mentions if m.end <= c.start and m.types] +
+                  [e.start + len(e.mention.split()) for e in reading.entities
+                   if e.start + len(e.mention.split()) <= c.start] + [c.start - 5, 0])
+        around = (tokens[low:c.start] if not after_only else []) + tokens[c.after:c.after + 3]
+        hint = stems(c.hint) if c.hint and not after_only else ()
+        named = [p for p in sorted(props) if any(
+            phrase == hint or any(tuple(around[i:i + len(phrase)]) == phrase for i in range(len(around)))
+            for phrase in self._property_words(p))]
+        if not named and c.year and not after_only:
+            named = [p for p in sorted(props) if props[p] == "year"]
+        if len(named) != 1:
+            return None
+        # a relation word that names the property too is its verb right before the comparison
+        # ("actors born before 1990": not the BORN_IN edges), else it need not be walked
+        # ("companies founded by X after 1990" may walk FOUNDED_BY from X)
+        naming = [m for m in reading.mentions if not m.types
+                  and self._property_words(named[0]) & {tuple(tokens[m.start:m.end])}]
+        unit = [m for m in reading.mentions if m.start == c.after      # "over 100 *people*": the measure
+                and (m.types or not m.text.endswith("ed"))]
+        return ({"type": subject, "compare": c.compare, "value": c.value, "text": c.text,
+                 "property": named[0]}, [m for m in naming if m.end == c.start] + unit,
+                [m for m in naming if m.end != c.start])
 
     @staticmethod
     def _negated(question: str, tokens: list[str], entities: list[Resolved],
@@ -344,9 +484,10 @@ class RulePlanner:
     def _asked(self, tokens: list[str], entities: list[Resolved], mentions: list[QuestionMention],
                spans: set[int]) -> tuple[str | None, str | None]:
         """The type the question asks for: named right after "which/what/how many" (right
-        before Vietnamese "nao"/"gi"), else the first type named that is not a descriptor of
-        an entity ("the drug Aspirin"). A word after the first which/what that names nothing
-        in the schema is returned as unknown ("which hospitals")."""
+        before Vietnamese "nao"/"gi") or after a name there ("which Nolan movies"), else the
+        first type named that is not a descriptor of an entity ("the drug Aspirin"). A word
+        after the first which/what that names nothing in the schema is returned as unknown
+        ("which hospitals")."""
         starts = {m.start: m for m in mentions}
         ends = {m.end: m for m in mentions}
         unknown = None
@@ -356,6 +497,11 @@ class RulePlanner:
                 i += 1
             for j in (i, i + 1):     # one modifier may come first: "which common symptoms"
                 if j in starts and self._type_of(starts[j]) and (j == i or starts[j].types):
+                    return self._type_of(starts[j]), None
+            named = next((e for e in entities if e.start == i), None)
+            if named is not None:    # "which Nolan movies": a type right after the name
+                j = i + len(named.mention.split())
+                if j in starts and starts[j].types:
                     return self._type_of(starts[j]), None
             if (n == 0 and tokens[start] in ("which", "what") and i < len(tokens) and i not in spans
                     and i not in starts):
@@ -374,11 +520,13 @@ class RulePlanner:
 
     def _type_of(self, mention: QuestionMention) -> str | None:
         """A type word names its type; a relation word asked for ("which side effects") the
-        type at the relation's far end."""
+        type at the relation's far end, and an agent noun ("which actors", "inhibitors") the
+        type at its near end."""
         if mention.types:
             return sorted(mention.types)[0]
-        targets = {s.target_type for s in self.schema if s.relation in mention.relations}
-        return targets.pop() if len(targets) == 1 else None
+        agent = mention.text.split()[-1].endswith(("or", "ors", "er", "ers", "ist", "ists"))
+        ends = {s.source_type if agent else s.target_type for s in self.schema if s.relation in mention.relations}
+        return ends.pop() if len(ends) == 1 else None
 
     # ----------------------------------------------------------------- schema paths
     def hops_from(self, node_type: str) -> list[Hop]:
@@ -419,15 +567,26 @@ class RulePlanner:
     def _options(self, k: int, reading: Reading, goal: str,
                  alternatives: dict[str, list[Resolved]]) -> list[tuple[int, Resolved, list[Hop]]]:
         """Chains for entity ``k`` to ``goal``: from its node or a node of another type with
-        the same name; an excluded entity of the asked type is taken as itself."""
+        the same name; an excluded entity of the asked type is taken as itself; the best
+        ``MAX_OPTIONS`` and the shortest of each first step are kept. A chain whose
+        first relation the node has no edge of costs as much as ``EMPTY_START`` other readings."""
         entity = reading.entities[k]
         out: list[tuple[int, Resolved, list[Hop]]] = []
         for alt, node in enumerate([entity] + alternatives.get(entity.id, [])):
             if node.type == goal and k in reading.negated:
                 out.append((alt, node, []))
-            out += [(alt, node, p) for p in self.paths(node.type, goal)]
+            for p in self.paths(node.type, goal):
+                empty = self.reaches is not None and node.id and not self.reaches(node.id, p[0].relation,
+                                                                                  p[0].direction)
+                out.append((alt + self.EMPTY_START * bool(empty), node, p))
         out.sort(key=lambda o: self._judge([(o[1], o[2])], goal, reading, o[0]))
-        return out[:self.MAX_OPTIONS]
+        # and the shortest chain of each first relation: words another entity's chain uses may
+        # make it the best together ("movies by A that B did not act in": A directed)
+        firsts: dict = {}
+        for o in sorted(out, key=lambda o: (len(o[2]), o[0])):   # the shortest of each
+            firsts.setdefault((o[1].id, o[2][0] if o[2] else None), o)
+        kept = out[:self.MAX_OPTIONS]
+        return kept + [o for o in firsts.values() if o not in kept]
 
     def choose(self, reading: Reading, alternatives: dict[str, list[Resolved]]):
         """The best chain per entity (and the goal type they meet at)."""
@@ -456,6 +615,12 @@ class RulePlanner:
         if reading.asked_unknown:
             raise NotMapped(f"plan: the question asks for {reading.asked_unknown!r}, which names no type "
                             f"or relation of the graph", linked)
+        if reading.unlinked:
+            raise NotMapped(f"plan: the question compares {', '.join(repr(u) for u in reading.unlinked)}, but "
+                            f"the graph's {plural(reading.asked).replace('_', ' ') if reading.asked else 'nodes'} "
+                            f"hold no property or relation it names", linked)
+        if not entities and reading.filters:
+            return self._from_filtered(reading, linked)
         if not entities:
             if reading.asked and not any(m.relations for m in reading.mentions):
                 plan = Plan(count=reading.count, linked=linked)
@@ -473,7 +638,8 @@ class RulePlanner:
         _, goal, chains = best
         relations = {h.relation for _, hops in chains for h in hops}
         types = {goal} | {e.type for e, _ in chains} | {h.to_type for _, hops in chains for h in hops}
-        unused = [m.text for m in reading.mentions if not (m.relations & relations or m.types & types)]
+        unused = [m.text for m in reading.mentions
+                  if not (m.relations & relations or m.types & types) and m.text not in reading.optional]
         if unused:
             raise NotMapped(f"plan: no path in the graph's schema from "
                             f"{', '.join(f'{e.name} ({e.type})' for e in entities)} uses what "
@@ -483,7 +649,82 @@ class RulePlanner:
         linked["asked_type"] = goal
         plan = self._join(chains, goal, reading)
         plan.count, plan.linked = reading.count, linked
+        self._filter(plan, reading.filters)
         return plan
+
+    def _from_filtered(self, reading: Reading, linked: dict) -> Plan:
+        """A question that names no entity but compares ("which drugs treat diseases with
+        more than 3 symptoms"): every node of the type compared, filtered, then the chain
+        from that type to the asked one."""
+        subjects = {f["type"] for f in reading.filters}
+        if len(subjects) != 1:
+            raise NotMapped("plan: the question's comparisons qualify different types and it names "
+                            "nothing in the graph to start from", linked)
+        subject = subjects.pop()
+        plan = Plan(count=reading.count, linked=linked)
+        plan.steps.append({"key": f"all_{plural(subject)}", "op": "all", "type": subject})
+        plan.final = plan.steps[-1]["key"]
+        self._filter(plan, reading.filters)
+        goal = reading.asked or subject
+        if goal != subject:
+            start = Resolved("", "", plural(subject), subject, "compared", 1.0, -1)
+            best = self.choose(Reading(reading.tokens, [start], reading.mentions, set(), asked=goal), {})
+            unused = [] if best is None else [
+                m.text for m in reading.mentions if not (m.relations & {h.relation for h in best[2][0][1]} or
+                                                         m.types & {goal, subject} | {h.to_type for h in best[2][0][1]})
+                and m.text not in reading.optional]
+            if best is None or unused or not best[2][0][1]:
+                raise NotMapped(f"plan: no path in the graph's schema joins the {plural(subject)} compared "
+                                f"to {plural(goal)}", linked)
+            plan.final = self._walk(plan, None, best[2][0][1], start_key=plan.final)
+        else:   # "people born before 1950 who directed a movie": those with such an edge
+            reached: set[str] = set()     # ("countries ... that have studios": a type too)
+            for m in sorted(reading.mentions, key=lambda m: bool(m.types)):   # relation words first
+                if subject in m.types or m.text in reading.optional or (m.types and m.types <= reached):
+                    continue
+                hops = [h for h in self.hops_from(subject) if h.relation in m.relations or h.to_type in m.types]
+                hops.sort(key=lambda h: h.relation not in m.relations)
+                reached |= {h.to_type for h in hops[:1]}
+                if not hops:
+                    raise NotMapped(f"plan: the question names nothing in the graph for {m.text!r} "
+                                    f"to start from", linked)
+                self._filter(plan, [{"type": subject, "compare": ">=", "value": 1, "text": m.text,
+                                     "relation": hops[0].relation, "direction": hops[0].direction,
+                                     "target_type": hops[0].to_type}])
+        linked["asked_type"] = goal
+        return plan
+
+    def _filter(self, plan: Plan, filters: list[dict]) -> None:
+        """Each comparison filters the list of the type it qualifies: the final list, else the
+        last list of that type that a later step uses (the steps after it read the filtered one)."""
+        for f in filters:
+            types = step_types(plan.steps)
+            if types[plan.final] == f["type"]:
+                target = plan.final
+            else:
+                used = {s["from"]["step"] for s in plan.steps if "step" in s.get("from", {})}
+                used |= {k for s in plan.steps for k in s.get("inputs", ())}
+                used |= {s["input"] for s in plan.steps if "input" in s}
+                listed = [s["key"] for s in plan.steps if types[s["key"]] == f["type"] and s["key"] in used]
+                if not listed:
+                    raise NotMapped(f"plan: {f['text']!r} qualifies {plural(f['type'])}, which the question's "
+                                    f"path through the graph does not list", plan.linked)
+                target = listed[-1]
+            key = self._new_key(plan, f"{target}_{slug(f['text'])}"[:80])
+            step = {"key": key, "op": "filter", "input": target, "compare": f["compare"],
+                    "value": int(f["value"]) if f["value"] == int(f["value"]) else f["value"]}
+            step.update({k: f[k] for k in ("property", "relation", "direction", "target_type") if k in f})
+            at = next(i for i, s in enumerate(plan.steps) if s["key"] == target) + 1
+            for later in plan.steps[at:]:
+                if later.get("from", {}).get("step") == target:
+                    later["from"] = {"step": key}
+                if target in later.get("inputs", ()):
+                    later["inputs"] = [key if k == target else k for k in later["inputs"]]
+                if later.get("input") == target:
+                    later["input"] = key
+            plan.steps.insert(at, step)
+            if plan.final == target:
+                plan.final = key
 
     # ----------------------------------------------------------------- building the plan
     def _join(self, chains: list[tuple[Resolved, list[Hop]]], goal: str, reading: Reading) -> Plan:
@@ -570,18 +811,26 @@ class RulePlanner:
         return plan
 
 
-def history_lists(context_store: dict, plan: dict) -> dict:
-    """A finished turn's lists, typed, for the next turn's anaphors."""
+def step_types(steps: list[dict]) -> dict[str, str | None]:
+    """Each step's key → the type of the nodes it lists (None for a previous turn's list)."""
     types: dict[str, str | None] = {}
-    for s in plan.get("steps", []):
+    for s in steps:
         if s["op"] == "expand":
             types[s["key"]] = s["target_type"]
         elif s["op"] in ("intersection", "union", "difference"):
             types[s["key"]] = types.get(s["inputs"][0])
+        elif s["op"] == "filter":
+            types[s["key"]] = types.get(s["input"])
         elif s["op"] in ("nodes", "all"):
             types[s["key"]] = s.get("type")
         else:   # given: the type it had in its own turn
             types[s["key"]] = None
+    return types
+
+
+def history_lists(context_store: dict, plan: dict) -> dict:
+    """A finished turn's lists, typed, for the next turn's anaphors."""
+    types = step_types(plan.get("steps", []))
     out = {}
     for key, value in context_store.items():
         if isinstance(value, list) and key in types and types[key]:
@@ -590,4 +839,4 @@ def history_lists(context_store: dict, plan: dict) -> dict:
 
 
 __all__ = ["NotMapped", "Plan", "PlanError", "Reading", "RulePlanner", "history_lists", "parse_plan_json", "plural",
-           "validate"]
+           "step_types", "validate"]

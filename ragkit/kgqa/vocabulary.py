@@ -25,6 +25,15 @@ TYPE_WORDS: dict[str, tuple[str, ...]] = {
     "anatomy": ("organ", "body part", "part of the body", "parts of the body", "tissue",
                 "co quan", "bo phan"),
     "person": ("people", "someone", "somebody", "nguoi"),
+    # types common in general-knowledge graphs
+    "movie": ("film", "picture", "motion picture", "phim"),
+    "film": ("movie", "picture", "motion picture", "phim"),
+    "company": ("firm", "business", "corporation", "enterprise", "cong ty"),
+    "country": ("nation", "state", "quoc gia", "nuoc"),
+    "city": ("town", "municipality", "thanh pho"),
+    "book": ("novel", "title", "sach"),
+    "song": ("track", "single", "bai hat"),
+    "organization": ("organisation", "institution", "body", "to chuc"),
 }
 # Words in a type's name that make it the type "who" asks for ("Person", "Actor", "Patient").
 PERSON_TYPE_WORDS = ("person", "people", "human", "actor", "director", "author", "patient",
@@ -56,6 +65,7 @@ RELATION_WORDS: dict[str, tuple[str, ...]] = {
     "genre": ("kind", "type"),
     "directed": ("director", "filmmaker"),
     "starring": ("actor", "actress", "cast", "acted", "appeared"),
+    "acted": ("actor", "actress", "cast member", "starred", "appeared", "played"),
     "produced": ("production company", "studio"),
     "studied": ("alumni", "attended", "student"),
     "makes": ("maker", "products"),
@@ -112,6 +122,49 @@ ASK_AFTER = ("nao", "gi")
 REQUEST = ("tell", "give", "find", "please", "like", "know", "want", "wonder", "list", "show",
            "identify", "need", "provide", "say", "let", "look", "curious", "hay", "cho", "biet")
 
-__all__ = ["ASK_AFTER", "ASK_BEFORE", "CLAUSE", "COORDINATION", "COUNT", "EXCLUDE", "NAME_FILLERS", "PERSON_TYPE_WORDS",
-           "RELATION_WORDS", "REQUEST", "TYPE_WORDS", "UNION", "other_relation_words",
-           "relation_readings", "stems"]
+# Comparisons with a number ("approved after 2000", "more than 3 symptoms", "at least two
+# drugs"): the words before the number, and the comparison they make. Matched longest first.
+COMPARE_BEFORE: dict[str, str] = {
+    "more than": ">", "over": ">", "above": ">", "greater than": ">", "higher than": ">",
+    "larger than": ">", "bigger than": ">", "exceeding": ">", "after": ">", "later than": ">",
+    "at least": ">=", "no fewer than": ">=", "no less than": ">=", "since": ">=", "from": ">=",
+    "fewer than": "<", "less than": "<", "under": "<", "below": "<", "lower than": "<",
+    "smaller than": "<", "before": "<", "earlier than": "<", "prior to": "<",
+    "at most": "<=", "no more than": "<=", "up to": "<=", "until": "<=",
+    "exactly": "=", "equal to": "=", "in": "=",
+    "nhieu hon": ">", "hon": ">", "tren": ">", "sau": ">", "it nhat": ">=", "tu": ">=",
+    "it hon": "<", "duoi": "<", "truoc": "<", "toi da": "<=", "vao": "=",
+}
+# ... and after it ("3 symptoms or more").
+COMPARE_AFTER: dict[str, str] = {"or more": ">=", "or over": ">=", "or above": ">=", "or later": ">=",
+                                 "or fewer": "<=", "or less": "<=", "or earlier": "<=", "tro len": ">="}
+# Cues that compare dates: with a year and no property word, the type's one year property.
+TEMPORAL = ("after", "later than", "since", "from", "before", "earlier than", "prior to", "until", "in",
+            "sau", "truoc", "tu", "vao")
+# Comparatives that name the property they compare ("older than 50": age).
+COMPARE_ADJECTIVES: dict[str, tuple[str, str]] = {
+    "older than": (">", "age"), "younger than": ("<", "age"), "taller than": (">", "height"),
+    "shorter than": ("<", "height"), "heavier than": (">", "weight"), "lighter than": ("<", "weight"),
+    "longer than": (">", "length"), "cheaper than": ("<", "price"), "pricier than": (">", "price"),
+    "more expensive than": (">", "price"), "richer than": (">", "revenue"),
+}
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+                "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20,
+                "thirty": 30, "forty": 40, "fifty": 50, "hundred": 100}
+# Words that may stand between a comparison and its number ("after the year 2000").
+NUMBER_FILLERS = ("the", "year", "a", "total", "of", "nam")
+SCALE_WORDS = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "nghin": 1e3}
+# Words a property's name may go by in a question ("born" for a birth year).
+PROPERTY_WORDS: dict[str, tuple[str, ...]] = {
+    "birth": ("born",), "death": ("died", "dead"), "population": ("inhabitants", "residents", "people"),
+    "employees": ("staff", "workers", "employ"), "release": ("came out", "out", "premiered"),
+    "founding": ("founded", "established", "set up"), "founded": ("established", "set up"),
+    "approval": ("approved", "licensed"), "revenue": ("sales", "turnover", "earn"),
+    "height": ("tall",), "age": ("old",), "runtime": ("long", "minutes"), "duration": ("long", "minutes"),
+    "price": ("cost", "costs"), "area": ("size",),
+}
+
+__all__ = ["ASK_AFTER", "ASK_BEFORE", "CLAUSE", "COMPARE_ADJECTIVES", "COMPARE_AFTER", "COMPARE_BEFORE",
+           "COORDINATION", "COUNT", "EXCLUDE", "NAME_FILLERS", "NUMBER_FILLERS", "NUMBER_WORDS", "PERSON_TYPE_WORDS",
+           "PROPERTY_WORDS", "RELATION_WORDS", "REQUEST", "SCALE_WORDS", "TEMPORAL", "TYPE_WORDS", "UNION",
+           "other_relation_words", "relation_readings", "stems"]

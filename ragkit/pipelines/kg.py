@@ -27,7 +27,8 @@ class KGTrace(Trace):
     """How a KG answer was made: the standalone question, the entities found, what the
     planner linked (entities, types, relations, the asked type and the shape), the plan (and
     who wrote it) or why there is none, the context store each step filled, the edges
-    followed, and the turn a follow-up question passes back (with the history it carried)."""
+    followed and the property values compared, and the turn a follow-up question passes back
+    (with the history it carried)."""
 
     standalone: str = ""
     entities: list = field(default_factory=list)
@@ -41,6 +42,7 @@ class KGTrace(Trace):
     context_store: dict = field(default_factory=dict)
     counts: dict = field(default_factory=dict)
     edges: list = field(default_factory=list)
+    facts: list = field(default_factory=list)       # property values a filter compared
     turn: dict | None = None
     history: list = field(default_factory=list)
 
@@ -147,7 +149,7 @@ class KGPipeline(Pipeline):
         plan = result.pop("plan")
         trace = KGTrace(plan=plan.to_dict() if plan is not None else None,
                         history=[t.to_dict() for t in turns], **result)
-        citations = citations_for(trace.context_store, trace.edges, qa.nodes)
+        citations = citations_for(trace.context_store, trace.edges, qa.nodes, trace.facts)
         if plan is None:
             draft = not_mapped_draft(trace.plan_error or "", trace.linked)
         else:
@@ -175,18 +177,24 @@ def check_fits(question: str, ctx: AskContext) -> None:
             f"for the instructions + {config.max_tokens} for the answer > n_ctx {config.n_ctx})")
 
 
-def citations_for(context_store: dict, edges: list[dict], nodes: dict[str, dict]) -> list[Citation]:
-    """The edges that touch a final result first, then the other edges the plan followed,
-    each with its source note."""
+def citations_for(context_store: dict, edges: list[dict], nodes: dict[str, dict],
+                  facts: list[dict] | None = None) -> list[Citation]:
+    """The edges and property values that touch a final result first, then the other edges the
+    plan followed, each with its source note (a value's: its node's ``source``)."""
     finals = {i["id"] for i in context_store.get("final_result", [])}
     last = [e for e in edges if {e["source"], e["target"]} & finals]
     rest = [e for e in edges if e not in last]
     out: list[Citation] = []
-    for e in (last + rest)[:MAX_CITATIONS]:
+    for f in [f for f in facts or () if f["node"] in finals][:MAX_CITATIONS // 2]:
+        node = nodes[f["node"]]
+        out.append(Citation(id=len(out) + 1, doc_id=f"{f['node']}.{f['property']}",
+                            title=f"{node['name']} {f['property']}: {f['value']}",
+                            source=str(node.get("source", "")), stage=f["step"]))
+    for e in (last + rest)[:max(MAX_CITATIONS - len(out), 0)]:
         text = f"{nodes[e['source']]['name']} -[{e['relation']}]-> {nodes[e['target']]['name']}"
         out.append(Citation(id=len(out) + 1, doc_id=f"{e['source']} -[{e['relation']}]-> {e['target']}",
                             title=text, source=e.get("source_note", ""), stage=e["step"]))
-    return out
+    return out[:MAX_CITATIONS]
 
 
 def ask_kg(question: str, store: str | TypedStore | KGQA, *, history: list[Turn | dict] | None = None,

@@ -394,11 +394,14 @@ def plan_table(answer: Answer) -> pd.DataFrame:
             origin = ", ".join(step["ids"])
         elif step["op"] == "all":
             origin = f"every {step['type']}"
+        elif step["op"] == "filter":
+            measured = step.get("property") or f"{step['relation']} edges"
+            origin = f"{step['input']} where {measured} {step['compare']} {step['value']}"
         else:
             origin = src.get("entity") or src.get("step") or f"previous turn: {step.get('history')}"
         rows.append({"step": i, "key": step["key"], "op": step["op"], "from": origin,
                      "relation": step.get("relation", ""), "direction": step.get("direction", ""),
-                     "target_type": step.get("target_type") or step.get("type", ""),
+                     "target_type": (step.get("target_type") or step.get("type", "")) if step["op"] != "filter" else "",
                      "found": counts.get(step["key"], 0), "final": step["key"] == plan.get("final")})
     return pd.DataFrame(rows)
 
