@@ -80,6 +80,42 @@ REVERSE = [
     "Which 3GPP term means {d}?",
     "Thuật ngữ nào chỉ {d}?",
 ]
+# The kinds the lexicon questions of other benchmarks take, in phrasings written here: the
+# abbreviation of an expansion, "which of the following" over expansions and definitions,
+# options that differ from the gold one by a word, an abbreviation with several expansions,
+# and a context before the question.
+ABBREVIATION = [
+    "What is the abbreviation for {f}?",
+    "Which acronym stands for {f}?",
+    "{f} is abbreviated as what?",
+    "How is {f} abbreviated in 3GPP specifications?",
+    "Viết tắt của {f} là gì?",
+]
+EXPANSION_CHOICE = [
+    "Which of the following is the expansion of {a}?",
+    "{a} stands for which of the following?",
+    "Which of these does the abbreviation {a} stand for?",
+    "Select the correct full form of {a}.",
+]
+DEFINITION_CHOICE = [
+    "Which of the following best describes {t}?",
+    "Which of the following statements defines {t}?",
+    "{t} is best described by which of the following?",
+    "Choose the correct definition of {lt}.",
+]
+CONTEXT = ["In 5G system architecture, ", "According to the 3GPP vocabulary, ", "In the context of mobile networks, ",
+           "For a 3GPP engineer, "]
+# Written after the kinds above were measured and fixed; measured once (split "kinds unseen").
+UNSEEN = [
+    ("abbreviation", "Give the acronym used for {f}."),
+    ("abbreviation", "Short form of {f}?"),
+    ("expansion", "What is the meaning of the abbreviation {a}?"),
+    ("expansion", "Which option correctly expands {a}?"),
+    ("expansion", "In LTE and NR specifications, what is {a} short for?"),
+    ("expansion", "{a}: which expansion is correct?"),
+    ("definition", "Pick the option that defines {t}."),
+    ("definition", "What best characterizes {t}?"),
+]
 WORD = re.compile(r"[a-z0-9]+")
 
 
@@ -175,6 +211,96 @@ def compose(store_path: str, n: int, seed: int = 7) -> list[dict]:
     return questions
 
 
+def near_misses(rng: random.Random, gold: str, pool: list[str], n: int = 3) -> list[str]:
+    """``n`` options that differ from ``gold`` by one word, taken from other entries' words
+    ("Security Edge Protection Proxy" → "Security Edge Protocol Proxy"); others if too few."""
+    vocabulary = sorted({w for p in pool for w in p.split() if w.isalpha() and len(w) > 3})
+    parts = gold.split()
+    out: list[str] = []
+    for _ in range(50):
+        if len(out) == n or not parts:
+            break
+        i = rng.randrange(len(parts))
+        swapped = " ".join(parts[:i] + [rng.choice(vocabulary)] + parts[i + 1:])
+        if swapped.lower() != gold.lower() and swapped not in out:
+            out.append(swapped)
+    return out + distractors(rng, gold, [p for p in pool if p not in out], n - len(out)) if len(out) < n else out
+
+
+def compose_kinds(store_path: str, per_kind: int = 24, seed: int = 13) -> list[dict]:
+    """Questions of the kinds in ``ABBREVIATION`` ... ``CONTEXT``, ``per_kind`` each."""
+    rng = random.Random(seed)
+    abbreviations, definitions = dictionary(store_path)
+    by_abbreviation = defaultdict(list)
+    for t in abbreviations:
+        by_abbreviation[t.abbreviation].append(t.full_name)
+    by_name = defaultdict(set)
+    for t in abbreviations:
+        by_name[t.full_name.lower()].add(t.abbreviation)
+    single = sorted(a for a, names in by_abbreviation.items() if len(names) == 1
+                    and len(by_name[names[0].lower()]) == 1)
+    several = sorted(a for a, names in by_abbreviation.items() if len(set(n.lower() for n in names)) > 1)
+    names = sorted({t.full_name for t in abbreviations})
+    acronyms = sorted(by_abbreviation)
+    defined = sorted({t.full_name.lower(): t for t in definitions}.values(), key=lambda t: t.term_id)
+    gloss = [first_sentence(t.definition) for t in defined]
+    items = []
+    for a in rng.sample(single, per_kind):
+        f = by_abbreviation[a][0]
+        items.append(("abbreviation", rng.choice(ABBREVIATION).format(f=f), a,
+                      distractors(rng, a, [x for x in acronyms if x[0] == a[0]] or acronyms), a))
+    for a in rng.sample(single, per_kind):
+        gold = by_abbreviation[a][0]
+        items.append(("expansion, which of the following", rng.choice(EXPANSION_CHOICE).format(a=a), gold,
+                      distractors(rng, gold, names), a))
+    for a in rng.sample(single, per_kind):
+        gold = by_abbreviation[a][0]
+        items.append(("expansion, options a word apart", rng.choice(EXPANSION).format(a=a), gold,
+                      near_misses(rng, gold, names), a))
+    for a in rng.sample(several, min(per_kind, len(several))):
+        gold = rng.choice(sorted(set(by_abbreviation[a])))
+        others = [x for x in names if x.lower() not in {n.lower() for n in by_abbreviation[a]}]
+        items.append(("expansion, several in the store", rng.choice(EXPANSION).format(a=a), gold,
+                      distractors(rng, gold, others), a))
+    for a in rng.sample(single, per_kind):
+        gold = by_abbreviation[a][0]
+        question = rng.choice(CONTEXT) + rng.choice(EXPANSION[:7]).format(a=a)
+        items.append(("expansion, with a context", question[0].upper() + question[1:], gold,
+                      distractors(rng, gold, names), a))
+    for t in rng.sample(defined, per_kind):
+        lt = t.full_name if t.full_name.isupper() or t.full_name.split()[0].isupper() else t.full_name.lower()
+        gold = first_sentence(t.definition)
+        items.append(("definition, which of the following",
+                      rng.choice(DEFINITION_CHOICE).format(t=t.full_name, lt=lt), gold,
+                      distractors(rng, gold, gloss), t.full_name))
+    unseen = len(items)
+    for kind, phrase in UNSEEN:
+        for _ in range(3):
+            if kind == "definition":
+                t = rng.choice(defined)
+                gold = first_sentence(t.definition)
+                items.append((f"{kind}, unseen", phrase.format(t=t.full_name), gold, distractors(rng, gold, gloss),
+                              t.full_name))
+                continue
+            a = rng.choice(single)
+            f = by_abbreviation[a][0]
+            gold = a if kind == "abbreviation" else f
+            pool = ([x for x in acronyms if x[0] == a[0]] or acronyms) if kind == "abbreviation" else names
+            items.append((f"{kind}, unseen", phrase.format(a=a, f=f), gold, distractors(rng, gold, pool), a))
+    questions = []
+    for i, (intent, question, gold, wrong, subject) in enumerate(items):
+        options = [gold, *wrong]
+        rng.shuffle(options)
+        k = options.index(gold) + 1
+        split = "unseen" if i >= unseen else "held-out" if i % 3 == 2 else "dev"
+        questions.append({"id": f"k{i:03d}", "intent": intent, "split": split,
+                          "kind": True, "question": question, **{f"option {j}": o for j, o in enumerate(options, 1)},
+                          "answer": f"option {k}: {gold}", "gold": gold, "subject": subject,
+                          "accepted": by_abbreviation[subject] if intent == "expansion, several in the store"
+                          else [gold]})
+    return questions
+
+
 def paraphrased() -> list[dict]:
     items = json.loads((ROOT / "data" / "spec_paraphrases.json").read_text(encoding="utf-8"))
     out = []
@@ -188,8 +314,10 @@ def stated(answer: str, intent: str, gold: str) -> bool | None:
     """Whether the written answer states the gold expansion, definition or term (None for
     a hand-written definition option, which paraphrases rather than quotes)."""
     text = " ".join(answer.lower().split())
-    if intent == "definition":
+    if intent.startswith("definition"):
         return " ".join(gold.lower().split()[:8]) in text
+    if intent.startswith("abbreviation"):
+        return re.search(rf"(?<![\w-]){re.escape(gold.lower())}(?![\w-])", text) is not None
     return gold.lower() in text
 
 
@@ -209,24 +337,28 @@ def measure(store_path: str, questions: list[dict], progress: bool) -> dict:
         started = time.perf_counter()
         for q, detail in zip(questions, mcq["details"]):
             answer = ask_spec(q["question"], store, use_llm=False).answer
-            ok_ask = stated(answer, q["intent"], q["gold"])
+            ok_ask = any(stated(answer, q["intent"], g) for g in q.get("accepted", [q["gold"]]))
             if q["split"] == "paraphrased" and q["intent"] == "definition":
                 ok_ask = None
             ok_mcq = detail["choice"] == detail["answer"]
-            for key in ((q["intent"], q["split"], "all") if q["split"] != "paraphrased" else ("paraphrased",)):
+            keys = (("paraphrased",) if q["split"] == "paraphrased" else
+                    (f"kind: {q['intent']}", f"kinds {q['split']}", "kinds all") if q.get("kind") else
+                    (q["intent"], q["split"], "all"))
+            for key in keys:
                 groups[key]["n"] += 1
                 groups[key]["mcq"] += ok_mcq
                 groups[key]["ask"] += bool(ok_ask)
                 groups[key]["ask_n"] += ok_ask is not None
             if q["split"] != "held-out" and not (ok_mcq and ok_ask is not False):
-                failures.append({"question": q["question"], "gold": q["gold"], "mcq": ok_mcq, "ask": ok_ask,
+                failures.append({"intent": q["intent"], "question": q["question"], "gold": q["gold"], "mcq": ok_mcq,
+                                 "ask": ok_ask,
                                  "answer": answer[:200]})
         ask_s = time.perf_counter() - started
     table = {k: {"n": v["n"], "mcq_accuracy": round(v["mcq"] / v["n"], 4),
                  "ask_accuracy": round(v["ask"] / v["ask_n"], 4) if v["ask_n"] else None}
              for k, v in sorted(groups.items())}
     return {"by_group": table, "mcq_ms_per_question": round(1000 * mcq_s / len(questions), 1),
-            "ask_ms_per_question": round(1000 * ask_s / len(questions), 1), "dev_failures": failures[:40]}
+            "ask_ms_per_question": round(1000 * ask_s / len(questions), 1), "dev_failures": failures[:60]}
 
 
 def main() -> None:
@@ -238,13 +370,15 @@ def main() -> None:
     import ragkit
 
     store = build_store()
-    questions = compose(store, args.n) + paraphrased()
+    questions = compose(store, args.n) + paraphrased() + compose_kinds(store)
     result = measure(store, questions, args.progress)
     result["code"] = str(Path(ragkit.__file__).parent)
     previous = OUT / "spec_questions.json"
     data = json.loads(previous.read_text()) if previous.exists() else {}
     data.pop("machine", None)
-    data.update({"questions": {"composed": args.n, "paraphrased": len(questions) - args.n}, "specs": [p.name for p in SPECS],
+    kinds = sum(1 for q in questions if q.get("kind"))
+    data.update({"questions": {"composed": args.n, "paraphrased": len(questions) - args.n - kinds, "kinds": kinds},
+                 "specs": [p.name for p in SPECS],
                  "command": f".venv/bin/python bench/spec_questions.py --label {args.label}",
                  args.label: result})
     write("spec_questions", data)

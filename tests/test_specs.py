@@ -236,6 +236,58 @@ def test_expansion_phrasings(nx_spec_store, question):
     assert answer.answer.startswith("SEPP stands for Security") and "Security Edge Protection Proxy" in answer.answer
 
 
+@pytest.mark.parametrize("question, qtype, entity, said", [
+    # a leading clause that sets the scene names context, not the subject
+    ("In 5G system architecture, SEPP means?", "definition", "SEPP", "Security Edge Protection Proxy"),
+    ("According to the 3GPP vocabulary, what is the full form of SEPP?", "expansion", "SEPP",
+     "Security Edge Protection Proxy"),
+    # the abbreviation of a name the question spells out, with 3GPP only as context
+    ("How is Security Edge Protection Proxy abbreviated in 3GPP specifications?", "expansion",
+     "Security Edge Protection Proxy", "SEPP"),
+    ("Which of the following best describes an operating band?", "definition", "Operating band",
+     "A frequency range in which E-UTRA operates"),
+    ("Operating band is best described by which of the following?", "definition", "Operating band",
+     "A frequency range in which E-UTRA operates"),
+    # no intent cue, nothing but one entry and a word: what it is
+    ("What best characterizes an operating band?", "definition", "Operating band",
+     "A frequency range in which E-UTRA operates"),
+])
+def test_lexicon_question_kinds(nx_spec_store, question, qtype, entity, said):
+    answer = ask_spec(question, nx_spec_store, use_llm=False)
+    analysis = answer.trace["analysis"]
+    assert (analysis["qtype"], analysis["entities"][0]) == (qtype, entity), analysis
+    assert said in answer.answer
+
+
+def test_a_question_about_how_or_two_entries_is_still_searched(nx_spec_store):
+    from ragkit.specs.dictionary import term_dictionary
+
+    dictionary = term_dictionary(nx_spec_store)
+    assert analyze_question("How does the AMF select an SMF?", dictionary).qtype == "other"
+    assert analyze_question("How is the SEPP deployed?", dictionary).qtype == "other"
+
+
+@pytest.mark.parametrize("question, options, right", [
+    # options that describe other entries, one quoting the definition
+    ("Transport Format is best described by which of the following?",
+     ["A formal set of procedures that are adopted to ensure communication between two or more functions within "
+      "the same layer of a hierarchy of functions",
+      "A Transport Format is defined as a format offered by L1 to MAC for the delivery of a Transport Block Set "
+      "during a Transmission Time Interval on a Transport Channel",
+      "A software program that simulates a hypothetical computer by performing the operations defined by the "
+      "instructions of this computer"], 2),
+    # the abbreviation of a name the question spells out (a word the tokenizer drops: "AS")
+    ("Give the acronym used for Access Stratum.", ["AS", "ACM", "AK", "ANP"], 1),
+])
+def test_mcq_lexicon_kinds(nx_spec_store, tmp_path, question, options, right):
+    from ragkit.eval.mcq import evaluate_mcq
+
+    path = tmp_path / "mcq.json"
+    path.write_text(json.dumps([{"question": question, **{f"option {i}": o for i, o in enumerate(options, 1)},
+                                 "answer": f"option {right}: {options[right - 1]}"}]))
+    assert evaluate_mcq(path, nx_spec_store, progress=False)["details"][0]["choice"] == right
+
+
 def test_an_abbreviation_in_parentheses_is_the_same_entity(nx_spec_store):
     answer = ask_spec("What is an Elementary File (EF)?", nx_spec_store, use_llm=False)
     assert answer.trace["analysis"]["entities"] == ["Elementary File (EF)"]

@@ -105,6 +105,10 @@ def dictionary_scores(dictionary: TermDictionary, analysis, evidence, options: l
     entries = [e.term for e in evidence if e.stage == "term" and e.term is not None]
     if not entries:
         return [0.0] * len(options)
+    # words an option repeats from the question prove nothing ("Which of the following best
+    # describes Group call?": "... provides the group call service" is not its definition)
+    asked = words_of(analysis.phrase) if analysis.phrase else set()
+    option_words = [(w - asked) or w for w in option_words]
     texts = [words_of(t.full_name if t.term_type == "abbreviation" else t.definition) for t in entries]
     texts += [words_of(t.full_name) for t in entries if t.term_type == "definition"]
     weights = dictionary.weights(set().union(*texts, *option_words))
@@ -138,13 +142,18 @@ def score_options(store: GraphStore, question: str, options: list[tuple[int, str
     option_tokens = [set(_TOKENIZER(text)) for _, text in options]
     weights = _weights(list(q_tokens.union(*option_tokens)), index)
     expansions = [t.full_name.lower() for terms in resolved.values() for t in terms[:2]]
+    # the abbreviation of a name the question spells out ("the acronym used for Access Stratum")
+    short = {t.abbreviation.lower() for terms in resolved.values() for t in terms[:2]
+             if t.term_type == "abbreviation" and t.abbreviation and t.full_name.lower() in question.lower()}
     from_dictionary = dictionary_scores(term_dictionary(store, signature), analysis, question_evidence, options)
     scores = []
     for (_, text), tokens, known in zip(options, option_tokens, from_dictionary):
         asked = q_tokens - tokens  # words the option repeats from the question prove nothing
         best = max((_share(tokens, weights, s) * (0.5 + _share(asked, weights, s)) for s in sentences),
                    default=0.0)
-        if any(x and x in text.lower() for x in expansions):
+        if any(x and x in text.lower() and x not in question.lower() for x in expansions):
+            best += 1.0     # states an expansion the question does not already name
+        if text.strip().lower() in short:
             best += 1.0
         scores.append(round(best + DICTIONARY_WEIGHT * known, 6))
     best_i = max(range(len(options)), key=lambda i: (scores[i], -i))

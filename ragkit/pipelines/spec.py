@@ -34,7 +34,7 @@ from ..specs.dictionary import TermDictionary, store_signature, term_dictionary
 from ..specs.model import Chunk, Term, spec_version
 from ..specs.constraints import allowed_documents, read_constraint, unmet
 from ..specs.terms import acronyms_in, is_five_g_spec
-from ..text import Tokenizer, first_sentences
+from ..text import ENGLISH_STOPWORDS, Tokenizer, first_sentences
 from ..text.cues import FUNCTION_CUES
 from .base import Answer, AskContext, Citation, Gathered, Pipeline, Source, Sources, Trace
 
@@ -48,7 +48,7 @@ INTENTS = (
                 r"\bwhat(?:'s|\s+is|\s+are)\s+(?:it|this|that|they)\s+called\b|"
                 r"\bwhat\s+(?:do|does|did)\s+(?:\w+\s+){0,4}call\b|\b(?:is|are)\s+(?:called|known\s+as|termed)\s*\??$|"
                 r"thuật ngữ nào|khái niệm nào|gọi là gì|được gọi là|tên gọi"),
-    ("expansion", r"\bstands?\s+for\b|\babbreviat\w*|\bacronyms?\b|\bfull\s+(?:form|name)\b|\bshort\s+for\b|"
+    ("expansion", r"\bstands?\s+for\b|\babbreviat\w*|\bacronyms?\b|\b(?:full|short)\s+(?:form|name)\b|\bshort\s+for\b|"
                   r"\bexpan(?:d|ds|sion)\b|\bspell(?:ed|s)?\s+out\b|viết tắt"),
     ("comparison", r"\b(?:compare[sd]?|comparison|differences?\s+between|differ(?:s|ent)?\s+(?:from|between)|"
                    r"versus|vs\.?|contrast)\b|so sánh|khác nhau|khác gì"),
@@ -56,7 +56,8 @@ INTENTS = (
              r"\bfunction(?:s|ality|alities)?\s+of\b|\bpurpose\b|\bused\s+for\b|\bresponsibilit\w*\s+of\b|"
              r"vai trò|chức năng|nhiệm vụ|dùng để"),
     ("definition", r"\bwhat\s+(?:\w+ly\s+|then\s+)?(?:is|are|was|were)\b|\bwhat's\b|\bdefin\w*|\bmeaning\b|"
-                   r"\bmeans?\b|\brefers?\s+to\b|\bmeant\s+by\b|\bexplain\w*\b|\bdescribe\b|\btell\s+me\s+about\b|"
+                   r"\bmeans?\b|\brefers?\s+to\b|\bmeant\s+by\b|\bexplain\w*\b|\bdescrib(?:e[sd]?|ing)\b|"
+                   r"\btell\s+me\s+about\b|"
                    r"là gì|là như thế nào|nghĩa là|nghĩa của|định nghĩa|khái niệm"),
 )
 _INTENTS = tuple((name, re.compile(cue, re.IGNORECASE)) for name, cue in INTENTS)
@@ -66,6 +67,10 @@ _FRAME = re.compile(r"^(?:(?:the|an?|term|word|concept|of|is|are|does|do|by|for|
                     r"(?:\s+(?:in|within|of|for|trong)\s+(?:the\s+)?(?:5G|5GC|5GS|3GPP|NR|LTE)\b.*)$|"
                     r"\s+(?:(?:là|của|cho|trong)\s+)*(?:gì|nào|cụm từ nào|như thế nào)$|\s+(?:is|are|mean|means|do)$",
                     re.IGNORECASE)
+# A leading clause that sets the scene ("In 5G system architecture, ...", "According to the
+# 3GPP vocabulary, ..."): what it names is context, not what the question asks about.
+_CONTEXT = re.compile(r"^\s*(?:in|within|according\s+to|as\s+per|per|for|under|from|trong|theo)\b[^,?]{0,80},",
+                      re.IGNORECASE)
 NOT_ENOUGH_EN = "The loaded specifications do not contain enough information to answer this question."
 
 MODEL_REFUSAL_EN = "The evidence is not enough to answer."
@@ -161,13 +166,18 @@ def strip_cue(question: str, cue: str) -> str:
 
 def analyze_question(question: str, dictionary: TermDictionary | None = None) -> QuestionAnalysis:
     """Intent from the wording, entities from what the question names: spans linked to the
-    store's term dictionary (abbreviations and term names, longest first), else acronyms
-    written in capitals, else, for a definition question, the phrase the cue leaves."""
+    store's term dictionary (abbreviations and term names, longest first; a generation name
+    or a span in a leading clause that sets the scene, "In 5G system architecture, ...",
+    last), else acronyms written in capitals, else, for a definition question, the phrase
+    the cue leaves."""
     qtype, cue = classify_intent(question)
     phrase = strip_cue(question, cue)
     links = dictionary.linker.link(question) if dictionary is not None else []
+    scene = _CONTEXT.match(question)
+    context = {link.label for link in links if link.text.upper() in GENERATION_NAMES or
+               (scene is not None and link.end <= scene.end())}
     linked: list[tuple[str, str]] = []
-    for link in sorted(links, key=lambda x: (x.text.upper() in GENERATION_NAMES, -(x.end - x.start), x.start)):
+    for link in sorted(links, key=lambda x: (x.label in context, -(x.end - x.start), x.start)):
         if (link.label, link.kind) not in linked:
             linked.append((link.label, link.kind))
     if linked and len(linked) > 1:
@@ -179,10 +189,13 @@ def analyze_question(question: str, dictionary: TermDictionary | None = None) ->
     acronyms = [a for a in acronyms_in(question) if a.upper() not in inside]
     entities = linked + [(a, "unlinked") for a in acronyms]
     if qtype == "expansion":    # what an abbreviation stands for: the abbreviation is the subject
-        entities.sort(key=lambda e: e[1] not in ("abbreviation", "unlinked"))
+        # (not one that only sets the scene: "How is X abbreviated in 3GPP specifications?")
+        entities.sort(key=lambda e: (e[0] in context, e[1] not in ("abbreviation", "unlinked")))
     link_rows = [link.to_dict() for link in links]
     if qtype == "comparison" and len(entities) < 2:
         qtype = "definition" if entities else "other"
+    if qtype == "other" and linked and _asks_only_about(question, links, linked[0][0]):
+        qtype = "definition"    # "What best characterizes X?": nothing but the entry and a few words
     if qtype == "comparison":
         chosen = entities[:2]
     elif qtype in ("definition", "expansion", "role"):
@@ -190,6 +203,21 @@ def analyze_question(question: str, dictionary: TermDictionary | None = None) ->
     else:           # reverse lookups and other questions search; their links are only shown
         chosen = entities if qtype == "other" else []
     return QuestionAnalysis(qtype, [e for e, _ in chosen], phrase, [k for _, k in chosen], link_rows, cue)
+
+
+def _asks_only_about(question: str, links, label: str, most: int = 1) -> bool:
+    """Whether a question with no intent cue asks what one dictionary entry is: it names no
+    other entry, does not ask how, why, when or where, and has at most ``most`` content words
+    besides the entry's name ("What best characterizes UDR Group ID?")."""
+    if re.match(r"\s*(?:how|why|when|where)\b", question, re.IGNORECASE) or {x.label for x in links} != {label}:
+        return False
+    spans = [link for link in links if link.label == label]
+    rest = question
+    for link in sorted(spans, key=lambda x: -x.start):
+        rest = rest[:link.start] + " " + rest[link.end:]
+    content = [w for w in re.findall(r"[^\W_]+", rest.lower()) if w not in ENGLISH_STOPWORDS
+               and w not in ("which", "option", "options", "following", "best", "correct", "correctly")]
+    return bool(spans) and len(content) <= most
 
 
 def related_terms(store: GraphStore, entity: str, limit: int = 3) -> list[Term]:
