@@ -38,9 +38,9 @@ def test_batch_equals_per_query_on_scifact(scifact_tokens, idf):
     index = BM25Index.from_tokens(corpus, BM25Params(idf=idf))
     for k in (1, 10, 100, len(corpus) + 5):
         reference = [index.top_k_tokens(q, k) for q in queries]
-        _same(bm25_batch.top_k_many(index, queries, k), reference)
+        _same(bm25_batch.top_k_many(index, queries, k, compiled=True), reference)
         if k == 10:
-            _same(bm25_batch.top_k_many(index, queries, k, threads=2), reference)
+            _same(bm25_batch.top_k_many(index, queries, k, threads=2, compiled=True), reference)
             _same(bm25_batch.top_k_many(index, queries, k, compiled=False), reference)
 
 
@@ -51,11 +51,11 @@ def test_threads_answer_in_a_process_forked_after_a_threaded_batch(scifact_token
 
     corpus, queries = scifact_tokens
     index = BM25Index.from_tokens(corpus, BM25Params())
-    reference = bm25_batch.top_k_many(index, queries, 10, threads=3)
+    reference = bm25_batch.top_k_many(index, queries, 10, threads=3, compiled=True)
     _same(reference, [index.top_k_tokens(q, 10) for q in queries])
 
     def child(out) -> None:
-        ranked = bm25_batch.top_k_many(index, queries, 10, threads=3)
+        ranked = bm25_batch.top_k_many(index, queries, 10, threads=3, compiled=True)
         out.put([idx.tolist() for idx, _ in ranked])
 
     context = multiprocessing.get_context("fork")
@@ -78,7 +78,7 @@ def test_batch_of_rare_terms_reads_only_the_documents_touched(scifact_tokens, id
     rare = [q for q in rare if q] + [q[:1] * 3 for q in rare if q]      # and a repeated term
     assert sum(int(df[[index.vocab[t] for t in q]].sum()) * 4 < len(corpus) for q in rare) > 100
     for k in (1, 10, 50):
-        _same(bm25_batch.top_k_many(index, rare, k), [index.top_k_tokens(q, k) for q in rare])
+        _same(bm25_batch.top_k_many(index, rare, k, compiled=True), [index.top_k_tokens(q, k) for q in rare])
 
 
 def test_batch_with_weights_at_or_below_zero():
@@ -91,18 +91,18 @@ def test_batch_with_weights_at_or_below_zero():
     queries = [["common"], ["common", "rare", "common"], ["nowhere"], [], ["y", "common", "zzz"]]
     for k in (1, 2, 10):
         reference = [index.top_k_tokens(q, k) for q in queries]
-        _same(bm25_batch.top_k_many(index, queries, k), reference)
+        _same(bm25_batch.top_k_many(index, queries, k, compiled=True), reference)
     # and on a larger corpus, where queries of rare terms touch few documents
     corpus = [["common", f"w{i % 50}"] + (["extra"] if i % 7 == 0 else []) for i in range(400)]
     larger = BM25Index.from_tokens(corpus, BM25Params(idf="robertson"))
     assert not larger.positive_weights
     queries = [["w3"], ["w3", "w3", "zz"], ["extra", "w4"], ["w1", "common"], ["common"]]
     for k in (1, 5, 20):
-        _same(bm25_batch.top_k_many(larger, queries, k), [larger.top_k_tokens(q, k) for q in queries])
+        _same(bm25_batch.top_k_many(larger, queries, k, compiled=True), [larger.top_k_tokens(q, k) for q in queries])
     # the per-document scratch kept with the index for the next batch is left clean
     (scores, seen, _), = larger._scratch
     assert not scores.any() and not seen.any()
-    ranked = bm25_batch.top_k_many(index, [["common"]], 10)[0]
+    ranked = bm25_batch.top_k_many(index, [["common"]], 10, compiled=True)[0]
     assert sorted(ranked[0].tolist()) == [0, 1, 2, 3] and (ranked[1] < 0).all()
 
 
@@ -111,8 +111,8 @@ def test_ties_go_to_the_earlier_document():
     index = BM25Index.from_tokens(corpus, BM25Params(idf="lucene"))
     for k in (1, 3, 7, 50):
         reference = [index.top_k_tokens(["a"], k), index.top_k_tokens(["a", "b"], k)]
-        _same(bm25_batch.top_k_many(index, [["a"], ["a", "b"]], k), reference)
-    assert bm25_batch.top_k_many(index, [["a"]], 3)[0][0].tolist() == [0, 1, 2]
+        _same(bm25_batch.top_k_many(index, [["a"], ["a", "b"]], k, compiled=True), reference)
+    assert bm25_batch.top_k_many(index, [["a"]], 3, compiled=True)[0][0].tolist() == [0, 1, 2]
 
 
 def test_search_many_equals_search(manual_index):
@@ -187,3 +187,25 @@ def test_search_queries_file_ranks_as_search_query(manual_index_dir, tmp_path):
         single = run("--query", question)["results"]
         assert [(r["doc_id"], r["score"]) for r in batch["results"][str(n)]] == \
             [(r["doc_id"], r["score"]) for r in single]
+
+
+def test_a_small_batch_in_a_fresh_process_ranks_with_numpy(tmp_path):
+    """Loading the compiled loop (numba and its cache) costs more than numpy takes for a small
+    batch: a process that has not loaded it ranks a small batch with numpy, the same hits, and
+    never imports numba; a large one (``NUMPY_WORK``) loads it."""
+    import subprocess
+
+    script = (
+        "import sys\n"
+        "from ragkit.retrieval import bm25_batch\n"
+        "from ragkit.retrieval.bm25 import BM25Index, BM25Params\n"
+        "index = BM25Index.from_tokens([['a', 'b'], ['b', 'c'], ['c', 'a', 'a']], BM25Params())\n"
+        "queries = [['a'], ['b', 'c'], ['z']]\n"
+        "small = bm25_batch.top_k_many(index, queries, 2)\n"
+        "print('numba' in sys.modules)\n"
+        "bm25_batch.NUMPY_WORK = 0\n"
+        "large = bm25_batch.top_k_many(index, queries, 2)\n"
+        "print('numba' in sys.modules)\n"
+        "print(all((a[0] == b[0]).all() and (a[1] == b[1]).all() for a, b in zip(small, large)))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True", "True"]

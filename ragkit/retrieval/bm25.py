@@ -223,14 +223,14 @@ class BM25Index:
             self._positive = bool(self.weights.data.size == 0 or self.weights.data.min() > 0)
         return self._positive
 
-    def top_k_many(self, queries: Sequence[Sequence[str]], k: int, *,
-                   threads: int = 1) -> list[tuple[np.ndarray, np.ndarray]]:
+    def top_k_many(self, queries: Sequence[Sequence[str]], k: int, *, threads: int = 1,
+                   compiled: bool | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
         """``top_k_tokens`` for a batch of tokenized queries, with the same results, compiled
-        (numba, ``threads`` cores) when ``ragkit-workbench[fast]`` is installed
-        (``ragkit.retrieval.bm25_batch``)."""
+        (numba, ``threads`` cores) when ``ragkit-workbench[fast]`` is installed and the batch
+        is worth loading it for (``ragkit.retrieval.bm25_batch``: ``compiled``)."""
         from .bm25_batch import top_k_many
 
-        return top_k_many(self, queries, k, threads=threads)
+        return top_k_many(self, queries, k, threads=threads, compiled=compiled)
 
     def search(self, query: str, k: int = 10, *, boost: bool | None = None,
                candidates: int | None = None) -> list[Hit]:

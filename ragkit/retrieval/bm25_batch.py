@@ -33,115 +33,27 @@ Ranked = tuple[np.ndarray, np.ndarray]   # document indices and scores, best fir
 
 
 def _compile() -> Callable | None:
-    """The compiled kernel, or None without numba (compiled once, cached on disk)."""
+    """The compiled kernel, or None without numba (compiled once, cached on disk: see
+    ``bm25_kernel``)."""
     try:
         with requires_extra("fast"):
-            from numba import njit
+            import numba  # noqa: F401  (the one-line missing-extra error names numba)
+
+            from .bm25_kernel import kernel as compiled
     except MissingExtraError:
         return None
-
-    @njit(cache=True, nogil=True, inline="always")
-    def worse(s1, d1, s2, d2):
-        """(s1, d1) ranks below (s2, d2): a lower score, or the same score and a later document."""
-        return s1 < s2 or (s1 == s2 and d1 > d2)
-
-    @njit(cache=True, nogil=True, inline="always")
-    def insert(top_s, top_i, size, k, s, d):
-        """Put (s, d) into the best-first list ``top`` of at most k, dropping the last when
-        full; the new size."""
-        pos = size if size < k else k - 1
-        while pos > 0 and worse(top_s[pos - 1], top_i[pos - 1], s, d):
-            top_s[pos], top_i[pos] = top_s[pos - 1], top_i[pos - 1]
-            pos -= 1
-        top_s[pos], top_i[pos] = s, d
-        return size + 1 if size < k else k
-
-    @njit(cache=True, nogil=True)
-    def kernel(indptr, indices, data, positive, tokens, offsets, k, scores, seen, touched,
-               out_idx, out_score, out_n):
-        """Rank each query q (its term ids: tokens[offsets[q]:offsets[q + 1]], -1 for a term
-        not in the vocabulary) into row q of the outputs. ``positive``: every weight is above
-        zero, so a document shares a query term exactly when its score is above zero.
-        ``scores`` (zeros), ``seen`` (False) and ``touched``, one slot per document, are the
-        caller's and are left as they came."""
-        n_docs = scores.size
-        terms = np.empty(tokens.size, np.int64)
-        times = np.empty(tokens.size, np.float64)
-        top_s = np.empty(k, np.float64)
-        top_i = np.empty(k, np.int64)
-        for q in range(offsets.size - 1):
-            # the distinct terms in first-seen order, each with its count: the order
-            # top_k_tokens adds them in, so every sum is the same to the last bit
-            n_terms = 0
-            postings = 0
-            for j in range(offsets[q], offsets[q + 1]):
-                t = tokens[j]
-                if t < 0:
-                    continue
-                first = True
-                for i in range(n_terms):
-                    if terms[i] == t:
-                        times[i] += 1.0
-                        first = False
-                        break
-                if first:
-                    terms[n_terms], times[n_terms] = t, 1.0
-                    n_terms += 1
-                    postings += indptr[t + 1] - indptr[t]
-            # Many postings: add them, then scan every document in index order. Few: keep a
-            # list of the documents touched and look only at those.
-            dense = postings * 4 >= n_docs
-            n_touched = 0
-            for j in range(n_terms):
-                term, times_j = terms[j], times[j]
-                lo, hi = indptr[term], indptr[term + 1]
-                if dense:
-                    if times_j > 1:
-                        for p in range(lo, hi):
-                            scores[indices[p]] += data[p] * times_j
-                    else:
-                        for p in range(lo, hi):
-                            scores[indices[p]] += data[p]
-                    if not positive:
-                        for p in range(lo, hi):
-                            seen[indices[p]] = True
-                    continue
-                for p in range(lo, hi):
-                    d = indices[p]
-                    if not seen[d]:
-                        seen[d] = True
-                        touched[n_touched] = d
-                        n_touched += 1
-                    scores[d] += data[p] * times_j if times_j > 1 else data[p]
-            size = 0
-            if dense:
-                # in index order, a tie with the list's last never enters: the earlier
-                # document wins it
-                last = 0.0 if positive else -np.inf
-                for d in range(n_docs):
-                    s = scores[d]
-                    if s > last and (positive or seen[d]):
-                        size = insert(top_s, top_i, size, k, s, d)
-                        if size == k:
-                            last = top_s[k - 1]
-                scores[:] = 0.0
-                if not positive:
-                    seen[:] = False
-            else:
-                for u in range(n_touched):
-                    d = touched[u]
-                    if size < k or worse(top_s[k - 1], top_i[k - 1], scores[d], d):
-                        size = insert(top_s, top_i, size, k, scores[d], d)
-                    scores[d] = 0.0
-                    seen[d] = False
-            out_n[q] = size
-            out_score[q, :size] = top_s[:size]
-            out_idx[q, :size] = top_i[:size]
-
-    return kernel
+    return compiled
 
 
 _KERNEL: list = []      # [kernel or None], made on first use
+# Below this many (queries × documents), a process that has not loaded the compiled loop yet
+# ranks with numpy: loading it (numba's import and its cache, ~0.5 s) costs more than numpy
+# takes for such a batch (~16 ns per query and document: SciFact's 300 queries × 5,183
+# documents rank at 12,000 queries/s with numpy, 900 with the first compiled call). The work
+# numpy has done adds up: once it reaches this, the next batch loads the compiled loop (a
+# notebook that ranks many small batches pays the load once, when numpy has cost as much).
+NUMPY_WORK = 30_000_000
+_NUMPY_DONE = [0]
 
 
 _POOL_LOCK = threading.Lock()
@@ -192,12 +104,17 @@ def top_k_many(index: "BM25Index", queries: Sequence[Sequence[str]], k: int, *,
 
     ``threads``: split the batch across this many threads (compiled loop only).
     ``compiled``: False forces the numpy path, True requires numba; None uses numba when it
-    is installed."""
+    is installed, unless the compiled loop is not loaded yet in this process and the batch,
+    with the numpy work done so far, is small (``NUMPY_WORK``)."""
     if k < 1:
         raise InputError(f"k: must be at least 1, got {k}")
     if threads < 1:
         raise InputError(f"threads: must be at least 1, got {threads}")
-    run = kernel() if compiled is not False else None
+    work = len(queries) * index.weights.shape[0]
+    small = compiled is None and not _KERNEL and _NUMPY_DONE[0] + work < NUMPY_WORK
+    if small:
+        _NUMPY_DONE[0] += work
+    run = kernel() if compiled is not False and not small else None
     if compiled and run is None:
         with requires_extra("fast"):
             import numba  # noqa: F401  (raises the one-line missing-extra error)
