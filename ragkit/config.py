@@ -16,7 +16,8 @@ variable                    what it sets
 ``RAGKIT_LLM_MODEL``        the model asked of that server (default: the first one its ``/v1/models`` lists)
 ``RAGKIT_LLM_RETRY_S``      seconds a request to that server may take in all, retries included (default 30)
 ``RAGKIT_N_CTX``            the model's context size in tokens (default 2048)
-``RAGKIT_THREADS``          llama.cpp threads for prompt and generation (default: every core available)
+``RAGKIT_THREADS``          threads of llama.cpp, ONNX Runtime and the BM25 batch (default: the cores this process
+                            may use; a model answer takes those idle when it starts)
 ``RAGKIT_N_GPU_LAYERS``     the GGUF's layers llama.cpp puts on the GPU (-1: all; default: all when its build can,
                             else 0)
 ``RAGKIT_EMBED_URL``        OpenAI-compatible ``/v1/embeddings`` servers that embed instead of this process
@@ -304,13 +305,15 @@ class Settings:
         device = (text("RAGKIT_DEVICE") or "auto").strip().lower()
         _check(device in ("auto", "cpu", "mps") or re.fullmatch(r"cuda(:\d+)?", device) is not None,
                "RAGKIT_DEVICE", f"must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
+        threads = integer("RAGKIT_THREADS")
+        _check(threads is None or threads >= 1, "RAGKIT_THREADS", f"must be at least 1, got {threads}")
         embed_backend = (text("RAGKIT_EMBED_BACKEND") or "auto").strip().lower()
         _check(embed_backend in EMBED_BACKENDS, "RAGKIT_EMBED_BACKEND",
                f"must be {', '.join(EMBED_BACKENDS)}, got {embed_backend!r}")
         return cls(gguf=text("RAGKIT_GGUF"), models_dir=text("RAGKIT_MODELS"), llm_url=url.rstrip("/") if url else None,
                    llm_api_key=text("RAGKIT_LLM_API_KEY"), llm_model=text("RAGKIT_LLM_MODEL"),
                    llm_retry_s=number("RAGKIT_LLM_RETRY_S"), n_ctx=integer("RAGKIT_N_CTX"),
-                   threads=integer("RAGKIT_THREADS"), n_gpu_layers=integer("RAGKIT_N_GPU_LAYERS"),
+                   threads=threads, n_gpu_layers=integer("RAGKIT_N_GPU_LAYERS"),
                    embed_urls=embed_urls, embed_api_key=text("RAGKIT_EMBED_API_KEY"), device=device,
                    embed_backend=embed_backend, chroma_url=text("CHROMA_URL"),
                    neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),

@@ -250,7 +250,9 @@ def calibration_peaks(model, feeds: list[dict[str, np.ndarray]]) -> dict[tuple[i
     with requires_extra("dense"):
         import onnxruntime
 
-    options = onnxruntime.SessionOptions()
+    from ..runtime.threads import onnx_options
+
+    options = onnx_options(onnxruntime)
     options.log_severity_level = 3
     session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs() if o.name.startswith("observed/")]

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..runtime.extras import requires_extra
+from ..runtime.threads import onnx_options
 from .bert_graph import PRODUCT_NAMES, BertWeights, calibration_peaks, encoder_graph, smoothing_scales
 
 # Bumped when the export changes: folders made by another format are not reused.
@@ -234,7 +235,7 @@ def _session(path: Path):
     with requires_extra("dense"):
         import onnxruntime
 
-    options = onnxruntime.SessionOptions()
+    options = onnx_options(onnxruntime)     # as many threads as usable cores, not spinning
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
     return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

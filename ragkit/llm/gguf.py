@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ..config import LLMConfig
+from ..runtime.threads import generation_threads, usable_cores
 from ..errors import GenerationError, ModelError
 from ..runtime.extras import requires_extra
 from .base import Generation, collect_stream
@@ -106,12 +107,10 @@ def check_grammar(text: str, vocab) -> None:
 
 
 def available_cores() -> int:
-    """The cores this process may run on (llama.cpp's own default is half of them, which on
-    a 2-core machine leaves generation on one thread)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:      # not on Linux
-        return max(1, os.cpu_count() or 1)
+    """The cores this process may run on, a cgroup quota included (llama.cpp's own default
+    is half of the machine's, which on a 2-core machine leaves generation on one thread):
+    ``ragkit.runtime.threads.usable_cores``."""
+    return usable_cores()
 
 
 def gpu_layers(asked: int | None) -> int:
@@ -149,6 +148,7 @@ class GGUFModel:
         self._prefixes: dict[str, list[int] | None] = {}   # system text -> its tokens (the latest few)
         self._prefix_cache: dict[tuple, bytes | None] = {}   # system turn tokens -> their KV cache
         self.prefix_hits = 0            # chats whose system turn was already in the KV cache
+        self.threads = 0                # llama.cpp's threads now (set when the model loads)
         self.chat_format = self.config.chat_format
         # Close llama.cpp handles before interpreter teardown (their __del__ fails late).
         atexit.register(self.close)
@@ -175,7 +175,7 @@ class GGUFModel:
         try:
             # llama.cpp logs context warnings on stderr even with verbose=False.
             with suppress_stdout_stderr(disable=False):
-                threads = cfg.n_threads or available_cores()
+                threads = self.threads = cfg.n_threads or available_cores()
                 llama = Llama(model_path=str(self.path), n_ctx=cfg.n_ctx, n_threads=threads, n_threads_batch=threads,
                               n_gpu_layers=gpu_layers(cfg.n_gpu_layers), seed=cfg.seed, use_mmap=cfg.use_mmap,
                               use_mlock=cfg.use_mlock, chat_format=cfg.chat_format, verbose=False)
@@ -187,6 +187,18 @@ class GGUFModel:
             llama.chat_handler = None
         self.chat_format = llama.chat_format or "gguf-template"
         return llama
+
+    def _fit_threads(self) -> None:
+        """Unless a thread count is set (``RAGKIT_THREADS``, ``LLMConfig.n_threads``), run
+        this generation on the cores idle now (``runtime.threads.generation_threads``): on a
+        busy machine fewer threads that are not kept waiting for each other are faster."""
+        if self.config.n_threads is not None:
+            return
+        threads = generation_threads()
+        context = getattr(self.llama, "_ctx", None)
+        if context is not None and threads != self.threads:
+            context.set_n_threads(threads, threads)
+            self.threads = threads
 
     def _tokenizer(self):
         """The loaded model if there is one, else a vocabulary-only load (milliseconds):
@@ -251,6 +263,7 @@ class GGUFModel:
         constraint = self.grammar(grammar) if grammar is not None else None
         with self._generating:  # one llama.cpp context: one generation at a time
             self.native_timings(reset=True)
+            self._fit_threads()
             self._start(messages)
             try:
                 out = self.llama.create_chat_completion(

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import InputError, MissingExtraError
 from ..runtime.extras import requires_extra
+from ..runtime.threads import usable_cores
 
 if TYPE_CHECKING:
     from .bm25 import BM25Index
@@ -102,7 +103,8 @@ def top_k_many(index: "BM25Index", queries: Sequence[Sequence[str]], k: int, *,
     documents sharing a term), best first, ties to the earlier document: what
     ``index.top_k_tokens(query, k)`` returns, for the whole batch.
 
-    ``threads``: split the batch across this many threads (compiled loop only).
+    ``threads``: split the batch across this many threads (compiled loop only; at most the
+    cores this process may use).
     ``compiled``: False forces the numpy path, True requires numba; None uses numba when it
     is installed, unless the compiled loop is not loaded yet in this process and the batch,
     with the numpy work done so far, is small (``NUMPY_WORK``)."""
@@ -110,6 +112,7 @@ def top_k_many(index: "BM25Index", queries: Sequence[Sequence[str]], k: int, *,
         raise InputError(f"k: must be at least 1, got {k}")
     if threads < 1:
         raise InputError(f"threads: must be at least 1, got {threads}")
+    threads = min(threads, usable_cores())      # never more threads than cores
     work = len(queries) * index.weights.shape[0]
     small = compiled is None and not _KERNEL and _NUMPY_DONE[0] + work < NUMPY_WORK
     if small:
