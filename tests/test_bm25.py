@@ -135,7 +135,7 @@ def test_failed_save_leaves_the_previous_index(manual_index, tmp_path, monkeypat
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(bm25_module.sp, "save_npz", broken)
+    monkeypatch.setattr(bm25_module.np, "save", broken)
     from ragkit.errors import OutputError
 
     with pytest.raises(OutputError, match="ix: cannot write"):
@@ -159,3 +159,36 @@ def test_empty_corpus_is_refused():
     with pytest.raises(InputError, match="no document has a single token"):
         BM25Index.build([Doc("1", "!!!")], progress=False)
 
+
+
+def test_a_loaded_index_maps_its_weights_and_reads_documents_when_asked(manual_index, tmp_path):
+    """Loading parses no document (the first and last are checked) and maps the weight
+    matrix's arrays; the scores and hits are the built index's, to the bit."""
+    import scipy.sparse as sp
+
+    out = manual_index.save(tmp_path / "ix")
+    loaded = BM25Index.load(out)
+    assert not loaded.weights.data.flags.writeable and not loaded.weights.indices.flags.writeable  # mapped, read-only
+    assert loaded.docs._doc.cache_info().currsize <= 2
+    query = manual_index.tokenizer("kiểm tra dầu máy nén khí")
+    assert np.array_equal(loaded.score_tokens(query), manual_index.score_tokens(query))
+    for compiled in (False, True):
+        for (a, sa), (b, sb) in zip(loaded.top_k_many([query], 5, compiled=compiled),
+                                    manual_index.top_k_many([query], 5, compiled=compiled)):
+            assert np.array_equal(a, b) and np.array_equal(sa, sb)
+    assert [h.doc_id for h in loaded.search("máy nén khí", 3)] == [h.doc_id for h in manual_index.search("máy nén khí", 3)]
+    assert loaded.docs[-1] == manual_index.docs[-1] and loaded.docs[1:3] == manual_index.docs[1:3]
+    # an index an earlier ragkit wrote (one weights.npz) still loads
+    folder = out.resolve()
+    sp.save_npz(folder / "weights.npz", manual_index.weights, compressed=False)
+    for name in ("weights.indptr.npy", "weights.indices.npy", "weights.data.npy"):
+        (folder / name).unlink()
+    assert np.array_equal(BM25Index.load(out).score_tokens(query), manual_index.score_tokens(query))
+
+
+def test_documents_that_do_not_match_the_index_are_refused_at_load(manual_index, tmp_path):
+    out = manual_index.save(tmp_path / "ix")
+    docs = out / "docs.jsonl"
+    docs.write_text("".join(docs.read_text(encoding="utf-8").splitlines(keepends=True)[:-1]), encoding="utf-8")
+    with pytest.raises(IndexFormatError, match=r"docs.jsonl: holds \d+ documents, the index \d+"):
+        BM25Index.load(out)

@@ -61,7 +61,7 @@ def test_the_command_line_and_the_notebooks_build_the_same_index(tmp_path):
     wb.build_index(wb.IndexBuildParams(corpus=str(SPECS), index_dir=str(tmp_path / "notebook"), dense=""))
 
     with_concepts = artifacts(tmp_path / "cli")
-    assert "concepts/communities.json.gz" in with_concepts and "weights.npz" in with_concepts
+    assert "concepts/communities.json.gz" in with_concepts and "weights.data.npy" in with_concepts
     assert artifacts(tmp_path / "text-graph") == with_concepts
     assert artifacts(tmp_path / "notebook") == artifacts(tmp_path / "cli-plain")
 

@@ -29,11 +29,14 @@ from ..testing.faults import fault_point
 from ..stores.files import atomic_dir
 from ..text import LanguageChoice, Tokenizer, choose_language, tokenizer_for
 from .boosting import is_procedural_query, structural_boost_scores
+from .docs_file import DocsFile
 from .scoring import select_idf, tf_saturation
 
 FORMAT_VERSION = 2     # 2: the default IDF is named robertson
-_FILES = ("meta.json", "vocab.json", "idf.npy", "doc_len.npy", "boost.npy", "weights.npz",
-          "docs.jsonl")
+_FILES = ("meta.json", "vocab.json", "idf.npy", "doc_len.npy", "boost.npy", "docs.jsonl")
+# The weight matrix's arrays, each memory-mapped at load (an index of an earlier ragkit has
+# them in one weights.npz, read whole).
+WEIGHT_ARRAYS = ("weights.indptr.npy", "weights.indices.npy", "weights.data.npy")
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,7 @@ class Hit:
 class BM25Index:
     """Documents, their tokenizer, and the precomputed weight matrix."""
 
-    docs: list[Doc]
+    docs: Sequence[Doc]        # a list, or the index file's documents read by offset (DocsFile)
     tokenizer: Tokenizer
     params: BM25Params
     vocab: dict[str, int]
@@ -332,7 +335,8 @@ class BM25Index:
                     shutil.copytree(Path(keep_from) / kept, tmp / kept, symlinks=True)
         meta = {"format_version": FORMAT_VERSION, "ragkit_version": __version__,
                 "params": asdict(self.params), "tokenizer": self.tokenizer.to_dict(),
-                **{k: v for k, v in self.meta.items() if k != "format_version"}}
+                **{k: v for k, v in self.meta.items() if k not in ("format_version", "shape")},
+                "shape": list(self.weights.shape)}
         terms = [""] * len(self.vocab)
         for term, i in self.vocab.items():
             terms[i] = term
@@ -340,7 +344,9 @@ class BM25Index:
         np.save(tmp / "idf.npy", self.idf)
         np.save(tmp / "doc_len.npy", self.doc_len)
         np.save(tmp / "boost.npy", self.boost)
-        sp.save_npz(tmp / "weights.npz", self.weights, compressed=False)
+        weights = self.weights.tocsc()
+        for name, array in zip(WEIGHT_ARRAYS, (weights.indptr, weights.indices, weights.data)):
+            np.save(tmp / name, np.ascontiguousarray(array))
         with (tmp / "docs.jsonl").open("w", encoding="utf-8") as handle:
             for d in self.docs:
                 handle.write(json.dumps(d.to_dict(), ensure_ascii=False) + "\n")
@@ -377,6 +383,9 @@ class BM25Index:
         if not directory.is_dir():
             raise IndexFormatError(f"index {named}: no such folder (build it with 'ragkit index build')")
         missing = [f for f in _FILES if not (directory / f).exists()]
+        mapped = all((directory / f).exists() for f in WEIGHT_ARRAYS)
+        if not mapped and not (directory / "weights.npz").exists():
+            missing.append(WEIGHT_ARRAYS[0])
         if missing:
             raise IndexFormatError(f"index {named}: not a ragkit BM25 index (missing {', '.join(missing)})")
         meta = _read_index_file(directory / "meta.json", shown=named / "meta.json", parse=json.loads)
@@ -386,14 +395,21 @@ class BM25Index:
                 f"index {named}: format version {meta.get('format_version')!r}, this ragkit "
                 f"reads {FORMAT_VERSION}; rebuild it with 'ragkit index build'")
         terms = _read_index_file(directory / "vocab.json", shown=named / "vocab.json", parse=json.loads)
-        docs = _read_index_file(directory / "docs.jsonl", shown=named / "docs.jsonl", parse=
-                                lambda text: [Doc(**json.loads(line)) for line in text.splitlines() if line.strip()])
-        weights = sp.load_npz(directory / "weights.npz").tocsc()
+        docs = DocsFile(directory / "docs.jsonl", shown=named / "docs.jsonl")
+        docs.check()
+        if mapped and "shape" in meta:      # memory-mapped: pages are read as the postings are
+            indptr, indices, data = (np.load(directory / f, mmap_mode="r") for f in WEIGHT_ARRAYS)
+            weights = sp.csc_matrix((data, indices, indptr), shape=tuple(meta["shape"]), copy=False)
+        else:
+            weights = sp.load_npz(directory / "weights.npz").tocsc()
+        if weights.shape[0] != len(docs):
+            raise IndexFormatError(f"index {named / 'docs.jsonl'}: holds {len(docs)} documents, the index "
+                                   f"{weights.shape[0]}; rebuild it with 'ragkit index build'")
         index = cls(docs=docs, tokenizer=Tokenizer.from_dict(meta["tokenizer"]),
                    params=BM25Params(**meta["params"]),
                    vocab={t: i for i, t in enumerate(terms)},
-                   idf=np.load(directory / "idf.npy"), doc_len=np.load(directory / "doc_len.npy"),
-                   weights=weights, boost=np.load(directory / "boost.npy"), meta=meta)
+                   idf=np.load(directory / "idf.npy"), doc_len=np.load(directory / "doc_len.npy", mmap_mode="r"),
+                   weights=weights, boost=np.load(directory / "boost.npy", mmap_mode="r"), meta=meta)
         index.loaded_from = directory        # the version read: its vectors belong to it
         return index
 

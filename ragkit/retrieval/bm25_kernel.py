@@ -8,7 +8,11 @@ writable). ``bm25_batch.top_k_many`` calls it."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ..runtime.extras import requires_extra
+
+with requires_extra("fast"):
+    from numba import njit
 
 
 @njit(cache=True, nogil=True, inline="always")
