@@ -42,3 +42,13 @@ def write(name: str, data: dict) -> Path:
     path.write_text(json.dumps({"machine": machine(), **data}, indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {path.relative_to(ROOT)}")
     return path
+
+
+def write_labelled(name: str, label: str, result: dict, **fields) -> Path:
+    """``outputs/bench/<name>.json`` with ``result`` under ``label``, the other labels an
+    earlier run wrote kept, and ``fields`` (the run's setup, its command) updated."""
+    previous = OUT / f"{name}.json"
+    data = json.loads(previous.read_text()) if previous.exists() else {}
+    data.pop("machine", None)
+    data.update({**fields, label: result})
+    return write(name, data)

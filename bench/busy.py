@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 
-from _common import OUT, SHARED, write
+from _common import SHARED, write_labelled
 
 SCIFACT = SHARED / "scifact"
 
@@ -106,13 +106,8 @@ def main() -> None:
         result[name] = {"quiet": round(q, 1), "busy": round(b, 1), "ratio": round(b / q, 3),
                         "quiet_runs": [round(x, 1) for x in quiet], "busy_runs": [round(x, 1) for x in loaded]}
         print(f"{name:>26}: quiet {q:9.1f}  busy {b:9.1f}  ratio {b / q:.2f}")
-    previous = OUT / "busy.json"
-    data = json.loads(previous.read_text()) if previous.exists() else {}
-    data.pop("machine", None)
-    data.update({"busy_processes": args.busy, "runs": args.runs,
-                 "command": f"PYTHONPATH=. .venv/bin/python bench/busy.py --label {args.label}",
-                 args.label: result})
-    write("busy", data)
+    write_labelled("busy", args.label, result, busy_processes=args.busy, runs=args.runs,
+                   command=f"PYTHONPATH=. .venv/bin/python bench/busy.py --label {args.label}")
 
 
 if __name__ == "__main__":

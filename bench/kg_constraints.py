@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import random
 import statistics
 import tempfile
@@ -33,7 +32,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from _common import OUT, ROOT, write
+from _common import ROOT, write_labelled
 from dev_kbs import Names
 
 SEED = 11
@@ -304,13 +303,8 @@ def main() -> None:
         oks = [ok for (_, s), v in right.items() if s == split for ok in v]
         result[split] = {"n": len(oks), "exact_match": round(sum(oks) / len(oks), 3)}
     result["wrong"] = wrong[:40]
-    previous = OUT / "kg_constraints.json"
-    data = json.loads(previous.read_text()) if previous.exists() else {}
-    data.pop("machine", None)
-    data.update({"n": len(cases), "seed": SEED, "per_phrasing": args.per_phrasing,
-                 "command": f"PYTHONPATH=. .venv/bin/python bench/kg_constraints.py --label {args.label}",
-                 args.label: result})
-    write("kg_constraints", data)
+    write_labelled("kg_constraints", args.label, result, n=len(cases), seed=SEED, per_phrasing=args.per_phrasing,
+                   command=f"PYTHONPATH=. .venv/bin/python bench/kg_constraints.py --label {args.label}")
     print(args.label, {k: v["exact_match"] for k, v in result["by_kb"].items()},
           *(f"{s} {result[s]['exact_match']}" for s in ("dev", "held_out", "unseen")))
     if args.show_wrong:

@@ -29,7 +29,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from _common import OUT, ROOT, write
+from _common import ROOT, write_labelled
 
 QUESTIONS = ROOT / "data" / "kgqa_dev.jsonl"
 UNMAPPED = "I could not map this question to the graph"
@@ -96,13 +96,8 @@ def main() -> None:
                          "by_shape": {shape: {"n": len(oks), "exact_match": round(sum(oks) / len(oks), 3)}
                                       for shape, oks in sorted(merged.items())}}
     result["wrong_dev"] = [w["id"] for w in wrong if w["split"] == "dev"]
-    previous = OUT / "kgqa_questions.json"
-    data = json.loads(previous.read_text()) if previous.exists() else {}
-    data.pop("machine", None)
-    data.update({"questions": str(QUESTIONS.relative_to(ROOT)), "n": len(records),
-                 "command": f".venv/bin/python bench/kgqa_questions.py --label {args.label}",
-                 args.label: result})
-    write("kgqa_questions", data)
+    write_labelled("kgqa_questions", args.label, result, questions=str(QUESTIONS.relative_to(ROOT)),
+                   n=len(records), command=f".venv/bin/python bench/kgqa_questions.py --label {args.label}")
     for split in ("dev", "held_out") if args.held_out else ("dev",):
         print(split, result[split]["exact_match"],
               {k: v["exact_match"] for k, v in result[split]["by_shape"].items()})

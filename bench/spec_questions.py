@@ -44,7 +44,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from _common import OUT, ROOT, SHARED, write
+from _common import ROOT, SHARED, write_labelled
 
 SPECS = [SHARED / "3gpp" / "21905-h20.docx", SHARED / "3gpp" / "23501-g40.pdf"]
 CACHE = ROOT / "outputs" / "bench-cache"
@@ -373,15 +373,11 @@ def main() -> None:
     questions = compose(store, args.n) + paraphrased() + compose_kinds(store)
     result = measure(store, questions, args.progress)
     result["code"] = str(Path(ragkit.__file__).parent)
-    previous = OUT / "spec_questions.json"
-    data = json.loads(previous.read_text()) if previous.exists() else {}
-    data.pop("machine", None)
     kinds = sum(1 for q in questions if q.get("kind"))
-    data.update({"questions": {"composed": args.n, "paraphrased": len(questions) - args.n - kinds, "kinds": kinds},
-                 "specs": [p.name for p in SPECS],
-                 "command": f".venv/bin/python bench/spec_questions.py --label {args.label}",
-                 args.label: result})
-    write("spec_questions", data)
+    write_labelled("spec_questions", args.label, result,
+                   questions={"composed": args.n, "paraphrased": len(questions) - args.n - kinds, "kinds": kinds},
+                   specs=[p.name for p in SPECS],
+                   command=f".venv/bin/python bench/spec_questions.py --label {args.label}")
     print(json.dumps(result["by_group"], indent=1))
 
 

@@ -11,6 +11,7 @@ one year-like property of the type. The words are data (``vocabulary``), not cod
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import dataclass
 
@@ -18,8 +19,7 @@ from .resolve import words
 from .vocabulary import (COMPARE_ADJECTIVES, COMPARE_AFTER, COMPARE_BEFORE, NUMBER_FILLERS, NUMBER_WORDS,
                          SCALE_WORDS, TEMPORAL)
 
-OPS = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b,
-       "<=": lambda a, b: a <= b, "=": lambda a, b: a == b, "!=": lambda a, b: a != b}
+OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "=": operator.eq, "!=": operator.ne}
 SAID = {">": "more than", ">=": "at least", "<": "less than", "<=": "at most", "=": "equal to", "!=": "other than"}
 NUMBER_RE = re.compile(r"(?<![\w.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w])")
 DECADE_RE = re.compile(r"^1\d{2}0s$|^20\d0s$")
@@ -138,8 +138,12 @@ def comparisons(question: str, tokens: list[str], taken: set[int] | frozenset[in
     return out
 
 
+_BEFORE = _phrases({**COMPARE_BEFORE, **COMPARE_ADJECTIVES})
+_AFTER = _phrases(COMPARE_AFTER)
+
+
 def _cue_before(tokens: list[str], cue_end: int, start: int, end: int, value: float) -> Comparison | None:
-    for phrase, meaning in _phrases({**COMPARE_BEFORE, **COMPARE_ADJECTIVES}):
+    for phrase, meaning in _BEFORE:
         at = cue_end - len(phrase)
         if at >= 0 and tuple(tokens[at:cue_end]) == phrase:
             op, hint = meaning if isinstance(meaning, tuple) else (meaning, None)
@@ -152,7 +156,7 @@ def _cue_before(tokens: list[str], cue_end: int, start: int, end: int, value: fl
 
 def _cue_after(tokens: list[str], start: int, end: int, value: float) -> Comparison | None:
     """"3 or more", "3 symptoms or more" (up to three words between)."""
-    for phrase, op in _phrases(COMPARE_AFTER):
+    for phrase, op in _AFTER:
         for at in range(end, min(end + 4, len(tokens))):
             if tuple(tokens[at:at + len(phrase)]) == phrase:
                 stop = at + len(phrase)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..errors import GenerationError, ModelError
 from ..llm.base import LLM
@@ -66,17 +67,15 @@ class KGQA:
         self.schema = store.schema()
         self.nodes = {n["id"]: n for n in store.all_nodes()}
         self.names = NameIndex(list(self.nodes.values()))
-        self.rules = RulePlanner(self.schema, numeric_properties(self.nodes.values()), self.reaches)
         self.same_name = same_name_index(self.nodes.values())
-        self._reached: dict[tuple[str, str, str], bool] = {}
+        self.reaches = lru_cache(maxsize=4096)(self._reaches)
+        self.rules = RulePlanner(self.schema, numeric_properties(self.nodes.values()), self.reaches)
 
-    def reaches(self, node_id: str, relation: str, direction: str) -> bool:
-        """Whether the node has an edge of ``relation`` in ``direction`` (asked once per node and
-        relation: the planner asks it for each chain it weighs)."""
-        key = (node_id, relation, direction)
-        if key not in self._reached:
-            self._reached[key] = bool(self.store.expand([node_id], relation, direction)[0])
-        return self._reached[key]
+    def _reaches(self, node_id: str, relation: str, direction: str) -> bool:
+        """Whether the node has an edge of ``relation`` in ``direction`` (``reaches``: asked
+        once per node and relation, the latest few thousand kept; the planner asks it for
+        each chain it weighs)."""
+        return bool(self.store.expand([node_id], relation, direction)[0])
 
     def alternatives(self, entities: list[Resolved]) -> dict[str, list[Resolved]]:
         """For each entity, the nodes of other types its words also name ("fever": the

@@ -35,6 +35,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +45,8 @@ from .filters import SAID, Comparison, comparisons
 from .resolve import Resolved, words
 from .store import SchemaEdge
 from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, EXCLUDE, NAME_FILLERS,
-                         PERSON_TYPE_WORDS, PROPERTY_WORDS, TYPE_WORDS, UNION, other_relation_words, stems)
+                         PERSON_TYPE_WORDS, TYPE_WORDS, UNION, other_property_words, other_relation_words,
+                         stems)
 
 MAX_HOPS = 3
 ANAPHORS = {"them", "they", "those", "these", "it", "ones"}
@@ -179,6 +181,19 @@ def name_words(name: str) -> list[str]:
 
 
 
+GENERIC_PROPERTY_WORDS = frozenset(stems("year date number num count total amount value"))
+
+
+@lru_cache(maxsize=1024)
+def property_words(prop: str) -> frozenset[tuple[str, ...]]:
+    """Stem phrases that name a property: its name's words (not "year", "number") and the
+    other words the vocabulary gives for them ("birth_year": birth, born)."""
+    own = [w for w in name_words(prop) if w not in NAME_FILLERS]
+    out: set[tuple[str, ...]] = {(_stem(w),) for w in own if _stem(w) not in GENERIC_PROPERTY_WORDS}
+    out |= {stems(o) for w in own for o in other_property_words(w)}
+    return frozenset(out)
+
+
 def plural(type_name: str) -> str:
     low = re.sub(r"(?<!^)(?=[A-Z])", "_", type_name).lower()
     if low.endswith("y") and not low.endswith(("ay", "ey", "oy", "uy")):
@@ -248,8 +263,13 @@ class Reading:
                 "types": sorted({t for m in self.mentions for t in m.types}),
                 "relations": sorted({r for m in self.mentions for r in m.relations}),
                 "words": [m.text for m in self.mentions],
-                **({"filters": [{k: v for k, v in f.items() if k != "hop"} for f in self.filters]}
-                   if self.filters else {})}
+                **({"filters": self.filters} if self.filters else {})}
+
+
+def _noun(mention: QuestionMention) -> bool:
+    """A type word, or a relation word that is not a past participle ("actors", not "acted"):
+    what a number can count or measure."""
+    return bool(mention.types) or not mention.text.endswith("ed")
 
 
 def _cues(tokens: list[str], phrases: tuple[str, ...]) -> list[tuple[int, int]]:
@@ -349,17 +369,6 @@ class RulePlanner:
         return reading
 
     # ----------------------------------------------------------------- comparisons
-    GENERIC = frozenset(stems("year date number num count total amount value"))
-
-    def _property_words(self, prop: str) -> set[tuple[str, ...]]:
-        """Stem phrases that name a property: its name's words (not "year", "number") and
-        the other words the vocabulary gives for them ("birth_year": birth, born)."""
-        own = [w for w in name_words(prop) if w not in NAME_FILLERS]
-        out: set[tuple[str, ...]] = {(_stem(w),) for w in own if _stem(w) not in self.GENERIC}
-        table = {stems(k): v for k, v in PROPERTY_WORDS.items()}
-        for w in own:
-            out |= {stems(o) for o in table.get((_stem(w),), ())}
-        return out
 
     def _constrain(self, reading: Reading, found: list[Comparison]) -> None:
         """What each comparison compares, from the graph: the edges to a type or relation
@@ -376,8 +385,7 @@ class RulePlanner:
             subjects = list(dict.fromkeys([t for t in before[:1] + [reading.asked] if t] + self.types))
             # counted: a noun right after the number ("3 symptoms", "2 actors"), never a verb
             # ("after 1975 acted in") nor after a year ("after 1975 ...")
-            nouns = [] if c.year else [m for m in reading.mentions if m.start in (c.after, c.after + 1)
-                                       and (m.types or not m.text.endswith("ed"))]
+            nouns = [] if c.year else [m for m in reading.mentions if m.start in (c.after, c.after + 1) and _noun(m)]
             counted = nouns[0] if nouns else None
             near = [m for m in reading.mentions if m.relations and not m.types and m is not counted and
                     (c.start - 3 <= m.start < c.start or counted and counted.end <= m.start <= counted.end + 1)]
@@ -415,8 +423,8 @@ class RulePlanner:
         hop = (named or hops)[0]
         used = [counted] + [m for m in near if hop.relation in m.relations]
         return ({"type": subject, "compare": c.compare, "value": c.value, "text": c.text,
-                 "relation": hop.relation, "direction": hop.direction, "target_type": hop.to_type,
-                 "hop": hop}, used, [])
+                 "relation": hop.relation, "direction": hop.direction, "target_type": hop.to_type},
+                used, [])
 
     def _property_filter(self, subject: str, c: Comparison, tokens: list[str], reading: Reading,
                          after_only: bool = False):
@@ -430,7 +438,7 @@ class RulePlanner:
         hint = stems(c.hint) if c.hint and not after_only else ()
         named = [p for p in sorted(props) if any(
             phrase == hint or any(tuple(around[i:i + len(phrase)]) == phrase for i in range(len(around)))
-            for phrase in self._property_words(p))]
+            for phrase in property_words(p))]
         if not named and c.year and not after_only:
             named = [p for p in sorted(props) if props[p] == "year"]
         if len(named) != 1:
@@ -439,9 +447,8 @@ class RulePlanner:
         # ("actors born before 1990": not the BORN_IN edges), else it need not be walked
         # ("companies founded by X after 1990" may walk FOUNDED_BY from X)
         naming = [m for m in reading.mentions if not m.types
-                  and self._property_words(named[0]) & {tuple(tokens[m.start:m.end])}]
-        unit = [m for m in reading.mentions if m.start == c.after      # "over 100 *people*": the measure
-                and (m.types or not m.text.endswith("ed"))]
+                  and property_words(named[0]) & {tuple(tokens[m.start:m.end])}]
+        unit = [m for m in reading.mentions if m.start == c.after and _noun(m)]   # "over 100 *people*"
         return ({"type": subject, "compare": c.compare, "value": c.value, "text": c.text,
                  "property": named[0]}, [m for m in naming if m.end == c.start] + unit,
                 [m for m in naming if m.end != c.start])
@@ -636,10 +643,7 @@ class RulePlanner:
                             f"{', '.join(f'{e.name} ({e.type})' for e in entities)} to "
                             f"{reading.asked or 'anything the question asks'}", linked)
         _, goal, chains = best
-        relations = {h.relation for _, hops in chains for h in hops}
-        types = {goal} | {e.type for e, _ in chains} | {h.to_type for _, hops in chains for h in hops}
-        unused = [m.text for m in reading.mentions
-                  if not (m.relations & relations or m.types & types) and m.text not in reading.optional]
+        unused = self._unused(reading, chains, goal)
         if unused:
             raise NotMapped(f"plan: no path in the graph's schema from "
                             f"{', '.join(f'{e.name} ({e.type})' for e in entities)} uses what "
@@ -651,6 +655,15 @@ class RulePlanner:
         plan.count, plan.linked = reading.count, linked
         self._filter(plan, reading.filters)
         return plan
+
+    @staticmethod
+    def _unused(reading: Reading, chains: list[tuple[Resolved, list[Hop]]], goal: str) -> list[str]:
+        """The question's type and relation words that the chains use none of (a property
+        filter's optional words aside)."""
+        relations = {h.relation for _, hops in chains for h in hops}
+        types = {goal} | {e.type for e, _ in chains} | {h.to_type for _, hops in chains for h in hops}
+        return [m.text for m in reading.mentions
+                if not (m.relations & relations or m.types & types) and m.text not in reading.optional]
 
     def _from_filtered(self, reading: Reading, linked: dict) -> Plan:
         """A question that names no entity but compares ("which drugs treat diseases with
@@ -669,11 +682,7 @@ class RulePlanner:
         if goal != subject:
             start = Resolved("", "", plural(subject), subject, "compared", 1.0, -1)
             best = self.choose(Reading(reading.tokens, [start], reading.mentions, set(), asked=goal), {})
-            unused = [] if best is None else [
-                m.text for m in reading.mentions if not (m.relations & {h.relation for h in best[2][0][1]} or
-                                                         m.types & {goal, subject} | {h.to_type for h in best[2][0][1]})
-                and m.text not in reading.optional]
-            if best is None or unused or not best[2][0][1]:
+            if best is None or self._unused(reading, best[2], goal) or not best[2][0][1]:
                 raise NotMapped(f"plan: no path in the graph's schema joins the {plural(subject)} compared "
                                 f"to {plural(goal)}", linked)
             plan.final = self._walk(plan, None, best[2][0][1], start_key=plan.final)

@@ -89,6 +89,17 @@ def other_relation_words(run: list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return _relation_lookup().get(stems(" ".join(run)), ())
 
 
+@lru_cache(maxsize=1)
+def _property_lookup() -> dict[tuple[str, ...], tuple[str, ...]]:
+    return {stems(key): synonyms for key, synonyms in PROPERTY_WORDS.items()}
+
+
+def other_property_words(word: str) -> tuple[str, ...]:
+    """The other words people use for a word of a property's name ("birth" → born),
+    compared by stem; () when the vocabulary has none."""
+    return _property_lookup().get(stems(word), ())
+
+
 def relation_readings(words: list[str]) -> tuple[str, ...]:
     """Ways to say a relation whose name is ``words``: the name itself, then the other words
     :data:`RELATION_WORDS` gives for any run of its words that are not fillers."""
@@ -167,4 +178,4 @@ PROPERTY_WORDS: dict[str, tuple[str, ...]] = {
 __all__ = ["ASK_AFTER", "ASK_BEFORE", "CLAUSE", "COMPARE_ADJECTIVES", "COMPARE_AFTER", "COMPARE_BEFORE",
            "COORDINATION", "COUNT", "EXCLUDE", "NAME_FILLERS", "NUMBER_FILLERS", "NUMBER_WORDS", "PERSON_TYPE_WORDS",
            "PROPERTY_WORDS", "RELATION_WORDS", "REQUEST", "SCALE_WORDS", "TEMPORAL", "TYPE_WORDS", "UNION",
-           "other_relation_words", "relation_readings", "stems"]
+           "other_property_words", "other_relation_words", "relation_readings", "stems"]

@@ -71,6 +71,9 @@ _FRAME = re.compile(r"^(?:(?:the|an?|term|word|concept|of|is|are|does|do|by|for|
 # 3GPP vocabulary, ..."): what it names is context, not what the question asks about.
 _CONTEXT = re.compile(r"^\s*(?:in|within|according\s+to|as\s+per|per|for|under|from|trong|theo)\b[^,?]{0,80},",
                       re.IGNORECASE)
+# The words of a multiple-choice frame ("which option correctly ...", "the following"):
+# they say how to answer, not what is asked.
+CHOICE_FRAME = frozenset("which option options following best correct correctly".split())
 NOT_ENOUGH_EN = "The loaded specifications do not contain enough information to answer this question."
 
 MODEL_REFUSAL_EN = "The evidence is not enough to answer."
@@ -216,7 +219,7 @@ def _asks_only_about(question: str, links, label: str, most: int = 1) -> bool:
     for link in sorted(spans, key=lambda x: -x.start):
         rest = rest[:link.start] + " " + rest[link.end:]
     content = [w for w in re.findall(r"[^\W_]+", rest.lower()) if w not in ENGLISH_STOPWORDS
-               and w not in ("which", "option", "options", "following", "best", "correct", "correctly")]
+               and w not in CHOICE_FRAME]
     return bool(spans) and len(content) <= most
 
 
