@@ -7,7 +7,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 from ragkit.corpus import Doc
-from ragkit.errors import IndexFormatError
+from ragkit.errors import IndexFormatError, InputError
 from ragkit.retrieval import bm25 as bm25_module
 from ragkit.retrieval.bm25 import BM25Index, BM25Params
 from ragkit.retrieval.boosting import is_procedural_query, structural_boost
@@ -187,8 +187,72 @@ def test_a_loaded_index_maps_its_weights_and_reads_documents_when_asked(manual_i
 
 
 def test_documents_that_do_not_match_the_index_are_refused_at_load(manual_index, tmp_path):
+    from ragkit.retrieval.docs_file import write_doc_blocks
+
     out = manual_index.save(tmp_path / "ix")
-    docs = out / "docs.jsonl"
-    docs.write_text("".join(docs.read_text(encoding="utf-8").splitlines(keepends=True)[:-1]), encoding="utf-8")
-    with pytest.raises(IndexFormatError, match=r"docs.jsonl: holds \d+ documents, the index \d+"):
+    write_doc_blocks(list(manual_index.docs)[:-1], out.resolve())
+    with pytest.raises(IndexFormatError, match=r"docs.z: holds \d+ documents, the index \d+"):
+        BM25Index.load(out)
+
+
+def reference_weights(corpus_tokens, params=BM25Params()):
+    """The weight matrix built the plain way (a Counter per document, one COO matrix)."""
+    import scipy.sparse as sp
+
+    vocab: dict = {}
+    rows, cols, tfs = [], [], []
+    doc_len = np.array([len(t) for t in corpus_tokens], dtype=np.float64)
+    for i, toks in enumerate(corpus_tokens):
+        for term, tf in Counter(vocab.setdefault(t, len(vocab)) for t in toks).items():
+            rows.append(i)
+            cols.append(term)
+            tfs.append(tf)
+    row, col, tf = np.array(rows), np.array(cols), np.array(tfs, dtype=np.float64)
+    idf = select_idf(params.idf)(np.bincount(col, minlength=len(vocab)), len(corpus_tokens))
+    norm = 1.0 - params.b + params.b * doc_len[row] / doc_len.mean()
+    data = idf[col] * (tf * (params.k1 + 1.0) / (tf + params.k1 * norm))
+    return vocab, sp.csc_matrix((data, (row, col)), shape=(len(corpus_tokens), len(vocab)))
+
+
+def test_a_build_in_blocks_gives_the_plain_build_to_the_bit_and_streams_its_documents(monkeypatch, tmp_path):
+    """Postings counted a block at a time (blocks of 7 documents here) make the same matrix,
+    bit for bit, as a Counter per document; documents given as a generator are written to
+    disk as the build reads them, and the index saves and loads them."""
+    import random
+
+    rng = random.Random(5)
+    words = [f"t{i}" for i in range(60)]
+    corpus = [[rng.choice(words[: rng.randint(3, 60)]) for _ in range(rng.randint(0, 30))] for _ in range(100)]
+    vocab, expected = reference_weights(corpus)
+    monkeypatch.setattr(bm25_module, "BUILD_BLOCK", 7)
+    docs = [Doc(f"d{i}", " ".join(t), title=f"Doc {i}") for i, t in enumerate(corpus)]
+    streamed = BM25Index.from_tokens(corpus, docs=(d for d in docs))
+    listed = BM25Index.from_tokens(corpus, docs=docs)
+    for index in (streamed, listed):
+        assert index.vocab == vocab
+        assert np.array_equal(index.weights.indptr, expected.indptr)
+        assert np.array_equal(index.weights.indices, expected.indices)
+        assert index.weights.data.tobytes() == expected.data.tobytes()
+    assert type(streamed.docs).__name__ == "DocBlocks" and listed.docs == docs == streamed.docs
+    assert np.array_equal(streamed.boost, listed.boost)
+    loaded = BM25Index.load(streamed.save(tmp_path / "ix"))
+    assert loaded.docs == docs and loaded.weights.data.tobytes() == expected.data.tobytes()
+    assert [h.doc_id for h in loaded.search("t1 t2", 5)] == [h.doc_id for h in listed.search("t1 t2", 5)]
+    with pytest.raises(InputError, match="documents for 100 token lists"):
+        BM25Index.from_tokens(corpus, docs=docs[:-1])
+    with pytest.raises(InputError, match="more documents than token lists"):
+        BM25Index.from_tokens(corpus[:-1], docs=iter(docs))
+
+
+def test_an_index_of_an_earlier_ragkit_reads_its_docs_jsonl(manual_index, tmp_path):
+    out = manual_index.save(tmp_path / "ix").resolve()
+    with (out / "docs.jsonl").open("w", encoding="utf-8") as handle:
+        for d in manual_index.docs:
+            handle.write(json.dumps(d.to_dict(), ensure_ascii=False) + "\n")
+    (out / "docs.z").unlink()
+    (out / "docs.blocks.npy").unlink()
+    loaded = BM25Index.load(out)
+    assert type(loaded.docs).__name__ == "DocsFile" and loaded.docs == manual_index.docs
+    (out / "docs.jsonl").unlink()
+    with pytest.raises(IndexFormatError, match="missing docs.z"):
         BM25Index.load(out)

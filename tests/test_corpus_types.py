@@ -10,7 +10,9 @@ import json
 import logging
 import subprocess
 import sys
+import zlib
 
+import numpy as np
 import pytest
 
 from ragkit.corpus import Doc, load_corpus, load_document, load_document_folder, read_corpus
@@ -149,15 +151,17 @@ def test_a_pdf_without_numbered_headings_is_cut_page_by_page(tmp_path):
 
 
 def test_pages_survive_the_index_files_and_a_corpus_without_pdfs_writes_none(tmp_path):
-    """``Doc.pages`` is written to docs.jsonl for PDF chunks only: an index of Markdown files
-    holds the same docs.jsonl as before, and both load back."""
+    """``Doc.pages`` is written to the index's documents for PDF chunks only: an index of
+    Markdown files holds the same documents as before, and both load back."""
     pdf = tmp_path / "report.pdf"
     pdf.write_bytes(make_pdf(REPORT_PAGES))
     docs = load_corpus(pdf)
     BM25Index.for_corpus(docs, "en", progress=False).save(tmp_path / "ix")
     assert BM25Index.load(tmp_path / "ix").docs == docs
     manuals = BM25Index.for_corpus(load_corpus(MANUALS), "vi", progress=False).save(tmp_path / "manuals")
-    rows = [json.loads(line) for line in (manuals / "docs.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = [json.loads(line) for line in
+            zlib.decompress((manuals / "docs.z").read_bytes()[:int(np.load(manuals / "docs.blocks.npy")[1, 1])]
+                            ).decode("utf-8").splitlines()]
     assert all(set(row) == {"doc_id", "text", "title", "source"} for row in rows)
     assert Doc(**{**rows[0], "pages": [2, 3]}).pages == (2, 3)
 

@@ -253,16 +253,38 @@ def test_a_file_without_read_permission_is_named(tmp_path):
             path.chmod(0o644)
 
 
+def rewrite_documents(ix: Path, change) -> None:
+    """The index's documents (one compressed block, as a small corpus has) changed by ``change``
+    on their JSON lines and written back as one block."""
+    import zlib
+
+    import numpy as np
+
+    folder = ix.resolve()
+    table = np.load(folder / "docs.blocks.npy")
+    assert table.shape == (2, 2)
+    raw = change(zlib.decompress((folder / "docs.z").read_bytes()))
+    block = zlib.compress(raw)
+    (folder / "docs.z").write_bytes(block)
+    np.save(folder / "docs.blocks.npy", np.array([[0, 0], [raw.count(b"\n"), len(block)]], dtype=np.int64))
+
+
 def test_damaged_index_files_are_one_line_errors(tmp_path, capsys):
     corpus = write(tmp_path / "corpus.jsonl", jsonl(CORPUS))
     assert cli(capsys, "index", "build", "--corpus", corpus, "--out", tmp_path / "ix", "--lang", "en")[0] == 0
     ix = tmp_path / "ix"
-    docs = ix / "docs.jsonl"
-    write(docs, docs.read_bytes().replace(b"fever", b"f\xe9ver", 1))
-    with pytest.raises(IndexFormatError, match=f"index {docs}: not UTF-8 text \\(byte 0xe9 on line"):
+    docs = ix / "docs.z"
+    rewrite_documents(ix, lambda raw: raw.replace(b"fever", b"f\xe9ver", 1))
+    with pytest.raises(IndexFormatError, match=f"index {docs}: not UTF-8 text \\(byte 0xe9 in document"):
         list(BM25Index.load(ix).docs)      # documents are read by offset, when a hit needs them
-    shutil.copy(corpus, docs)                        # JSON, but not the index's documents
+    rewrite_documents(ix, lambda raw: Path(corpus).read_bytes())      # JSON, but not the index's documents
     with pytest.raises(IndexFormatError, match=f"index {docs}: not a ragkit index file"):
+        BM25Index.load(ix)
+    write(docs, b"not zlib" + docs.read_bytes()[8:])
+    with pytest.raises(IndexFormatError, match=f"index {docs}: block 1 is damaged"):
+        BM25Index.load(ix)
+    (ix / "docs.blocks.npy").write_bytes(b"\x93NUMPY")
+    with pytest.raises(IndexFormatError, match=f"index {ix / 'docs.blocks.npy'}: cannot be read"):
         BM25Index.load(ix)
     (ix / "vocab.json").unlink()
     (ix / "vocab.json").mkdir()

@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import tempfile
 import time
 from collections import Counter
+from itertools import islice
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,11 +31,15 @@ from ..testing.faults import fault_point
 from ..stores.files import atomic_dir
 from ..text import LanguageChoice, Tokenizer, choose_language, tokenizer_for
 from .boosting import is_procedural_query, structural_boost_scores
-from .docs_file import DocsFile
+from .docs_file import BLOCK_TABLE, BLOCKS_FILE, DocBlocks, DocBlockWriter, DocsFile, write_doc_blocks
 from .scoring import select_idf, tf_saturation
 
 FORMAT_VERSION = 2     # 2: the default IDF is named robertson
-_FILES = ("meta.json", "vocab.json", "idf.npy", "doc_len.npy", "boost.npy", "docs.jsonl")
+_FILES = ("meta.json", "vocab.json", "idf.npy", "doc_len.npy", "boost.npy")
+# The documents: compressed blocks (docs_file.DocBlocks), or one JSON line each in an index of
+# an earlier ragkit (docs.jsonl).
+DOCS_FILES = (BLOCKS_FILE, BLOCK_TABLE)
+BUILD_BLOCK = 65_536       # documents whose postings are counted together while building
 # The weight matrix's arrays, each memory-mapped at load (an index of an earlier ragkit has
 # them in one weights.npz, read whole).
 WEIGHT_ARRAYS = ("weights.indptr.npy", "weights.indices.npy", "weights.data.npy")
@@ -91,6 +97,7 @@ class BM25Index:
     _positive: bool | None = field(default=None, repr=False, compare=False)
     _scratch: list = field(default_factory=list, repr=False, compare=False)   # bm25_batch's free workspaces
     loaded_from: Path | None = field(default=None, repr=False, compare=False)   # the version ``load`` read
+    _spool: tempfile.TemporaryDirectory | None = field(default=None, repr=False, compare=False)   # streamed docs
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -102,8 +109,8 @@ class BM25Index:
         if not docs:
             raise InputError("corpus: holds no documents")
         started = time.perf_counter()
-        tokens = [tokenizer(d.full_text) for d in
-                  progress_bar(docs, desc="tokenize", unit="doc", progress=progress)]
+        tokens = (tokenizer(d.full_text) for d in
+                  progress_bar(docs, desc="tokenize", unit="doc", progress=progress))
         index = cls.from_tokens(tokens, params, docs=docs, tokenizer=tokenizer)
         index.meta["build_s"] = round(time.perf_counter() - started, 4)
         return index
@@ -132,42 +139,71 @@ class BM25Index:
                               info.get("reason", "as given"))
 
     @classmethod
-    def from_tokens(cls, corpus_tokens: Sequence[Sequence[str]], params: BM25Params | None = None,
-                    *, docs: Sequence[Doc] | None = None,
+    def from_tokens(cls, corpus_tokens: Iterable[Sequence[str]], params: BM25Params | None = None,
+                    *, docs: Iterable[Doc] | None = None,
                     tokenizer: Tokenizer | None = None) -> "BM25Index":
-        """Build from token lists already made (benchmarks feed every library the same)."""
+        """Build from token lists (benchmarks feed every library the same; ``build`` feeds
+        them as it tokenizes). Both ``corpus_tokens`` and ``docs`` are read once, in step,
+        a block of documents at a time: the postings of a block become three flat arrays
+        (document, term, count) and nothing is kept per posting but those, so memory is the
+        postings' final arrays and their sort, not a Python object per posting. ``docs``
+        given as a list stay the index's documents; given as any other iterable (a
+        generator) they are written, compressed, to a file beside the process and read back
+        by offset, so they are never all in memory."""
         params = params or BM25Params()
-        n_docs = len(corpus_tokens)
+        vocab: dict[str, int] = {}
+        spool = tempfile.TemporaryDirectory(prefix="ragkit-docs-") if docs is not None and \
+            not isinstance(docs, Sequence) else None
+        writer = DocBlockWriter(spool.name) if spool is not None else None
+        kept = docs if isinstance(docs, Sequence) else None
+        doc_iter = iter(docs) if docs is not None else None
+        tokens_iter = iter(corpus_tokens)
+        docs_part, terms_part, counts_part, lengths_part, boost_part = [], [], [], [], []
+        n_docs = 0
+        try:
+            while block := list(islice(tokens_iter, BUILD_BLOCK)):
+                lengths = np.fromiter(map(len, block), dtype=np.int64, count=len(block))
+                terms = np.fromiter((vocab.setdefault(t, len(vocab)) for toks in block for t in toks),
+                                    dtype=np.int64, count=int(lengths.sum()))
+                # One key per posting, (document in the block, term): sorted and counted.
+                keys, counts = np.unique(np.repeat(np.arange(len(block), dtype=np.int64), lengths) << 32 | terms,
+                                         return_counts=True)
+                docs_part.append((n_docs + (keys >> 32)).astype(np.int32))
+                terms_part.append((keys & 0xFFFFFFFF).astype(np.int32))
+                counts_part.append(counts.astype(np.int32))
+                lengths_part.append(lengths)
+                texts = _block_docs(doc_iter, kept, n_docs, len(block), writer)
+                boost_part.append(structural_boost_scores([d.full_text for d in texts]) if texts is not None
+                                  else np.zeros(len(block)))
+                n_docs += len(block)
+            if doc_iter is not None and kept is None and next(doc_iter, None) is not None:
+                raise InputError("corpus: more documents than token lists")
+            if writer is not None:
+                writer.close()
+        except BaseException:
+            if spool is not None:
+                spool.cleanup()
+            raise
         if n_docs == 0:
             raise InputError("corpus: holds no documents")
-        vocab: dict[str, int] = {}
-        rows, cols, tfs = [], [], []
-        doc_len = np.zeros(n_docs, dtype=np.float64)
-        for i, toks in enumerate(corpus_tokens):
-            doc_len[i] = len(toks)
-            counts = Counter(vocab.setdefault(t, len(vocab)) for t in toks)
-            rows.append(np.full(len(counts), i, dtype=np.int32))
-            cols.append(np.fromiter(counts.keys(), dtype=np.int32, count=len(counts)))
-            tfs.append(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))
+        if kept is not None and len(kept) != n_docs:
+            raise InputError(f"corpus: {len(kept)} documents for {n_docs} token lists")
+        doc_len = np.concatenate(lengths_part).astype(np.float64)
         avgdl = float(doc_len.mean())
         if avgdl == 0:
             raise InputError("corpus: no document has a single token after normalization")
-        row = np.concatenate(rows)
-        col = np.concatenate(cols)
-        tf = np.concatenate(tfs)
-        df = np.bincount(col, minlength=len(vocab))
-        idf = select_idf(params.idf)(df, n_docs)
-        data = idf[col] * tf_saturation(tf, doc_len[row], avgdl, params.k1, params.b)
-        weights = sp.csc_matrix((data, (row, col)), shape=(n_docs, len(vocab)))
-        weights.sort_indices()
-        if docs is None:
+        weights, idf = _weight_matrix(docs_part, terms_part, counts_part, doc_len, avgdl, len(vocab), params)
+        if spool is not None:
+            docs = DocBlocks(spool.name)
+        elif docs is None:
             docs = [Doc(doc_id=str(i), text="") for i in range(n_docs)]
-        boost = structural_boost_scores([d.full_text for d in docs])
         meta = {"n_docs": n_docs, "avgdl": avgdl, "vocab_size": len(vocab),
                 "postings": int(weights.nnz)}
-        return cls(docs=list(docs), tokenizer=tokenizer or Tokenizer(), params=params,
-                   vocab=vocab, idf=idf, doc_len=doc_len, weights=weights, boost=boost,
-                   meta=meta)
+        index = cls(docs=docs if isinstance(docs, DocBlocks) else list(docs), tokenizer=tokenizer or Tokenizer(),
+                    params=params, vocab=vocab, idf=idf, doc_len=doc_len, weights=weights,
+                    boost=np.concatenate(boost_part), meta=meta)
+        index._spool = spool
+        return index
 
     # ------------------------------------------------------------------ scoring
     def __len__(self) -> int:
@@ -347,9 +383,11 @@ class BM25Index:
         weights = self.weights.tocsc()
         for name, array in zip(WEIGHT_ARRAYS, (weights.indptr, weights.indices, weights.data)):
             np.save(tmp / name, np.ascontiguousarray(array))
-        with (tmp / "docs.jsonl").open("w", encoding="utf-8") as handle:
-            for d in self.docs:
-                handle.write(json.dumps(d.to_dict(), ensure_ascii=False) + "\n")
+        if isinstance(self.docs, DocBlocks):       # already compressed: copied as they are
+            for path in self.docs.files():
+                shutil.copyfile(path, tmp / path.name)
+        else:
+            write_doc_blocks(self.docs, tmp)
         fault_point("index.files")
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False))
 
@@ -383,6 +421,9 @@ class BM25Index:
         if not directory.is_dir():
             raise IndexFormatError(f"index {named}: no such folder (build it with 'ragkit index build')")
         missing = [f for f in _FILES if not (directory / f).exists()]
+        blocks = all((directory / f).exists() for f in DOCS_FILES)
+        if not blocks and not (directory / "docs.jsonl").exists():
+            missing.append(BLOCKS_FILE)
         mapped = all((directory / f).exists() for f in WEIGHT_ARRAYS)
         if not mapped and not (directory / "weights.npz").exists():
             missing.append(WEIGHT_ARRAYS[0])
@@ -395,7 +436,8 @@ class BM25Index:
                 f"index {named}: format version {meta.get('format_version')!r}, this ragkit "
                 f"reads {FORMAT_VERSION}; rebuild it with 'ragkit index build'")
         terms = _read_index_file(directory / "vocab.json", shown=named / "vocab.json", parse=json.loads)
-        docs = DocsFile(directory / "docs.jsonl", shown=named / "docs.jsonl")
+        docs: DocBlocks | DocsFile = DocBlocks(directory, shown=named) if blocks else \
+            DocsFile(directory / "docs.jsonl", shown=named / "docs.jsonl")
         docs.check()
         if mapped and "shape" in meta:      # memory-mapped: pages are read as the postings are
             indptr, indices, data = (np.load(directory / f, mmap_mode="r") for f in WEIGHT_ARRAYS)
@@ -403,7 +445,7 @@ class BM25Index:
         else:
             weights = sp.load_npz(directory / "weights.npz").tocsc()
         if weights.shape[0] != len(docs):
-            raise IndexFormatError(f"index {named / 'docs.jsonl'}: holds {len(docs)} documents, the index "
+            raise IndexFormatError(f"index {docs.shown}: holds {len(docs)} documents, the index "
                                    f"{weights.shape[0]}; rebuild it with 'ragkit index build'")
         index = cls(docs=docs, tokenizer=Tokenizer.from_dict(meta["tokenizer"]),
                    params=BM25Params(**meta["params"]),
@@ -412,6 +454,54 @@ class BM25Index:
                    weights=weights, boost=np.load(directory / "boost.npy", mmap_mode="r"), meta=meta)
         index.loaded_from = directory        # the version read: its vectors belong to it
         return index
+
+
+def _block_docs(doc_iter, kept: Sequence[Doc] | None, start: int, n: int,
+                writer: DocBlockWriter | None) -> Sequence[Doc] | None:
+    """The next ``n`` documents (from ``start``) of a build: sliced from ``kept``, or read
+    from ``doc_iter`` and written by ``writer``; None when the build has no documents."""
+    if kept is not None:
+        return kept[start:start + n]
+    if doc_iter is None:
+        return None
+    block = list(islice(doc_iter, n))
+    if len(block) != n:
+        raise InputError(f"corpus: {start + len(block)} documents for more token lists")
+    assert writer is not None
+    writer.add_all(block)
+    return block
+
+
+def _weight_matrix(docs_part: list, terms_part: list, counts_part: list, doc_len: np.ndarray,
+                   avgdl: float, n_terms: int, params: BM25Params) -> tuple[sp.csc_matrix, np.ndarray]:
+    """The documents × terms matrix of BM25 weights (CSC, rows sorted) from the postings'
+    (document, term, count) arrays of each block, and the terms' IDF. The postings are put
+    in column order by one stable sort of their terms (documents stay ascending within a
+    term); the weights are computed a slice at a time into the final array."""
+    n_docs = doc_len.size
+    rows = np.concatenate(docs_part)
+    docs_part.clear()
+    cols = np.concatenate(terms_part)
+    terms_part.clear()
+    tfs = np.concatenate(counts_part)
+    counts_part.clear()
+    df = np.bincount(cols, minlength=n_terms)
+    idf = select_idf(params.idf)(df, n_docs)
+    order = np.argsort(cols, kind="stable")
+    indices = rows[order]
+    del rows
+    data = np.empty(order.size, dtype=np.float64)
+    step = 1 << 20
+    for s in range(0, order.size, step):
+        part = order[s:s + step]
+        data[s:s + step] = idf[cols[part]] * tf_saturation(tfs[part], doc_len[indices[s:s + step]], avgdl,
+                                                           params.k1, params.b)
+    del order, cols, tfs
+    indptr = np.zeros(n_terms + 1, dtype=np.int64 if indices.size > np.iinfo(np.int32).max else np.int32)
+    np.cumsum(df, out=indptr[1:])
+    weights = sp.csc_matrix((data, indices, indptr), shape=(n_docs, n_terms), copy=False)
+    weights.has_sorted_indices = True
+    return weights, idf
 
 
 def _read_index_file(path: Path, parse, shown: Path | None = None):

@@ -1,52 +1,54 @@
-"""An index's documents read from its ``docs.jsonl`` by offset, only when asked for: loading an
-index finds where each line starts (one pass over the memory-mapped file with numpy) and
-parses none of them, so a million documents load in a fraction of a second and a search
-parses only the hits it returns.
+"""An index's documents, read from disk only when asked for.
 
-A line that is not UTF-8 or not a document is a one-line ``IndexFormatError`` naming the
-file and the line, raised when that line is read.
+An index keeps its documents compressed in blocks (``docs.z``): each block is the JSON lines
+of up to 64 documents (about 16 KB of text), zlib-compressed on its own, and ``docs.blocks.npy``
+says where each block starts (its first document and its byte offset). Loading maps both
+files and parses nothing, so a million documents load in a fraction of a second; a search
+inflates only the blocks of the hits it returns (tens of microseconds each), and the texts
+take a third or less of their size.
+
+``DocsFile`` reads the plain ``docs.jsonl`` an index of an earlier ragkit holds (one JSON
+object per line, found by one numpy pass over the mapped file).
+
+A block or line that is damaged, not UTF-8 or not a document is a one-line
+``IndexFormatError`` naming the file and the document, raised when it is read.
 """
 
 from __future__ import annotations
 
 import json
 import mmap
-from collections.abc import Sequence
+import zlib
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator, overload
+from typing import BinaryIO, Iterator, overload
 
 import numpy as np
 
 from ..corpus import Doc
 from ..errors import IndexFormatError
 
+BLOCKS_FILE = "docs.z"
+BLOCK_TABLE = "docs.blocks.npy"
+BLOCK_DOCS = 64              # documents in a block at most
+BLOCK_BYTES = 16 * 1024      # a block closes once its JSON lines reach this size
+LEVEL = 3                    # zlib's level: within 10% of its best size here, twice as fast as 6
 
-class DocsFile(Sequence):
-    """The documents of a ``docs.jsonl`` (one JSON object per line), as a read-only sequence."""
 
-    def __init__(self, path: str | Path, shown: str | Path | None = None):
-        self.path = Path(path)
-        self.shown = Path(shown) if shown is not None else self.path
-        try:
-            with self.path.open("rb") as handle:
-                size = self.path.stat().st_size
-                self._map = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else None
-        except OSError as exc:
-            raise IndexFormatError(f"index {self.shown}: cannot be read ({exc.strerror or exc})") from None
+class _LazyDocs(Sequence):
+    """A read-only sequence of documents parsed one at a time, when asked for."""
+
+    shown: Path
+
+    def __init__(self) -> None:
         self._doc = lru_cache(maxsize=4096)(self._read)
-        if self._map is None:
-            self._starts = self._ends = np.zeros(0, dtype=np.int64)
-            return
-        ends = np.flatnonzero(np.frombuffer(self._map, dtype=np.uint8) == 10).astype(np.int64)
-        if size and (not ends.size or ends[-1] != size - 1):
-            ends = np.append(ends, size)                     # a last line without its newline
-        starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
-        keep = ends > starts                                 # blank lines are no documents
-        self._starts, self._ends = starts[keep], ends[keep]
 
     def __len__(self) -> int:
-        return int(self._starts.size)
+        raise NotImplementedError
+
+    def _read(self, i: int) -> Doc:
+        raise NotImplementedError
 
     @overload
     def __getitem__(self, i: int) -> Doc: ...
@@ -75,23 +77,152 @@ class DocsFile(Sequence):
         for i in range(len(self)):
             yield self[i]
 
-    def _read(self, i: int) -> Doc:
-        raw = self._map[self._starts[i]:self._ends[i]] if self._map is not None else b""
+    def check(self) -> None:
+        """Parse the first and last documents (a foreign or damaged file fails at load, not
+        at the first search that reaches it)."""
+        for i in {0, len(self) - 1} if len(self) else ():
+            self[i]
+
+    def _parse(self, raw: bytes, where: str) -> Doc:
         try:
             return Doc(**json.loads(raw.decode("utf-8")))
         except UnicodeDecodeError as exc:
             raise IndexFormatError(f"index {self.shown}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} "
-                                   f"on line {i + 1})") from None
+                                   f"{where})") from None
         except json.JSONDecodeError as exc:
-            raise IndexFormatError(f"index {self.shown}: not JSON ({exc.msg} on line {i + 1})") from None
+            raise IndexFormatError(f"index {self.shown}: not JSON ({exc.msg} {where})") from None
         except TypeError as exc:
-            raise IndexFormatError(f"index {self.shown}: not a ragkit index file (line {i + 1}: {exc})") from None
-
-    def check(self) -> None:
-        """Parse the first and last lines (a foreign or damaged file fails at load, not at
-        the first search that reaches it)."""
-        for i in {0, len(self) - 1} if len(self) else ():
-            self[i]
+            raise IndexFormatError(f"index {self.shown}: not a ragkit index file "
+                                   f"({where.split(' ', 1)[1]}: {exc})") from None
 
 
-__all__ = ["DocsFile"]
+def _mapped(path: Path, shown: Path) -> mmap.mmap | None:
+    try:
+        with path.open("rb") as handle:
+            size = path.stat().st_size
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) if size else None
+    except OSError as exc:
+        raise IndexFormatError(f"index {shown}: cannot be read ({exc.strerror or exc})") from None
+
+
+class DocBlocks(_LazyDocs):
+    """The documents of a folder's ``docs.z`` and ``docs.blocks.npy``."""
+
+    def __init__(self, folder: str | Path, shown: str | Path | None = None):
+        super().__init__()
+        self.folder = Path(folder)
+        self.shown = Path(shown) / BLOCKS_FILE if shown is not None else self.folder / BLOCKS_FILE
+        self._map = _mapped(self.folder / BLOCKS_FILE, self.shown)
+        try:
+            table = np.load(self.folder / BLOCK_TABLE, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise IndexFormatError(f"index {self.shown.with_name(BLOCK_TABLE)}: cannot be read "
+                                   f"({getattr(exc, 'strerror', None) or exc})") from None
+        size = len(self._map) if self._map is not None else 0
+        if table.ndim != 2 or table.shape[1:] != (2,) or table.shape[0] < 1 or tuple(table[0]) != (0, 0) \
+                or int(table[-1, 1]) != size or np.any(np.diff(table, axis=0) <= 0):
+            raise IndexFormatError(f"index {self.shown.with_name(BLOCK_TABLE)}: does not describe "
+                                   f"{self.shown.name} ({size} bytes); rebuild it with 'ragkit index build'")
+        self._first = np.ascontiguousarray(table[:, 0])
+        self._offset = np.ascontiguousarray(table[:, 1])
+        self._block = lru_cache(maxsize=64)(self._inflate)
+
+    def __len__(self) -> int:
+        return int(self._first[-1])
+
+    def _inflate(self, j: int) -> list[bytes]:
+        assert self._map is not None
+        try:
+            lines = zlib.decompress(self._map[self._offset[j]:self._offset[j + 1]]).split(b"\n")[:-1]
+        except zlib.error as exc:
+            raise IndexFormatError(f"index {self.shown}: block {j + 1} is damaged ({exc})") from None
+        if len(lines) != self._first[j + 1] - self._first[j]:
+            raise IndexFormatError(f"index {self.shown}: block {j + 1} holds {len(lines)} documents, "
+                                   f"its table {self._first[j + 1] - self._first[j]}")
+        return lines
+
+    def _read(self, i: int) -> Doc:
+        j = int(np.searchsorted(self._first, i, side="right")) - 1
+        return self._parse(self._block(j)[i - int(self._first[j])], f"in document {i + 1}")
+
+    def files(self) -> tuple[Path, Path]:
+        return self.folder / BLOCKS_FILE, self.folder / BLOCK_TABLE
+
+
+class DocBlockWriter:
+    """Writes documents, one at a time, as a folder's ``docs.z`` and ``docs.blocks.npy``."""
+
+    def __init__(self, folder: str | Path):
+        self.folder = Path(folder)
+        self._out: BinaryIO = (self.folder / BLOCKS_FILE).open("wb")
+        self._table: list[tuple[int, int]] = [(0, 0)]
+        self._lines: list[bytes] = []
+        self._pending = 0
+        self.count = 0
+        self._size = 0
+
+    def add(self, doc: Doc) -> None:
+        line = json.dumps(doc.to_dict(), ensure_ascii=False).encode("utf-8") + b"\n"
+        self._lines.append(line)
+        self._pending += len(line)
+        self.count += 1
+        if len(self._lines) >= BLOCK_DOCS or self._pending >= BLOCK_BYTES:
+            self._flush()
+
+    def add_all(self, docs: Iterable[Doc]) -> None:
+        for doc in docs:
+            self.add(doc)
+
+    def _flush(self) -> None:
+        if self._lines:
+            block = zlib.compress(b"".join(self._lines), LEVEL)
+            self._out.write(block)
+            self._size += len(block)
+            self._table.append((self.count, self._size))
+            self._lines, self._pending = [], 0
+
+    def close(self) -> None:
+        """Write the last block and the block table."""
+        self._flush()
+        self._out.close()
+        np.save(self.folder / BLOCK_TABLE, np.asarray(self._table, dtype=np.int64).reshape(-1, 2))
+
+
+def write_doc_blocks(docs: Iterable[Doc], folder: str | Path) -> int:
+    """``docs`` written into ``folder`` as blocks; how many."""
+    writer = DocBlockWriter(folder)
+    try:
+        writer.add_all(docs)
+    finally:
+        writer.close()
+    return writer.count
+
+
+class DocsFile(_LazyDocs):
+    """The documents of a ``docs.jsonl`` (one JSON object per line), as a read-only sequence."""
+
+    def __init__(self, path: str | Path, shown: str | Path | None = None):
+        super().__init__()
+        self.path = Path(path)
+        self.shown = Path(shown) if shown is not None else self.path
+        self._map = _mapped(self.path, self.shown)
+        if self._map is None:
+            self._starts = self._ends = np.zeros(0, dtype=np.int64)
+            return
+        size = len(self._map)
+        ends = np.flatnonzero(np.frombuffer(self._map, dtype=np.uint8) == 10).astype(np.int64)
+        if not ends.size or ends[-1] != size - 1:
+            ends = np.append(ends, size)                     # a last line without its newline
+        starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
+        keep = ends > starts                                 # blank lines are no documents
+        self._starts, self._ends = starts[keep], ends[keep]
+
+    def __len__(self) -> int:
+        return int(self._starts.size)
+
+    def _read(self, i: int) -> Doc:
+        raw = self._map[self._starts[i]:self._ends[i]] if self._map is not None else b""
+        return self._parse(raw, f"on line {i + 1}")
+
+
+__all__ = ["BLOCKS_FILE", "BLOCK_TABLE", "DocBlockWriter", "DocBlocks", "DocsFile", "write_doc_blocks"]
