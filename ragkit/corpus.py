@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
@@ -50,11 +50,10 @@ class Doc:
 
     def to_dict(self) -> dict:
         """The fields as JSON; ``pages`` only when there are some, so that the documents of
-        a corpus without PDFs are written as before."""
-        data = asdict(self)
-        if not self.pages:
-            del data["pages"]
-        else:
+        a corpus without PDFs are written as before. (Written out: ``dataclasses.asdict``
+        deep-copies every field, a third of the time a million-document index took to save.)"""
+        data = {"doc_id": self.doc_id, "text": self.text, "title": self.title, "source": self.source}
+        if self.pages:
             data["pages"] = list(self.pages)
         return data
 

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from itertools import islice
+from itertools import chain, islice
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -163,8 +163,11 @@ class BM25Index:
         try:
             while block := list(islice(tokens_iter, BUILD_BLOCK)):
                 lengths = np.fromiter(map(len, block), dtype=np.int64, count=len(block))
-                terms = np.fromiter((vocab.setdefault(t, len(vocab)) for toks in block for t in toks),
-                                    dtype=np.int64, count=int(lengths.sum()))
+                flat = list(chain.from_iterable(block))
+                for term in dict.fromkeys(flat):         # new terms numbered in the order first met
+                    vocab.setdefault(term, len(vocab))
+                terms = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int64, count=len(flat))
+                del flat
                 # One key per posting, (document in the block, term): sorted and counted.
                 keys, counts = np.unique(np.repeat(np.arange(len(block), dtype=np.int64), lengths) << 32 | terms,
                                          return_counts=True)
