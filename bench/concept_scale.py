@@ -34,9 +34,10 @@ uses. Per size, in a child process of its own (so that memory is the build's alo
     .venv/bin/python bench/concept_scale.py --label after      # -> outputs/bench/concept_scale.json
     PYTHONPATH=/tmp/before .venv/bin/python bench/concept_scale.py --label before
 
-(the second measures the ragkit of an older checkout, ``mkdir -p /tmp/before && git archive
-<commit> ragkit | tar -x -C /tmp/before``; each run adds its label to the JSON and keeps the
-other labels there).
+The second measures the ragkit of an older checkout (``mkdir -p /tmp/before && git archive
+<commit> ragkit | tar -x -C /tmp/before``); each run adds its label to the JSON and keeps the
+other labels there. ``--sizes 1000000`` adds a size to a label's figures (above 100,000
+chunks: the build, the graph and the queries only).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = (10_000, 30_000, 100_000)
+FULL_UP_TO = 100_000       # larger sizes: build, graph and queries only (``measure``)
 QUESTIONS = 100
 COMMAND = ("mkdir -p /tmp/before && git archive bd863d6 ragkit | tar -x -C /tmp/before; "
            "PYTHONPATH=/tmp/before .venv/bin/python bench/concept_scale.py --label before; "
@@ -217,15 +219,12 @@ def folder_mb(path: Path) -> dict:
 
 
 def measure(size: int, shared: Path, work: Path) -> dict:
-    """Every figure for one corpus size (run in a child process of its own)."""
+    """Every figure for one corpus size (run in a child process of its own); above
+    ``FULL_UP_TO`` chunks, the build, the graph and the queries only (no second assembly,
+    rebuild, save or load: at a million chunks each would take as long as the build)."""
     import gc
 
     from ragkit.concepts.graph import ConceptGraph
-    from ragkit.concepts.search import ConceptSearcher
-    from ragkit.eval.retrieval import eval_config
-    from ragkit.runtime.profiler import Profiler
-    from ragkit.retrieval.bm25 import BM25Index
-    from ragkit.retrieval.search import retrieve
 
     started = time.perf_counter()
     gen = Generator(shared)
@@ -238,6 +237,15 @@ def measure(size: int, shared: Path, work: Path) -> dict:
 
     with PeakRss() as memory:
         (graph, rows, report), build = timed(ConceptGraph.build, docs, progress=False)
+    if size > FULL_UP_TO:
+        del rows
+        gc.collect()
+        return {"corpus": corpus,
+                "build": {"seconds": round(build[0], 2), "cpu_s": round(build[1], 2),
+                          "rss_growth_mb": memory.growth, "rss_before_mb": round(memory.start, 1)},
+                "graph": {"concepts": report.concepts, "hubs": report.hubs, "mentions": report.mentions,
+                          "cooccurrences": report.cooccurrences, "edges": graph.n_edges},
+                **query_figures(graph, docs, questions)}
     again, assembly = timed(ConceptGraph.from_extractions, [d.doc_id for d in docs], rows)
     assert again.keys == graph.keys and (again.cooccurs != graph.cooccurs).nnz == 0
     del again
@@ -259,9 +267,33 @@ def measure(size: int, shared: Path, work: Path) -> dict:
     del loaded
     gc.collect()
 
+    return {"corpus": corpus,
+            "build": {"seconds": round(build[0], 2), "cpu_s": round(build[1], 2),
+                      "assembly_s": round(assembly[0], 2), "assembly_cpu_s": round(assembly[1], 2),
+                      "extraction_cpu_s": round(build[1] - assembly[1], 2),
+                      "rss_growth_mb": memory.growth, "rss_before_mb": round(memory.start, 1)},
+            "rebuild": {"changed": n_changed, "extracted": rebuilt.extracted, "reused": rebuilt.reused,
+                        "seconds": round(rebuild[0], 2), "cpu_s": round(rebuild[1], 2)},
+            "graph": {"concepts": report.concepts, "hubs": report.hubs, "mentions": report.mentions,
+                      "cooccurrences": report.cooccurrences, "edges": graph.n_edges},
+            "saved": {"mb": saved, "save_s": round(save[0], 2), "save_cpu_s": round(save[1], 2),
+                      "save_rss_growth_mb": save_memory.growth,
+                      "load_s": round(load[0], 2), "load_cpu_s": round(load[1], 2),
+                      "load_rss_growth_mb": load_memory.growth},
+            **query_figures(graph, docs, questions)}
+
+
+def query_figures(graph, docs, questions) -> dict:
+    """The BM25 build, the searcher's set-up and the query latencies (whole ``graph``
+    retrievals, their stages, and the walk alone), and the process's peak RSS."""
+    from ragkit.concepts.search import ConceptSearcher
+    from ragkit.eval.retrieval import eval_config
+    from ragkit.runtime.profiler import Profiler
+    from ragkit.retrieval.bm25 import BM25Index
+    from ragkit.retrieval.search import retrieve
+
     index, bm25 = timed(BM25Index.for_corpus, docs, progress=False)
     searcher, init = timed(ConceptSearcher, graph)
-
     config = eval_config(method="graph", k=100)
     retrieve(index, questions[0], config, Profiler(), concepts=searcher)       # warm up
     total, cpu, stages, walk_ms, walk_cpu, reached = [], [], {}, [], [], []
@@ -280,20 +312,8 @@ def measure(size: int, shared: Path, work: Path) -> dict:
         walk_cpu.append(cpu_s * 1000)
         reached.append(len(ranked))
 
-    return {"corpus": corpus,
-            "build": {"seconds": round(build[0], 2), "cpu_s": round(build[1], 2),
-                      "assembly_s": round(assembly[0], 2), "assembly_cpu_s": round(assembly[1], 2),
-                      "extraction_cpu_s": round(build[1] - assembly[1], 2),
-                      "rss_growth_mb": memory.growth, "rss_before_mb": round(memory.start, 1)},
-            "rebuild": {"changed": n_changed, "extracted": rebuilt.extracted, "reused": rebuilt.reused,
-                        "seconds": round(rebuild[0], 2), "cpu_s": round(rebuild[1], 2)},
-            "graph": {"concepts": report.concepts, "hubs": report.hubs, "mentions": report.mentions,
-                      "cooccurrences": report.cooccurrences, "edges": graph.n_edges},
-            "saved": {"mb": saved, "save_s": round(save[0], 2), "save_cpu_s": round(save[1], 2),
-                      "save_rss_growth_mb": save_memory.growth,
-                      "load_s": round(load[0], 2), "load_cpu_s": round(load[1], 2),
-                      "load_rss_growth_mb": load_memory.growth},
-            "bm25_build_s": round(bm25[0], 2), "searcher_init_s": round(init[0], 2),
+    return {"bm25_build_s": round(bm25[0], 2), "searcher_init_s": round(init[0], 2),
+            "walk": "forward push" if getattr(searcher, "local", None) is not None else "power iteration",
             "query": {"graph": percentiles(total), "graph_cpu": percentiles(cpu),
                       "stages": {name: percentiles(ms) for name, ms in stages.items()},
                       "walk": percentiles(walk_ms), "walk_cpu": percentiles(walk_cpu),
@@ -344,8 +364,9 @@ def main() -> None:
     shutil.rmtree(work, ignore_errors=True)
     previous = OUT / "concept_scale.json"
     runs = json.loads(previous.read_text()).get("runs", {}) if previous.exists() else {}
+    kept = runs.get(args.label, {}).get("sizes", {})      # sizes of this label measured before
     runs[args.label] = {"ragkit": str(ragkit.relative_to(ROOT)) if ragkit.is_relative_to(ROOT) else str(ragkit),
-                        "sizes": sizes}
+                        "sizes": dict(sorted({**kept, **sizes}.items(), key=lambda kv: int(kv[0])))}
     write("concept_scale", {"runs": runs, "command": COMMAND})
 
 

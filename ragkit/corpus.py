@@ -52,7 +52,7 @@ class Doc:
         """The fields as JSON; ``pages`` only when there are some, so that the documents of
         a corpus without PDFs are written as before. (Written out: ``dataclasses.asdict``
         deep-copies every field, a third of the time a million-document index took to save.)"""
-        data = {"doc_id": self.doc_id, "text": self.text, "title": self.title, "source": self.source}
+        data: dict = {"doc_id": self.doc_id, "text": self.text, "title": self.title, "source": self.source}
         if self.pages:
             data["pages"] = list(self.pages)
         return data

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain, islice
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -47,6 +47,8 @@ EXTRACTOR = "rules-7"          # changes when extraction changes: every chunk is
 HUB_SHARE = 0.05               # a concept in more than 5% of the chunks is a hub ...
 HUB_MIN_CHUNKS = 20            # ... if that is at least 20 chunks (small corpora keep theirs)
 MAX_PAIRS_PER_SENTENCE = 12    # concepts per sentence paired (the first met): bounds the edges
+PARALLEL_FROM = 20_000         # chunks to extract from which the build uses a process per core ...
+PARALLEL_BATCH = 500           # ... handing each this many chunks at a time
 
 
 def chunk_hash(doc: Doc, terms: Sequence[str] = ()) -> str:
@@ -111,14 +113,19 @@ class ConceptGraph:
     def concepts_of_chunk(self, row: int) -> np.ndarray:
         return self.mentions.indices[self.mentions.indptr[row]:self.mentions.indptr[row + 1]]
 
+    @property
+    def by_concept(self) -> sp.csc_matrix:
+        """``mentions`` in CSC form (a concept's chunks are its column), made once."""
+        if self._by_concept is None:
+            self._by_concept = self.mentions.tocsc()
+            self._by_concept.sort_indices()
+        return self._by_concept
+
     def chunks_mentioning(self, concept: int, among=None) -> np.ndarray:
         """Rows of the chunks that mention ``concept``, in order (only those in ``among``, a
         set of rows, when given). A column of ``mentions`` read from its CSC copy, made once:
         slicing a column out of the CSR matrix reads every row."""
-        if self._by_concept is None:
-            self._by_concept = self.mentions.tocsc()
-            self._by_concept.sort_indices()
-        by = self._by_concept
+        by = self.by_concept
         rows = by.indices[by.indptr[concept]:by.indptr[concept + 1]]
         if among is not None:
             rows = rows[np.isin(rows, np.fromiter(among, np.int64, len(among)))]
@@ -132,10 +139,14 @@ class ConceptGraph:
     @classmethod
     def build(cls, docs: Sequence[Doc], *, previous: dict[str, dict] | None = None,
               terms: Sequence[str] = (), hub_share: float = HUB_SHARE,
-              progress: bool | None = None, what: str = "corpus") -> tuple["ConceptGraph", dict, ConceptGraphReport]:
+              progress: bool | None = None, what: str = "corpus",
+              workers: int | None = None) -> tuple["ConceptGraph", dict, ConceptGraphReport]:
         """Extract (or reuse, from ``previous``: {chunk id: extraction row}) every chunk's
         concepts and make the graph. Returns the graph, the extraction rows to keep, and a
-        report. An empty corpus, or one where no chunk has a concept, is an error naming ``what``."""
+        report. An empty corpus, or one where no chunk has a concept, is an error naming ``what``.
+        ``workers``: processes extracting at once (None: one per usable core, or
+        ``RAGKIT_THREADS``; a corpus of fewer than ``PARALLEL_FROM`` chunks to extract is
+        done in this process)."""
         started = time.perf_counter()
         docs = list(docs)
         if not docs:
@@ -144,18 +155,21 @@ class ConceptGraph:
         rows: dict[str, dict] = {}
         extracted = reused = 0
         with _collector_paused():
-            for doc in progress_bar(docs, desc="concepts", unit="chunk", progress=progress):
+            todo: list[Doc] = []
+            digests: dict[str, str] = {}
+            for doc in docs:
                 digest = chunk_hash(doc, terms)
                 old = previous.get(doc.doc_id)
                 if old is not None and old.get("hash") == digest:
                     rows[doc.doc_id] = old
                     reused += 1
-                    continue
-                text = doc.full_text
-                found = extract_concepts(text, language=document_language(text), terms=terms, title=doc.title)
-                rows[doc.doc_id] = {"hash": digest, "abbreviations": abbreviations(text),
-                                    "concepts": [_entry(m.key, m.label, m.how, list(m.sentences)) for m in found]}
-                extracted += 1
+                else:
+                    todo.append(doc)
+                    digests[doc.doc_id] = digest
+            for doc, row in zip(todo, _extract_all(todo, tuple(terms), progress, workers)):
+                rows[doc.doc_id] = {"hash": digests[doc.doc_id], **row}
+            extracted = len(todo)
+            rows = {d.doc_id: rows[d.doc_id] for d in docs}        # in the corpus's order
             removed = len(set(previous) - set(rows))
             graph = cls.from_extractions([d.doc_id for d in docs], rows, hub_share=hub_share, what=what)
         seconds = round(time.perf_counter() - started, 4)
@@ -330,6 +344,49 @@ def read_extractions(directory: str | Path) -> dict[str, dict] | None:
                 row["concepts"] = [[intern(k), intern(label), intern(how), s] for k, label, how, s in row["concepts"]]
                 rows[row.pop("chunk_id")] = row
     return rows
+
+
+def extract_row(doc: Doc, terms: Sequence[str] = ()) -> dict:
+    """One chunk's extraction row, without its hash: its abbreviations and its concepts."""
+    text = doc.full_text
+    found = extract_concepts(text, language=document_language(text), terms=terms, title=doc.title)
+    return {"abbreviations": abbreviations(text),
+            "concepts": [_entry(m.key, m.label, m.how, list(m.sentences)) for m in found]}
+
+
+def _extract_batch(batch: list[Doc], terms: tuple[str, ...]) -> list[dict]:
+    return [extract_row(doc, terms) for doc in batch]
+
+
+def _extract_all(docs: list[Doc], terms: tuple[str, ...], progress: bool | None,
+                 workers: int | None) -> Iterator[dict]:
+    """``extract_row`` of each of ``docs``, in order: in this process, or in ``workers``
+    processes taking batches of ``PARALLEL_BATCH`` chunks, when there are ``PARALLEL_FROM``
+    or more. The workers are forked where the system can (they only run the rules on text),
+    so that a script or notebook without a ``__main__`` guard works as it did."""
+    from ..runtime.threads import thread_count
+
+    workers = thread_count() if workers is None else max(1, workers)
+    bar = progress_bar(total=len(docs), desc="concepts", unit="chunk", progress=progress)
+    try:
+        if workers == 1 or len(docs) < PARALLEL_FROM:
+            for doc in docs:
+                yield extract_row(doc, terms)
+                bar.update(1)
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        batches = [docs[i:i + PARALLEL_BATCH] for i in range(0, len(docs), PARALLEL_BATCH)]
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
+            for batch, rows in zip(batches, pool.map(_extract_batch, batches, [terms] * len(batches))):
+                for row in rows:            # one copy of each string in this process too
+                    row["concepts"] = [_entry(*entry) for entry in row["concepts"]]
+                    yield row
+                bar.update(len(batch))
+    finally:
+        bar.close()
 
 
 def _entry(key: str, label: str, how: str, sentences: list) -> list:
