@@ -15,6 +15,11 @@ embedders, in the same run.
 
     .venv/bin/python bench/embed.py   -> outputs/bench/embed.json (about 25 minutes)
 
+With ``--throughput-only``: the throughput half alone, for the CPU it runs on (its model name
+and whether it has VNNI are written beside the figures), quiet machine assumed:
+
+    .venv/bin/python bench/embed.py --throughput-only   -> outputs/bench/embed_cpu.json (about 10 minutes)
+
 With ``--steps``: how close each way of making the int8 model stays to the reference vectors
 (cosine, on the throughput samples of both corpora) and its documents/s, each model exported
 in float, with every product int8, with the second feed-forward product in float, with the
@@ -299,6 +304,18 @@ def no_vnni_quality(data: dict, e5_scifact_docs: int) -> dict:
     return out
 
 
+def cpu_info() -> dict:
+    """This CPU's model name, its VNNI flags, and the int8 export ragkit makes for it."""
+    from ragkit.embeddings.onnx_backend import VNNI_FLAGS, saturating_int8_products
+
+    text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in text.splitlines() if ":" in line)}
+    flags = set(fields.get("flags", "").split())
+    model = fields.get("model name", "")
+    return {"model": model, "vnni": sorted(VNNI_FLAGS & flags), "avx2": "avx2" in flags,
+            "export": "unsigned int8 weights" if saturating_int8_products(text) else "signed int8 weights"}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="turns each backend takes at the throughput sample")
@@ -313,6 +330,8 @@ def main() -> int:
                         help="an earlier export's folder, against ragkit's (outputs/bench/embed_export.json)")
     parser.add_argument("--export-speed", type=Path, metavar="DIR",
                         help="documents/s of an earlier export's folder and ragkit's (outputs/bench/embed_export_speed.json)")
+    parser.add_argument("--throughput-only", action="store_true",
+                        help="the throughput half alone, with this CPU's name and flags (outputs/bench/embed_cpu.json)")
     parser.add_argument("--child", nargs=3, metavar=("KIND", "BACKEND", "SAMPLE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -348,6 +367,10 @@ def main() -> int:
             results["throughput"][f"{EMBEDDERS[kind].name} / {name}"] = speed
             print(f"{EMBEDDERS[kind].name:22} {name:8} throughput: reference {speed['reference']['docs_per_s']:7.2f}  "
                   f"onnx {speed['onnx']['docs_per_s']:7.2f} docs/s  ({speed['speedup']}x)", flush=True)
+        if args.throughput_only:
+            write("embed_cpu", {"cpu": cpu_info(), "throughput": results["throughput"],
+                                "settings": {"rounds": args.rounds, "sample": args.sample}})
+            return 0
         for kind, name in pairs:
             docs, queries, judged = data[name]
             embedders = {b: EMBEDDERS[kind](backend=b) for b in BACKENDS}

@@ -57,6 +57,29 @@ def test_ask_contract_and_citations(nobel):
     assert {"entities", "anchors", "neighbours", "paths"} <= set(data["trace"])
 
 
+def test_a_small_graph_answers_without_starting_chroma(nobel, tmp_path):
+    """The node vectors' copy answers a question in a process that never imports chromadb,
+    and anchors as the embedded Chroma does (its copy removed, the same folder reads Chroma)."""
+    from ragkit.multihop.graph import NODE_VECTORS, NodeVectors
+
+    assert isinstance(nobel.vectors, NodeVectors)
+    code = ("import sys; from ragkit.multihop.graph import GraphRAG; "
+            f"r = GraphRAG.load({str(nobel.directory)!r}).query('What did Einstein and Bohr have in common?'); "
+            "print(r['answer'], 'chromadb' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert done.stdout.split() == ["Nobel_Prize_in_Physics", "False"], done.stderr[-2000:]
+    copy = tmp_path / "copy"
+    shutil.copytree(nobel.directory.resolve(), copy)
+    (copy / NODE_VECTORS).unlink()
+    chroma = GraphRAG.load(copy)
+    assert not isinstance(chroma.vectors, NodeVectors)
+    for q in ("What did Einstein and Bohr have in common?", "Where did Nils Bohr's son work?"):
+        a, b = nobel.query(q)["anchors"], chroma.query(q)["anchors"]
+        assert [x["node"] for x in a] == [x["node"] for x in b]
+        assert [x["score"] for x in a] == pytest.approx([x["score"] for x in b], abs=2e-4)
+
+
 def test_rebuild_reuses_unchanged_vectors(tmp_path):
     out = tmp_path / "g"
     first = GraphRAG.build(EDGES, out, progress=False)
