@@ -45,6 +45,7 @@ from ..config import LLMConfig
 from ..errors import GenerationError
 from .claims import remove_claims, renumber_citations, split_claims, trim_to_whole_claims
 from .grounding import check_claims, judge_borderline
+from ..llm.base import generating
 from ..llm.postprocess import filter_think_tags, looks_english
 from ..llm.prompts import REASK_VI
 from ..runtime.profiler import Profiler
@@ -177,7 +178,7 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
     reasked = False
     gen = None
     try:
-        with profiler.stage("generation"):
+        with profiler.stage("generation"), generating("answer"):
             gen = model.chat(messages, max_tokens=max_tokens, temperature=llm_config.temperature,
                              seed=llm_config.seed)
         raw = gen.text
@@ -187,8 +188,9 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
                 reasked = True
                 follow_up = [*messages, {"role": "assistant", "content": text},
                              {"role": "user", "content": REASK_VI}]
-                gen = model.chat(follow_up, max_tokens=max_tokens,
-                                 temperature=llm_config.temperature, seed=llm_config.seed)
+                with generating("reask"):
+                    gen = model.chat(follow_up, max_tokens=max_tokens,
+                                     temperature=llm_config.temperature, seed=llm_config.seed)
                 text = _tidy(gen.text, draft)
         truncated = gen.finish_reason == "length"
         cut_claim = ""

@@ -385,7 +385,9 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--embeddings-only", action="store_true",
                    help="no pipelines: serve POST /v1/embeddings alone (an embedding server for RAGKIT_EMBED_URL)")
     p.add_argument("--model", help=MODEL_HELP + " ($RAGKIT_LLM_URL for a server)")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds to answer one question (504 after)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds to answer one question (504 after); default: a deadline from the model's "
+                        "speed measured at start-up, at least 60 s, which a model still writing may pass")
     p.add_argument("--max-body", type=int, default=64 * 1024, help="bytes in a request or WebSocket message (413 over)")
     p.add_argument("--workers", type=int, default=4, help="questions answered at once")
     p.add_argument("--read-timeout", type=float, default=10.0,

@@ -56,7 +56,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if value < (0 if flag == "--port" else 1):
             raise InputError(f"{flag}: must be positive, got {value}")
     for flag, value in (("--timeout", args.timeout), ("--read-timeout", args.read_timeout)):
-        if value <= 0:
+        if value is not None and value <= 0:
             raise InputError(f"{flag}: must be positive, got {value}")
     service = Service(sources, LLMConfig.from_env(model_path=args.model),
                       flags={s.field: s.served_by for p in pipelines() for s in p.sources})

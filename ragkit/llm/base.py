@@ -3,8 +3,10 @@ any OpenAI-compatible server (``remote.ServerLLM``). Pipelines only see this."""
 
 from __future__ import annotations
 
+import contextlib
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Protocol, Sequence, runtime_checkable
+from typing import Callable, Iterable, Iterator, Protocol, Sequence, runtime_checkable
 
 from ..errors import GenerationError
 
@@ -42,6 +44,33 @@ class LLM(Protocol):
         ``json_schema``, write only JSON that the schema accepts (OpenAI's structured
         outputs; one or the other, not both). A grammar that does not compile is a
         ``ModelError``."""
+
+
+# What the generation running in this thread writes: "answer" (the answer the reader reads),
+# "reask" (the answer asked again, in the question's language) or "step" (anything else: a
+# plan, an entity list). Set by the stage that asks; read by whoever streams the tokens.
+PURPOSES = ("answer", "reask", "step")
+_PURPOSE: ContextVar[str] = ContextVar("ragkit_generation_purpose", default="step")
+
+
+@contextlib.contextmanager
+def generating(purpose: str) -> Iterator[None]:
+    """Mark the generations made inside as ``purpose`` (one of ``PURPOSES``), for the token
+    callbacks they call (``generation_purpose``): a server streams only the answer's tokens
+    as the answer's text. A context variable, so each thread (each question) has its own."""
+    if purpose not in PURPOSES:
+        raise ValueError(f"purpose: must be one of {', '.join(PURPOSES)}, got {purpose!r}")
+    token = _PURPOSE.set(purpose)
+    try:
+        yield
+    finally:
+        _PURPOSE.reset(token)
+
+
+def generation_purpose() -> str:
+    """What the generation now running in this thread writes (``generating``; "step" when
+    nothing said). A token callback runs inside its generation, so it may ask."""
+    return _PURPOSE.get()
 
 
 def collect_stream(chunks: Iterable[dict], on_token: Callable[[str], None]) -> Generation:

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..errors import InputError
+from ..llm.base import generation_purpose
 from ..runtime.extras import requires_extra
 from ..pipelines import get_pipeline
 from ..service import AskRequest, Service, ask_request_model
 from .access import LOCAL, AccessGuard, InFlight, error_body
-from .protocol import HTTPProblem, check_session, decode_json, problem_for
+from .deadlines import FLOOR_S, Deadlines, overdue, time_left
+from .protocol import HTTPProblem, check_session, decode_json, problem_for, replacement
 
 with requires_extra("server"):
     import uvicorn
@@ -30,22 +32,6 @@ with requires_extra("server"):
 
 log = logging.getLogger("ragkit.server")
 NEW_SESSION = "new"      # "session": "new" asks the server to open a conversation
-
-
-def replacement(written: dict[int, list[str]], data: dict) -> dict:
-    """Whether the answer the check settled on differs from what the model streamed (its
-    last call), and why: the stream showed the model's words, the result may not keep them."""
-    if not written:
-        return {"replaced": False}
-    streamed = " ".join("".join(written[max(written)]).split())
-    final = " ".join(data["answer"].split())
-    if streamed == final:
-        return {"replaced": False}
-    trace = data.get("trace") or {}
-    why = trace.get("fallback_reason") or ("the model's text was tidied (thinking, an unfinished last sentence "
-                                            "or unsupported sentences removed; citations added or numbered "
-                                            "as the citation list)" if trace.get("answer_source") == "model" else "")
-    return {"replaced": True, "replaced_because": why}
 
 
 # The answer of POST /ask: ragkit ask --json's object (and the session, when one was sent).
@@ -63,7 +49,9 @@ HEALTH_TTL_S = 2.0       # /ready asks the sources again after this long
 class ServeLimits:
     max_body: int = 64 * 1024        # bytes in one request body or WebSocket message
     max_question: int = 2000         # characters in a question
-    timeout_s: float = 60.0          # to answer one question
+    timeout_s: float | None = None   # to answer one question; None: from the model's measured speed (deadlines)
+    min_timeout_s: float = FLOOR_S   # the shortest derived deadline
+    stall_timeout_s: float | None = None   # past a derived deadline: the longest wait for a token (None: derived)
     workers: int = 4                 # questions answered at once
     sessions_per_key: int = 256      # conversations a key keeps open (its least recent dropped)
     questions_per_key: int = 16      # questions of one key answered or waiting at once (429 over)
@@ -195,6 +183,8 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
     in_flight = InFlight(limits.questions_per_key)
     pool = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="ragkit-ask")
     state: dict[str, Any] = {"started": time.time(), "warm": None, "served": 0, "embedders": None}
+    deadlines = Deadlines(limits.timeout_s, limits.min_timeout_s, limits.stall_timeout_s,
+                          n_ctx=service.llm_config.n_ctx, max_tokens=service.llm_config.max_tokens)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -203,6 +193,8 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
         warming = loop.run_in_executor(pool, service.health)
         warming.add_done_callback(lambda f: state.update(warm=f.result() if not f.exception() else
                                                          {"*": f"error: {f.exception()}"}))
+        if not embeddings_only:       # the model's speed, measured here unless --timeout
+            deadlines.start(loop, lambda fn: loop.run_in_executor(pool, fn), lambda: service.llm)
         if embeddings_only:
             from .openai_embeddings import warm_embedders
 
@@ -244,8 +236,10 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
 
     async def answer(request: AskRequest, principal: str, session: str | None, on_token=None,
                      via: str = "ask", prepare=None) -> dict:
-        """The answer's JSON, within the key's in-flight limit and the timeout, logged.
-        ``prepare(request)`` runs in the worker first (within the timeout)."""
+        """The answer's JSON, within the key's in-flight limit and its deadline, logged.
+        ``on_token(piece, call, purpose)`` gets the model's text as it is written (in the
+        worker thread; ``purpose``: ``llm.base.generation_purpose``); ``prepare(request)``
+        runs in the worker first (within the deadline)."""
         started, status = time.monotonic(), 200
         try:
             if not in_flight.enter(principal):
@@ -270,13 +264,16 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
                       prepare=None) -> dict:
         if session is not None and get_pipeline(request.pipeline).conversational and request.history is None:
             request.history = sessions.history(principal, session)
+        deadline = await deadlines.for_answer(not request.no_llm, request.max_tokens)
         stop = threading.Event()
+        last_token: list[float] = []          # when the model last wrote (time.monotonic)
 
         def tokens(piece: str, call: int) -> None:    # runs in the worker thread
             if stop.is_set():
                 raise Cancelled()
+            last_token[:] = [time.monotonic()]
             if on_token is not None:
-                on_token(piece, call)
+                on_token(piece, call, generation_purpose())
 
         def work():
             if prepare is not None:
@@ -284,20 +281,35 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
             return service.answer(request, tokens)
 
         loop = asyncio.get_running_loop()
+        modelled = not request.no_llm
+        deadlines.in_flight += modelled
         job = loop.run_in_executor(pool, work)
+        started = time.monotonic()
         try:
-            answered = await asyncio.wait_for(asyncio.shield(job), limits.timeout_s)
-        except asyncio.TimeoutError:
-            stop.set()          # a running generation stops at its next token
-            job.cancel()        # a question still waiting for a worker never starts
-            raise HTTPProblem(504, f"request: no answer within {limits.timeout_s:g} s") from None
+            while True:
+                left = time_left(time.monotonic(), started, deadline, last_token[0] if last_token else None)
+                if left <= 0:
+                    stop.set()          # a running generation stops at its next token
+                    job.cancel()        # a question still waiting for a worker never starts
+                    stalled = deadline.stall_s is not None and bool(last_token)
+                    raise HTTPProblem(504, overdue(deadline, stalled))
+                done, _ = await asyncio.wait({job}, timeout=left)
+                if done:
+                    break
+            answered = job.result()
         except asyncio.CancelledError:
             stop.set()
             job.cancel()
             raise
+        except HTTPProblem:
+            raise
         except Exception as exc:
             raise problem_for(exc) from None
+        finally:
+            deadlines.in_flight -= modelled
         data = answered.to_dict()
+        if modelled:            # the answer's own figures: the deadlines follow a machine that slows
+            deadlines.observe((data.get("trace") or {}).get("generation") or {})
         if session is not None:
             turn = getattr(answered.trace, "turn", None)   # none when nothing in the question was found
             if turn is not None:
@@ -308,8 +320,10 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
 
     async def run(job, principal: str, line: str):
         """``job()``'s result, computed in the worker pool within the key's in-flight limit
-        and the timeout; logged as ``line``, the status and the time taken."""
+        and the timeout (``--timeout``, else the floor of a derived deadline); logged as
+        ``line``, the status and the time taken."""
         started, status = time.monotonic(), 200
+        timeout_s = limits.timeout_s if limits.timeout_s is not None else limits.min_timeout_s
         try:
             if not in_flight.enter(principal):
                 raise HTTPProblem(429, f"request: {limits.questions_per_key} requests of this key are "
@@ -317,10 +331,10 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
             try:
                 work = asyncio.get_running_loop().run_in_executor(pool, job)
                 try:
-                    return await asyncio.wait_for(asyncio.shield(work), limits.timeout_s)
+                    return await asyncio.wait_for(asyncio.shield(work), timeout_s)
                 except asyncio.TimeoutError:
                     work.cancel()       # one still waiting for a worker never starts
-                    raise HTTPProblem(504, f"request: not done within {limits.timeout_s:g} s") from None
+                    raise HTTPProblem(504, f"request: not done within {timeout_s:g} s") from None
                 except asyncio.CancelledError:
                     work.cancel()
                     raise
@@ -381,6 +395,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
                 "endpoints": ["POST /ask", "WS /ws", "GET /v1/models", "POST /v1/chat/completions",
                               "POST /v1/embeddings", "GET /health", "GET /ready"],
                 "limits": limits.__dict__, "served": state["served"],
+                "answer_deadline": deadlines.to_dict(),
                 "sessions": sessions.count(principal), "principal": principal}
 
     # The body is read and checked by parse_request (one-line errors); the schema is shown.
@@ -457,8 +472,9 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue = asyncio.Queue()
 
-        def on_token(piece: str, call: int) -> None:   # runs in the worker thread
-            loop.call_soon_threadsafe(queue.put_nowait, {"type": "token", "text": piece, "call": call})
+        def on_token(piece: str, call: int, purpose: str) -> None:   # runs in the worker thread
+            loop.call_soon_threadsafe(queue.put_nowait, {"type": "token", "text": piece, "call": call,
+                                                         "purpose": purpose})
 
         async def send(event: dict) -> None:
             try:
@@ -501,7 +517,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
                 return
             if not streamed:       # no model wrote it live: stream the answer in pieces
                 for piece in re.findall(r"\S+\s*", data["answer"]):
-                    await send({"type": "token", "text": piece, "call": 0})
+                    await send({"type": "token", "text": piece, "call": 0, "purpose": "answer"})
             await send({"type": "result", **replacement(written, data), **data})
         finally:
             # However this ends (the client left, the server stops), the worker stops at its

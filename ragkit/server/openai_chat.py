@@ -15,10 +15,15 @@ client (the ``openai`` package, chat UIs, agent frameworks) can ask ragkit.
   decodes greedily); what it cannot honour (``n`` > 1, ``tools``, a JSON
   ``response_format``) is refused.
 - With ``"stream": true`` the answer comes as server-sent events, ``data: {chunk}`` lines
-  ending with ``data: [DONE]``: a first chunk with the role at once, then the checked
-  answer in word pieces, then a chunk with ``finish_reason`` and the ``ragkit`` field. The
-  model's draft is not streamed: the check may replace it, and an OpenAI client cannot
-  take back text it has shown. An error after the stream began is an ``error`` event.
+  ending with ``data: [DONE]``: a first chunk with the role at once, then the model's
+  answer as it writes it, one chunk per token (an answer without the model: the answer in
+  word pieces), then the check's verdict: a chunk with ``finish_reason`` and the ``ragkit``
+  field, which holds what the non-streamed ``ragkit`` field holds plus the checked
+  ``answer`` and ``replaced`` (with ``replaced_because``): whether that answer differs from
+  the text streamed, as on ``/ws`` (an OpenAI client cannot take back text it has shown).
+  Only the answer's generation is streamed as content, not a kg plan or an entity list
+  the model writes first, nor the Vietnamese re-ask. An error after the stream began is an
+  ``error`` event.
 - Earlier user messages feed a pipeline that reads earlier turns (the kg pipeline): they are
   asked again in order (without the model) to rebuild the turns a follow-up ("and which of
   them ...") refers to, unless the request names a ``session``, whose turns are used instead.
@@ -45,7 +50,7 @@ from ..pipelines import get_pipeline
 from ..service import AskRequest, Service
 from .access import error_body
 from .openai_embeddings import EMBEDDING_MODELS
-from .protocol import HTTPProblem, check_session, decode_json, problem_for
+from .protocol import HTTPProblem, check_session, decode_json, problem_for, replacement
 
 with requires_extra("server"):
     from fastapi import FastAPI, Request
@@ -188,6 +193,16 @@ def extras(data: dict) -> dict:
     return {k: v for k, v in data.items() if k != "answer"}
 
 
+def verdict(data: dict, streamed: list[str]) -> dict:
+    """The ``ragkit`` field of a stream's last chunk: ``extras`` plus the checked ``answer``
+    and whether it replaced the ``streamed`` text (``replaced``, ``replaced_because``)."""
+    replaced = replacement({1: streamed} if streamed else {}, data)
+    if replaced["replaced"] and (data.get("trace") or {}).get("reasked"):
+        replaced["replaced_because"] = ("the model answered in English and was asked again in Vietnamese; "
+                                        "the second answer is the one checked")
+    return {**extras(data), "answer": data["answer"], **replaced}
+
+
 def pieces(text: str) -> list[str]:
     """``text`` in word pieces whose concatenation is ``text``."""
     return re.findall(r"\S+\s*|\s+", text)
@@ -241,15 +256,44 @@ def add_openai_routes(app: FastAPI, service: Service, *, answer: Answerer, open_
         chunk = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": chat.model}
 
         async def events():
-            job = asyncio.ensure_future(answer(ask, principal, session, via="v1", prepare=prepare))
+            loop = asyncio.get_running_loop()
+            queue: asyncio.Queue = asyncio.Queue()
+
+            def on_token(piece: str, call: int, purpose: str) -> None:    # runs in the worker thread
+                if purpose == "answer":
+                    loop.call_soon_threadsafe(queue.put_nowait, (piece, call))
+
+            def content(piece: str) -> bytes:
+                return sse({**chunk, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+
+            job = asyncio.ensure_future(answer(ask, principal, session, on_token, via="v1", prepare=prepare))
+            getter: asyncio.Future | None = None
+            streamed: list[str] = []          # the answer's generation as the client got it
+            shown = None                      # its call (a second answer generation is not shown)
             try:
                 yield sse({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
                                                  "finish_reason": None}]})
                 while True:
-                    done, _ = await asyncio.wait({job}, timeout=KEEP_ALIVE_S)
-                    if done:
+                    if getter is None:
+                        getter = asyncio.ensure_future(queue.get())
+                    done, _ = await asyncio.wait({job, getter}, timeout=KEEP_ALIVE_S,
+                                                 return_when=asyncio.FIRST_COMPLETED)
+                    if getter in done:
+                        (piece, call), getter = getter.result(), None
+                        shown = call if shown is None else shown
+                        if call == shown:
+                            streamed.append(piece)
+                            yield content(piece)
+                    elif job in done:
                         break
-                    yield b": keep-alive\n\n"
+                    else:
+                        yield b": keep-alive\n\n"
+                while not queue.empty():
+                    piece, call = queue.get_nowait()
+                    shown = call if shown is None else shown
+                    if call == shown:
+                        streamed.append(piece)
+                        yield content(piece)
                 try:
                     data = job.result()
                 except Exception as exc:
@@ -257,15 +301,18 @@ def add_openai_routes(app: FastAPI, service: Service, *, answer: Answerer, open_
                     yield sse(error_body("/v1/", problem.status, problem.message, problem.code))
                     yield sse("[DONE]")
                     return
-                for piece in pieces(data["answer"]):
-                    yield sse({**chunk, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+                if not streamed:        # no model wrote it live: the answer in pieces
+                    for piece in pieces(data["answer"]):
+                        yield content(piece)
                 yield sse({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                           OPTION_FIELDS: extras(data)})
+                           OPTION_FIELDS: verdict(data, streamed)})
                 if chat.include_usage:
                     yield sse({**chunk, "choices": [], "usage": usage_of(data)})
                 yield sse("[DONE]")
             finally:
                 job.cancel()      # the client left: the answer stops at its next token
+                if getter is not None and not getter.done():
+                    getter.cancel()
                 job.add_done_callback(lambda task: task.cancelled() or task.exception())
 
         return StreamingResponse(events(), media_type="text/event-stream",

@@ -1,6 +1,7 @@
 """What every route of ``ragkit serve`` shares: an error as an HTTP status and a one-line
-message (``HTTPProblem``, ``problem_for``), a request body read as JSON (``decode_json``), and
-the form of a conversation id (``check_session``)."""
+message (``HTTPProblem``, ``problem_for``), a request body read as JSON (``decode_json``),
+the form of a conversation id (``check_session``), and whether a streamed answer was
+replaced by the checked one (``replacement``)."""
 
 from __future__ import annotations
 
@@ -57,4 +58,20 @@ def check_session(session) -> None:
         raise HTTPProblem(400, "session: must be 1-64 letters, digits or _.:-")
 
 
-__all__ = ["HTTPProblem", "SESSION_ID", "check_session", "decode_json", "problem_for"]
+def replacement(written: dict[int, list[str]], data: dict) -> dict:
+    """Whether the answer the check settled on differs from what the model streamed (its
+    last call), and why: the stream showed the model's words, the result may not keep them."""
+    if not written:
+        return {"replaced": False}
+    streamed = " ".join("".join(written[max(written)]).split())
+    final = " ".join(data["answer"].split())
+    if streamed == final:
+        return {"replaced": False}
+    trace = data.get("trace") or {}
+    why = trace.get("fallback_reason") or ("the model's text was tidied (thinking, an unfinished last sentence "
+                                            "or unsupported sentences removed; citations added or numbered "
+                                            "as the citation list)" if trace.get("answer_source") == "model" else "")
+    return {"replaced": True, "replaced_because": why}
+
+
+__all__ = ["HTTPProblem", "SESSION_ID", "check_session", "decode_json", "problem_for", "replacement"]
