@@ -109,6 +109,7 @@ bench: install $(PANDOC)
 	$(BIN)/python bench/pathquestion.py
 	$(BIN)/python bench/graph_scale.py
 	$(BIN)/python bench/kgqa_serve.py
+	$(BIN)/python bench/stream_latency.py
 	$(BIN)/python bench/kgqa_questions.py
 	$(BIN)/python bench/grounding_check.py
 	$(BIN)/python bench/hybrid.py
