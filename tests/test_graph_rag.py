@@ -60,9 +60,9 @@ def test_ask_contract_and_citations(nobel):
 def test_a_small_graph_answers_without_starting_chroma(nobel, tmp_path):
     """The node vectors' copy answers a question in a process that never imports chromadb,
     and anchors as the embedded Chroma does (its copy removed, the same folder reads Chroma)."""
-    from ragkit.multihop.graph import NODE_VECTORS, NodeVectors
+    from ragkit.stores.vector_file import VectorFile
 
-    assert isinstance(nobel.vectors, NodeVectors)
+    assert isinstance(nobel.vectors, VectorFile)
     code = ("import sys; from ragkit.multihop.graph import GraphRAG; "
             f"r = GraphRAG.load({str(nobel.directory)!r}).query('What did Einstein and Bohr have in common?'); "
             "print(r['answer'], 'chromadb' in sys.modules)")
@@ -71,9 +71,9 @@ def test_a_small_graph_answers_without_starting_chroma(nobel, tmp_path):
     assert done.stdout.split() == ["Nobel_Prize_in_Physics", "False"], done.stderr[-2000:]
     copy = tmp_path / "copy"
     shutil.copytree(nobel.directory.resolve(), copy)
-    (copy / NODE_VECTORS).unlink()
+    (copy / "node_vectors.npy").unlink()
     chroma = GraphRAG.load(copy)
-    assert not isinstance(chroma.vectors, NodeVectors)
+    assert not isinstance(chroma.vectors, VectorFile)
     for q in ("What did Einstein and Bohr have in common?", "Where did Nils Bohr's son work?"):
         a, b = nobel.query(q)["anchors"], chroma.query(q)["anchors"]
         assert [x["node"] for x in a] == [x["node"] for x in b]

@@ -14,6 +14,7 @@ from ragkit.specs.build import build_kg
 from ragkit.specs.model import Term
 from ragkit.specs.nx_store import NetworkXStore
 from ragkit.specs.store import plan_replacement
+from ragkit.stores.chroma import ChromaVectors
 
 from .conftest import DEMO_SPEC, ROOT
 
@@ -349,5 +350,6 @@ def test_rebuilding_a_graph_leaves_no_stale_node_edge_or_vector(tmp_path):
     assert sorted(rebuilt.graph.nodes) == sorted(fresh.graph.nodes) and "Vietnam" not in rebuilt.graph
     assert sorted(rebuilt.graph.edges(keys=True, data=True)) == sorted(fresh.graph.edges(keys=True, data=True))
     assert "spouse" not in {k for _, _, k in rebuilt.graph.edges(keys=True)}
-    assert sorted(rebuilt.vectors.fingerprints()) == sorted(rebuilt.graph.nodes)
-    assert rebuilt.vectors.count() == fresh.vectors.count() == rebuilt.graph.number_of_nodes()
+    chroma = ChromaVectors.for_dir(out.resolve() / "chroma", "nodes_minilm")      # what the copy was made from
+    assert sorted(chroma.fingerprints()) == sorted(rebuilt.graph.nodes) == sorted(rebuilt.vectors.ids)
+    assert chroma.count() == rebuilt.vectors.count() == fresh.vectors.count() == rebuilt.graph.number_of_nodes()

@@ -108,7 +108,9 @@ class ConceptSearcher:
         surfaces = [Surface(label, str(i), "concept") for i, label in enumerate(self.graph.labels)]
         surfaces += [Surface(alias, str(self.graph.position[key]), "alias")
                      for alias, key in self.graph.aliases.items()]
-        return Linker(surfaces)
+        # Only a name may link misspelt (``link_question``): spans that open in lower case are
+        # not compared with the labels at all.
+        return Linker(surfaces, fuzzy_spans=lambda written: written[:1].isupper())
 
     def link_question(self, question: str) -> list[SeedConcept]:
         """The question's concepts: spans linked to a concept's label or alias by

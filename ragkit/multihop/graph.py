@@ -39,7 +39,8 @@ from ..runtime.progress import progress_bar
 
 from ..retrieval.linking import Linker, Surface
 from ..embeddings import default_embedder
-from ..stores.chroma import ChromaVectors, VectorHits
+from ..stores.chroma import ChromaVectors
+from ..stores.vector_file import VectorFile, copy_collection
 from ..config import GraphConfig, Settings
 from ..kgqa.vocabulary import REQUEST, relation_readings
 from ..errors import InputError
@@ -51,8 +52,7 @@ from ..text import ENGLISH_STOPWORDS, normalize, strip_accents, vietnamese_char_
 
 NOT_ENOUGH = "Không đủ dữ kiện trong đồ thị để trả lời câu hỏi này."
 GRAPH_FILE = "graph.json"
-NODE_VECTORS = "node_vectors.npy"      # the node-name vectors, in the sorted nodes' order
-IN_MEMORY_UP_TO = 200_000              # nodes whose vectors a load reads from NODE_VECTORS
+NODE_VECTORS = "node_vectors"      # the node-name vectors' copy (stores.vector_file), small graphs
 # Words that ask rather than name a relation: English function words and Vietnamese
 # question words (accent-free). Vietnamese kinship words such as "con" are kept.
 QUESTION_STOPWORDS = ENGLISH_STOPWORDS | frozenset(REQUEST) | frozenset(
@@ -439,33 +439,11 @@ class GraphBuildReport:
     chroma: str
 
 
-class NodeVectors:
-    """A graph's node-name vectors read from the folder's ``node_vectors.npy`` (a graph of up
-    to ``IN_MEMORY_UP_TO`` nodes keeps one beside its Chroma), searched exactly by cosine: a
-    question then never waits for Chroma to start (importing chromadb alone takes seconds,
-    longer than answering from a small graph)."""
-
-    def __init__(self, nodes: list[str], path: Path):
-        self.nodes = nodes
-        matrix = np.load(path)
-        if matrix.ndim != 2 or matrix.shape[0] != len(nodes):
-            raise InputError(f"graph {path}: {matrix.shape[0]} vectors for {len(nodes)} nodes; "
-                             "rebuild it with 'ragkit graph build'")
-        self.matrix = matrix / np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-
-    def query(self, vector: np.ndarray, k: int) -> VectorHits:
-        """The ``k`` nearest nodes by cosine, nearest first."""
-        vector = np.asarray(vector, dtype=np.float32)
-        scores = self.matrix @ (vector / max(float(np.linalg.norm(vector)), 1e-12))
-        order = np.lexsort((np.arange(scores.size), -scores))[:k]
-        return VectorHits([self.nodes[i] for i in order], [float(scores[i]) for i in order])
-
-
 class GraphRAG:
     """A built graph folder: ``graph.json`` plus node-name vectors in Chroma (and, for a
-    graph of up to ``IN_MEMORY_UP_TO`` nodes, a copy in ``node_vectors.npy``)."""
+    graph of up to ``vector_file.COPY_UP_TO`` nodes, a copy in ``node_vectors.npy``)."""
 
-    def __init__(self, graph: nx.MultiDiGraph, vectors: "ChromaVectors | NodeVectors", directory: Path,
+    def __init__(self, graph: nx.MultiDiGraph, vectors: "ChromaVectors | VectorFile", directory: Path,
                  embedder: str = "minilm"):
         self.graph = graph
         self.vectors = vectors
@@ -519,11 +497,7 @@ class GraphRAG:
                 vectors.upsert(batch, vecs, [{"fingerprint": fingerprint[n]} for n in batch],
                                [display(n) for n in batch])
                 fault_point("graph.batch")
-            if not vectors.location.startswith("http") and len(nodes) <= IN_MEMORY_UP_TO:
-                # a copy to answer from without starting Chroma
-                ids, matrix, _, _ = vectors.records(nodes)
-                order = {n: i for i, n in enumerate(ids)}
-                np.save(staging / NODE_VECTORS, matrix[[order[n] for n in nodes]].astype(np.float32))
+            copy_collection(vectors, nodes, staging / NODE_VECTORS)    # to answer without starting Chroma
             data = nx.node_link_data(graph, edges="edges")
             (staging / GRAPH_FILE).write_text(json.dumps({"format_version": 1, "embedder": embedder, "graph": data},
                                                          ensure_ascii=False), encoding="utf-8")
@@ -549,9 +523,9 @@ class GraphRAG:
         if graph.number_of_nodes() == 0:
             raise InputError(f"graph {directory}: the graph is empty")
         embedder = data.get("embedder", "minilm")
-        vectors: ChromaVectors | NodeVectors
-        if (version / NODE_VECTORS).is_file() and not Settings.from_env().chroma_url:
-            vectors = NodeVectors(sorted(graph.nodes), version / NODE_VECTORS)
+        vectors: ChromaVectors | VectorFile
+        if VectorFile.exists(version / NODE_VECTORS) and not Settings.from_env().chroma_url:
+            vectors = VectorFile(version / NODE_VECTORS)
         else:
             vectors = ChromaVectors.for_dir(version / "chroma", f"nodes_{embedder}")
         return cls(graph, vectors, directory, embedder)

@@ -17,7 +17,11 @@ from ..corpus import Doc
 from ..errors import InputError
 from ..embeddings import default_embedder
 from ..testing.faults import fault_point
+from ..config import Settings
 from ..stores.chroma import ChromaVectors
+from ..stores.vector_file import VectorFile, copy_collection
+
+COPY = "vectors"        # the chunk vectors' copy in the folder (stores.vector_file), small indexes
 
 
 @dataclass
@@ -30,13 +34,31 @@ class DenseBuild:
 
 
 class DenseIndex:
-    """Chunk vectors of one corpus in one Chroma collection."""
+    """Chunk vectors of one corpus in one Chroma collection; an embedded collection of up to
+    ``vector_file.COPY_UP_TO`` chunks also keeps a copy in ``vectors.npy``, which searches
+    read instead of starting Chroma (opened only to build, or without the copy)."""
 
     def __init__(self, directory: str | Path, embedder: str = "minilm"):
         self.directory = Path(directory)
         self.embedder_kind = embedder
         self.embedder = default_embedder(embedder)
-        self.vectors = ChromaVectors.for_dir(self.directory, f"chunks-{embedder}")
+        self._chroma: ChromaVectors | None = None
+        self._copy: VectorFile | None = None
+
+    @property
+    def vectors(self) -> ChromaVectors:
+        """The Chroma collection (opened on first use)."""
+        if self._chroma is None:
+            self._chroma = ChromaVectors.for_dir(self.directory, f"chunks-{self.embedder_kind}")
+        return self._chroma
+
+    @property
+    def readable(self) -> "ChromaVectors | VectorFile":
+        """Where searches read the vectors: the copy when there is one (and no server)."""
+        if self._copy is None and self._chroma is None and VectorFile.exists(self.directory / COPY) \
+                and not Settings.from_env().chroma_url:
+            self._copy = VectorFile(self.directory / COPY)
+        return self._copy if self._copy is not None else self.vectors
 
     def _fingerprint(self, doc: Doc) -> str:
         return hashlib.sha1(f"{self.embedder.vectors_id}|{doc.full_text}".encode("utf-8")).hexdigest()[:16]
@@ -74,6 +96,11 @@ class DenseIndex:
                                     [{"fingerprint": wanted[d.doc_id]} for d in part], [d.title for d in part])
                 fault_point("dense.batch")
                 bar.update(len(part))
+        self._copy = None
+        if not self.vectors.location.startswith(("http://", "https://")):    # the copy is the folder's store's
+            for stale_copy in (self.directory / f"{COPY}.npy", self.directory / f"{COPY}.ids.json"):
+                stale_copy.unlink(missing_ok=True)
+            copy_collection(self.vectors, [d.doc_id for d in docs], self.directory / COPY)
         return DenseBuild(len(docs), len(todo), len(docs) - len(todo), len(stale),
                           round(time.perf_counter() - started, 3))
 
@@ -82,12 +109,12 @@ class DenseIndex:
         if not query.strip():
             raise InputError("query: is empty")
         vector = self.embedder.encode([query])[0]
-        hits = self.vectors.query(vector, k)
+        hits = self.readable.query(vector, k)
         return list(zip(hits.ids, hits.scores))
 
     def vectors_of(self, doc_ids: Sequence[str]):
         """The stored chunk vectors of ``doc_ids`` (unit length), one row each."""
-        return self.vectors.vectors(doc_ids)
+        return self.readable.vectors(doc_ids)
 
     def size_bytes(self) -> int:
         """The embedded store's size on disk (0 on a server)."""

@@ -114,8 +114,11 @@ class Linker:
     """Surfaces indexed by their normalized words, for linking spans of questions."""
 
     def __init__(self, surfaces: Iterable[Surface], *, fuzzy_cutoff: float | None = 0.88,
-                 kinds_order: Sequence[str] = ()):
+                 kinds_order: Sequence[str] = (), fuzzy_spans: Callable[[str], bool] | None = None):
         self.fuzzy_cutoff = fuzzy_cutoff
+        # Which spans (as written) may link misspelt; None: any. A caller that keeps only some
+        # fuzzy links says which here, and the others are never compared.
+        self.fuzzy_spans = fuzzy_spans
         self.kinds_order = {k: i for i, k in enumerate(kinds_order)}
         self.by_key: dict[str, list[Surface]] = {}
         self.by_plain: dict[str, list[Surface]] = {}
@@ -133,6 +136,7 @@ class Linker:
         # at least c needs lengths within a factor (2 - c) / c of each other, so most keys are
         # never compared.
         self._fuzzy_by_len: dict[int, list[str]] = {}
+        self._fuzzy_window: dict[tuple[int, int], list[str]] = {}     # (low, high) -> the keys of those lengths
         for key, found in self.by_key.items():
             if len(key) >= 5 and any(s.kind != "abbreviation" for s in found):
                 self._fuzzy_by_len.setdefault(len(key), []).append(key)
@@ -214,9 +218,14 @@ class Linker:
             return []
         if any(w.isupper() and len(w) <= 6 for w in words) and len(words) == 1:
             return []       # a short word in capitals is an abbreviation: it matches exactly or not at all
+        if self.fuzzy_spans is not None and not self.fuzzy_spans(written):
+            return []
         c = self.fuzzy_cutoff
         low, high = math.ceil(len(key) * c / (2 - c)), math.floor(len(key) * (2 - c) / c)
-        keys = [k for n in range(low, high + 1) for k in self._fuzzy_by_len.get(n, ())]
+        keys = self._fuzzy_window.get((low, high))
+        if keys is None:        # made once per window: a large store has hundreds of thousands of keys
+            keys = self._fuzzy_window[(low, high)] = [k for n in range(low, high + 1)
+                                                      for k in self._fuzzy_by_len.get(n, ())]
         best = process.extractOne(key, keys, scorer=fuzz.ratio, score_cutoff=c * 100) if keys else None
         if not best or best[0].startswith(key) or key.startswith(best[0]):
             return []       # "released" for "release" is an inflection, not a misspelling
