@@ -178,7 +178,7 @@ def test_a_large_graph_is_walked_by_push_and_ranks_as_the_power_iteration(musiqu
         b, info_b, walk = pushed.rank(question, base, k=10)
         assert info_a == info_b and a
         assert [d for d, _ in a[:5]] == [d for d, _ in b[:5]]
-        assert np.allclose([s for _, s in a[:5]], [s for _, s in b[:5]], rtol=1e-2)
+        assert np.allclose([s for _, s in a[:5]], [s for _, s in b[:5]], rtol=0.05)
         assert pushed.bridge(walk, b[0][0])
 
 

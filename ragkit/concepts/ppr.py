@@ -64,7 +64,7 @@ def personalized_pagerank(adjacency: sp.spmatrix, seeds: Mapping[int, float], *,
     return p
 
 
-EPSILON = 1e-7      # forward push: a node is pushed while its residual is ≥ ε × its degree
+EPSILON = 1e-6      # forward push: a node is pushed while its residual is ≥ ε × its degree
 
 
 class LocalPageRank:
