@@ -37,7 +37,7 @@ uses. Per size, in a child process of its own (so that memory is the build's alo
 The second measures the ragkit of an older checkout (``mkdir -p /tmp/before && git archive
 <commit> ragkit | tar -x -C /tmp/before``); each run adds its label to the JSON and keeps the
 other labels there. ``--sizes 1000000`` adds a size to a label's figures (above 100,000
-chunks: the build, the graph and the queries only).
+chunks, or with ``--lean`` at any size: the build, the graph and the queries only).
 """
 
 from __future__ import annotations
@@ -218,7 +218,7 @@ def folder_mb(path: Path) -> dict:
     return {"total": round(sum(files.values()), 2), **files}
 
 
-def measure(size: int, shared: Path, work: Path) -> dict:
+def measure(size: int, shared: Path, work: Path, lean: bool = False) -> dict:
     """Every figure for one corpus size (run in a child process of its own); above
     ``FULL_UP_TO`` chunks, the build, the graph and the queries only (no second assembly,
     rebuild, save or load: at a million chunks each would take as long as the build)."""
@@ -237,7 +237,7 @@ def measure(size: int, shared: Path, work: Path) -> dict:
 
     with PeakRss() as memory:
         (graph, rows, report), build = timed(ConceptGraph.build, docs, progress=False)
-    if size > FULL_UP_TO:
+    if lean or size > FULL_UP_TO:
         del rows
         gc.collect()
         return {"corpus": corpus,
@@ -321,12 +321,13 @@ def query_figures(graph, docs, questions) -> dict:
             "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 
-def run_sizes(sizes, ragkit: Path, shared: Path, work: Path) -> dict:
+def run_sizes(sizes, ragkit: Path, shared: Path, work: Path, lean: bool = False) -> dict:
     """Each size in a child process importing ragkit from ``ragkit``."""
     out = {}
     for size in sizes:
         done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(size),
-                               "--ragkit", str(ragkit), "--shared", str(shared), "--work", str(work)],
+                               "--ragkit", str(ragkit), "--shared", str(shared), "--work", str(work)]
+                              + ["--lean"] * lean,
                               capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit(f"size {size} (ragkit from {ragkit}) failed:\n{done.stderr[-4000:]}")
@@ -340,6 +341,7 @@ def main() -> None:
     parser.add_argument("--label", default="after",
                         help="name of the code measured (before, after); the other labels in the JSON are kept")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
+    parser.add_argument("--lean", action="store_true", help="every size: the build, the graph and the queries only")
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--ragkit", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--shared", type=Path, help=argparse.SUPPRESS)
@@ -350,7 +352,7 @@ def main() -> None:
         import ragkit
 
         assert Path(ragkit.__file__).resolve().is_relative_to(args.ragkit.resolve()), ragkit.__file__
-        print(json.dumps(measure(args.child, args.shared, args.work)))
+        print(json.dumps(measure(args.child, args.shared, args.work, args.lean)))
         return
 
     # The ragkit measured: the first PYTHONPATH entry (an older checkout), else this one.
@@ -360,7 +362,7 @@ def main() -> None:
 
     work = ROOT / "outputs" / "concept_scale"
     work.mkdir(parents=True, exist_ok=True)
-    sizes = run_sizes(args.sizes, ragkit, SHARED, work)
+    sizes = run_sizes(args.sizes, ragkit, SHARED, work, args.lean)
     shutil.rmtree(work, ignore_errors=True)
     previous = OUT / "concept_scale.json"
     runs = json.loads(previous.read_text()).get("runs", {}) if previous.exists() else {}
