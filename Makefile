@@ -99,6 +99,7 @@ bench: install $(PANDOC)
 	$(BIN)/python bench/bm25.py
 	$(BIN)/python bench/embed.py
 	$(BIN)/python bench/scale.py
+	$(BIN)/python bench/cold_start.py
 	$(BIN)/python bench/retrieval_quality.py
 	$(BIN)/python bench/llm_latency.py
 	$(BIN)/python bench/kg_build.py

@@ -1,0 +1,109 @@
+"""What a command-line user waits for: from starting ``ragkit`` to the first byte of its
+answer, in a fresh process each time, for each kind of source at two sizes.
+
+- ``bm25``: a BM25 index of generated documents (``bench/scale.py``'s corpus: 20 words each
+  on average, Zipfian words) at 10,000 and 1,000,000 documents; ``ragkit search --json`` and
+  ``ragkit ask --no-llm --json`` with a query of four content words;
+- ``hybrid``: the 10,000-document index with MiniLM chunk vectors (embedded Chroma), ``ragkit
+  search --method hybrid`` (embedding a million documents takes hours on two cores);
+- ``graph``: the demo edge list's graph (``data/nobel_edges.csv``), ``ragkit ask --pipeline
+  graph --no-llm``;
+- and ``python -c "import ragkit.cli"``, the floor every command stands on.
+
+Each command runs ``--runs`` times (median, min, max of the time to the first byte on stdout
+and to the process's exit); the indexes are built once, outside the clock.
+
+    .venv/bin/python bench/cold_start.py   -> outputs/bench/cold_start.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import ROOT, write
+
+RAGKIT = [sys.executable, "-m", "ragkit.cli"]
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
+
+
+def first_byte(command: list[str]) -> tuple[float, float]:
+    """Seconds to the first byte ``command`` writes on stdout, and to its exit."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV, cwd=ROOT)
+    assert proc.stdout is not None
+    first = proc.stdout.read(1)
+    at = time.perf_counter() - started
+    rest = proc.stdout.read()
+    if proc.wait() != 0 or not first:
+        raise SystemExit(f"{' '.join(command)} failed ({proc.returncode}): {(first + rest)[:300]!r}")
+    return at, time.perf_counter() - started
+
+
+def timed(command: list[str], runs: int) -> dict:
+    samples = [first_byte(command) for _ in range(runs)]
+    firsts, totals = [s[0] for s in samples], [s[1] for s in samples]
+    return {"first_byte_s": round(statistics.median(firsts), 2), "min_s": round(min(firsts), 2),
+            "max_s": round(max(firsts), 2), "exit_s": round(statistics.median(totals), 2)}
+
+
+def bm25_index(n_docs: int, folder: Path, dense: bool = False) -> tuple[Path, str]:
+    """A BM25 index of ``n_docs`` generated documents (with chunk vectors when ``dense``), and
+    a query of four of its content words."""
+    sys.path.insert(0, str(ROOT))
+    from scale import generate
+
+    from ragkit.corpus import Doc
+    from ragkit.retrieval.bm25 import BM25Index
+    from ragkit.retrieval.build import IndexSpec, build_index
+
+    tokens, queries = generate(n_docs, 4)
+    query = " ".join(queries[0][:4])
+    out = folder / f"bm25-{n_docs}{'-dense' if dense else ''}"
+    docs = (Doc(doc_id=f"d{i}", text=" ".join(t)) for i, t in enumerate(tokens))
+    if dense:
+        build_index(IndexSpec(corpus=f"generated-{n_docs}", out=out, lang="en", dense="minilm"),
+                    docs=list(docs), progress=False)
+    else:
+        BM25Index.from_tokens(tokens, docs=docs).save(out)
+    return out, query
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 1_000_000])
+    args = parser.parse_args()
+    results: dict = {"import ragkit.cli": timed([sys.executable, "-c", "import ragkit.cli; print(1)"], args.runs)}
+    with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
+        work = Path(tmp)
+        for size in args.sizes:
+            index, query = bm25_index(size, work)
+            results[f"bm25 {size}: search"] = timed(
+                RAGKIT + ["search", "--index", str(index), "--query", query, "--json"], args.runs)
+            results[f"bm25 {size}: ask --no-llm"] = timed(
+                RAGKIT + ["ask", query, "--index", str(index), "--no-llm", "--json"], args.runs)
+            print(size, {k: v for k, v in results.items() if str(size) in k}, flush=True)
+        small = min(args.sizes)
+        index, query = bm25_index(small, work, dense=True)
+        results[f"hybrid {small}: search"] = timed(
+            RAGKIT + ["search", "--index", str(index), "--query", query, "--method", "hybrid", "--json"], args.runs)
+        graph = work / "nobel"
+        subprocess.run(RAGKIT + ["graph", "build", "--edges", str(ROOT / "data" / "nobel_edges.csv"),
+                                 "--out", str(graph)], check=True, env=ENV, cwd=ROOT, capture_output=True)
+        results["graph 40 nodes: ask --no-llm"] = timed(
+            RAGKIT + ["ask", "Where was the parent of Aage Bohr born?", "--pipeline", "graph", "--graph", str(graph),
+                      "--no-llm", "--json"], args.runs)
+    write("cold_start", {"runs": args.runs, "results": results})
+    for name, row in results.items():
+        print(f"{name:32} first byte {row['first_byte_s']:6.2f} s (min {row['min_s']}, max {row['max_s']})")
+
+
+if __name__ == "__main__":
+    main()
