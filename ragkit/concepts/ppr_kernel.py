@@ -19,7 +19,7 @@ def push(indptr, indices, share, degree, seeds, seed_mass, damping, epsilon, mas
     ring whose head meets its tail only when empty); they are the caller's. A node is
     pushed while its residual is at least ``epsilon`` times its degree: it keeps (1 − d) of
     the residual and hands d of it to its neighbours by edge weight; a node without edges
-    hands its d back to the seeds (as the power iteration's leaked mass goes back to them).
+    hands its d back to the restart nodes (as the power iteration's leaked mass goes back to them).
     The nodes given mass are written to ``reached`` in the order reached; returns how many."""
     n_queue = queue.size
     head = 0
