@@ -104,7 +104,7 @@ def test_a_killed_graph_rebuild_leaves_the_previous_graph_answering(tmp_path, po
     killed("graph", "build", "--edges", BIOMED / "edges.csv", "--out", out, kill_at=point)
     assert graph_answer(out, question)["answer"] == before
     graph = GraphRAG.load(out)                           # its own vectors, not the other graph's
-    assert sorted(graph.vectors.fingerprints()) == sorted(graph.graph.nodes)
+    assert sorted(graph.vectors.ids) == sorted(graph.graph.nodes)
 
     ok("graph", "build", "--edges", BIOMED / "edges.csv", "--out", out)
     assert "compound:aspirin" in GraphRAG.load(out).graph

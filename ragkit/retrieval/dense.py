@@ -55,8 +55,7 @@ class DenseIndex:
     @property
     def readable(self) -> "ChromaVectors | VectorFile":
         """Where searches read the vectors: the copy when there is one (and no server)."""
-        if self._copy is None and self._chroma is None and VectorFile.exists(self.directory / COPY) \
-                and not Settings.from_env().chroma_url:
+        if self._copy is None and VectorFile.exists(self.directory / COPY) and not Settings.from_env().chroma_url:
             self._copy = VectorFile(self.directory / COPY)
         return self._copy if self._copy is not None else self.vectors
 
