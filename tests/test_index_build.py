@@ -49,6 +49,8 @@ def artifacts(folder: Path) -> dict[str, object]:
             found[name] = _plain(json.loads(gzip.decompress(path.read_bytes())))
         elif path.suffix == ".json":
             found[name] = _plain(json.loads(path.read_text(encoding="utf-8")))
+        elif path.suffix == ".z":
+            found[name] = path.read_bytes()
         else:
             found[name] = path.read_text(encoding="utf-8")
     return found
