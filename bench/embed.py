@@ -26,7 +26,8 @@ in float, with every product int8, with the second feed-forward product in float
 products' inputs smoothed, as ragkit makes it (``EXPORT_STEPS``) and as it makes it on a CPU
 without VNNI:
 
-    .venv/bin/python bench/embed.py --steps   -> outputs/bench/embed_steps.json (about 5 minutes)
+    .venv/bin/python bench/embed.py --steps   -> outputs/bench/embed_steps.json (about 5 minutes;
+                                                 embed_steps_no_vnni.json on a CPU without VNNI)
 
 With ``--no-vnni``: the export a CPU without VNNI gets (unsigned weights: there the signed
 int8 products can saturate), made here on purpose, against the one this machine uses: nDCG@10
@@ -152,6 +153,8 @@ STEP_VARIANTS = {
     "ragkit (smoothed, second feed-forward product in float)": {},
     "int8, smoothed, second feed-forward product in float, 7-bit weights": {"seven_bit": True},
     "ragkit on a CPU without VNNI (the same, unsigned weights)": {"unsigned_weights": True},
+    "int8, smoothed, every product, 7-bit weights": {"float_after_gelu": False, "seven_bit": True},
+    "int8, smoothed, every product, unsigned weights": {"float_after_gelu": False, "unsigned_weights": True},
 }
 
 
@@ -342,8 +345,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data = {name: dataset(name, Path(tmp)) for name in ("scifact", "alqac")}
         if args.steps:
-            write("embed_steps", {"models": export_steps(data, args.sample, args.rounds, Path(tmp)),
-                                  "settings": {"rounds": args.rounds, "sample_per_corpus": args.sample}})
+            cpu = cpu_info()
+            write("embed_steps" if cpu["vnni"] else "embed_steps_no_vnni",
+                  {"cpu": cpu, "models": export_steps(data, args.sample, args.rounds, Path(tmp)),
+                   "settings": {"rounds": args.rounds, "sample_per_corpus": args.sample}})
             return 0
         if args.export_before:
             write("embed_export", {"quality": export_quality(data, args.export_before, args.e5_scifact_docs),

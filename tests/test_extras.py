@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import doctest
 import re
+import sys
 import tomllib
 
 import pytest
@@ -35,6 +36,14 @@ def test_a_missing_ragkit_module_is_a_bug_not_an_extra():
     with pytest.raises(ModuleNotFoundError):
         with extras.requires_extra("llm"):
             import ragkit.not_a_module  # noqa: F401
+
+
+def test_a_path_with_a_fallback_asks_whether_its_extra_imports(monkeypatch):
+    assert extras.has_extra("fast", "numba")
+    monkeypatch.setitem(sys.modules, "numba", None)          # as if numba were not installed
+    assert not extras.has_extra("fast", "numba")
+    with pytest.raises(ModuleNotFoundError):
+        extras.has_extra("fast", "ragkit.not_a_module")
 
 
 def test_extras_named_in_code_are_declared():

@@ -270,14 +270,8 @@ class ConceptSearcher:
 def _local_pagerank(adjacency: sp.csr_matrix) -> LocalPageRank | None:
     """The forward push for a graph of ``PUSH_FROM_EDGES`` entries or more, when numba is
     installed; None otherwise (the power iteration walks it)."""
-    if adjacency.nnz < PUSH_FROM_EDGES:
-        return None
-    from ..errors import MissingExtraError
-    from ..runtime.extras import requires_extra
+    from ..runtime.extras import has_extra
 
-    try:
-        with requires_extra("fast"):
-            import numba  # noqa: F401
-    except MissingExtraError:
+    if adjacency.nnz < PUSH_FROM_EDGES or not has_extra("fast", "numba"):
         return None
     return LocalPageRank(adjacency)

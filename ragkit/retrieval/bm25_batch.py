@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..errors import InputError, MissingExtraError
-from ..runtime.extras import requires_extra
+from ..errors import InputError
+from ..runtime.extras import has_extra, requires_extra
 from ..runtime.threads import usable_cores
 
 if TYPE_CHECKING:
@@ -36,13 +36,10 @@ Ranked = tuple[np.ndarray, np.ndarray]   # document indices and scores, best fir
 def _compile() -> Callable | None:
     """The compiled kernel, or None without numba (compiled once, cached on disk: see
     ``bm25_kernel``)."""
-    try:
-        with requires_extra("fast"):
-            import numba  # noqa: F401  (the one-line missing-extra error names numba)
-
-            from .bm25_kernel import kernel as compiled
-    except MissingExtraError:
+    if not has_extra("fast", "numba"):
         return None
+    from .bm25_kernel import kernel as compiled
+
     return compiled
 
 

@@ -19,6 +19,7 @@ so that a missing one is ``ragkit: error: chromadb is not installed: pip install
 from __future__ import annotations
 
 import contextlib
+import importlib
 from typing import Iterator
 
 from ..errors import MissingExtraError
@@ -69,3 +70,14 @@ def requires_extra(extra: str) -> Iterator[None]:
         if not exc.name or exc.name.split(".", 1)[0] == "ragkit":
             raise   # our own module missing is a bug, not an extra
         raise missing_extra(exc.name, extra) from exc
+
+
+def has_extra(extra: str, module: str) -> bool:
+    """Whether ``module`` of ``extra`` imports: for a path that has a slower way without it
+    (numba's compiled loops; the numpy path or the power iteration otherwise)."""
+    try:
+        with requires_extra(extra):
+            importlib.import_module(module)
+    except MissingExtraError:
+        return False
+    return True
