@@ -17,7 +17,8 @@ model's arrays by ``bert_graph`` (what transformers' ``BertModel`` computes, nod
 The matrix products of each graph are then quantized to int8, per output channel
 (``onnxruntime.quantization.quantize_dynamic``), with unsigned weights on an x86 CPU without
 VNNI (``saturating_int8_products``). Texts are tokenized in one call and run one
-at a time: no padding, and a text's vector does not depend on what it was embedded with."""
+at a time (several side by side, one core each): no padding, and a text's vector does not
+depend on what it was embedded with."""
 
 from __future__ import annotations
 
@@ -231,14 +232,46 @@ def _exported_model(name: str, source: Path, export: Callable[[Path, dict[str, b
                      source, "unsigned weights" if unsigned else "")
 
 
-def _session(path: Path):
-    with requires_extra("dense"):
-        import onnxruntime
+def _session(path: Path) -> "Sessions":
+    return Sessions(path)
 
-    options = onnx_options(onnxruntime)     # as many threads as usable cores, not spinning
-    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-    options.log_severity_level = 3
-    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+class Sessions:
+    """One exported model on ONNX Runtime, run two ways. A single text (a question) runs on
+    every usable core; several texts run side by side, one core each: each operator of a
+    text this short is too small to split well, and texts side by side never wait for each
+    other between operators (1.14× the documents/s of MiniLM on SciFact abstracts on a 2-core
+    CPU without VNNI, the same vectors to the bit: ``bench/embed.py``)."""
+
+    def __init__(self, path: Path):
+        from ..runtime.threads import thread_count
+
+        self.path = Path(path)
+        self.workers = thread_count()
+        self.wide = self._open(self.workers)
+        self._narrow = None
+        self._lock = threading.Lock()
+
+    def _open(self, threads: int):
+        with requires_extra("dense"):
+            import onnxruntime
+
+        options = onnx_options(onnxruntime, threads)    # not spinning; never more threads than cores
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        return onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
+
+    @property
+    def narrow(self):
+        """The one-core session the side-by-side runs share (ONNX Runtime runs a session from
+        several threads at once), opened on first use."""
+        with self._lock:
+            if self._narrow is None:
+                self._narrow = self._open(1)
+        return self._narrow
+
+    def run(self, names, feed):
+        return self.wide.run(names, feed)
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
@@ -246,21 +279,33 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
-def _each(sequences: list[list[int]], run: Callable[[np.ndarray], np.ndarray], dim: int,
-          progress: bool | None) -> np.ndarray:
+def _each(sequences: list[list[int]], run: Callable[[object, np.ndarray], np.ndarray], dim: int,
+          progress: bool | None, sessions: Sessions) -> np.ndarray:
     """The mean of the last layer over each sequence's tokens, one sequence per run of the model
-    (``run``: token ids (1, n) -> hidden states (1, n, dim)). One at a time is the fastest on a CPU
-    for documents (no padding, measured against batches of similar length), and it makes a text's
-    vector independent of the texts embedded with it: the int8 products scale each run's
-    activations by their own range."""
+    (``run``: a session and token ids (1, n) -> hidden states (1, n, dim)), several side by side
+    (``Sessions``). One per run is the fastest on a CPU for documents (no padding, measured
+    against batches of similar length), and it makes a text's vector independent of the texts
+    embedded with it: the int8 products scale each run's activations by their own range."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from ..runtime.progress import progress_bar
+
+    def mean(session, ids: list[int]) -> np.ndarray:
+        return run(session, np.asarray([ids], dtype=np.int64))[0].mean(axis=0)
 
     out = np.zeros((len(sequences), dim), dtype=np.float32)
     with progress_bar(total=len(sequences), desc="embedding", unit="text", progress=progress,
                       disable=len(sequences) < 2) as bar:
-        for row, ids in enumerate(sequences):
-            out[row] = run(np.asarray([ids], dtype=np.int64))[0].mean(axis=0)
-            bar.update(1)
+        if len(sequences) < 2 or sessions.workers < 2:
+            for row, ids in enumerate(sequences):
+                out[row] = mean(sessions.wide, ids)
+                bar.update(1)
+            return out
+        narrow = sessions.narrow
+        with ThreadPoolExecutor(sessions.workers) as pool:
+            for row, vector in enumerate(pool.map(lambda ids: mean(narrow, ids), sequences)):
+                out[row] = vector
+                bar.update(1)
     return out
 
 
@@ -296,11 +341,11 @@ class OnnxMiniLM:
         return [e.ids for e in self.tokenizer.encode_batch(texts)]
 
     def encode(self, texts: list[str], progress: bool | None = None) -> np.ndarray:
-        def run(ids: np.ndarray) -> np.ndarray:
-            return self.session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
-                                           "token_type_ids": np.zeros_like(ids)})[0]
+        def run(session, ids: np.ndarray) -> np.ndarray:
+            return session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
+                                      "token_type_ids": np.zeros_like(ids)})[0]
 
-        return _unit(_each(self.token_ids(texts), run, self.dim, progress))
+        return _unit(_each(self.token_ids(texts), run, self.dim, progress, self.session))
 
 
 # ---------------------------------------------------------------- multilingual-e5-small
@@ -477,11 +522,11 @@ class OnnxE5:
                 owner.append(i)
                 weight.append(max(len(part), 1))
 
-        def run(ids: np.ndarray) -> np.ndarray:
-            return self.session.run(None, {"word_vectors": _expand_q4(self._words[ids]),
-                                           "attention_mask": np.ones_like(ids)})[0]
+        def run(session, ids: np.ndarray) -> np.ndarray:
+            return session.run(None, {"word_vectors": _expand_q4(self._words[ids]),
+                                      "attention_mask": np.ones_like(ids)})[0]
 
-        means = _each(windows, run, self.dim, progress)
+        means = _each(windows, run, self.dim, progress, self.session)
         if len(windows) == len(texts):
             return _unit(means)
         total = np.zeros((len(texts), self.dim), dtype=np.float64)

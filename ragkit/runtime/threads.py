@@ -94,11 +94,12 @@ def generation_threads() -> int:
     return max(1, min(usable_cores(), int(free + 0.75)))
 
 
-def onnx_options(onnxruntime):
-    """ONNX Runtime session options: ``thread_count()`` intra-op threads that do not spin,
-    one inter-op thread (the graphs run operator after operator)."""
+def onnx_options(onnxruntime, threads: int | None = None):
+    """ONNX Runtime session options: ``threads`` intra-op threads (default and at most
+    ``thread_count()``) that do not spin, one inter-op thread (the graphs run operator after
+    operator)."""
     options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = thread_count()
+    options.intra_op_num_threads = thread_count() if threads is None else max(1, min(threads, thread_count()))
     options.inter_op_num_threads = 1
     options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
