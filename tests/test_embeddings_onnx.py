@@ -321,3 +321,31 @@ def test_the_export_is_made_once_under_ragkit_models(models):
     again = MiniLMEmbedder(backend="onnx")
     assert again.encode(["load"]).shape == (1, 384) and model.stat().st_mtime_ns == stamp
     assert sorted(p.name for p in exports_dir().iterdir()) == folders      # nothing half-made beside them
+
+
+def test_texts_run_side_by_side_land_in_their_own_rows(monkeypatch):
+    """``_each`` with several workers: every text's row holds its own run's mean, across the
+    windows of work handed out at once, and the one-core session runs them."""
+    import threading
+
+    import ragkit.embeddings.onnx_backend as embeddings_onnx
+
+    class Recorded:
+        workers = 2
+        wide, narrow = "every core", "one core"
+
+    seen, lock = set(), threading.Lock()
+
+    def run(session, ids):
+        with lock:
+            seen.add(session)
+        return np.repeat(ids[:, :, None].astype(np.float32), 3, axis=2)    # (1, n, 3): each token id, 3 times
+
+    monkeypatch.setattr(embeddings_onnx, "SIDE_BY_SIDE_WINDOW", 7)
+    sequences = [[i, i + 2] for i in range(30)]
+    out = embeddings_onnx._each(sequences, run, 3, False, Recorded())
+    assert np.array_equal(out, np.repeat(np.arange(30, dtype=np.float32)[:, None] + 1, 3, axis=1))
+    assert seen == {"one core"}
+    seen.clear()
+    assert np.array_equal(embeddings_onnx._each([[4, 6]], run, 3, False, Recorded()), [[5, 5, 5]])
+    assert seen == {"every core"}

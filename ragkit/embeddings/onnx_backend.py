@@ -279,6 +279,10 @@ def _unit(vectors: np.ndarray) -> np.ndarray:
     return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
 
 
+# Texts handed to the side-by-side runs at once (``_each``).
+SIDE_BY_SIDE_WINDOW = 512
+
+
 def _each(sequences: list[list[int]], run: Callable[[object, np.ndarray], np.ndarray], dim: int,
           progress: bool | None, sessions: Sessions) -> np.ndarray:
     """The mean of the last layer over each sequence's tokens, one sequence per run of the model
@@ -303,9 +307,11 @@ def _each(sequences: list[list[int]], run: Callable[[object, np.ndarray], np.nda
             return out
         narrow = sessions.narrow
         with ThreadPoolExecutor(sessions.workers) as pool:
-            for row, vector in enumerate(pool.map(lambda ids: mean(narrow, ids), sequences)):
-                out[row] = vector
-                bar.update(1)
+            for start in range(0, len(sequences), SIDE_BY_SIDE_WINDOW):     # bounded work in flight
+                window = sequences[start:start + SIDE_BY_SIDE_WINDOW]
+                for row, vector in enumerate(pool.map(lambda ids: mean(narrow, ids), window), start):
+                    out[row] = vector
+                    bar.update(1)
     return out
 
 
