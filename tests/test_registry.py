@@ -30,6 +30,7 @@ def run(script: str, tmp_path) -> dict:
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**os.environ, "NOTES": str(tmp_path / "notes.txt")})
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip(), f"nothing on stdout; stderr: {proc.stderr[-2000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -58,12 +59,13 @@ def test_a_registered_pipeline_gets_the_server_and_the_profiler(tmp_path):
     out = run("""
         import os
         from fastapi.testclient import TestClient
-        from ragkit.server import create_app
+        from ragkit.server import ServeLimits, create_app
         from ragkit.service import Service, Sources
         from ragkit.workbench.latency_study import pipeline_questions, profile_pipelines
 
         service = Service(Sources(notes=os.environ["NOTES"]))
-        with TestClient(create_app(service)) as client:
+        # A fixed deadline: no model speed measured in the background (no model is asked here).
+        with TestClient(create_app(service, limits=ServeLimits(timeout_s=60))) as client:
             schema = client.get("/openapi.json").json()["paths"]["/ask"]["post"]["requestBody"]["content"][
                 "application/json"]["schema"]["properties"]
             asked = client.post("/ask", json={"question": "Which note mentions the valve?", "pipeline": "notes",
