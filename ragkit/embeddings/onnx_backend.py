@@ -240,8 +240,8 @@ class Sessions:
     """One exported model on ONNX Runtime, run two ways. A single text (a question) runs on
     every usable core; several texts run side by side, one core each: each operator of a
     text this short is too small to split well, and texts side by side never wait for each
-    other between operators (1.14× the documents/s of MiniLM on SciFact abstracts on a 2-core
-    CPU without VNNI, the same vectors to the bit: ``bench/embed.py``)."""
+    other between operators (MiniLM on SciFact abstracts, 2-core CPU without VNNI: 20.0 -> 24.8
+    documents/s, the same vectors to the bit: ``bench/embed.py --throughput-only``)."""
 
     def __init__(self, path: Path):
         from ..runtime.threads import thread_count
@@ -269,9 +269,6 @@ class Sessions:
             if self._narrow is None:
                 self._narrow = self._open(1)
         return self._narrow
-
-    def run(self, names, feed):
-        return self.wide.run(names, feed)
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
