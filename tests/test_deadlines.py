@@ -158,6 +158,22 @@ def test_the_warm_up_measures_reading_and_writing_apart(monkeypatch, counters, h
     assert model.calls == ([1, speed_module.WARMUP_TOKENS] if counters else [1, speed_module.WARMUP_TOKENS, 1])
 
 
+def test_a_stopped_measurement_starts_no_further_generation(monkeypatch):
+    """A server stopping while it measures the model: the generation under way ends, no other
+    starts, and the measurement says it stopped instead of giving a speed."""
+    import threading
+
+    clock = Clock()
+    monkeypatch.setattr(speed_module.time, "perf_counter", clock)
+    stop = threading.Event()
+    model = TimedModel(clock, read_s=0.01, write_s=0.25, counters=True)
+    chat = model.chat
+    monkeypatch.setattr(model, "chat", lambda *a, **k: (stop.set(), chat(*a, **k))[1])
+    with pytest.raises(speed_module.MeasurementStopped):
+        measure_speed(model, stop)
+    assert model.calls == [1]
+
+
 def test_the_servers_deadlines_measure_once_then_follow_the_answers(monkeypatch, caplog):
     import asyncio
     import concurrent.futures

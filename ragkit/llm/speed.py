@@ -44,22 +44,34 @@ class ModelSpeed:
                 "generation_tokens_per_s": round(self.generation_tps, 1), "measured_by": self.how}
 
 
-def measure_speed(llm: LLM) -> ModelSpeed:
+class MeasurementStopped(Exception):
+    """``measure_speed`` was told to stop (a server shutting down) before it finished."""
+
+
+def measure_speed(llm: LLM, stop: threading.Event | None = None) -> ModelSpeed:
     """``llm``'s speed here from a warm-up: one generation first (it loads the model and pages
     its weights in, which the figures must not count), then the measured one (and, for a
     backend without counters, one more that only reads the prompt). Raises what the model
-    raises (a model that cannot load, a server that is down)."""
+    raises (a model that cannot load, a server that is down), and ``MeasurementStopped``
+    when ``stop`` is set before a generation starts (a generation under way runs to its end:
+    a few seconds at most)."""
+
+    def chat(max_tokens: int):
+        if stop is not None and stop.is_set():
+            raise MeasurementStopped("the model's speed was not measured: stopped")
+        return llm.chat(messages, max_tokens=max_tokens)
+
     messages = [{"role": "user", "content": WARMUP_PROMPT}]
-    llm.chat(messages, max_tokens=1)
+    chat(1)
     started = time.perf_counter()
-    written = llm.chat(messages, max_tokens=WARMUP_TOKENS)
+    written = chat(WARMUP_TOKENS)
     written_s = time.perf_counter() - started
     counters = written.extra or {}
     if counters.get("prompt_ms") and counters.get("eval_ms") and counters.get("eval_tokens"):
         return ModelSpeed(prompt_tps=1000 * counters["prompt_tokens"] / counters["prompt_ms"],
                           generation_tps=1000 * counters["eval_tokens"] / counters["eval_ms"], model=llm.name)
     started = time.perf_counter()
-    read = llm.chat(messages, max_tokens=1)
+    read = chat(1)
     read_s = time.perf_counter() - started
     prompt_tokens = read.prompt_tokens or llm.count_tokens(WARMUP_PROMPT)
     more_tokens = max(written.completion_tokens - read.completion_tokens, 1)
@@ -108,4 +120,4 @@ class SpeedMeter:
         return len(self._seen)
 
 
-__all__ = ["ModelSpeed", "SpeedMeter", "measure_speed", "speed_of"]
+__all__ = ["MeasurementStopped", "ModelSpeed", "SpeedMeter", "measure_speed", "speed_of"]

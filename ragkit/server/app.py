@@ -202,6 +202,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
             models.add_done_callback(lambda f: state.update(embedders=f.result() if not f.exception() else
                                                             {"*": f"error: {f.exception()}"}))
         yield
+        deadlines.stop()
         pool.shutdown(wait=False, cancel_futures=True)
         service.close()
 

@@ -20,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
-from ..llm.speed import ModelSpeed, SpeedMeter, measure_speed, speed_of
+from ..llm.speed import MeasurementStopped, ModelSpeed, SpeedMeter, measure_speed, speed_of
 
 log = logging.getLogger("ragkit.server")
 
@@ -156,6 +157,7 @@ class Deadlines:
         self.meter = SpeedMeter()
         self.in_flight = 0                      # model answers being answered or waiting
         self._measured: asyncio.Event | None = None
+        self._stop = threading.Event()
 
     @property
     def fixed(self) -> bool:
@@ -164,7 +166,8 @@ class Deadlines:
     def start(self, loop: asyncio.AbstractEventLoop, run: Callable, model: Callable) -> None:
         """Log the deadline; unless fixed, measure ``model()``'s speed first, in the
         background (``run(fn)``: a future of ``fn()`` in a worker). A model answer asked
-        meanwhile waits for the measurement, as it would wait for the model anyway."""
+        meanwhile waits for the measurement, as it would wait for the model anyway; ``stop``
+        ends it early."""
         if self.fixed:
             log.info(f"answer deadline: {self.timeout_s:g} s (--timeout)")
             return
@@ -172,7 +175,9 @@ class Deadlines:
 
         def done(future) -> None:
             failed = future.cancelled() or future.exception()
-            if not failed:
+            if isinstance(failed, MeasurementStopped):
+                log.info("answer deadline: not measured (the server stopped first)")
+            elif not failed:
                 self.meter.record(future.result())
                 typical = self.typical()
                 log.info(f"answer deadline: {typical.seconds:g} s for a model answer ({typical.basis})")
@@ -181,7 +186,12 @@ class Deadlines:
                             f"be measured: {' '.join(str(failed).split())[:200]}); --timeout sets a fixed one")
             measured.set()
 
-        run(lambda: measure_speed(model())).add_done_callback(done)
+        run(lambda: measure_speed(model(), self._stop)).add_done_callback(done)
+
+    def stop(self) -> None:
+        """The server is stopping: a speed measurement under way starts no further generation,
+        so the process is not kept alive by it for long."""
+        self._stop.set()
 
     def typical(self) -> Deadline:
         """The deadline of a model answer of the configured length, none ahead of it."""
