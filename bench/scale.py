@@ -5,6 +5,10 @@ same run; and the dense path: embedding throughput and Chroma insert and query t
 
     .venv/bin/python bench/scale.py [--docs 1000000] [--vectors 100000]   -> outputs/bench/scale.json
 
+With ``--before DIR`` (a checkout of an earlier ragkit, e.g. ``git worktree add DIR COMMIT``),
+that ragkit's BM25 runs too, in its own process on the same documents, right after this
+one's: its build time and query speeds beside today's, on the same machine in the same run.
+
 The corpus is generated (seeded): short documents (8 to 40 words, 20 on average) drawn from
 a 200,000-word vocabulary with Zipfian frequencies (exponent 1.07, as word counts in English
 text roughly follow), and 1,000 queries of 2 to 6 words drawn from the same law without its
@@ -90,7 +94,11 @@ def batch_qps(search_all, queries, rounds: int = 5) -> dict:
             "qps_min": round(len(queries) / max(times), 1), "qps_max": round(len(queries) / min(times), 1)}
 
 
-def run_ragkit(tokens_file: Path, work: Path) -> dict:
+def run_ragkit(tokens_file: Path, work: Path, before: bool = False) -> dict:
+    """``before``: an earlier ragkit (on PYTHONPATH), which may want its documents in a list
+    and know nothing of ``compiled``."""
+    import inspect
+
     from ragkit.corpus import Doc
     from ragkit.retrieval.bm25 import BM25Index
 
@@ -100,6 +108,10 @@ def run_ragkit(tokens_file: Path, work: Path) -> dict:
     # The texts as a corpus reader gives them, one at a time: the build writes them to disk
     # as it goes (the index keeps them; bm25s gets no texts).
     docs = (Doc(doc_id=f"d{i}", text=" ".join(t)) for i, t in enumerate(docs_tokens))
+    if before:
+        docs = list(docs)
+    work = work / ("before" if before else "today")
+    work.mkdir(exist_ok=True)
     started = time.perf_counter()
     index = BM25Index.from_tokens(docs_tokens, docs=docs)
     index_s = time.perf_counter() - started
@@ -111,9 +123,11 @@ def run_ragkit(tokens_file: Path, work: Path) -> dict:
     started = time.perf_counter()
     index = BM25Index.load(work / "ragkit-index")
     load_s = time.perf_counter() - started
-    index.top_k_many(queries[:10], K, compiled=True)    # compile (or load the cached compiled loop)
+    compiled = {"compiled": True} if "compiled" in inspect.signature(index.top_k_many).parameters else {}
+    index.top_k_many(queries[:10], K, **compiled)    # compile (or load the cached compiled loop)
     single = latencies(lambda q: index.top_k_tokens(q, K), queries)
-    batched = {f"{t}_thread{'s' * (t > 1)}": batch_qps(lambda qs, t=t: index.top_k_many(qs, K, threads=t, compiled=True), queries)
+    batched = {f"{t}_thread{'s' * (t > 1)}": batch_qps(lambda qs, t=t: index.top_k_many(qs, K, threads=t, **compiled),
+                                                       queries)
                for t in (1, 2)}
     return {"index_s": round(index_s, 2), "save_s": round(save_s, 2), "load_s": round(load_s, 2),
             "disk_mb": round(folder_mb(work / "ragkit-index"), 1), "postings": int(index.weights.nnz),
@@ -191,11 +205,14 @@ def run_dense(tokens_file: Path, work: Path, n_vectors: int) -> dict:
             "chroma_disk_mb": round(folder_mb(work / "chroma"), 1), "peak_rss_mb": round(peak_rss_mb(), 1)}
 
 
-def child(which: str, tokens_file: str, work: str, n_vectors: int) -> dict:
-    """Run one part in a fresh process and return its JSON (its own peak memory)."""
+def child(which: str, tokens_file: str, work: str, n_vectors: int, before: Path | None = None) -> dict:
+    """Run one part in a fresh process and return its JSON (its own peak memory); ``before``:
+    with that checkout's ragkit first on the path."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    if before is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(before.resolve()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     done = subprocess.run([sys.executable, __file__, "--child", which, "--tokens", tokens_file, "--work", work,
-                           "--vectors", str(n_vectors)], capture_output=True, text=True,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+                           "--vectors", str(n_vectors)], capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise SystemExit(f"{which} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -206,12 +223,15 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=1_000_000)
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--vectors", type=int, default=100_000)
-    parser.add_argument("--child", choices=("ragkit", "bm25s", "dense"))
+    parser.add_argument("--before", type=Path, metavar="DIR",
+                        help="a checkout of an earlier ragkit whose BM25 runs too, for the same-run comparison")
+    parser.add_argument("--child", choices=("ragkit", "ragkit_before", "bm25s", "dense"))
     parser.add_argument("--tokens")
     parser.add_argument("--work")
     args = parser.parse_args()
     if args.child:
-        part = {"ragkit": run_ragkit, "bm25s": run_bm25s}.get(args.child)
+        part = {"ragkit": run_ragkit, "bm25s": run_bm25s,
+                "ragkit_before": lambda tokens, work: run_ragkit(tokens, work, before=True)}.get(args.child)
         result = part(Path(args.tokens), Path(args.work)) if part else \
             run_dense(Path(args.tokens), Path(args.work), args.vectors)
         print(json.dumps(result))
@@ -227,9 +247,10 @@ def main() -> None:
         texts_mb = sum(len(" ".join(d)) for d in docs) / 2**20      # the documents' texts, as UTF-8
         del docs
         results = {}
-        for which in ("ragkit", "bm25s", "dense"):
+        for which in ("ragkit", *(("ragkit_before",) if args.before else ()), "bm25s", "dense"):
             print(f"{which} ...", flush=True)
-            results[which] = child(which, str(tokens_file), tmp, args.vectors)
+            results[which] = child(which, str(tokens_file), tmp, args.vectors,
+                                   args.before if which == "ragkit_before" else None)
             print(json.dumps(results[which]), flush=True)
     summary = {
         "batch_qps_ratio_vs_bm25s_numba_1_thread": round(
@@ -246,6 +267,13 @@ def main() -> None:
         "disk_less_texts_ratio_vs_bm25s": round((results["ragkit"]["disk_mb"] - results["ragkit"]["texts_disk_mb"])
                                                 / results["bm25s"]["disk_mb"], 2),
     }
+    if args.before:
+        before = results["ragkit_before"]
+        before["commit"] = subprocess.run(["git", "-C", str(args.before), "rev-parse", "--short", "HEAD"],
+                                          capture_output=True, text=True).stdout.strip()
+        summary["batch_qps_ratio_vs_before_1_thread"] = round(
+            results["ragkit"]["batch"]["1_thread"]["qps_median"] / before["batch"]["1_thread"]["qps_median"], 2)
+        summary["single_qps_ratio_vs_before"] = round(results["ragkit"]["single"]["qps"] / before["single"]["qps"], 2)
     write("scale", {"docs": args.docs, "queries": args.queries, "words": postings_words, "vocabulary": VOCAB,
                     "zipf_exponent": ZIPF_S, "generate_s": round(generate_s, 1), "k": K,
                     "results": results, "summary": summary})
