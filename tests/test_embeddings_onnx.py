@@ -295,6 +295,35 @@ def test_the_float_graph_is_the_reference_model_exactly(models, tmp_path):
 
 
 @pytest.mark.slow
+def test_an_export_that_reads_an_attention_mask_still_runs(models, tmp_path):
+    """An export from before the fused attention (bench/embed.py compares one) is fed a mask of
+    ones: a stand-in graph whose hidden state is the mask, so every vector is the same unit one."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    ints = [helper.make_tensor_value_info(name, TensorProto.INT64, [1, "tokens"])
+            for name in ("input_ids", "attention_mask", "token_type_ids")]
+    nodes = [helper.make_node("Unsqueeze", ["attention_mask", "last"], ["mask3"]),
+             helper.make_node("Cast", ["mask3"], ["maskf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["maskf", "width"], ["hidden"])]
+    graph = helper.make_graph(nodes, "masked", ints,
+                              [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, [1, "tokens", 384])],
+                              [numpy_helper.from_array(np.asarray([-1], np.int64), "last"),
+                               numpy_helper.from_array(np.ones(384, np.float32), "width")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    (tmp_path / "model.onnx").write_bytes(model.SerializeToString())
+    inner = models["minilm", "onnx"]._onnx
+    inner.session = _session(tmp_path / "model.onnx")
+    try:
+        assert inner.session.masked
+        vectors = inner.encode([TEXTS[0], TEXTS[1], "z"])
+    finally:
+        inner.session = _session(inner.folder / "model.onnx")
+    assert not inner.session.masked
+    assert np.allclose(vectors, 1 / np.sqrt(384), atol=1e-6)
+
+
+@pytest.mark.slow
 def test_the_default_path_imports_no_torch(tmp_path):
     """Exporting and running both models: torch, transformers and sentence-transformers stay out."""
     code = ("import sys\n"

@@ -257,6 +257,9 @@ class Sessions:
         self.path = Path(path)
         self.workers = thread_count()
         self.wide = self._open(self.workers)
+        # An export from before the graph's attention was fused (a torch-traced one, as
+        # bench/embed.py --export-before compares) reads an attention mask: all ones here.
+        self.masked = "attention_mask" in {i.name for i in self.wide.get_inputs()}
         self._narrow = None
         self._lock = threading.Lock()
 
@@ -353,8 +356,13 @@ class OnnxMiniLM:
         return [e.ids for e in self.tokenizer.encode_batch(texts)]
 
     def encode(self, texts: list[str], progress: bool | None = None) -> np.ndarray:
+        masked = self.session.masked
+
         def run(session, ids: np.ndarray) -> np.ndarray:
-            return session.run(None, {"input_ids": ids, "token_type_ids": np.zeros_like(ids)})[0]
+            feed = {"input_ids": ids, "token_type_ids": np.zeros_like(ids)}
+            if masked:
+                feed["attention_mask"] = np.ones_like(ids)
+            return session.run(None, feed)[0]
 
         return _unit(_each(self.token_ids(texts), run, self.dim, progress, self.session))
 
@@ -533,8 +541,13 @@ class OnnxE5:
                 owner.append(i)
                 weight.append(max(len(part), 1))
 
+        masked = self.session.masked
+
         def run(session, ids: np.ndarray) -> np.ndarray:
-            return session.run(None, {"word_vectors": _expand_q4(self._words[ids])})[0]
+            feed = {"word_vectors": _expand_q4(self._words[ids])}
+            if masked:
+                feed["attention_mask"] = np.ones_like(ids)
+            return session.run(None, feed)[0]
 
         means = _each(windows, run, self.dim, progress, self.session)
         if len(windows) == len(texts):
