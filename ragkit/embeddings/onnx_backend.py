@@ -273,6 +273,11 @@ class Sessions:
         return onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"],
                                             disabled_optimizers=UNFUSED)
 
+    def feed(self, ids: np.ndarray, **inputs: np.ndarray) -> dict[str, np.ndarray]:
+        """The graph's ``inputs`` for token ids ``ids`` (1, n), with a mask of ones where the
+        export reads one."""
+        return {**inputs, "attention_mask": np.ones_like(ids)} if self.masked else inputs
+
     @property
     def narrow(self):
         """The one-core session the side-by-side runs share (ONNX Runtime runs a session from
@@ -356,13 +361,10 @@ class OnnxMiniLM:
         return [e.ids for e in self.tokenizer.encode_batch(texts)]
 
     def encode(self, texts: list[str], progress: bool | None = None) -> np.ndarray:
-        masked = self.session.masked
+        sessions = self.session
 
         def run(session, ids: np.ndarray) -> np.ndarray:
-            feed = {"input_ids": ids, "token_type_ids": np.zeros_like(ids)}
-            if masked:
-                feed["attention_mask"] = np.ones_like(ids)
-            return session.run(None, feed)[0]
+            return session.run(None, sessions.feed(ids, input_ids=ids, token_type_ids=np.zeros_like(ids)))[0]
 
         return _unit(_each(self.token_ids(texts), run, self.dim, progress, self.session))
 
@@ -541,13 +543,10 @@ class OnnxE5:
                 owner.append(i)
                 weight.append(max(len(part), 1))
 
-        masked = self.session.masked
+        sessions = self.session
 
         def run(session, ids: np.ndarray) -> np.ndarray:
-            feed = {"word_vectors": _expand_q4(self._words[ids])}
-            if masked:
-                feed["attention_mask"] = np.ones_like(ids)
-            return session.run(None, feed)[0]
+            return session.run(None, sessions.feed(ids, word_vectors=_expand_q4(self._words[ids])))[0]
 
         means = _each(windows, run, self.dim, progress, self.session)
         if len(windows) == len(texts):
