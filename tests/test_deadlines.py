@@ -237,3 +237,33 @@ def test_a_fixed_timeout_measures_nothing_and_a_model_that_fails_gets_the_floor(
         ("INFO", "answer deadline: 120 s (--timeout)"),
         ("WARNING", "answer deadline: 45 s for a model answer (the model's speed could not be measured: "
                     "model x.gguf: no such file); --timeout sets a fixed one")]
+
+
+def test_a_server_stopped_while_measuring_logs_it_and_answers_with_the_floor(monkeypatch, caplog):
+    """``Deadlines.stop`` during the start-up measurement: the measurement ends after the
+    generation under way, the log says the deadline was not measured (no warning: nothing
+    failed), and an answer still waiting gets the floor instead of waiting on."""
+    import asyncio
+    import concurrent.futures
+
+    from ragkit.server.deadlines import Deadlines
+
+    clock = Clock()
+    monkeypatch.setattr(speed_module.time, "perf_counter", clock)
+    model = TimedModel(clock, read_s=0.01, write_s=0.25, counters=True)
+
+    async def main():
+        deadlines = Deadlines(None, floor_s=50.0)
+        chat = model.chat
+        monkeypatch.setattr(model, "chat", lambda *a, **k: (deadlines.stop(), chat(*a, **k))[1])
+        loop = asyncio.get_running_loop()
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            deadlines.start(loop, lambda fn: loop.run_in_executor(pool, fn), lambda: model)
+            return await deadlines.for_answer(True)
+
+    with caplog.at_level("INFO", logger="ragkit.server"):
+        waited = asyncio.run(main())
+    assert model.calls == [1]
+    assert waited.seconds == 50.0 and waited.basis.startswith("the model's speed is not measured")
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", "answer deadline: not measured (the server stopped first)")]
