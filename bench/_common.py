@@ -36,6 +36,14 @@ def machine() -> dict:
             "cpus": os.cpu_count(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d")}
 
 
+def commit_of(folder: str | Path) -> str:
+    """The short commit checked out in ``folder`` (a ``git worktree`` of an earlier ragkit)."""
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(folder), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+
+
 def write(name: str, data: dict) -> Path:
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{name}.json"

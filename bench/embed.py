@@ -75,7 +75,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import SHARED, write
+from _common import SHARED, commit_of, write
 from ragkit.corpus import load_beir_queries, load_corpus, load_qrels
 from ragkit.embeddings import EMBEDDERS
 from ragkit.eval.datasets import alqac_to_beir
@@ -400,8 +400,7 @@ def main() -> int:
         if args.throughput_only:
             settings = {"rounds": args.rounds, "sample": args.sample}
             if args.before:
-                settings["before"] = subprocess.run(["git", "-C", str(args.before), "rev-parse", "--short", "HEAD"],
-                                                    capture_output=True, text=True).stdout.strip()
+                settings["before"] = commit_of(args.before)
             write("embed_cpu_before" if args.before else "embed_cpu",
                   {"cpu": cpu_info(), "throughput": results["throughput"], "settings": settings})
             return 0

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import ROOT, write
+from _common import ROOT, commit_of, write
 
 K = 10
 VOCAB = 200_000
@@ -269,8 +269,7 @@ def main() -> None:
     }
     if args.before:
         before = results["ragkit_before"]
-        before["commit"] = subprocess.run(["git", "-C", str(args.before), "rev-parse", "--short", "HEAD"],
-                                          capture_output=True, text=True).stdout.strip()
+        before["commit"] = commit_of(args.before)
         summary["batch_qps_ratio_vs_before_1_thread"] = round(
             results["ragkit"]["batch"]["1_thread"]["qps_median"] / before["batch"]["1_thread"]["qps_median"], 2)
         summary["single_qps_ratio_vs_before"] = round(results["ragkit"]["single"]["qps"] / before["single"]["qps"], 2)
