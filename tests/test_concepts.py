@@ -90,6 +90,51 @@ def test_incremental_rebuild_reextracts_only_changed_chunks(tmp_path, musique):
     assert loaded.keys == graph2.keys and (loaded.mentions != graph2.mentions).nnz == 0
 
 
+def _same_graph(a: ConceptGraph, b: ConceptGraph) -> bool:
+    return (a.chunk_ids == b.chunk_ids and a.keys == b.keys and a.labels == b.labels and a.aliases == b.aliases
+            and a.hubs == b.hubs and np.array_equal(a.df, b.df) and a.mentions.shape == b.mentions.shape
+            and (a.mentions != b.mentions).nnz == 0 and (a.cooccurs != b.cooccurs).nnz == 0
+            and np.array_equal(a.cooccurs.toarray(), b.cooccurs.toarray()))
+
+
+def test_a_saved_graph_loads_as_built_and_an_older_folder_is_assembled_again(tmp_path, musique):
+    """``load`` reads the matrices and names the build saved (no assembly from the
+    extractions); a folder saved before they were kept (extractions, graph.json.gz and
+    meta.json only) is assembled from its extraction rows, to the same graph."""
+    docs = [musique[f"p{i}"] for i in range(60)]
+    graph, rows, _ = ConceptGraph.build(docs, progress=False)
+    graph.save(tmp_path / "c", rows)
+    assert {"graph.npz", "names.json"} <= {f.name for f in (tmp_path / "c").iterdir()}
+    loaded = ConceptGraph.load(tmp_path / "c")
+    assert _same_graph(loaded, graph) and loaded.meta["chunks"] == 60 and loaded.meta["extractor"]
+    assert _same_graph(ConceptGraph.from_extractions(list(rows), rows), graph)
+    for name in ("graph.npz", "names.json"):
+        (tmp_path / "c" / name).unlink()
+    assert _same_graph(ConceptGraph.load(tmp_path / "c"), graph)
+
+
+def test_extraction_rows_are_kept_as_text_and_written_as_before(tmp_path, musique):
+    """The rows a build returns read as dicts, compare equal to plain dicts, and are written
+    to ``extractions.jsonl`` line for line as ``json.dumps({"chunk_id": ..., **row})``; a
+    line written another way (other key order) still reads."""
+    from ragkit.concepts.graph import ExtractionRows
+
+    docs = [musique[f"p{i}"] for i in range(15)]
+    graph, rows, _ = ConceptGraph.build(docs, progress=False)
+    assert isinstance(rows, ExtractionRows) and len(rows) == 15
+    plain = {cid: rows[cid] for cid in rows}
+    assert rows == plain and plain["p0"]["concepts"] and isinstance(plain["p0"]["hash"], str)
+    graph.save(tmp_path / "c", rows)
+    lines = (tmp_path / "c" / "extractions.jsonl").read_text(encoding="utf-8").splitlines()
+    assert lines == [json.dumps({"chunk_id": cid, **plain[cid]}, ensure_ascii=False) for cid in graph.chunk_ids]
+    reordered = [json.dumps(dict(reversed(list(json.loads(line).items()))), ensure_ascii=False) for line in lines]
+    (tmp_path / "c" / "extractions.jsonl").write_text("\n".join(reordered) + "\n", encoding="utf-8")
+    assert read_extractions(tmp_path / "c") == plain
+    # A rebuild from plain dicts (as a Neo4j store gives them) reuses every row.
+    _, again, report = ConceptGraph.build(docs, previous=plain, progress=False)
+    assert (report.extracted, report.reused) == (0, 15) and again == rows
+
+
 def test_graph_file_is_networkx_with_mentions_and_cooccurrence(tmp_path, musique):
     import gzip
 

@@ -8,6 +8,9 @@ Kept in ``<index>/concepts/`` beside the BM25 index (``ragkit index build --conc
   leaves with its mentions.
 - ``graph.json.gz``: the networkx graph (node-link JSON, gzip'd), for notebooks and for
   anyone who wants to read it with networkx.
+- ``graph.npz`` and ``names.json``: the same graph as its sparse matrices and its names, what
+  a query process loads (assembling it from the extractions again took seconds at 10,000
+  chunks and minutes at a million).
 
 Concepts in more than ``hub_share`` of the chunks (and at least ``HUB_MIN_CHUNKS``) are
 hubs: they say little about any one chunk and would let PageRank's mass reach everything,
@@ -22,14 +25,14 @@ import gc
 import gzip
 import hashlib
 import json
-import sys
 import time
+from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain, islice
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -49,6 +52,7 @@ HUB_MIN_CHUNKS = 20            # ... if that is at least 20 chunks (small corpor
 MAX_PAIRS_PER_SENTENCE = 12    # concepts per sentence paired (the first met): bounds the edges
 PARALLEL_FROM = 20_000         # chunks to extract from which the build uses a process per core ...
 PARALLEL_BATCH = 500           # ... handing each this many chunks at a time
+ARRAYS, NAMES = "graph.npz", "names.json"   # the assembled graph, as ``load`` reads it
 
 
 def chunk_hash(doc: Doc, terms: Sequence[str] = ()) -> str:
@@ -137,13 +141,14 @@ class ConceptGraph:
 
     # ------------------------------------------------------------------ building
     @classmethod
-    def build(cls, docs: Sequence[Doc], *, previous: dict[str, dict] | None = None,
+    def build(cls, docs: Sequence[Doc], *, previous: Mapping[str, dict] | None = None,
               terms: Sequence[str] = (), hub_share: float = HUB_SHARE,
               progress: bool | None = None, what: str = "corpus",
-              workers: int | None = None) -> tuple["ConceptGraph", dict, ConceptGraphReport]:
+              workers: int | None = None) -> tuple["ConceptGraph", "ExtractionRows", ConceptGraphReport]:
         """Extract (or reuse, from ``previous``: {chunk id: extraction row}) every chunk's
-        concepts and make the graph. Returns the graph, the extraction rows to keep, and a
-        report. An empty corpus, or one where no chunk has a concept, is an error naming ``what``.
+        concepts and make the graph. Returns the graph, the extraction rows to keep
+        (``ExtractionRows``), and a report. An empty corpus, or one where no chunk has a
+        concept, is an error naming ``what``.
         ``workers``: processes extracting at once (None: one per usable core, or
         ``RAGKIT_THREADS``; a corpus of fewer than ``PARALLEL_FROM`` chunks to extract is
         done in this process)."""
@@ -152,24 +157,25 @@ class ConceptGraph:
         if not docs:
             raise InputError(f"{what}: holds no documents")
         previous = previous or {}
-        rows: dict[str, dict] = {}
+        texts: dict[str, str] = {}
         extracted = reused = 0
         with _collector_paused():
             todo: list[Doc] = []
             digests: dict[str, str] = {}
             for doc in docs:
                 digest = chunk_hash(doc, terms)
-                old = previous.get(doc.doc_id)
-                if old is not None and old.get("hash") == digest:
-                    rows[doc.doc_id] = old
+                old = _row_text(previous, doc.doc_id)
+                if old is not None and _hash_of(old) == digest:
+                    texts[doc.doc_id] = old
                     reused += 1
                 else:
                     todo.append(doc)
                     digests[doc.doc_id] = digest
-            for doc, row in zip(todo, _extract_all(todo, tuple(terms), progress, workers)):
-                rows[doc.doc_id] = {"hash": digests[doc.doc_id], **row}
+            for doc, text in zip(todo, _extract_all(todo, tuple(terms), progress, workers)):
+                texts[doc.doc_id] = f'{{"hash": "{digests[doc.doc_id]}", {text[1:]}'
             extracted = len(todo)
-            rows = {d.doc_id: rows[d.doc_id] for d in docs}        # in the corpus's order
+            rows = ExtractionRows({d.doc_id: texts[d.doc_id] for d in docs})     # in the corpus's order
+            del texts
             removed = len(set(previous) - set(rows))
             graph = cls.from_extractions([d.doc_id for d in docs], rows, hub_share=hub_share, what=what)
         seconds = round(time.perf_counter() - started, 4)
@@ -180,25 +186,42 @@ class ConceptGraph:
         return graph, rows, report
 
     @classmethod
-    def from_extractions(cls, chunk_ids: Sequence[str], rows: dict[str, dict], *,
+    def from_extractions(cls, chunk_ids: Sequence[str], rows: Mapping[str, dict], *,
                          hub_share: float = HUB_SHARE, what: str = "corpus") -> "ConceptGraph":
         """The graph of extraction rows (``build``'s): aliases merged, hubs cut, edges weighed."""
+        # One pass over the rows, each read once, into flat arrays (the counting below is
+        # numpy's): per concept entry, its chunk (by count per chunk), its key and its label
+        # (numbered in the order first met), whether the rule was "initial", and its sentences.
         aliases: dict[str, str] = {}
-        for cid in chunk_ids:
-            for short, long_form in rows[cid].get("abbreviations", {}).items():
-                if short != long_form:
-                    aliases.setdefault(short, long_form)
-        # Every concept entry of every row, flat (the counting below is numpy's): its chunk,
-        # its concept (the key after aliases, numbered in the order first met), its label
-        # (numbered likewise), whether the rule was "initial", and its sentences.
-        entries = [e for cid in chunk_ids for e in rows[cid]["concepts"]]
-        chunk = np.repeat(np.arange(len(chunk_ids)), [len(rows[cid]["concepts"]) for cid in chunk_ids])
-        concept, names = _numbered([aliases.get(e[0], e[0]) for e in entries] if aliases else [e[0] for e in entries])
-        label_of, label_names = _numbered([e[1] for e in entries])
-        initial = np.fromiter((e[2] == "initial" for e in entries), bool, len(entries))
-        n_sentences = np.fromiter((len(e[3]) for e in entries), np.int64, len(entries))
-        sentence = np.fromiter(chain.from_iterable(e[3] for e in entries), np.int64, int(n_sentences.sum()))
-        del entries
+        key_ids: dict[str, int] = {}
+        label_ids: dict[str, int] = {}
+        per_chunk, key_column, label_column = array("q"), array("q"), array("q")
+        sentence_counts, sentence_column, initial_column = array("q"), array("q"), bytearray()
+        with _collector_paused():
+            for cid in chunk_ids:
+                row = rows[cid]
+                for short, long_form in row.get("abbreviations", {}).items():
+                    if short != long_form:
+                        aliases.setdefault(short, long_form)
+                concepts = row["concepts"]
+                per_chunk.append(len(concepts))
+                for key, label, how, sentences in concepts:
+                    key_column.append(key_ids.setdefault(key, len(key_ids)))
+                    label_column.append(label_ids.setdefault(label, len(label_ids)))
+                    initial_column.append(how == "initial")
+                    sentence_counts.append(len(sentences))
+                    sentence_column.extend(sentences)
+        # A key's concept is its long form where an abbreviation names one (numbered in the
+        # order first met, as the keys are).
+        concept_of_key, names = _numbered([aliases.get(k, k) for k in key_ids] if aliases else list(key_ids))
+        concept = concept_of_key[np.frombuffer(key_column, np.int64)] if key_column else np.zeros(0, np.int64)
+        label_of = np.frombuffer(label_column, np.int64)
+        label_names = list(label_ids)
+        chunk = np.repeat(np.arange(len(chunk_ids)), np.frombuffer(per_chunk, np.int64))
+        initial = np.frombuffer(initial_column, np.uint8).astype(bool)
+        n_sentences = np.frombuffer(sentence_counts, np.int64)
+        sentence = np.frombuffer(sentence_column, np.int64)
+        del key_ids, label_ids
         # A single capitalised word opening a sentence ("Currently", "Average") is a name only
         # if the corpus also writes it that way elsewhere, or finds it by another rule.
         confirmed = np.zeros(len(names), bool)
@@ -252,21 +275,22 @@ class ConceptGraph:
         return g
 
     # ------------------------------------------------------------------ persistence
-    def save(self, directory: str | Path, rows: dict[str, dict]) -> Path:
+    def save(self, directory: str | Path, rows: Mapping[str, dict]) -> Path:
         """Write ``extractions.jsonl``, ``graph.json.gz`` and ``meta.json`` atomically."""
         directory = Path(directory)
         with atomic_dir(directory) as tmp:
             self.write_files(tmp, rows)
         return directory
 
-    def write_files(self, folder: str | Path, rows: dict[str, dict]) -> None:
+    def write_files(self, folder: str | Path, rows: Mapping[str, dict]) -> None:
         """The graph's files in ``folder`` (an index version being written)."""
         tmp = Path(folder)
         tmp.mkdir(parents=True, exist_ok=True)
         with (tmp / "extractions.jsonl").open("w", encoding="utf-8") as handle:
             for cid in self.chunk_ids:
-                handle.write(json.dumps({"chunk_id": cid, **rows[cid]}, ensure_ascii=False) + "\n")
+                handle.write(_jsonl_line(cid, _text_of(rows, cid)) + "\n")
         self._write_node_link(tmp / "graph.json.gz")
+        self._write_arrays(tmp)
         (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": VERSION,
                                                    **self.meta}, indent=2) + "\n")
 
@@ -295,22 +319,52 @@ class ConceptGraph:
             _write_joined(out, edges)
             out.write("]}}")
 
+    def _write_arrays(self, folder: Path) -> None:
+        """``graph.npz`` (the two matrices in CSR parts, and ``df``) and ``names.json`` (the
+        chunk ids, concept keys and labels, aliases and hubs): what ``load`` reads, so that a
+        fresh process has the graph without assembling it from the extractions again."""
+        np.savez(folder / ARRAYS, mentions_indptr=self.mentions.indptr, mentions_indices=self.mentions.indices,
+                 cooccurs_indptr=self.cooccurs.indptr, cooccurs_indices=self.cooccurs.indices,
+                 cooccurs_data=self.cooccurs.data, df=self.df)
+        names = {"chunk_ids": self.chunk_ids, "keys": self.keys, "labels": self.labels,
+                 "aliases": self.aliases, "hubs": self.hubs}
+        (folder / NAMES).write_text(json.dumps(names, ensure_ascii=False), encoding="utf-8")
+
     @classmethod
     def load(cls, directory: str | Path) -> "ConceptGraph":
-        """The graph of a folder ``save`` wrote, rebuilt from its extractions (the same
-        arithmetic as the build, so the two cannot disagree)."""
+        """The graph of a folder ``save`` wrote: its matrices and names as the build left
+        them, or, in a folder written before they were kept, rebuilt from its extractions
+        (the same arithmetic as the build)."""
         directory = Path(directory)
-        rows = read_extractions(directory)
-        if rows is None:
+        if not (directory / "extractions.jsonl").is_file():
             raise IndexFormatError(f"concepts {directory}: no concept graph here "
                                    "(build it with 'ragkit index build --concepts')")
         meta = json.loads((directory / "meta.json").read_text())
         if meta.get("format") != FORMAT or meta.get("version") != VERSION:
             raise IndexFormatError(f"concepts {directory}: not a ragkit concept graph of version {VERSION}; "
                                    "rebuild it with 'ragkit index build --concepts'")
-        graph = cls.from_extractions(list(rows), rows)
+        if (directory / ARRAYS).is_file() and (directory / NAMES).is_file():
+            graph = cls._read_arrays(directory)
+        else:
+            rows = read_extractions(directory)
+            assert rows is not None, "extractions.jsonl is there"
+            graph = cls.from_extractions(list(rows), rows)
         graph.meta.update(meta)
         return graph
+
+    @classmethod
+    def _read_arrays(cls, directory: Path) -> "ConceptGraph":
+        with _collector_paused():
+            names = json.loads((directory / NAMES).read_text(encoding="utf-8"))
+        n, m = len(names["chunk_ids"]), len(names["keys"])
+        with np.load(directory / ARRAYS) as arrays:
+            indices = arrays["mentions_indices"]
+            mentions = sp.csr_matrix((np.ones(len(indices)), indices, arrays["mentions_indptr"]), shape=(n, m))
+            cooccurs = sp.csr_matrix((arrays["cooccurs_data"], arrays["cooccurs_indices"], arrays["cooccurs_indptr"]),
+                                     shape=(m, m))
+            df = arrays["df"]
+        return cls(chunk_ids=names["chunk_ids"], keys=names["keys"], labels=names["labels"], df=df,
+                   mentions=mentions, cooccurs=cooccurs, aliases=names["aliases"], hubs=names["hubs"])
 
 
 def edge_matrices(n_chunks: int, n_concepts: int, mention_rows, mention_cols,
@@ -330,20 +384,80 @@ def edge_matrices(n_chunks: int, n_concepts: int, mention_rows, mention_cols,
     return mentions, cooccurs
 
 
-def read_extractions(directory: str | Path) -> dict[str, dict] | None:
+class ExtractionRows(Mapping):
+    """{chunk id: extraction row} (``{"hash", "abbreviations", "concepts"}``), each row kept as
+    its JSON text and read when asked for. A million chunks hold some 22 million concept
+    entries: as Python lists they took most of a build's memory; as text, a few times less,
+    and a row is read once by the graph's assembly and written to ``extractions.jsonl`` as it is."""
+
+    def __init__(self, texts: dict[str, str] | None = None):
+        self._texts: dict[str, str] = texts if texts is not None else {}
+
+    def __getitem__(self, chunk_id: str) -> dict:
+        return json.loads(self._texts[chunk_id])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts)
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def __contains__(self, chunk_id: object) -> bool:
+        return chunk_id in self._texts
+
+    def text(self, chunk_id: str) -> str:
+        """The row of ``chunk_id`` as JSON text."""
+        return self._texts[chunk_id]
+
+
+def _row_text(rows: Mapping[str, dict], chunk_id: str) -> str | None:
+    """The row of ``chunk_id`` in ``rows`` as JSON text (None: not there)."""
+    return _text_of(rows, chunk_id) if chunk_id in rows else None
+
+
+def _text_of(rows: Mapping[str, dict], chunk_id: str) -> str:
+    return rows.text(chunk_id) if isinstance(rows, ExtractionRows) else json.dumps(rows[chunk_id], ensure_ascii=False)
+
+
+_DECODER = json.JSONDecoder()
+_HASH_PREFIX = '{"hash": '
+_CHUNK_PREFIX = '{"chunk_id": '
+
+
+def _hash_of(text: str) -> str | None:
+    """The ``hash`` of a row's JSON text, read from its start where ``build`` wrote it."""
+    if text.startswith(_HASH_PREFIX):
+        return _DECODER.raw_decode(text, len(_HASH_PREFIX))[0]
+    return json.loads(text).get("hash")
+
+
+def _jsonl_line(chunk_id: str, text: str) -> str:
+    """``json.dumps({"chunk_id": chunk_id, **row}, ensure_ascii=False)`` from the row's text."""
+    head = _CHUNK_PREFIX + json.dumps(chunk_id, ensure_ascii=False)
+    return head + "}" if text == "{}" else f"{head}, {text[1:]}"
+
+
+def read_extractions(directory: str | Path) -> ExtractionRows | None:
     """{chunk id: extraction row} of a saved concept graph, or None when there is none."""
     path = Path(directory) / "extractions.jsonl"
     if not path.is_file():
         return None
-    rows, intern = {}, sys.intern
-    with path.open(encoding="utf-8") as handle, _collector_paused():
+    texts: dict[str, str] = {}
+    with path.open(encoding="utf-8") as handle:
         for line in handle:
-            if line.strip():
-                row = json.loads(line)
-                # One copy of each string, as ``_entry`` keeps them.
-                row["concepts"] = [[intern(k), intern(label), intern(how), s] for k, label, how, s in row["concepts"]]
-                rows[row.pop("chunk_id")] = row
-    return rows
+            line = line.rstrip("\n")
+            if not line.strip():
+                continue
+            if line.startswith(_CHUNK_PREFIX):       # as write_files writes it: no parse
+                chunk_id, end = _DECODER.raw_decode(line, len(_CHUNK_PREFIX))
+                rest = line[end:]
+                if rest == "}" or rest.startswith(", "):
+                    texts[chunk_id] = "{" + rest[2:] if rest != "}" else "{}"
+                    continue
+            row = json.loads(line)
+            chunk_id = row.pop("chunk_id")
+            texts[chunk_id] = json.dumps(row, ensure_ascii=False)
+    return ExtractionRows(texts)
 
 
 def extract_row(doc: Doc, terms: Sequence[str] = ()) -> dict:
@@ -351,16 +465,20 @@ def extract_row(doc: Doc, terms: Sequence[str] = ()) -> dict:
     text = doc.full_text
     found = extract_concepts(text, language=document_language(text), terms=terms, title=doc.title)
     return {"abbreviations": abbreviations(text),
-            "concepts": [_entry(m.key, m.label, m.how, list(m.sentences)) for m in found]}
+            "concepts": [[m.key, m.label, m.how, list(m.sentences)] for m in found]}
 
 
-def _extract_batch(batch: list[Doc], terms: tuple[str, ...]) -> list[dict]:
-    return [extract_row(doc, terms) for doc in batch]
+def _extract_text(doc: Doc, terms: Sequence[str] = ()) -> str:
+    return json.dumps(extract_row(doc, terms), ensure_ascii=False)
+
+
+def _extract_batch(batch: list[Doc], terms: tuple[str, ...]) -> list[str]:
+    return [_extract_text(doc, terms) for doc in batch]
 
 
 def _extract_all(docs: list[Doc], terms: tuple[str, ...], progress: bool | None,
-                 workers: int | None) -> Iterator[dict]:
-    """``extract_row`` of each of ``docs``, in order: in this process, or in ``workers``
+                 workers: int | None) -> Iterator[str]:
+    """``extract_row`` of each of ``docs`` as JSON text, in order: in this process, or in ``workers``
     processes taking batches of ``PARALLEL_BATCH`` chunks, when there are ``PARALLEL_FROM``
     or more. The workers are forked where the system can (they only run the rules on text),
     so that a script or notebook without a ``__main__`` guard works as it did."""
@@ -371,7 +489,7 @@ def _extract_all(docs: list[Doc], terms: tuple[str, ...], progress: bool | None,
     try:
         if workers == 1 or len(docs) < PARALLEL_FROM:
             for doc in docs:
-                yield extract_row(doc, terms)
+                yield _extract_text(doc, terms)
                 bar.update(1)
             return
         import multiprocessing
@@ -380,20 +498,11 @@ def _extract_all(docs: list[Doc], terms: tuple[str, ...], progress: bool | None,
         batches = [docs[i:i + PARALLEL_BATCH] for i in range(0, len(docs), PARALLEL_BATCH)]
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method)) as pool:
-            for batch, rows in zip(batches, pool.map(_extract_batch, batches, [terms] * len(batches))):
-                for row in rows:            # one copy of each string in this process too
-                    row["concepts"] = [_entry(*entry) for entry in row["concepts"]]
-                    yield row
+            for batch, texts in zip(batches, pool.map(_extract_batch, batches, [terms] * len(batches))):
+                yield from texts
                 bar.update(len(batch))
     finally:
         bar.close()
-
-
-def _entry(key: str, label: str, how: str, sentences: list) -> list:
-    """One concept of an extraction row, its strings interned: a corpus writes the same
-    concepts in chunk after chunk, and one copy of each string keeps the rows of 100,000
-    chunks about a third smaller."""
-    return [sys.intern(key), sys.intern(label), sys.intern(how), sentences]
 
 
 @contextmanager
