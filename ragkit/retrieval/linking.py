@@ -33,6 +33,7 @@ import math
 import re
 import unicodedata
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
 from rapidfuzz import fuzz, process
@@ -51,6 +52,7 @@ HOW_RANK = {"exact": 0, "normalized": 1, "accent-free": 2, "fuzzy": 3}
 _TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*", re.UNICODE)
 
 
+@lru_cache(maxsize=1 << 16)
 def singular(word: str) -> str:
     """An English plural's singular, by spelling only ("bands" → "band", "proxies" → "proxy",
     "addresses" → "address"); words that do not look plural are returned as they are."""
@@ -72,10 +74,19 @@ def tokens(text: str) -> list[tuple[str, int, int]]:
     return [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text)]
 
 
+_POSSESSIVE_END = re.compile(r"'s$")
+
+
 def key_of(words: Sequence[str]) -> str:
     """The normalized form two surfaces are compared in: lower case, singular words, no
     possessive ("Curie's" → "curie")."""
-    return " ".join(singular(re.sub(r"'s$", "", w.lower().replace("’", "'"))) for w in words)
+    out = []
+    for word in words:
+        word = word.lower()
+        if "'" in word or "’" in word:
+            word = _POSSESSIVE_END.sub("", word.replace("’", "'"))
+        out.append(singular(word))
+    return " ".join(out)
 
 
 def has_diacritics(text: str) -> bool:
@@ -127,7 +138,7 @@ class Linker:
         self.by_plain: dict[str, list[Surface]] = {}
         self.size = 0
         for s in surfaces:
-            words = [w for w, _, _ in tokens(s.text)]
+            words = _TOKEN.findall(unicodedata.normalize("NFC", s.text))     # tokens(s.text)'s words
             if not words:
                 continue
             key = key_of(words)
