@@ -120,7 +120,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                            mmr_lambda=args.mmr_lambda, method=args.method, fusion=args.fusion,
                            alpha=args.alpha, rerank=args.rerank, rerank_depth=args.rerank_depth)
     communities = load_communities(args.index) if args.method in CONCEPT_METHODS else None
-    routed = route(args.method, query, communities, load_concepts(args.index) if communities else None, index)
+    routing = load_concepts(args.index) if communities else None
+    routed = route(args.method, query, communities, routing, index)
     if routed.communities:
         assert communities is not None, "route answers from communities only when the index has them"
         results = [h.to_dict() for h in rank_communities(communities, routed.broad, args.k)]
@@ -129,7 +130,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         _emit({"results": results, "method": "communities", "method_reason": routed.reason}, args.json, human)
         return 0
     dense = load_dense(index, args.index) if args.method != "bm25" else None
-    concepts = load_concepts(args.index, dense) if args.method in GRAPH_METHODS else None
+    concepts = load_concepts(args.index, dense, routing.graph if routing is not None else None) \
+        if args.method in GRAPH_METHODS else None
     reranker = None
     if config.rerank != "none":
         from ..config import LLMConfig

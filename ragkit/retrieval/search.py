@@ -56,10 +56,11 @@ def concepts_dir_for(index_dir: str | Path) -> Path:
     return Path(index_dir) / "concepts"
 
 
-def load_concepts(index_dir: str | Path, dense=None):
+def load_concepts(index_dir: str | Path, dense=None, graph=None):
     """The index's concept graph, ready for queries (a ``ConceptSearcher``), or None when it
     has none. With ``dense`` (the index's vectors) and label vectors made by its embedder
-    (``index build --concept-vectors``), question phrases also link by vector."""
+    (``index build --concept-vectors``), question phrases also link by vector. ``graph``: the
+    index's ``ConceptGraph`` when already loaded."""
     folder = concepts_dir_for(index_dir)
     if not (folder / "extractions.jsonl").is_file():
         return None
@@ -67,7 +68,7 @@ def load_concepts(index_dir: str | Path, dense=None):
     from ..concepts.search import ConceptSearcher
     from ..concepts.vectors import LabelVectors, vectors_path
 
-    graph = ConceptGraph.load(folder)
+    graph = graph if graph is not None else ConceptGraph.load(folder)
     if dense is not None:
         vectors = LabelVectors.load(vectors_path(folder, dense.embedder), graph)
         if vectors is not None:
