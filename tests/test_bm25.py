@@ -256,3 +256,31 @@ def test_an_index_of_an_earlier_ragkit_reads_its_docs_jsonl(manual_index, tmp_pa
     (out / "docs.jsonl").unlink()
     with pytest.raises(IndexFormatError, match="missing docs.z"):
         BM25Index.load(out)
+
+
+def test_a_saved_index_finds_documents_by_id_and_title_without_inflating_its_blocks(tmp_path):
+    """``hit`` (a document found by id) and ``titled`` (by title) read the index's id and
+    title lists (``docs.ids.json``, ``docs.titles.json``), not every document: no block is
+    inflated before the found document's own. An index written before those lists gives the
+    same answers by reading its documents; a list that does not match is refused."""
+    docs = [Doc(f"d{i}", f"text {i} about pumps", title=["Pump", "Valve", "", "pump!"][i % 4]) for i in range(300)]
+    folder = BM25Index.build(docs, progress=False).save(tmp_path / "ix").resolve()
+    assert json.loads((folder / "docs.ids.json").read_text()) == [d.doc_id for d in docs]
+    assert json.loads((folder / "docs.titles.json").read_text()) == [["Pump", 0], ["Valve", 1], ["pump!", 3]]
+
+    def answers(index):
+        return (index.hit("d257", 1.5).text, index.titled("PUMP").doc_id, index.titled("valve").doc_id,
+                index.titled("Gate"))
+
+    loaded = BM25Index.load(folder)
+    blocks = loaded.docs._block
+    loaded.hit("d0", 0.0)
+    loaded.titled("nothing")
+    assert blocks.cache_info().misses <= 2          # the first and last blocks, checked at load
+    assert answers(loaded) == ("text 257 about pumps", "d0", "d1", None)
+    for name in ("docs.ids.json", "docs.titles.json"):
+        (folder / name).unlink()
+    assert answers(BM25Index.load(folder)) == ("text 257 about pumps", "d0", "d1", None)
+    (folder / "docs.ids.json").write_text(json.dumps(["d0", "d1"]))
+    with pytest.raises(IndexFormatError, match=r"docs.ids.json: does not describe docs.z"):
+        BM25Index.load(folder).hit("d5", 1.0)

@@ -324,9 +324,12 @@ class BM25Index:
         return out
 
     def hit(self, doc_id: str, score: float) -> Hit:
-        """A Hit for a document found another way (dense retrieval, fusion)."""
+        """A Hit for a document found another way (dense retrieval, fusion, the concept
+        graph). The ids are read from the index's id list, not from every document."""
         if self._positions is None:
-            self._positions = {d.doc_id: i for i, d in enumerate(self.docs)}
+            ids = self.docs.ids() if isinstance(self.docs, DocBlocks) else None
+            self._positions = {d: i for i, d in enumerate(ids)} if ids is not None else \
+                {d.doc_id: i for i, d in enumerate(self.docs)}
         i = self._positions.get(doc_id)
         if i is None:
             raise InputError(f"document {doc_id!r}: not in this index (were its vectors built from another corpus?)")
@@ -339,10 +342,13 @@ class BM25Index:
         what the corpus's own page on a name says."""
         if self._titles is None:
             self._titles = {}
-            for d in self.docs:
-                if d.title:
-                    self._titles.setdefault(_title_key(d.title), d)
-        return self._titles.get(_title_key(title))
+            kept = self.docs.titles() if isinstance(self.docs, DocBlocks) else None
+            firsts: Iterable[tuple[str, int]] = kept if kept is not None else \
+                ((d.title, i) for i, d in enumerate(self.docs) if d.title)
+            for written, i in firsts:
+                self._titles.setdefault(_title_key(written), i)
+        first = self._titles.get(_title_key(title))
+        return None if first is None else self.docs[first]
 
     def term_sets(self, indices: Sequence[int]) -> sp.csr_matrix:
         """Binary document × term incidence rows for ``indices`` (for Jaccard in MMR)."""

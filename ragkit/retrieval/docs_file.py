@@ -31,6 +31,11 @@ from ..errors import IndexFormatError
 
 BLOCKS_FILE = "docs.z"
 BLOCK_TABLE = "docs.blocks.npy"
+# Beside the blocks: every document's id in order (a JSON array), and each title with its
+# first document ([[title, index], ...]): what finding a document by id or by title reads,
+# instead of inflating every block.
+DOC_IDS = "docs.ids.json"
+DOC_TITLES = "docs.titles.json"
 BLOCK_DOCS = 64              # documents in a block at most
 BLOCK_BYTES = 16 * 1024      # a block closes once its JSON lines reach this size
 LEVEL = 3                    # zlib's level: within 10% of its best size here, twice as fast as 6
@@ -145,8 +150,33 @@ class DocBlocks(_LazyDocs):
         j = int(np.searchsorted(self._first, i, side="right")) - 1
         return self._parse(self._block(j)[i - int(self._first[j])], f"in document {i + 1}")
 
-    def files(self) -> tuple[Path, Path]:
-        return self.folder / BLOCKS_FILE, self.folder / BLOCK_TABLE
+    def files(self) -> tuple[Path, ...]:
+        names = [self.folder / n for n in (DOC_IDS, DOC_TITLES) if (self.folder / n).is_file()]
+        return (self.folder / BLOCKS_FILE, self.folder / BLOCK_TABLE, *names)
+
+    def ids(self) -> list[str] | None:
+        """Every document's id, in order, from ``docs.ids.json`` (None: an index written
+        before it was kept)."""
+        return self._side_file(DOC_IDS)
+
+    def titles(self) -> list[tuple[str, int]] | None:
+        """Each distinct title and its first document, in order, from ``docs.titles.json``
+        (None: an index written before it was kept)."""
+        found = self._side_file(DOC_TITLES)
+        return None if found is None else [(title, int(i)) for title, i in found]
+
+    def _side_file(self, name: str):
+        path = self.folder / name
+        if not path.is_file():
+            return None
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise IndexFormatError(f"index {self.shown.with_name(name)}: cannot be read ({exc})") from None
+        if not isinstance(found, list) or name == DOC_IDS and len(found) != len(self):
+            raise IndexFormatError(f"index {self.shown.with_name(name)}: does not describe {self.shown.name}; "
+                                   "rebuild it with 'ragkit index build'")
+        return found
 
 
 class DocBlockWriter:
@@ -160,9 +190,15 @@ class DocBlockWriter:
         self._pending = 0
         self.count = 0
         self._size = 0
+        self._ids = (self.folder / DOC_IDS).open("w", encoding="utf-8")      # a JSON array, written as it goes
+        self._ids.write("[")
+        self._titles: dict[str, int] = {}
 
     def add(self, doc: Doc) -> None:
         line = json.dumps(doc.to_dict(), ensure_ascii=False).encode("utf-8") + b"\n"
+        self._ids.write(("," if self.count else "") + json.dumps(doc.doc_id, ensure_ascii=False))
+        if doc.title:
+            self._titles.setdefault(doc.title, self.count)
         self._lines.append(line)
         self._pending += len(line)
         self.count += 1
@@ -182,9 +218,13 @@ class DocBlockWriter:
             self._lines, self._pending = [], 0
 
     def close(self) -> None:
-        """Write the last block and the block table."""
+        """Write the last block, the block table, the ids and the titles."""
         self._flush()
         self._out.close()
+        self._ids.write("]")
+        self._ids.close()
+        (self.folder / DOC_TITLES).write_text(json.dumps([[t, i] for t, i in self._titles.items()],
+                                                         ensure_ascii=False), encoding="utf-8")
         np.save(self.folder / BLOCK_TABLE, np.asarray(self._table, dtype=np.int64).reshape(-1, 2))
 
 
@@ -225,4 +265,5 @@ class DocsFile(_LazyDocs):
         return self._parse(raw, f"on line {i + 1}")
 
 
-__all__ = ["BLOCKS_FILE", "BLOCK_TABLE", "DocBlockWriter", "DocBlocks", "DocsFile", "write_doc_blocks"]
+__all__ = ["BLOCKS_FILE", "BLOCK_TABLE", "DOC_IDS", "DOC_TITLES", "DocBlockWriter", "DocBlocks", "DocsFile",
+           "write_doc_blocks"]
