@@ -8,6 +8,10 @@ answer, in a fresh process each time, for each kind of source at two sizes.
   search --method hybrid`` (embedding a million documents takes hours on two cores);
 - ``graph``: the demo edge list's graph (``data/nobel_edges.csv``), ``ragkit ask --pipeline
   graph --no-llm``;
+- ``concepts``: a concept graph with its BM25 index over ``bench/concept_scale.py``'s generated
+  chunks (real English sentences from ``../shared/datasets``) at 10,000 and 100,000 chunks,
+  ``ragkit search --method graph`` and ``ragkit ask --method graph --no-llm`` with one of its
+  questions (a million chunks takes 25 minutes to build here: ``bench/concept_scale.py``);
 - and ``python -c "import ragkit.cli"``, the floor every command stands on.
 
 Each command runs ``--runs`` times (median, min, max of the time to the first byte on stdout
@@ -27,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import ROOT, write
+from _common import ROOT, SHARED, write
 
 RAGKIT = [sys.executable, "-m", "ragkit.cli"]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"}
@@ -75,10 +79,29 @@ def bm25_index(n_docs: int, folder: Path, dense: bool = False) -> tuple[Path, st
     return out, query
 
 
+def concept_index(n_chunks: int, folder: Path) -> tuple[Path, str]:
+    """A BM25 index with its concept graph over ``n_chunks`` of ``concept_scale``'s generated
+    chunks, and one of its questions."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from concept_scale import Generator
+
+    from ragkit.retrieval.build import IndexSpec, build_index
+
+    gen = Generator(SHARED)
+    docs, worlds = gen.generate(n_chunks)
+    question = gen.questions(SHARED / "multihop_passages" / "musique_beir" / "queries.jsonl", worlds)[0]
+    out = folder / f"concepts-{n_chunks}"
+    build_index(IndexSpec(corpus=f"generated-{n_chunks}", out=out, lang="en", concepts=True), docs=docs,
+                progress=False)
+    return out, question
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 1_000_000])
+    parser.add_argument("--concept-sizes", type=int, nargs="*", default=[10_000, 100_000],
+                        help="chunks of the concept-graph indexes (none: leave them out)")
     args = parser.parse_args()
     results: dict = {"import ragkit.cli": timed([sys.executable, "-c", "import ragkit.cli; print(1)"], args.runs)}
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
@@ -100,6 +123,15 @@ def main() -> None:
         results["graph 40 nodes: ask --no-llm"] = timed(
             RAGKIT + ["ask", "Where was the parent of Aage Bohr born?", "--pipeline", "graph", "--graph", str(graph),
                       "--no-llm", "--json"], args.runs)
+        for size in args.concept_sizes:
+            index, question = concept_index(size, work)
+            results[f"concepts {size}: search --method graph"] = timed(
+                RAGKIT + ["search", "--index", str(index), "--query", question, "--method", "graph", "--json"],
+                args.runs)
+            results[f"concepts {size}: ask --method graph --no-llm"] = timed(
+                RAGKIT + ["ask", question, "--index", str(index), "--method", "graph", "--no-llm", "--json"],
+                args.runs)
+            print(size, {k: v for k, v in results.items() if k.startswith(f"concepts {size}")}, flush=True)
     write("cold_start", {"runs": args.runs, "results": results})
     for name, row in results.items():
         print(f"{name:32} first byte {row['first_byte_s']:6.2f} s (min {row['min_s']}, max {row['max_s']})")
