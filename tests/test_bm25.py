@@ -284,3 +284,6 @@ def test_a_saved_index_finds_documents_by_id_and_title_without_inflating_its_blo
     (folder / "docs.ids.json").write_text(json.dumps(["d0", "d1"]))
     with pytest.raises(IndexFormatError, match=r"docs.ids.json: does not describe docs.z"):
         BM25Index.load(folder).hit("d5", 1.0)
+    (folder / "docs.titles.json").write_text(json.dumps([["Pump"]]))
+    with pytest.raises(IndexFormatError, match=r"docs.titles.json: not a list of \[title, document\] pairs"):
+        BM25Index.load(folder).titled("Pump")

@@ -163,7 +163,13 @@ class DocBlocks(_LazyDocs):
         """Each distinct title and its first document, in order, from ``docs.titles.json``
         (None: an index written before it was kept)."""
         found = self._side_file(DOC_TITLES)
-        return None if found is None else [(title, int(i)) for title, i in found]
+        if found is None:
+            return None
+        try:
+            return [(str(title), int(i)) for title, i in found]
+        except (TypeError, ValueError):
+            raise IndexFormatError(f"index {self.shown.with_name(DOC_TITLES)}: not a list of [title, document] "
+                                   "pairs; rebuild it with 'ragkit index build'") from None
 
     def _side_file(self, name: str):
         path = self.folder / name
