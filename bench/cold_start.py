@@ -82,8 +82,7 @@ def bm25_index(n_docs: int, folder: Path, dense: bool = False) -> tuple[Path, st
 def concept_index(n_chunks: int, folder: Path) -> tuple[Path, str]:
     """A BM25 index with its concept graph over ``n_chunks`` of ``concept_scale``'s generated
     chunks, and one of its questions."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from concept_scale import Generator
+    from concept_scale import Generator       # beside this script
 
     from ragkit.retrieval.build import IndexSpec, build_index
 

@@ -164,8 +164,8 @@ class ConceptGraph:
             digests: dict[str, str] = {}
             for doc in docs:
                 digest = chunk_hash(doc, terms)
-                old = _row_text(previous, doc.doc_id)
-                if old is not None and _hash_of(old) == digest:
+                old = _unchanged_row(previous, doc.doc_id, digest)
+                if old is not None:
                     texts[doc.doc_id] = old
                     reused += 1
                 else:
@@ -410,9 +410,16 @@ class ExtractionRows(Mapping):
         return self._texts[chunk_id]
 
 
-def _row_text(rows: Mapping[str, dict], chunk_id: str) -> str | None:
-    """The row of ``chunk_id`` in ``rows`` as JSON text (None: not there)."""
-    return _text_of(rows, chunk_id) if chunk_id in rows else None
+def _unchanged_row(previous: Mapping[str, dict], chunk_id: str, digest: str) -> str | None:
+    """The JSON text of ``chunk_id``'s row in ``previous`` when its hash is ``digest``, else
+    None (rows of another text are not serialized only to be dropped)."""
+    if chunk_id not in previous:
+        return None
+    if isinstance(previous, ExtractionRows):
+        text = previous.text(chunk_id)
+        return text if _hash_of(text) == digest else None
+    row = previous[chunk_id]
+    return json.dumps(row, ensure_ascii=False) if row.get("hash") == digest else None
 
 
 def _text_of(rows: Mapping[str, dict], chunk_id: str) -> str:

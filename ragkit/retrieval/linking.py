@@ -74,6 +74,11 @@ def tokens(text: str) -> list[tuple[str, int, int]]:
     return [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text)]
 
 
+def words(text: str) -> list[str]:
+    """The words of ``tokens(text)``, without their offsets."""
+    return _TOKEN.findall(unicodedata.normalize("NFC", text))
+
+
 _POSSESSIVE_END = re.compile(r"'s$")
 
 
@@ -138,10 +143,10 @@ class Linker:
         self.by_plain: dict[str, list[Surface]] = {}
         self.size = 0
         for s in surfaces:
-            words = _TOKEN.findall(unicodedata.normalize("NFC", s.text))     # tokens(s.text)'s words
-            if not words:
+            surface_words = words(s.text)
+            if not surface_words:
                 continue
-            key = key_of(words)
+            key = key_of(surface_words)
             self.by_key.setdefault(key, []).append(s)
             self.by_plain.setdefault(strip_accents(key), []).append(s)
             self.size += 1

@@ -56,11 +56,12 @@ def concepts_dir_for(index_dir: str | Path) -> Path:
     return Path(index_dir) / "concepts"
 
 
-def load_concepts(index_dir: str | Path, dense=None, graph=None):
+def load_concepts(index_dir: str | Path, dense=None, made=None):
     """The index's concept graph, ready for queries (a ``ConceptSearcher``), or None when it
     has none. With ``dense`` (the index's vectors) and label vectors made by its embedder
-    (``index build --concept-vectors``), question phrases also link by vector. ``graph``: the
-    index's ``ConceptGraph`` when already loaded."""
+    (``index build --concept-vectors``), question phrases also link by vector. ``made``: a
+    searcher of this index already made without vectors, returned as it is when no vectors
+    link, else its graph is used (loaded once)."""
     folder = concepts_dir_for(index_dir)
     if not (folder / "extractions.jsonl").is_file():
         return None
@@ -68,12 +69,12 @@ def load_concepts(index_dir: str | Path, dense=None, graph=None):
     from ..concepts.search import ConceptSearcher
     from ..concepts.vectors import LabelVectors, vectors_path
 
-    graph = graph if graph is not None else ConceptGraph.load(folder)
+    graph = made.graph if made is not None else ConceptGraph.load(folder)
     if dense is not None:
         vectors = LabelVectors.load(vectors_path(folder, dense.embedder), graph)
         if vectors is not None:
             return ConceptSearcher(graph, vectors=vectors, embedder=dense.embedder)
-    return ConceptSearcher(graph)
+    return made if made is not None else ConceptSearcher(graph)
 
 
 def question_language(question: str) -> str:
