@@ -18,6 +18,9 @@ Each command runs ``--runs`` times (median, min, max of the time to the first by
 and to the process's exit); the indexes are built once, outside the clock.
 
     .venv/bin/python bench/cold_start.py   -> outputs/bench/cold_start.json
+    .venv/bin/python bench/cold_start.py --busy --sizes 10000 -> outputs/bench/cold_start_busy.json
+      (the same beside two CPU-bound processes, one per core here: the indexes are built
+      beside them too)
 """
 
 from __future__ import annotations
@@ -101,7 +104,18 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 1_000_000])
     parser.add_argument("--concept-sizes", type=int, nargs="*", default=[10_000, 100_000],
                         help="chunks of the concept-graph indexes (none: leave them out)")
+    parser.add_argument("--busy", action="store_true",
+                        help="time every command beside two CPU-bound processes (writes cold_start_busy.json)")
     args = parser.parse_args()
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)] if args.busy else []
+    try:
+        measure(args)
+    finally:
+        for hog in hogs:
+            hog.kill()
+
+
+def measure(args: argparse.Namespace) -> None:
     results: dict = {"import ragkit.cli": timed([sys.executable, "-c", "import ragkit.cli; print(1)"], args.runs)}
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
         work = Path(tmp)
@@ -131,7 +145,7 @@ def main() -> None:
                 RAGKIT + ["ask", question, "--index", str(index), "--method", "graph", "--no-llm", "--json"],
                 args.runs)
             print(size, {k: v for k, v in results.items() if k.startswith(f"concepts {size}")}, flush=True)
-    write("cold_start", {"runs": args.runs, "results": results})
+    write("cold_start_busy" if args.busy else "cold_start", {"runs": args.runs, "busy": args.busy, "results": results})
     for name, row in results.items():
         print(f"{name:32} first byte {row['first_byte_s']:6.2f} s (min {row['min_s']}, max {row['max_s']})")
 
