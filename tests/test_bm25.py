@@ -77,6 +77,35 @@ def test_top_k_breaks_ties_by_document_order():
     assert order.tolist() == [0, 1] and scores[0] == scores[1]
 
 
+@pytest.mark.parametrize("idf", ["robertson", "lucene"])
+def test_few_and_many_postings_rank_the_same_as_every_documents_scores(idf):
+    """A query with few postings sorts them by document, one with many adds them into a slot
+    per document: both give what the whole score vector gives, to the last bit, ties to the
+    earlier document, repeated terms counted, and a negative weight still ranked."""
+    rng = np.random.default_rng(3)
+    corpus = [[f"w{int(w)}" for w in rng.zipf(1.3, size=rng.integers(3, 12)) % 400] for _ in range(2000)]
+    index = BM25Index.from_tokens(corpus, BM25Params(idf=idf))
+    df = np.diff(index.weights.indptr)
+    by_df = sorted(index.vocab, key=lambda t: df[index.vocab[t]])
+    queries = [by_df[:3], by_df[10:12] * 2, by_df[-1:], by_df[-3:], [by_df[5], by_df[-1]], ["nowhere"]]
+    postings = [sum(int(df[index.vocab[t]]) for t in q if t in index.vocab) for q in queries]
+    assert min(p for p in postings if p) * 8 < len(corpus) <= max(postings) * 8     # both ways run
+    for q in queries:
+        every = index.score_tokens(q)
+        counts = Counter(index.vocab[t] for t in q if t in index.vocab)
+        shared_term = np.zeros(len(corpus), dtype=bool)
+        for term in counts:
+            shared_term[index.weights.indices[index.weights.indptr[term]:index.weights.indptr[term + 1]]] = True
+        matched = np.flatnonzero(shared_term)
+        want = matched[np.lexsort((matched, -every[matched]))][:7]
+        order, scores = index.top_k_tokens(q, 7)
+        assert order.tolist() == want.tolist()
+        assert np.array_equal(scores, every[want])          # bit for bit
+        hits = index.search(" ".join(q), 7, boost=False)
+        assert [h.index for h in hits] == want.tolist()
+        assert [h.bm25 for h in hits] == every[want].tolist()
+
+
 def test_search_only_returns_documents_sharing_a_term(manual_index):
     hits = manual_index.search("piston", k=10)
     assert hits and all("piston" in (h.title + h.text).lower() for h in hits)
