@@ -68,9 +68,9 @@ def test_threads_answer_in_a_process_forked_after_a_threaded_batch(scifact_token
 
 
 @pytest.mark.parametrize("idf", ["robertson", "lucene"])
-def test_batch_of_rare_terms_reads_only_the_documents_touched(scifact_tokens, idf):
-    """Queries of rare terms only (few postings: the loop keeps the touched documents and
-    reads just those, in the order it met them) rank as the per-query path does, ties too."""
+def test_batch_of_rare_terms_merges_their_postings(scifact_tokens, idf):
+    """Queries of rare terms only (few postings: the loop merges the terms' postings a
+    document at a time) rank as the per-query path does, ties too."""
     corpus, queries = scifact_tokens
     index = BM25Index.from_tokens(corpus, BM25Params(idf=idf))
     df = np.diff(index.weights.indptr)
@@ -100,7 +100,7 @@ def test_batch_with_weights_at_or_below_zero():
     for k in (1, 5, 20):
         _same(bm25_batch.top_k_many(larger, queries, k, compiled=True), [larger.top_k_tokens(q, k) for q in queries])
     # the per-document scratch kept with the index for the next batch is left clean
-    (scores, seen, _), = larger._scratch
+    (scores, seen), = larger._scratch
     assert not scores.any() and not seen.any()
     ranked = bm25_batch.top_k_many(index, [["common"]], 10, compiled=True)[0]
     assert sorted(ranked[0].tolist()) == [0, 1, 2, 3] and (ranked[1] < 0).all()

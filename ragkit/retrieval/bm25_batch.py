@@ -5,10 +5,11 @@ order).
 
 Per query the work is its terms' postings and a best-first list of k: a query with many
 postings (a quarter of the corpus or more) adds them all and then reads every document's
-score in index order, as bm25s does; one with few keeps the list of the documents it touched
-and reads only those, so a rare-term query on a million documents costs what its postings
-cost. The loop runs compiled by numba (``pip install 'ragkit-workbench[fast]'``) without the GIL, so
-``threads`` > 1 splits a batch across cores; without numba each query runs through
+score in index order, as bm25s does; one with few merges its terms' postings (each in
+document order) a document at a time, so a rare-term query on a million documents costs what
+its postings cost and reads them in order, with no slot per document. The loop runs compiled
+by numba (``pip install 'ragkit-workbench[fast]'``) without the GIL, so ``threads`` > 1
+splits a batch across cores; without numba each query runs through
 ``top_k_tokens`` (numpy), with the same results. ``bench/bm25.py`` times it against bm25s.
 """
 
@@ -58,14 +59,14 @@ _POOL_LOCK = threading.Lock()
 
 
 @contextmanager
-def _workspace(index: "BM25Index", n_docs: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _workspace(index: "BM25Index", n_docs: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Per-document scratch arrays for one run of the loop (which leaves them as it found
     them), kept with the index: a batch over a million documents does not allocate and
-    clear 13 MB each time. One per thread at a time."""
+    clear 9 MB each time. One per thread at a time."""
     with _POOL_LOCK:
         space = index._scratch.pop() if index._scratch else None
     if space is None:
-        space = (np.zeros(n_docs, np.float64), np.zeros(n_docs, np.bool_), np.empty(n_docs, np.int32))
+        space = (np.zeros(n_docs, np.float64), np.zeros(n_docs, np.bool_))
     try:
         yield space
     finally:
@@ -135,9 +136,9 @@ def top_k_many(index: "BM25Index", queries: Sequence[Sequence[str]], k: int, *,
 
     def rank(lo: int, hi: int) -> None:
         """Queries lo..hi-1 (their offsets keep pointing into the whole batch's tokens)."""
-        with _workspace(index, n_docs) as (scores, seen, touched):
+        with _workspace(index, n_docs) as (scores, seen):
             run(weights.indptr, weights.indices, weights.data, positive, tokens, offsets[lo:hi + 1], k_eff,
-                scores, seen, touched, out_idx[lo:hi], out_score[lo:hi], out_n[lo:hi])
+                scores, seen, out_idx[lo:hi], out_score[lo:hi], out_n[lo:hi])
 
     if threads == 1 or len(queries) < 2 * threads:
         rank(0, len(queries))

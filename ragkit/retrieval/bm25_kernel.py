@@ -34,16 +34,17 @@ def insert(top_s, top_i, size, k, s, d):
 
 
 @njit(cache=True, nogil=True)
-def kernel(indptr, indices, data, positive, tokens, offsets, k, scores, seen, touched,
-           out_idx, out_score, out_n):
+def kernel(indptr, indices, data, positive, tokens, offsets, k, scores, seen, out_idx, out_score, out_n):
     """Rank each query q (its term ids: tokens[offsets[q]:offsets[q + 1]], -1 for a term
     not in the vocabulary) into row q of the outputs. ``positive``: every weight is above
     zero, so a document shares a query term exactly when its score is above zero.
-    ``scores`` (zeros), ``seen`` (False) and ``touched``, one slot per document, are the
-    caller's and are left as they came."""
+    ``scores`` (zeros) and ``seen`` (False), one slot per document, are the caller's and
+    are left as they came."""
     n_docs = scores.size
     terms = np.empty(tokens.size, np.int64)
     times = np.empty(tokens.size, np.float64)
+    heads = np.empty(tokens.size, np.int64)
+    ends = np.empty(tokens.size, np.int64)
     top_s = np.empty(k, np.float64)
     top_i = np.empty(k, np.int64)
     for q in range(offsets.size - 1):
@@ -65,14 +66,14 @@ def kernel(indptr, indices, data, positive, tokens, offsets, k, scores, seen, to
                 terms[n_terms], times[n_terms] = t, 1.0
                 n_terms += 1
                 postings += indptr[t + 1] - indptr[t]
-        # Many postings: add them, then scan every document in index order. Few: keep a
-        # list of the documents touched and look only at those.
-        dense = postings * 4 >= n_docs
-        n_touched = 0
-        for j in range(n_terms):
-            term, times_j = terms[j], times[j]
-            lo, hi = indptr[term], indptr[term + 1]
-            if dense:
+        size = 0
+        if postings * 4 >= n_docs:
+            # Many postings: add them into a slot per document, then read every document's
+            # score in index order; a tie with the list's last never enters (the earlier
+            # document wins it).
+            for j in range(n_terms):
+                term, times_j = terms[j], times[j]
+                lo, hi = indptr[term], indptr[term + 1]
                 if times_j > 1:
                     for p in range(lo, hi):
                         scores[indices[p]] += data[p] * times_j
@@ -82,18 +83,6 @@ def kernel(indptr, indices, data, positive, tokens, offsets, k, scores, seen, to
                 if not positive:
                     for p in range(lo, hi):
                         seen[indices[p]] = True
-                continue
-            for p in range(lo, hi):
-                d = indices[p]
-                if not seen[d]:
-                    seen[d] = True
-                    touched[n_touched] = d
-                    n_touched += 1
-                scores[d] += data[p] * times_j if times_j > 1 else data[p]
-        size = 0
-        if dense:
-            # in index order, a tie with the list's last never enters: the earlier
-            # document wins it
             last = 0.0 if positive else -np.inf
             for d in range(n_docs):
                 s = scores[d]
@@ -105,13 +94,26 @@ def kernel(indptr, indices, data, positive, tokens, offsets, k, scores, seen, to
             if not positive:
                 seen[:] = False
         else:
-            for u in range(n_touched):
-                d = touched[u]
-                if size < k or worse(top_s[k - 1], top_i[k - 1], scores[d], d):
-                    size = insert(top_s, top_i, size, k, scores[d], d)
-                scores[d] = 0.0
-                seen[d] = False
+            # Few: each term's postings are in document order, so merge them, a document
+            # at a time, adding its terms' weights in term order (no slot per document,
+            # and only sequential reads).
+            for j in range(n_terms):
+                heads[j], ends[j] = indptr[terms[j]], indptr[terms[j] + 1]
+            while True:
+                d = n_docs
+                for j in range(n_terms):
+                    if heads[j] < ends[j] and indices[heads[j]] < d:
+                        d = indices[heads[j]]
+                if d == n_docs:
+                    break
+                s = 0.0
+                for j in range(n_terms):
+                    p = heads[j]
+                    if p < ends[j] and indices[p] == d:
+                        s += data[p] * times[j] if times[j] > 1 else data[p]
+                        heads[j] = p + 1
+                if size < k or worse(top_s[k - 1], top_i[k - 1], s, d):
+                    size = insert(top_s, top_i, size, k, s, d)
         out_n[q] = size
         out_score[q, :size] = top_s[:size]
         out_idx[q, :size] = top_i[:size]
-
