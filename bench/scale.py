@@ -8,6 +8,9 @@ same run; and the dense path: embedding throughput and Chroma insert and query t
 With ``--before DIR`` (a checkout of an earlier ragkit, e.g. ``git worktree add DIR COMMIT``),
 that ragkit's BM25 runs too, in its own process on the same documents, right after this
 one's: its build time and query speeds beside today's, on the same machine in the same run.
+With ``--turns N`` the two take turns N times (fresh processes each), and the query figures
+compared are the medians of the turns: two processes of the same code differ by up to 2x in
+query speed on a shared machine.
 
 The corpus is generated (seeded): short documents (8 to 40 words, 20 on average) drawn from
 a 200,000-word vocabulary with Zipfian frequencies (exponent 1.07, as word counts in English
@@ -225,6 +228,8 @@ def main() -> None:
     parser.add_argument("--vectors", type=int, default=100_000)
     parser.add_argument("--before", type=Path, metavar="DIR",
                         help="a checkout of an earlier ragkit whose BM25 runs too, for the same-run comparison")
+    parser.add_argument("--turns", type=int, default=1,
+                        help="with --before: run the two this many times each, alternately (query figures: medians)")
     parser.add_argument("--child", choices=("ragkit", "ragkit_before", "bm25s", "dense"))
     parser.add_argument("--tokens")
     parser.add_argument("--work")
@@ -246,12 +251,16 @@ def main() -> None:
         postings_words = sum(len(d) for d in docs)
         texts_mb = sum(len(" ".join(d)) for d in docs) / 2**20      # the documents' texts, as UTF-8
         del docs
-        results = {}
-        for which in ("ragkit", *(("ragkit_before",) if args.before else ()), "bm25s", "dense"):
+        results: dict = {}
+        order = [*(("ragkit", "ragkit_before") if args.before else ("ragkit",))] * args.turns + ["bm25s", "dense"]
+        for which in order:
             print(f"{which} ...", flush=True)
-            results[which] = child(which, str(tokens_file), tmp, args.vectors,
-                                   args.before if which == "ragkit_before" else None)
-            print(json.dumps(results[which]), flush=True)
+            result = child(which, str(tokens_file), tmp, args.vectors,
+                           args.before if which == "ragkit_before" else None)
+            print(json.dumps(result), flush=True)
+            results.setdefault(which, result).setdefault("turns", []).append(
+                {"single_qps": result["single"]["qps"], "batch_1_thread_qps": result["batch"]["1_thread"]["qps_median"],
+                 "index_s": result["index_s"]})
     summary = {
         "batch_qps_ratio_vs_bm25s_numba_1_thread": round(
             results["ragkit"]["batch"]["1_thread"]["qps_median"] / results["bm25s"]["batch"]["1_thread"]["qps_median"], 2),
@@ -270,9 +279,14 @@ def main() -> None:
     if args.before:
         before = results["ragkit_before"]
         before["commit"] = commit_of(args.before)
-        summary["batch_qps_ratio_vs_before_1_thread"] = round(
-            results["ragkit"]["batch"]["1_thread"]["qps_median"] / before["batch"]["1_thread"]["qps_median"], 2)
-        summary["single_qps_ratio_vs_before"] = round(results["ragkit"]["single"]["qps"] / before["single"]["qps"], 2)
+
+        def turns(which: str, figure: str) -> float:
+            return statistics.median(t[figure] for t in results[which]["turns"])
+
+        summary["turns"] = args.turns
+        for figure, name in (("batch_1_thread_qps", "batch_qps_ratio_vs_before_1_thread"),
+                             ("single_qps", "single_qps_ratio_vs_before")):
+            summary[name] = round(turns("ragkit", figure) / turns("ragkit_before", figure), 2)
     write("scale", {"docs": args.docs, "queries": args.queries, "words": postings_words, "vocabulary": VOCAB,
                     "zipf_exponent": ZIPF_S, "generate_s": round(generate_s, 1), "k": K,
                     "results": results, "summary": summary})
