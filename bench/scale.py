@@ -258,9 +258,11 @@ def main() -> None:
             result = child(which, str(tokens_file), tmp, args.vectors,
                            args.before if which == "ragkit_before" else None)
             print(json.dumps(result), flush=True)
-            results.setdefault(which, result).setdefault("turns", []).append(
-                {"single_qps": result["single"]["qps"], "batch_1_thread_qps": result["batch"]["1_thread"]["qps_median"],
-                 "index_s": result["index_s"]})
+            results.setdefault(which, result)
+            if which.startswith("ragkit"):
+                results[which].setdefault("turns", []).append(
+                    {"single_qps": result["single"]["qps"], "index_s": result["index_s"],
+                     "batch_1_thread_qps": result["batch"]["1_thread"]["qps_median"]})
     summary = {
         "batch_qps_ratio_vs_bm25s_numba_1_thread": round(
             results["ragkit"]["batch"]["1_thread"]["qps_median"] / results["bm25s"]["batch"]["1_thread"]["qps_median"], 2),
