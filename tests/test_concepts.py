@@ -113,6 +113,36 @@ def test_a_saved_graph_loads_as_built_and_an_older_folder_is_assembled_again(tmp
     assert _same_graph(ConceptGraph.load(tmp_path / "c"), graph)
 
 
+def test_a_saved_graph_keeps_its_linker_keys_for_this_key_version_only(tmp_path, musique):
+    """``names.json`` keeps the keys the linker files the labels and aliases under; a loaded
+    graph's linker takes them as they are and links as one that computes them. Keys of
+    another KEY_VERSION are computed again; a count that does not match the names is a
+    one-line IndexFormatError."""
+    from ragkit.errors import IndexFormatError
+    from ragkit.retrieval.linking import KEY_VERSION, surface_keys
+
+    docs = [musique[f"p{i}"] for i in range(60)]
+    graph, rows, _ = ConceptGraph.build(docs, progress=False)
+    assert graph.link_keys is None
+    graph.save(tmp_path / "c", rows)
+    loaded = ConceptGraph.load(tmp_path / "c")
+    assert graph.aliases and loaded.link_keys == surface_keys([*graph.labels, *graph.aliases])
+    fresh, saved = ConceptSearcher(graph), ConceptSearcher(loaded)
+    assert saved.linker.by_key == fresh.linker.by_key and saved.linker.by_plain == fresh.linker.by_plain
+    for doc in docs[:10]:
+        question = f"What connects {doc.title} and {docs[-1].title}?"
+        assert saved.link_question(question) == fresh.link_question(question)
+    names_file = tmp_path / "c" / "names.json"
+    names = json.loads(names_file.read_text())
+    names["link_keys"]["version"] = 0
+    names_file.write_text(json.dumps(names))
+    assert ConceptGraph.load(tmp_path / "c").link_keys is None
+    names["link_keys"] = {"version": KEY_VERSION, "keys": names["link_keys"]["keys"][:-1]}
+    names_file.write_text(json.dumps(names))
+    with pytest.raises(IndexFormatError, match="names.json keeps .* link keys for"):
+        ConceptGraph.load(tmp_path / "c")
+
+
 def test_extraction_rows_are_kept_as_text_and_written_as_before(tmp_path, musique):
     """The rows a build returns read as dicts, compare equal to plain dicts, and are written
     to ``extractions.jsonl`` line for line as ``json.dumps({"chunk_id": ..., **row})``; a

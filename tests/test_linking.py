@@ -65,3 +65,41 @@ def test_links_say_why_and_can_be_limited_to_kinds():
     link = LINKER.link("Define operating bands")[0]
     assert link.kind == "term" and "operating band" in link.why.lower() and link.to_dict()["how"] == "normalized"
     assert linked("SCP and Service Communication Proxy", kinds=("abbreviation",)) == [("SCP", "SCP", "exact")]
+
+
+# Sample texts whose keys exercise every rule of key_of, words and singular: case, plurals
+# (-ies, -sses, -xes, -ches, -shes, -zes, -s, and the endings kept), possessives with either
+# apostrophe, hyphens, slashes, parentheses, diacritics, digits, short words.
+KEY_SAMPLES = ["Service Communication Proxies", "addresses boxes churches brushes quizzes",
+               "status bus gas basis photos", "Curie's", "Curie’s theory", "the Beatles' albums",
+               "Non-Seamless Non-3GPP offload", "Elementary File (EF)", "máy phay CNC", "Đường",
+               "PM2.5 levels", "UE/RAN", "IN", "a", "Xã hội's"]
+
+
+def test_saved_keys_carry_the_version_of_the_key_function():
+    """A store saves its surfaces' keys with KEY_VERSION and reuses them only at that
+    version. Changing what key_of, words or singular return changes this digest: bump
+    KEY_VERSION with it, so keys saved by an earlier ragkit are computed again."""
+    import hashlib
+
+    from ragkit.retrieval.linking import KEY_VERSION, surface_keys
+
+    digest = hashlib.sha256("\n".join(surface_keys(KEY_SAMPLES)).encode()).hexdigest()[:16]
+    assert (KEY_VERSION, digest) == (1, DIGEST_AT_VERSION_1), surface_keys(KEY_SAMPLES)
+
+
+DIGEST_AT_VERSION_1 = "b6ce22d124ec52ac"
+
+
+def test_a_linker_given_saved_keys_links_as_one_that_computes_them():
+    import pytest
+
+    from ragkit.retrieval.linking import surface_keys
+
+    given = Linker(SURFACES, kinds_order=("term", "abbreviation"), keys=surface_keys(s.text for s in SURFACES))
+    for question in ("What does the SCP do?", "operating bands of NR", "elementary files (EF)",
+                     "non 3GPP offload in Release 17", "Asprin and nang", "PM2.5 in PDU sessions"):
+        assert given.link(question) == LINKER.link(question)
+    assert given.by_key == LINKER.by_key and len(given) == len(LINKER)
+    with pytest.raises(ValueError, match="keys: 2 for 12 surfaces"):
+        Linker(SURFACES, keys=["a", "b"])

@@ -10,7 +10,9 @@ Kept in ``<index>/concepts/`` beside the BM25 index (``ragkit index build --conc
   anyone who wants to read it with networkx.
 - ``graph.npz`` and ``names.json``: the same graph as its sparse matrices and its names, what
   a query process loads (assembling it from the extractions again took seconds at 10,000
-  chunks and minutes at a million).
+  chunks and minutes at a million). ``names.json`` also keeps the linker's keys of the labels
+  and aliases (``linking.surface_keys``, with their ``KEY_VERSION``), 2.5 s of a question's
+  cold start at 100,000 chunks when computed again.
 
 Concepts in more than ``hub_share`` of the chunks (and at least ``HUB_MIN_CHUNKS``) are
 hubs: they say little about any one chunk and would let PageRank's mass reach everything,
@@ -40,6 +42,7 @@ from ..runtime.progress import progress_bar
 
 from ..corpus import Doc
 from ..errors import IndexFormatError, InputError
+from ..retrieval.linking import KEY_VERSION, Surface, surface_keys
 from ..stores.files import atomic_dir
 from ..text import document_language
 from .extract import abbreviations, extract_concepts
@@ -92,6 +95,9 @@ class ConceptGraph:
     aliases: dict[str, str] = field(default_factory=dict)     # alias key -> concept key
     hubs: list[str] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
+    # the linker's keys of the labels, then of the aliases (``link_surfaces``), when a saved
+    # graph of this KEY_VERSION had them; None: computed when a linker is made
+    link_keys: list[str] | None = field(default=None, repr=False)
     _position: dict | None = field(default=None, repr=False)
     _chunk_position: dict | None = field(default=None, repr=False)
     _by_concept: sp.csc_matrix | None = field(default=None, repr=False)
@@ -108,6 +114,13 @@ class ConceptGraph:
         if self._chunk_position is None:
             self._chunk_position = {c: i for i, c in enumerate(self.chunk_ids)}
         return self._chunk_position
+
+    def link_surfaces(self) -> list[Surface]:
+        """The labels and the aliases as a linker's surfaces (target: the concept's number),
+        in the order ``link_keys`` keeps their keys."""
+        surfaces = [Surface(label, str(i), "concept") for i, label in enumerate(self.labels)]
+        surfaces += [Surface(alias, str(self.position[key]), "alias") for alias, key in self.aliases.items()]
+        return surfaces
 
     def concept_of(self, key: str) -> int | None:
         """The concept a key names, through its alias when it has one."""
@@ -326,8 +339,11 @@ class ConceptGraph:
         np.savez(folder / ARRAYS, mentions_indptr=self.mentions.indptr, mentions_indices=self.mentions.indices,
                  cooccurs_indptr=self.cooccurs.indptr, cooccurs_indices=self.cooccurs.indices,
                  cooccurs_data=self.cooccurs.data, df=self.df)
+        if self.link_keys is None:
+            self.link_keys = surface_keys(chain(self.labels, self.aliases))
         names = {"chunk_ids": self.chunk_ids, "keys": self.keys, "labels": self.labels,
-                 "aliases": self.aliases, "hubs": self.hubs}
+                 "aliases": self.aliases, "hubs": self.hubs,
+                 "link_keys": {"version": KEY_VERSION, "keys": self.link_keys}}
         (folder / NAMES).write_text(json.dumps(names, ensure_ascii=False), encoding="utf-8")
 
     @classmethod
@@ -363,8 +379,15 @@ class ConceptGraph:
             cooccurs = sp.csr_matrix((arrays["cooccurs_data"], arrays["cooccurs_indices"], arrays["cooccurs_indptr"]),
                                      shape=(m, m))
             df = arrays["df"]
+        saved = names.get("link_keys") or {}
+        link_keys = saved.get("keys") if saved.get("version") == KEY_VERSION else None
+        if link_keys is not None and len(link_keys) != len(names["labels"]) + len(names["aliases"]):
+            raise IndexFormatError(f"concepts {directory}: {NAMES} keeps {len(link_keys)} link keys for "
+                                   f"{len(names['labels'])} labels and {len(names['aliases'])} aliases; "
+                                   "rebuild it with 'ragkit index build --concepts'")
         return cls(chunk_ids=names["chunk_ids"], keys=names["keys"], labels=names["labels"], df=df,
-                   mentions=mentions, cooccurs=cooccurs, aliases=names["aliases"], hubs=names["hubs"])
+                   mentions=mentions, cooccurs=cooccurs, aliases=names["aliases"], hubs=names["hubs"],
+                   link_keys=link_keys)
 
 
 def edge_matrices(n_chunks: int, n_concepts: int, mention_rows, mention_cols,

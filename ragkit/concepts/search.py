@@ -35,7 +35,7 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..retrieval.linking import Linker, Surface
+from ..retrieval.linking import Linker
 from .vectors import LabelVectors
 from .graph import ConceptGraph
 from .ppr import LocalPageRank, personalized_pagerank, transition_matrix
@@ -105,12 +105,10 @@ class ConceptSearcher:
     @cached_property
     def linker(self) -> Linker:
         """The concepts' labels and aliases as surfaces (target: the concept's number)."""
-        surfaces = [Surface(label, str(i), "concept") for i, label in enumerate(self.graph.labels)]
-        surfaces += [Surface(alias, str(self.graph.position[key]), "alias")
-                     for alias, key in self.graph.aliases.items()]
         # Only a name may link misspelt (``link_question``): spans that open in lower case are
-        # not compared with the labels at all.
-        return Linker(surfaces, fuzzy_spans=lambda written: written[:1].isupper())
+        # not compared with the labels at all. A saved graph brings its surfaces' keys.
+        return Linker(self.graph.link_surfaces(), fuzzy_spans=lambda written: written[:1].isupper(),
+                      keys=self.graph.link_keys)
 
     def link_question(self, question: str) -> list[SeedConcept]:
         """The question's concepts: spans linked to a concept's label or alias by

@@ -94,6 +94,19 @@ def key_of(words: Sequence[str]) -> str:
     return " ".join(out)
 
 
+# The version of what ``key_of(words(text))`` returns. Keys saved beside a store (a concept
+# graph's ``names.json``) carry it, and keys of another version are computed again: bump it
+# whenever ``key_of``, ``words`` or ``singular`` change any output (tests/test_linking.py holds
+# a digest of their outputs on sample words, which fails until this is bumped with it).
+KEY_VERSION = 1
+
+
+def surface_keys(texts: Iterable[str]) -> list[str]:
+    """``key_of(words(text))`` of each text ("" for one without words): the keys a ``Linker``
+    files its surfaces under, for a store to save beside its names (with ``KEY_VERSION``)."""
+    return [key_of(found) if (found := words(text)) else "" for text in texts]
+
+
 def has_diacritics(text: str) -> bool:
     return strip_accents(text) != text
 
@@ -130,7 +143,10 @@ class Linker:
     """Surfaces indexed by their normalized words, for linking spans of questions."""
 
     def __init__(self, surfaces: Iterable[Surface], *, fuzzy_cutoff: float | None = 0.88,
-                 kinds_order: Sequence[str] = (), fuzzy_spans: Callable[[str], bool] | None = None):
+                 kinds_order: Sequence[str] = (), fuzzy_spans: Callable[[str], bool] | None = None,
+                 keys: Sequence[str] | None = None):
+        """``keys``: ``surface_keys`` of the surfaces' texts, in their order, as a store saved
+        them (of this ``KEY_VERSION``): they are not computed again."""
         self.fuzzy_cutoff = fuzzy_cutoff
         # Which spans (as written) may link misspelt; None: any. A caller that keeps only some
         # fuzzy links says which here, and the others are never compared. Such a caller's
@@ -142,11 +158,17 @@ class Linker:
         self.by_key: dict[str, list[Surface]] = {}
         self.by_plain: dict[str, list[Surface]] = {}
         self.size = 0
-        for s in surfaces:
-            surface_words = words(s.text)
-            if not surface_words:
+        keyed: Iterable[tuple[Surface, str]]
+        if keys is None:
+            keyed = ((s, key_of(found) if (found := words(s.text)) else "") for s in surfaces)
+        else:
+            surfaces = list(surfaces)
+            if len(keys) != len(surfaces):
+                raise ValueError(f"keys: {len(keys)} for {len(surfaces)} surfaces")
+            keyed = zip(surfaces, keys)
+        for s, key in keyed:
+            if not key:
                 continue
-            key = key_of(surface_words)
             self.by_key.setdefault(key, []).append(s)
             self.by_plain.setdefault(strip_accents(key), []).append(s)
             self.size += 1
@@ -156,8 +178,8 @@ class Linker:
         # never compared.
         self._fuzzy_by_len: dict[int, list[str]] = {}
         self._fuzzy_window: dict[tuple[int, int, str], list[str]] = {}     # (low, high, first letter) -> keys
-        for key, found in self.by_key.items():
-            if len(key) >= 5 and any(s.kind != "abbreviation" for s in found):
+        for key, filed in self.by_key.items():
+            if len(key) >= 5 and any(s.kind != "abbreviation" for s in filed):
                 self._fuzzy_by_len.setdefault(len(key), []).append(key)
 
     def __len__(self) -> int:
