@@ -67,10 +67,13 @@ def test_threads_answer_in_a_process_forked_after_a_threaded_batch(scifact_token
     assert proc.exitcode == 0 and answered == [idx.tolist() for idx, _ in reference]
 
 
+@pytest.mark.parametrize("merge", [False, True], ids=["adding", "merging"])
 @pytest.mark.parametrize("idf", ["robertson", "lucene"])
-def test_batch_of_rare_terms_merges_their_postings(scifact_tokens, idf):
-    """Queries of rare terms only (few postings: the loop merges the terms' postings a
-    document at a time) rank as the per-query path does, ties too."""
+def test_batch_of_rare_terms_ranks_as_one_query_at_a_time(scifact_tokens, idf, merge, monkeypatch):
+    """Queries of rare terms only (few postings: the loop adds them and reads the documents
+    it touched, or, above MERGE_ABOVE_DOCS documents, merges the terms' postings a document
+    at a time) rank as the per-query path does, ties too."""
+    monkeypatch.setattr(bm25_batch, "MERGE_ABOVE_DOCS", 0 if merge else 1 << 40)
     corpus, queries = scifact_tokens
     index = BM25Index.from_tokens(corpus, BM25Params(idf=idf))
     df = np.diff(index.weights.indptr)
@@ -81,10 +84,13 @@ def test_batch_of_rare_terms_merges_their_postings(scifact_tokens, idf):
         _same(bm25_batch.top_k_many(index, rare, k, compiled=True), [index.top_k_tokens(q, k) for q in rare])
 
 
-def test_batch_with_weights_at_or_below_zero():
+@pytest.mark.parametrize("merge", [False, True], ids=["adding", "merging"])
+def test_batch_with_weights_at_or_below_zero(merge, monkeypatch):
     """Robertson's IDF goes negative for a term in most documents: a document that shares
     only such terms scores below zero and is still ranked (it shares a term); one sharing
-    none is not. Repeated and unknown query terms count as in the per-query path."""
+    none is not. Repeated and unknown query terms count as in the per-query path, whichever
+    way the loop takes a query with few postings."""
+    monkeypatch.setattr(bm25_batch, "MERGE_ABOVE_DOCS", 0 if merge else 1 << 40)
     corpus = [["common", "rare"], ["common"], ["common", "other"], ["common", "x"], ["y"]]
     index = BM25Index.from_tokens(corpus, BM25Params(idf="robertson"))
     assert not index.positive_weights
@@ -100,7 +106,7 @@ def test_batch_with_weights_at_or_below_zero():
     for k in (1, 5, 20):
         _same(bm25_batch.top_k_many(larger, queries, k, compiled=True), [larger.top_k_tokens(q, k) for q in queries])
     # the per-document scratch kept with the index for the next batch is left clean
-    (scores, seen), = larger._scratch
+    (scores, seen, _), = larger._scratch
     assert not scores.any() and not seen.any()
     ranked = bm25_batch.top_k_many(index, [["common"]], 10, compiled=True)[0]
     assert sorted(ranked[0].tolist()) == [0, 1, 2, 3] and (ranked[1] < 0).all()

@@ -34,12 +34,14 @@ def insert(top_s, top_i, size, k, s, d):
 
 
 @njit(cache=True, nogil=True)
-def kernel(indptr, indices, data, positive, tokens, offsets, k, scores, seen, out_idx, out_score, out_n):
+def kernel(indptr, indices, data, positive, merge, tokens, offsets, k, scores, seen, touched,
+           out_idx, out_score, out_n):
     """Rank each query q (its term ids: tokens[offsets[q]:offsets[q + 1]], -1 for a term
     not in the vocabulary) into row q of the outputs. ``positive``: every weight is above
     zero, so a document shares a query term exactly when its score is above zero.
-    ``scores`` (zeros) and ``seen`` (False), one slot per document, are the caller's and
-    are left as they came."""
+    ``merge``: a query with few postings merges them rather than adding them into its slots
+    (``bm25_batch.MERGE_ABOVE_DOCS``). ``scores`` (zeros), ``seen`` (False) and
+    ``touched``, one slot per document, are the caller's and are left as they came."""
     n_docs = scores.size
     terms = np.empty(tokens.size, np.int64)
     times = np.empty(tokens.size, np.float64)
@@ -93,10 +95,29 @@ def kernel(indptr, indices, data, positive, tokens, offsets, k, scores, seen, ou
             scores[:] = 0.0
             if not positive:
                 seen[:] = False
+        elif not merge:
+            # Few, on a corpus whose slots fit in cache: add them, keeping the list of the
+            # documents touched, and read only those.
+            n_touched = 0
+            for j in range(n_terms):
+                term, times_j = terms[j], times[j]
+                for p in range(indptr[term], indptr[term + 1]):
+                    d = indices[p]
+                    if not seen[d]:
+                        seen[d] = True
+                        touched[n_touched] = d
+                        n_touched += 1
+                    scores[d] += data[p] * times_j if times_j > 1 else data[p]
+            for u in range(n_touched):
+                d = touched[u]
+                if size < k or worse(top_s[k - 1], top_i[k - 1], scores[d], d):
+                    size = insert(top_s, top_i, size, k, scores[d], d)
+                scores[d] = 0.0
+                seen[d] = False
         else:
-            # Few: each term's postings are in document order, so merge them, a document
-            # at a time, adding its terms' weights in term order (no slot per document,
-            # and only sequential reads).
+            # Few, on a large corpus: each term's postings are in document order, so merge
+            # them, a document at a time, adding its terms' weights in term order (no slot
+            # per document, and only sequential reads).
             for j in range(n_terms):
                 heads[j], ends[j] = indptr[terms[j]], indptr[terms[j] + 1]
             while True:
