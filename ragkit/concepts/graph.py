@@ -23,13 +23,11 @@ frequencies would give by chance (a cosine between the two concepts' chunk sets)
 
 from __future__ import annotations
 
-import gc
 import gzip
 import hashlib
 import json
 import time
 from array import array
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain, islice
@@ -38,6 +36,7 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
+from ..runtime.collector import collector_paused
 from ..runtime.progress import progress_bar
 
 from ..corpus import Doc
@@ -118,8 +117,9 @@ class ConceptGraph:
     def link_surfaces(self) -> list[Surface]:
         """The labels and the aliases as a linker's surfaces (target: the concept's number),
         in the order ``link_keys`` keeps their keys."""
-        surfaces = [Surface(label, str(i), "concept") for i, label in enumerate(self.labels)]
-        surfaces += [Surface(alias, str(self.position[key]), "alias") for alias, key in self.aliases.items()]
+        with collector_paused():
+            surfaces = [Surface(label, str(i), "concept") for i, label in enumerate(self.labels)]
+            surfaces += [Surface(alias, str(self.position[key]), "alias") for alias, key in self.aliases.items()]
         return surfaces
 
     def concept_of(self, key: str) -> int | None:
@@ -172,7 +172,7 @@ class ConceptGraph:
         previous = previous or {}
         texts: dict[str, str] = {}
         extracted = reused = 0
-        with _collector_paused():
+        with collector_paused():
             todo: list[Doc] = []
             digests: dict[str, str] = {}
             for doc in docs:
@@ -210,7 +210,7 @@ class ConceptGraph:
         label_ids: dict[str, int] = {}
         per_chunk, key_column, label_column = array("q"), array("q"), array("q")
         sentence_counts, sentence_column, initial_column = array("q"), array("q"), bytearray()
-        with _collector_paused():
+        with collector_paused():
             for cid in chunk_ids:
                 row = rows[cid]
                 for short, long_form in row.get("abbreviations", {}).items():
@@ -370,7 +370,7 @@ class ConceptGraph:
 
     @classmethod
     def _read_arrays(cls, directory: Path) -> "ConceptGraph":
-        with _collector_paused():
+        with collector_paused():
             names = json.loads((directory / NAMES).read_text(encoding="utf-8"))
         n, m = len(names["chunk_ids"]), len(names["keys"])
         with np.load(directory / ARRAYS) as arrays:
@@ -533,20 +533,6 @@ def _extract_all(docs: list[Doc], terms: tuple[str, ...], progress: bool | None,
                 bar.update(len(batch))
     finally:
         bar.close()
-
-
-@contextmanager
-def _collector_paused():
-    """Python's cycle collector off while a block makes millions of small objects that hold
-    no cycles (extraction rows, their JSON): each of its full passes would walk all of them
-    again (reading 100,000 rows takes 5 times as long with it on). On again afterwards."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
 
 
 def _write_joined(out, items, batch: int = 65536) -> None:
