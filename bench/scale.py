@@ -9,8 +9,8 @@ With ``--before DIR`` (a checkout of an earlier ragkit, e.g. ``git worktree add 
 that ragkit's BM25 runs too, in its own process on the same documents, right after this
 one's: its build time and query speeds beside today's, on the same machine in the same run.
 With ``--turns N`` the two take turns N times (fresh processes each), and the query figures
-compared are the medians of the turns: two processes of the same code differ by up to 2x in
-query speed on a shared machine.
+compared (with bm25s's too) are the medians of the turns: two processes of the same code
+differ by up to 2x in query speed on a shared machine.
 
 The corpus is generated (seeded): short documents (8 to 40 words, 20 on average) drawn from
 a 200,000-word vocabulary with Zipfian frequencies (exponent 1.07, as word counts in English
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import ROOT, commit_of, write
+from _common import commit_of, write
 
 K = 10
 VOCAB = 200_000
@@ -221,6 +221,36 @@ def child(which: str, tokens_file: str, work: str, n_vectors: int, before: Path 
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def turns_median(result: dict, figure: str) -> float:
+    """The median over a ragkit's turns of ``figure`` (single_qps or batch_1_thread_qps)."""
+    return statistics.median(t[figure] for t in result["turns"])
+
+
+def summarize(results: dict, texts_mb: float) -> dict:
+    """The ratios: ragkit's query speeds are the medians of its turns (one turn: its run)."""
+    ragkit, bm25s = results["ragkit"], results["bm25s"]
+    summary = {
+        "batch_qps_ratio_vs_bm25s_numba_1_thread": round(
+            turns_median(ragkit, "batch_1_thread_qps") / bm25s["batch"]["1_thread"]["qps_median"], 2),
+        "single_qps_ratio_vs_bm25s_numba": round(turns_median(ragkit, "single_qps") / bm25s["single"]["qps"], 2),
+        "index_time_ratio_vs_bm25s": round(ragkit["index_s"] / bm25s["index_s"], 2),
+        "peak_rss_under_8_gb": max(results[w]["peak_rss_mb"] for w in results) < 8192,
+        "load_ratio_vs_bm25s": round(ragkit["load_s"] / max(bm25s["load_s"], 1e-3), 2),
+        "peak_build_rss_ratio_vs_bm25s": round(ragkit["rss_after_build_mb"] / bm25s["rss_after_build_mb"], 2),
+        "texts_mb": round(texts_mb, 1),
+        "disk_allowance_mb": round(1.5 * bm25s["disk_mb"] + texts_mb, 1),   # 1.5 x bm25s's plus the texts
+        # the index without its texts against bm25s's (which keeps none)
+        "disk_less_texts_ratio_vs_bm25s": round((ragkit["disk_mb"] - ragkit["texts_disk_mb"]) / bm25s["disk_mb"], 2),
+        "turns": len(ragkit["turns"]),
+    }
+    if "ragkit_before" in results:
+        before = results["ragkit_before"]
+        for figure, name in (("batch_1_thread_qps", "batch_qps_ratio_vs_before_1_thread"),
+                             ("single_qps", "single_qps_ratio_vs_before")):
+            summary[name] = round(turns_median(ragkit, figure) / turns_median(before, figure), 2)
+    return summary
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=1_000_000)
@@ -229,11 +259,13 @@ def main() -> None:
     parser.add_argument("--before", type=Path, metavar="DIR",
                         help="a checkout of an earlier ragkit whose BM25 runs too, for the same-run comparison")
     parser.add_argument("--turns", type=int, default=1,
-                        help="with --before: run the two this many times each, alternately (query figures: medians)")
+                        help="with --before: run the two this many times each, alternately (query ratios: medians)")
     parser.add_argument("--child", choices=("ragkit", "ragkit_before", "bm25s", "dense"))
     parser.add_argument("--tokens")
     parser.add_argument("--work")
     args = parser.parse_args()
+    if args.turns < 1:
+        parser.error(f"--turns: must be at least 1, got {args.turns}")
     if args.child:
         part = {"ragkit": run_ragkit, "bm25s": run_bm25s,
                 "ragkit_before": lambda tokens, work: run_ragkit(tokens, work, before=True)}.get(args.child)
@@ -252,7 +284,7 @@ def main() -> None:
         texts_mb = sum(len(" ".join(d)) for d in docs) / 2**20      # the documents' texts, as UTF-8
         del docs
         results: dict = {}
-        order = [*(("ragkit", "ragkit_before") if args.before else ("ragkit",))] * args.turns + ["bm25s", "dense"]
+        order = [*(("ragkit", "ragkit_before") * args.turns if args.before else ("ragkit",)), "bm25s", "dense"]
         for which in order:
             print(f"{which} ...", flush=True)
             result = child(which, str(tokens_file), tmp, args.vectors,
@@ -263,32 +295,9 @@ def main() -> None:
                 results[which].setdefault("turns", []).append(
                     {"single_qps": result["single"]["qps"], "index_s": result["index_s"],
                      "batch_1_thread_qps": result["batch"]["1_thread"]["qps_median"]})
-    summary = {
-        "batch_qps_ratio_vs_bm25s_numba_1_thread": round(
-            results["ragkit"]["batch"]["1_thread"]["qps_median"] / results["bm25s"]["batch"]["1_thread"]["qps_median"], 2),
-        "single_qps_ratio_vs_bm25s_numba": round(results["ragkit"]["single"]["qps"] / results["bm25s"]["single"]["qps"], 2),
-        "index_time_ratio_vs_bm25s": round(results["ragkit"]["index_s"] / results["bm25s"]["index_s"], 2),
-        "peak_rss_under_8_gb": max(results[w]["peak_rss_mb"] for w in results) < 8192,
-        "load_ratio_vs_bm25s": round(results["ragkit"]["load_s"] / max(results["bm25s"]["load_s"], 1e-3), 2),
-        "peak_build_rss_ratio_vs_bm25s": round(results["ragkit"]["rss_after_build_mb"]
-                                               / results["bm25s"]["rss_after_build_mb"], 2),
-        "texts_mb": round(texts_mb, 1),
-        "disk_allowance_mb": round(1.5 * results["bm25s"]["disk_mb"] + texts_mb, 1),   # 1.5 x bm25s's plus the texts
-        # the index without its texts against bm25s's (which keeps none)
-        "disk_less_texts_ratio_vs_bm25s": round((results["ragkit"]["disk_mb"] - results["ragkit"]["texts_disk_mb"])
-                                                / results["bm25s"]["disk_mb"], 2),
-    }
     if args.before:
-        before = results["ragkit_before"]
-        before["commit"] = commit_of(args.before)
-
-        def turns(which: str, figure: str) -> float:
-            return statistics.median(t[figure] for t in results[which]["turns"])
-
-        summary["turns"] = args.turns
-        for figure, name in (("batch_1_thread_qps", "batch_qps_ratio_vs_before_1_thread"),
-                             ("single_qps", "single_qps_ratio_vs_before")):
-            summary[name] = round(turns("ragkit", figure) / turns("ragkit_before", figure), 2)
+        results["ragkit_before"]["commit"] = commit_of(args.before)
+    summary = summarize(results, texts_mb)
     write("scale", {"docs": args.docs, "queries": args.queries, "words": postings_words, "vocabulary": VOCAB,
                     "zipf_exponent": ZIPF_S, "generate_s": round(generate_s, 1), "k": K,
                     "results": results, "summary": summary})

@@ -81,7 +81,8 @@ def test_top_k_breaks_ties_by_document_order():
 def test_few_and_many_postings_rank_the_same_as_every_documents_scores(idf):
     """A query with few postings sorts them by document, one with many adds them into a slot
     per document: both give what the whole score vector gives, to the last bit, ties to the
-    earlier document, repeated terms counted, and a negative weight still ranked."""
+    earlier document, repeated terms counted. A weight at or below zero (Robertson's IDF
+    of a term in half the documents or more) only meets the slot way, and is still ranked."""
     rng = np.random.default_rng(3)
     corpus = [[f"w{int(w)}" for w in rng.zipf(1.3, size=rng.integers(3, 12)) % 400] for _ in range(2000)]
     index = BM25Index.from_tokens(corpus, BM25Params(idf=idf))

@@ -88,8 +88,9 @@ def test_batch_of_rare_terms_ranks_as_one_query_at_a_time(scifact_tokens, idf, m
 def test_batch_with_weights_at_or_below_zero(merge, monkeypatch):
     """Robertson's IDF goes negative for a term in most documents: a document that shares
     only such terms scores below zero and is still ranked (it shares a term); one sharing
-    none is not. Repeated and unknown query terms count as in the per-query path, whichever
-    way the loop takes a query with few postings."""
+    none is not. Repeated and unknown query terms count as in the per-query path. Such a
+    term is in half the documents or more, so only the slot way meets it; the queries with
+    few postings on the larger corpus run both ways on an index that has such weights."""
     monkeypatch.setattr(bm25_batch, "MERGE_ABOVE_DOCS", 0 if merge else 1 << 40)
     corpus = [["common", "rare"], ["common"], ["common", "other"], ["common", "x"], ["y"]]
     index = BM25Index.from_tokens(corpus, BM25Params(idf="robertson"))

@@ -125,9 +125,10 @@ def test_a_saved_graph_keeps_its_linker_keys_for_this_key_version_only(tmp_path,
     graph, rows, _ = ConceptGraph.build(docs, progress=False)
     assert graph.link_keys is None
     graph.save(tmp_path / "c", rows)
+    assert graph.link_keys is None                      # saving does not change the graph
     loaded = ConceptGraph.load(tmp_path / "c")
     assert graph.aliases and loaded.link_keys == surface_keys([*graph.labels, *graph.aliases])
-    fresh, saved = ConceptSearcher(graph), ConceptSearcher(loaded)
+    fresh, saved = ConceptSearcher(graph), ConceptSearcher(loaded)      # keys computed / read
     assert saved.linker.by_key == fresh.linker.by_key and saved.linker.by_plain == fresh.linker.by_plain
     for doc in docs[:10]:
         question = f"What connects {doc.title} and {docs[-1].title}?"
@@ -140,6 +141,10 @@ def test_a_saved_graph_keeps_its_linker_keys_for_this_key_version_only(tmp_path,
     names["link_keys"] = {"version": KEY_VERSION, "keys": names["link_keys"]["keys"][:-1]}
     names_file.write_text(json.dumps(names))
     with pytest.raises(IndexFormatError, match="names.json keeps .* link keys for"):
+        ConceptGraph.load(tmp_path / "c")
+    names["link_keys"] = ["not", "an", "object"]
+    names_file.write_text(json.dumps(names))
+    with pytest.raises(IndexFormatError, match="keeps its link keys as list, not an object"):
         ConceptGraph.load(tmp_path / "c")
 
 

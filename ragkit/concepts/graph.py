@@ -339,11 +339,10 @@ class ConceptGraph:
         np.savez(folder / ARRAYS, mentions_indptr=self.mentions.indptr, mentions_indices=self.mentions.indices,
                  cooccurs_indptr=self.cooccurs.indptr, cooccurs_indices=self.cooccurs.indices,
                  cooccurs_data=self.cooccurs.data, df=self.df)
-        if self.link_keys is None:
-            self.link_keys = surface_keys(chain(self.labels, self.aliases))
+        link_keys = self.link_keys if self.link_keys is not None else surface_keys(chain(self.labels, self.aliases))
         names = {"chunk_ids": self.chunk_ids, "keys": self.keys, "labels": self.labels,
                  "aliases": self.aliases, "hubs": self.hubs,
-                 "link_keys": {"version": KEY_VERSION, "keys": self.link_keys}}
+                 "link_keys": {"version": KEY_VERSION, "keys": link_keys}}
         (folder / NAMES).write_text(json.dumps(names, ensure_ascii=False), encoding="utf-8")
 
     @classmethod
@@ -380,9 +379,14 @@ class ConceptGraph:
                                      shape=(m, m))
             df = arrays["df"]
         saved = names.get("link_keys") or {}
+        if not isinstance(saved, dict):
+            raise IndexFormatError(f"concepts {directory}: {NAMES} keeps its link keys as {type(saved).__name__}, "
+                                   "not an object; rebuild it with 'ragkit index build --concepts'")
         link_keys = saved.get("keys") if saved.get("version") == KEY_VERSION else None
-        if link_keys is not None and len(link_keys) != len(names["labels"]) + len(names["aliases"]):
-            raise IndexFormatError(f"concepts {directory}: {NAMES} keeps {len(link_keys)} link keys for "
+        if link_keys is not None and (not isinstance(link_keys, list)
+                                      or len(link_keys) != len(names["labels"]) + len(names["aliases"])):
+            count = len(link_keys) if isinstance(link_keys, list) else "no list of"
+            raise IndexFormatError(f"concepts {directory}: {NAMES} keeps {count} link keys for "
                                    f"{len(names['labels'])} labels and {len(names['aliases'])} aliases; "
                                    "rebuild it with 'ragkit index build --concepts'")
         return cls(chunk_ids=names["chunk_ids"], keys=names["keys"], labels=names["labels"], df=df,

@@ -233,9 +233,9 @@ class BM25Index:
 
         A query with few postings (under an eighth of the documents) sorts its postings by
         document and adds each document's contributions (O(postings log postings)); one
-        with many adds them into one slot per document (O(postings + n)). Either way a
-        document's contributions are added in the query's term order, starting from zero,
-        so the sums are the same to the last bit.
+        with many adds them into one slot per document (O(postings + n)). Either way
+        ``bincount`` adds a document's contributions in the query's term order, starting
+        from zero, so the sums are the same to the last bit.
         """
         idx, w = self._postings(query_tokens)
         n_docs = len(self.docs)
@@ -247,14 +247,14 @@ class BM25Index:
             return matched, scores[matched]
         if idx.size == 0:
             return np.empty(0, dtype=np.intp), np.empty(0)
-        order = np.argsort(idx, kind="stable")      # stable: each document's terms stay in order
+        order = np.argsort(idx, kind="stable")      # the terms' runs are sorted already: merge sort is fastest
         by_doc = idx[order]
         first = np.empty(by_doc.size, dtype=bool)
         first[0] = True
         np.not_equal(by_doc[1:], by_doc[:-1], out=first[1:])
         slot = np.empty(idx.size, dtype=np.intp)
         slot[order] = np.cumsum(first) - 1
-        return by_doc[first], np.bincount(slot, weights=w)
+        return by_doc[first].astype(np.intp, copy=False), np.bincount(slot, weights=w)
 
     def score_tokens(self, query_tokens: Sequence[str]) -> np.ndarray:
         """BM25 score of every document for a tokenized query (zeros where nothing matches)."""

@@ -102,10 +102,17 @@ def key_of(words: Sequence[str]) -> str:
 KEY_VERSION = 1
 
 
+def surface_key(text: str) -> str:
+    """``key_of(words(text))`` ("" for a text without words): the key a ``Linker`` files a
+    surface under."""
+    found = words(text)
+    return key_of(found) if found else ""
+
+
 def surface_keys(texts: Iterable[str]) -> list[str]:
-    """``key_of(words(text))`` of each text ("" for one without words): the keys a ``Linker``
-    files its surfaces under, for a store to save beside its names (with ``KEY_VERSION``)."""
-    return [key_of(found) if (found := words(text)) else "" for text in texts]
+    """``surface_key`` of each text, for a store to save beside its names (with
+    ``KEY_VERSION``)."""
+    return [surface_key(text) for text in texts]
 
 
 def has_diacritics(text: str) -> bool:
@@ -162,7 +169,7 @@ class Linker:
         self.size = 0
         keyed: Iterable[tuple[Surface, str]]
         if keys is None:
-            keyed = ((s, key_of(found) if (found := words(s.text)) else "") for s in surfaces)
+            keyed = ((s, surface_key(s.text)) for s in surfaces)
         else:
             surfaces = list(surfaces)
             if len(keys) != len(surfaces):
