@@ -11,8 +11,8 @@ Kept in ``<index>/concepts/`` beside the BM25 index (``ragkit index build --conc
 - ``graph.npz`` and ``names.json``: the same graph as its sparse matrices and its names, what
   a query process loads (assembling it from the extractions again took seconds at 10,000
   chunks and minutes at a million). ``names.json`` also keeps the linker's keys of the labels
-  and aliases (``linking.surface_keys``, with their ``KEY_VERSION``), 2.5 s of a question's
-  cold start at 100,000 chunks when computed again.
+  and aliases (``linking.surface_keys``, with their ``KEY_VERSION``): computing them again
+  took about 1 s of a question's cold start at 100,000 chunks.
 
 Concepts in more than ``hub_share`` of the chunks (and at least ``HUB_MIN_CHUNKS``) are
 hubs: they say little about any one chunk and would let PageRank's mass reach everything,
@@ -36,12 +36,12 @@ from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from ..runtime.collector import collector_paused
-from ..runtime.progress import progress_bar
 
 from ..corpus import Doc
 from ..errors import IndexFormatError, InputError
 from ..retrieval.linking import KEY_VERSION, Surface, surface_keys
+from ..runtime.collector import collector_paused
+from ..runtime.progress import progress_bar
 from ..stores.files import atomic_dir
 from ..text import document_language
 from .extract import abbreviations, extract_concepts
