@@ -15,7 +15,9 @@ differ by up to 2x in query speed on a shared machine.
 The corpus is generated (seeded): short documents (8 to 40 words, 20 on average) drawn from
 a 200,000-word vocabulary with Zipfian frequencies (exponent 1.07, as word counts in English
 text roughly follow), and 1,000 queries of 2 to 6 words drawn from the same law without its
-300 most common words (queries name content words). Each library runs in its own process,
+300 most common words (queries name content words); and 250 long queries, each four of
+those run together (8 to 24 words, as a question's content words: they exercise the batch
+loop's merge of many terms' postings). Each library runs in its own process,
 so its peak memory (the child's max RSS) is its own; both get the same token lists, written
 once to a file. Memory is the process's peak including the token lists it read.
 
@@ -67,6 +69,11 @@ def generate(n_docs: int, n_queries: int, seed: int = 7) -> tuple[list[list[str]
     qflat = rng.choice(VOCAB, size=int(qlen.sum()), p=q)
     queries = [list(words[part]) for part in np.split(qflat, np.cumsum(qlen)[:-1])]
     return docs, queries
+
+
+def long_queries(queries: list[list[str]], join: int = 4) -> list[list[str]]:
+    """Every ``join`` consecutive queries run together as one."""
+    return [sum(queries[i:i + join], []) for i in range(0, len(queries) - join + 1, join)]
 
 
 def peak_rss_mb() -> float:
@@ -132,6 +139,8 @@ def run_ragkit(tokens_file: Path, work: Path, before: bool = False) -> dict:
     batched = {f"{t}_thread{'s' * (t > 1)}": batch_qps(lambda qs, t=t: index.top_k_many(qs, K, threads=t, **compiled),
                                                        queries)
                for t in (1, 2)}
+    batched["long_1_thread"] = batch_qps(lambda qs: index.top_k_many(qs, K, threads=1, **compiled),
+                                         long_queries(queries))
     return {"index_s": round(index_s, 2), "save_s": round(save_s, 2), "load_s": round(load_s, 2),
             "disk_mb": round(folder_mb(work / "ragkit-index"), 1), "postings": int(index.weights.nnz),
             "texts_disk_mb": round(sum(f.stat().st_size for f in (work / "ragkit-index").glob("docs.*")) / 2**20, 1),
@@ -165,6 +174,7 @@ def run_bm25s(tokens_file: Path, work: Path) -> dict:
     many(queries[:10])
     single = latencies(lambda q: many([q]), queries)
     batched = {f"{t}_thread{'s' * (t > 1)}": batch_qps(lambda qs, t=t: many(qs, t), queries) for t in (1, 2)}
+    batched["long_1_thread"] = batch_qps(many, long_queries(queries))
     return {"index_s": round(index_s, 2), "save_s": round(save_s, 2), "load_s": round(load_s, 2),
             "disk_mb": round(folder_mb(work / "bm25s-index"), 1), "peak_rss_mb": round(peak_rss_mb(), 1),
             "rss_after_tokens_mb": round(base_mb, 1), "rss_after_build_mb": round(built_mb, 1),
@@ -222,7 +232,8 @@ def child(which: str, tokens_file: str, work: str, n_vectors: int, before: Path 
 
 
 def turns_median(result: dict, figure: str) -> float:
-    """The median over a ragkit's turns of ``figure`` (single_qps or batch_1_thread_qps)."""
+    """The median over a ragkit's turns of ``figure`` (single_qps, batch_1_thread_qps or
+    long_batch_1_thread_qps)."""
     return statistics.median(t[figure] for t in result["turns"])
 
 
@@ -233,6 +244,8 @@ def summarize(results: dict, texts_mb: float) -> dict:
         "batch_qps_ratio_vs_bm25s_numba_1_thread": round(
             turns_median(ragkit, "batch_1_thread_qps") / bm25s["batch"]["1_thread"]["qps_median"], 2),
         "single_qps_ratio_vs_bm25s_numba": round(turns_median(ragkit, "single_qps") / bm25s["single"]["qps"], 2),
+        "long_batch_qps_ratio_vs_bm25s_numba_1_thread": round(
+            turns_median(ragkit, "long_batch_1_thread_qps") / bm25s["batch"]["long_1_thread"]["qps_median"], 2),
         "index_time_ratio_vs_bm25s": round(ragkit["index_s"] / bm25s["index_s"], 2),
         "peak_rss_under_8_gb": max(results[w]["peak_rss_mb"] for w in results) < 8192,
         "load_ratio_vs_bm25s": round(ragkit["load_s"] / max(bm25s["load_s"], 1e-3), 2),
@@ -246,7 +259,8 @@ def summarize(results: dict, texts_mb: float) -> dict:
     if "ragkit_before" in results:
         before = results["ragkit_before"]
         for figure, name in (("batch_1_thread_qps", "batch_qps_ratio_vs_before_1_thread"),
-                             ("single_qps", "single_qps_ratio_vs_before")):
+                             ("single_qps", "single_qps_ratio_vs_before"),
+                             ("long_batch_1_thread_qps", "long_batch_qps_ratio_vs_before_1_thread")):
             summary[name] = round(turns_median(ragkit, figure) / turns_median(before, figure), 2)
     return summary
 
@@ -294,7 +308,8 @@ def main() -> None:
             if which.startswith("ragkit"):
                 results[which].setdefault("turns", []).append(
                     {"single_qps": result["single"]["qps"], "index_s": result["index_s"],
-                     "batch_1_thread_qps": result["batch"]["1_thread"]["qps_median"]})
+                     "batch_1_thread_qps": result["batch"]["1_thread"]["qps_median"],
+                     "long_batch_1_thread_qps": result["batch"]["long_1_thread"]["qps_median"]})
     if args.before:
         results["ragkit_before"]["commit"] = commit_of(args.before)
     summary = summarize(results, texts_mb)

@@ -71,15 +71,20 @@ def test_threads_answer_in_a_process_forked_after_a_threaded_batch(scifact_token
 @pytest.mark.parametrize("idf", ["robertson", "lucene"])
 def test_batch_of_rare_terms_ranks_as_one_query_at_a_time(scifact_tokens, idf, merge, monkeypatch):
     """Queries of rare terms only (few postings: the loop adds them and reads the documents
-    it touched, or, above MERGE_ABOVE_DOCS documents, merges the terms' postings a document
-    at a time) rank as the per-query path does, ties too."""
-    monkeypatch.setattr(bm25_batch, "MERGE_ABOVE_DOCS", 0 if merge else 1 << 40)
+    it touched, or, on a large corpus (``merge_terms``), merges the terms' postings a document
+    at a time through a heap) rank as the per-query path does, ties too, and so do long
+    ones (a heap several levels deep)."""
+    monkeypatch.setattr(bm25_batch, "merge_terms", lambda n_docs: 1 << 30 if merge else 0)
     corpus, queries = scifact_tokens
     index = BM25Index.from_tokens(corpus, BM25Params(idf=idf))
     df = np.diff(index.weights.indptr)
     rare = [[t for t in q if t in index.vocab and df[index.vocab[t]] <= 20] for q in queries]
-    rare = [q for q in rare if q] + [q[:1] * 3 for q in rare if q]      # and a repeated term
+    rare = [q for q in rare if q]
+    long = [sum(rare[i:i + 12], []) for i in range(0, 120, 12)]       # 12 queries' terms in one
+    rare += [q[:1] * 3 for q in rare] + long                           # and a repeated term
     assert sum(int(df[[index.vocab[t] for t in q]].sum()) * 4 < len(corpus) for q in rare) > 100
+    assert sum(len(set(q)) >= 16 and int(df[[index.vocab[t] for t in set(q)]].sum()) * 4 < len(corpus)
+               for q in long) >= 5
     for k in (1, 10, 50):
         _same(bm25_batch.top_k_many(index, rare, k, compiled=True), [index.top_k_tokens(q, k) for q in rare])
 
@@ -91,7 +96,7 @@ def test_batch_with_weights_at_or_below_zero(merge, monkeypatch):
     none is not. Repeated and unknown query terms count as in the per-query path. Such a
     term is in half the documents or more, so only the slot way meets it; the queries with
     few postings on the larger corpus run both ways on an index that has such weights."""
-    monkeypatch.setattr(bm25_batch, "MERGE_ABOVE_DOCS", 0 if merge else 1 << 40)
+    monkeypatch.setattr(bm25_batch, "merge_terms", lambda n_docs: 1 << 30 if merge else 0)
     corpus = [["common", "rare"], ["common"], ["common", "other"], ["common", "x"], ["y"]]
     index = BM25Index.from_tokens(corpus, BM25Params(idf="robertson"))
     assert not index.positive_weights
@@ -216,3 +221,19 @@ def test_a_small_batch_in_a_fresh_process_ranks_with_numpy(tmp_path):
         "print(all((a[0] == b[0]).all() and (a[1] == b[1]).all() for a, b in zip(small, large)))\n")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True", "True"]
+
+
+
+def test_one_batch_merges_its_short_queries_and_adds_its_long_ones(scifact_tokens, monkeypatch):
+    """With a cap on the terms merged, queries of few postings go both ways in one batch
+    (and one thread's scratch), each ranking as the per-query path does."""
+    corpus, queries = scifact_tokens
+    assert bm25_batch.merge_terms(len(corpus)) == 0 and bm25_batch.merge_terms(2_000_000) > 3
+    monkeypatch.setattr(bm25_batch, "merge_terms", lambda n_docs: 3)
+    index = BM25Index.from_tokens(corpus, BM25Params(idf="lucene"))
+    df = np.diff(index.weights.indptr)
+    rare = [t for q in queries for t in q if t in index.vocab and df[index.vocab[t]] <= 10]
+    mixed = [rare[i:i + n] for i, n in zip(range(0, 600, 12), [1, 2, 3, 4, 6, 12] * 10)]
+    assert {len(set(q)) <= 3 for q in mixed} == {True, False}
+    for k in (1, 10):
+        _same(bm25_batch.top_k_many(index, mixed, k, compiled=True), [index.top_k_tokens(q, k) for q in mixed])

@@ -6,10 +6,10 @@ order).
 Per query the work is its terms' postings and a best-first list of k: a query with many
 postings (a quarter of the corpus or more) adds them all and then reads every document's
 score in index order, as bm25s does; one with few adds them and reads only the documents it
-touched while the slots fit in cache, and on a larger corpus (``MERGE_ABOVE_DOCS``)
-merges its terms' postings (each in document order) a document at a time, reading them in
-order and never a slot per document: a rare-term query on a million documents costs what its
-postings cost. The loop runs compiled
+touched, or, on a large corpus and with not too many terms (``merge_terms``), merges its
+terms' postings (each in document order) a document at a time through a heap, reading them
+in order and never a slot per document: a rare-term query on a million documents costs what
+its postings cost. The loop runs compiled
 by numba (``pip install 'ragkit-workbench[fast]'``) without the GIL, so ``threads`` > 1
 splits a batch across cores; without numba each query runs through
 ``top_k_tokens`` (numpy), with the same results. ``bench/bm25.py`` times it against bm25s.
@@ -57,12 +57,23 @@ NUMPY_WORK = 30_000_000
 _NUMPY_DONE = [0]
 
 
-# Above this many documents a query with few postings merges them instead of adding them
-# into its slots: one float64 slot per document no longer fits a core's L2 cache (1 MB), and
-# each scattered add misses it. Below, the slots stay in cache and adding is the faster way
-# (the compiled loop alone, same process: SciFact's 5,183 abstracts 58,000 queries/s adding
-# against 49,000 merging; a million generated documents 4,300 adding against 9,000-12,800).
-MERGE_ABOVE_DOCS = 1 << 17
+# On a corpus of more than MERGE_ABOVE_DOCS documents, a query with few postings and at most
+# (documents / MERGE_DOCS_PER_TERM) distinct terms merges its terms' postings instead of adding
+# them into a slot per document. Each touched slot is a cache miss once the slots (9 bytes a
+# document) outgrow what of the cache a core gets, and the more so the larger the corpus; a
+# merge reads only in order but pays log(terms) per posting. Measured with the compiled loop
+# (bench/bm25_paths.py, docs/benchmarks.md): at a million generated documents merging is
+# 2.3x as fast as adding for queries of 2 to 6 words and 1.3x for 8 to 24; at 400,000 and
+# below adding is as fast or faster. Both ways give the same results to the last bit.
+MERGE_ABOVE_DOCS = 1 << 19
+MERGE_DOCS_PER_TERM = 50_000
+
+
+def merge_terms(n_docs: int) -> int:
+    """The most distinct terms a query with few postings may have to be merged on a corpus
+    of ``n_docs`` documents (0: never)."""
+    return n_docs // MERGE_DOCS_PER_TERM if n_docs > MERGE_ABOVE_DOCS else 0
+
 
 _POOL_LOCK = threading.Lock()
 
@@ -146,7 +157,7 @@ def top_k_many(index: "BM25Index", queries: Sequence[Sequence[str]], k: int, *,
     def rank(lo: int, hi: int) -> None:
         """Queries lo..hi-1 (their offsets keep pointing into the whole batch's tokens)."""
         with _workspace(index, n_docs) as (scores, seen, touched):
-            run(weights.indptr, weights.indices, weights.data, positive, n_docs > MERGE_ABOVE_DOCS, tokens,
+            run(weights.indptr, weights.indices, weights.data, positive, merge_terms(n_docs), tokens,
                 offsets[lo:hi + 1], k_eff,
                 scores, seen, touched, out_idx[lo:hi], out_score[lo:hi], out_n[lo:hi])
 

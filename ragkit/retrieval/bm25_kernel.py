@@ -34,19 +34,132 @@ def insert(top_s, top_i, size, k, s, d):
 
 
 @njit(cache=True, nogil=True)
-def kernel(indptr, indices, data, positive, merge, tokens, offsets, k, scores, seen, touched,
+def rank_dense(indptr, indices, data, positive, terms, times, n_terms, k, scores, seen, top_s, top_i):
+    """A query with many postings: add them all into a slot per document, then read every
+    document's score in index order; a tie with the list's last never enters (the earlier
+    document wins it). The size of the best-first list."""
+    for j in range(n_terms):
+        term, times_j = terms[j], times[j]
+        lo, hi = indptr[term], indptr[term + 1]
+        if times_j > 1:
+            for p in range(lo, hi):
+                scores[indices[p]] += data[p] * times_j
+        else:
+            for p in range(lo, hi):
+                scores[indices[p]] += data[p]
+        if not positive:
+            for p in range(lo, hi):
+                seen[indices[p]] = True
+    size = 0
+    last = 0.0 if positive else -np.inf
+    for d in range(scores.size):
+        s = scores[d]
+        if s > last and (positive or seen[d]):
+            size = insert(top_s, top_i, size, k, s, d)
+            if size == k:
+                last = top_s[k - 1]
+    scores[:] = 0.0
+    if not positive:
+        seen[:] = False
+    return size
+
+
+@njit(cache=True, nogil=True)
+def rank_few(indptr, indices, data, terms, times, n_terms, k, scores, seen, touched, top_s, top_i):
+    """A query with few postings: add them into their documents' slots, keeping the list of
+    the documents touched, and read only those. The size of the best-first list."""
+    n_touched = 0
+    for j in range(n_terms):
+        term, times_j = terms[j], times[j]
+        for p in range(indptr[term], indptr[term + 1]):
+            d = indices[p]
+            if not seen[d]:
+                seen[d] = True
+                touched[n_touched] = d
+                n_touched += 1
+            scores[d] += data[p] * times_j if times_j > 1 else data[p]
+    size = 0
+    for u in range(n_touched):
+        d = touched[u]
+        if size < k or worse(top_s[k - 1], top_i[k - 1], scores[d], d):
+            size = insert(top_s, top_i, size, k, scores[d], d)
+        scores[d] = 0.0
+        seen[d] = False
+    return size
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sift_down(heap_doc, heap_term, i, m):
+    """Move entry i of the heap of m (document, term place) pairs down to its place: the
+    smallest document first, and of one document the earliest term."""
+    doc, term = heap_doc[i], heap_term[i]
+    while True:
+        c = 2 * i + 1
+        if c >= m:
+            break
+        if c + 1 < m and (heap_doc[c + 1] < heap_doc[c]
+                          or (heap_doc[c + 1] == heap_doc[c] and heap_term[c + 1] < heap_term[c])):
+            c += 1
+        if heap_doc[c] > doc or (heap_doc[c] == doc and heap_term[c] > term):
+            break
+        heap_doc[i], heap_term[i] = heap_doc[c], heap_term[c]
+        i = c
+    heap_doc[i], heap_term[i] = doc, term
+
+
+@njit(cache=True, nogil=True)
+def rank_merged(indptr, indices, data, terms, times, n_terms, k, heads, heap_doc, heap_term, top_s, top_i):
+    """A query with few postings and few terms on a large corpus: each term's postings are in
+    document order, so merge them through a heap of the terms keyed by (next document,
+    term's place), a document at a time; its weights come out, and are added, in term order.
+    No slot per document (whose first touch misses the cache on a large corpus), only
+    sequential reads, log(terms) per posting. The size of the best-first list."""
+    m = 0
+    for j in range(n_terms):
+        lo = indptr[terms[j]]
+        if lo < indptr[terms[j] + 1]:
+            heads[j] = lo
+            heap_doc[m], heap_term[m] = indices[lo], j
+            m += 1
+    for i in range(m // 2 - 1, -1, -1):
+        sift_down(heap_doc, heap_term, i, m)
+    size = 0
+    while m > 0:
+        d = heap_doc[0]
+        s = 0.0
+        while m > 0 and heap_doc[0] == d:
+            j = heap_term[0]
+            p = heads[j]
+            s += data[p] * times[j] if times[j] > 1 else data[p]
+            p += 1
+            heads[j] = p
+            if p < indptr[terms[j] + 1]:
+                heap_doc[0] = indices[p]
+            else:
+                m -= 1
+                heap_doc[0], heap_term[0] = heap_doc[m], heap_term[m]
+            sift_down(heap_doc, heap_term, 0, m)
+        if size < k or worse(top_s[k - 1], top_i[k - 1], s, d):
+            size = insert(top_s, top_i, size, k, s, d)
+    return size
+
+
+@njit(cache=True, nogil=True)
+def kernel(indptr, indices, data, positive, merge_terms, tokens, offsets, k, scores, seen, touched,
            out_idx, out_score, out_n):
     """Rank each query q (its term ids: tokens[offsets[q]:offsets[q + 1]], -1 for a term
     not in the vocabulary) into row q of the outputs. ``positive``: every weight is above
     zero, so a document shares a query term exactly when its score is above zero.
-    ``merge``: a query with few postings merges them rather than adding them into its slots
-    (``bm25_batch.MERGE_ABOVE_DOCS``). ``scores`` (zeros), ``seen`` (False) and
-    ``touched``, one slot per document, are the caller's and are left as they came."""
+    ``merge_terms``: a query with few postings and at most this many distinct terms merges
+    them rather than adding them into its slots (``bm25_batch.merge_terms``). ``scores``
+    (zeros), ``seen`` (False) and ``touched``, one slot per document, are the caller's and
+    are left as they came."""
     n_docs = scores.size
     terms = np.empty(tokens.size, np.int64)
     times = np.empty(tokens.size, np.float64)
     heads = np.empty(tokens.size, np.int64)
-    ends = np.empty(tokens.size, np.int64)
+    heap_doc = np.empty(tokens.size, indices.dtype)
+    heap_term = np.empty(tokens.size, np.int64)
     top_s = np.empty(k, np.float64)
     top_i = np.empty(k, np.int64)
     for q in range(offsets.size - 1):
@@ -68,73 +181,14 @@ def kernel(indptr, indices, data, positive, merge, tokens, offsets, k, scores, s
                 terms[n_terms], times[n_terms] = t, 1.0
                 n_terms += 1
                 postings += indptr[t + 1] - indptr[t]
-        size = 0
         if postings * 4 >= n_docs:
-            # Many postings: add them into a slot per document, then read every document's
-            # score in index order; a tie with the list's last never enters (the earlier
-            # document wins it).
-            for j in range(n_terms):
-                term, times_j = terms[j], times[j]
-                lo, hi = indptr[term], indptr[term + 1]
-                if times_j > 1:
-                    for p in range(lo, hi):
-                        scores[indices[p]] += data[p] * times_j
-                else:
-                    for p in range(lo, hi):
-                        scores[indices[p]] += data[p]
-                if not positive:
-                    for p in range(lo, hi):
-                        seen[indices[p]] = True
-            last = 0.0 if positive else -np.inf
-            for d in range(n_docs):
-                s = scores[d]
-                if s > last and (positive or seen[d]):
-                    size = insert(top_s, top_i, size, k, s, d)
-                    if size == k:
-                        last = top_s[k - 1]
-            scores[:] = 0.0
-            if not positive:
-                seen[:] = False
-        elif not merge:
-            # Few, on a corpus whose slots fit in cache: add them, keeping the list of the
-            # documents touched, and read only those.
-            n_touched = 0
-            for j in range(n_terms):
-                term, times_j = terms[j], times[j]
-                for p in range(indptr[term], indptr[term + 1]):
-                    d = indices[p]
-                    if not seen[d]:
-                        seen[d] = True
-                        touched[n_touched] = d
-                        n_touched += 1
-                    scores[d] += data[p] * times_j if times_j > 1 else data[p]
-            for u in range(n_touched):
-                d = touched[u]
-                if size < k or worse(top_s[k - 1], top_i[k - 1], scores[d], d):
-                    size = insert(top_s, top_i, size, k, scores[d], d)
-                scores[d] = 0.0
-                seen[d] = False
+            size = rank_dense(indptr, indices, data, positive, terms, times, n_terms, k, scores, seen,
+                              top_s, top_i)
+        elif n_terms <= merge_terms:
+            size = rank_merged(indptr, indices, data, terms, times, n_terms, k, heads, heap_doc, heap_term,
+                               top_s, top_i)
         else:
-            # Few, on a large corpus: each term's postings are in document order, so merge
-            # them, a document at a time, adding its terms' weights in term order (no slot
-            # per document, and only sequential reads).
-            for j in range(n_terms):
-                heads[j], ends[j] = indptr[terms[j]], indptr[terms[j] + 1]
-            while True:
-                d = n_docs
-                for j in range(n_terms):
-                    if heads[j] < ends[j] and indices[heads[j]] < d:
-                        d = indices[heads[j]]
-                if d == n_docs:
-                    break
-                s = 0.0
-                for j in range(n_terms):
-                    p = heads[j]
-                    if p < ends[j] and indices[p] == d:
-                        s += data[p] * times[j] if times[j] > 1 else data[p]
-                        heads[j] = p + 1
-                if size < k or worse(top_s[k - 1], top_i[k - 1], s, d):
-                    size = insert(top_s, top_i, size, k, s, d)
+            size = rank_few(indptr, indices, data, terms, times, n_terms, k, scores, seen, touched, top_s, top_i)
         out_n[q] = size
         out_score[q, :size] = top_s[:size]
         out_idx[q, :size] = top_i[:size]
