@@ -1,10 +1,9 @@
 """The compiled BM25 batch loop's two ways for a query with few postings, by corpus size and
-query length: adding the postings into a slot per document, and merging the terms' postings
-(each in document order) through a heap; and ragkit's choice between them
-(``bm25_batch.merge_terms``). This is what sets ``MERGE_ABOVE_DOCS`` and
-``MERGE_DOCS_PER_TERM``.
+query length: adding the postings into a slot per document, and adding them a block of
+documents at a time into slots of the block's own; and ragkit's choice between them
+(``bm25_batch.block_docs``). This is what sets ``BLOCKS_ABOVE_DOCS`` and ``BLOCK_DOCS``.
 
-    .venv/bin/python bench/bm25_paths.py [--sizes 100000 400000 1000000]   -> outputs/bench/bm25_paths.json
+    .venv/bin/python bench/bm25_paths.py [--sizes 100000 200000 400000 1000000]   -> outputs/bench/bm25_paths.json
 
 The corpora and queries are ``bench/scale.py``'s (generated, seeded, Zipfian): its 1,000
 queries of 2 to 6 words ("short"), the same run together four at a time ("long", 8 to 24
@@ -45,39 +44,39 @@ def ways_timed(index, queries: list[list[str]]) -> dict:
     np.cumsum([len(q) for q in few], out=offsets[1:])
     scores, seen, touched = np.zeros(n_docs), np.zeros(n_docs, dtype=bool), np.empty(n_docs, dtype=np.int32)
     out = {}
-    caps = {"adding": 0, "merging": 1 << 30, "ragkit": bm25_batch.merge_terms(n_docs)}
+    ways = {"slots": 0, "blocks": bm25_batch.BLOCK_DOCS, "ragkit": bm25_batch.block_docs(n_docs)}
 
-    def run(cap: int) -> tuple:
+    def run(block: int) -> tuple:
         out_idx = np.empty((len(few), K), dtype=np.int64)
         out_score = np.empty((len(few), K))
         out_n = np.zeros(len(few), dtype=np.int64)
-        kernel(weights.indptr, weights.indices, weights.data, index.positive_weights, cap, tokens, offsets, K,
+        kernel(weights.indptr, weights.indices, weights.data, index.positive_weights, block, tokens, offsets, K,
                scores, seen, touched, out_idx, out_score, out_n)
         return out_idx, out_score, out_n
 
-    results = {name: run(cap) for name, cap in caps.items()}
+    results = {name: run(block) for name, block in ways.items()}
     def rows(result: tuple) -> list:
         out_idx, out_score, out_n = result
         return [(out_idx[q, :n].tolist(), out_score[q, :n].tolist()) for q, n in enumerate(out_n)]
 
-    same = all(rows(results[name]) == rows(results["adding"]) for name in caps)
-    times: dict = {name: [] for name in caps}
+    same = all(rows(results[name]) == rows(results["slots"]) for name in ways)
+    times: dict = {name: [] for name in ways}
     for round_ in range(ROUNDS):
-        for name in (list(caps) if round_ % 2 else list(caps)[::-1]):
+        for name in (list(ways) if round_ % 2 else list(ways)[::-1]):
             started = time.perf_counter()
-            run(caps[name])
+            run(ways[name])
             times[name].append(time.perf_counter() - started)
-    for name in caps:
+    for name in ways:
         out[f"{name}_qps"] = round(len(few) / statistics.median(times[name]))
     out.update({"queries": len(few), "terms_median": statistics.median(len(set(q)) for q in few),
-                "merge_terms": caps["ragkit"], "merging_over_adding": round(out["merging_qps"] / out["adding_qps"], 2),
-                "ragkit_over_adding": round(out["ragkit_qps"] / out["adding_qps"], 2), "same_rankings": same})
+                "block_docs": ways["ragkit"], "blocks_over_slots": round(out["blocks_qps"] / out["slots_qps"], 2),
+                "ragkit_over_slots": round(out["ragkit_qps"] / out["slots_qps"], 2), "same_rankings": same})
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 400_000, 1_000_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 200_000, 400_000, 1_000_000])
     args = parser.parse_args()
     from ragkit.retrieval import bm25_batch
     from ragkit.retrieval.bm25 import BM25Index
@@ -92,8 +91,8 @@ def main() -> None:
             print(row, flush=True)
             rows.append(row)
         del index
-    write("bm25_paths", {"k": K, "rounds": ROUNDS, "merge_above_docs": bm25_batch.MERGE_ABOVE_DOCS,
-                         "merge_docs_per_term": bm25_batch.MERGE_DOCS_PER_TERM, "rows": rows})
+    write("bm25_paths", {"k": K, "rounds": ROUNDS, "blocks_above_docs": bm25_batch.BLOCKS_ABOVE_DOCS,
+                         "block_docs": bm25_batch.BLOCK_DOCS, "rows": rows})
 
 
 if __name__ == "__main__":

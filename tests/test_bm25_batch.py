@@ -67,14 +67,13 @@ def test_threads_answer_in_a_process_forked_after_a_threaded_batch(scifact_token
     assert proc.exitcode == 0 and answered == [idx.tolist() for idx, _ in reference]
 
 
-@pytest.mark.parametrize("merge", [False, True], ids=["adding", "merging"])
+@pytest.mark.parametrize("block", [0, 64], ids=["slots", "blocks"])
 @pytest.mark.parametrize("idf", ["robertson", "lucene"])
-def test_batch_of_rare_terms_ranks_as_one_query_at_a_time(scifact_tokens, idf, merge, monkeypatch):
+def test_batch_of_rare_terms_ranks_as_one_query_at_a_time(scifact_tokens, idf, block, monkeypatch):
     """Queries of rare terms only (few postings: the loop adds them and reads the documents
-    it touched, or, on a large corpus (``merge_terms``), merges the terms' postings a document
-    at a time through a heap) rank as the per-query path does, ties too, and so do long
-    ones (a heap several levels deep)."""
-    monkeypatch.setattr(bm25_batch, "merge_terms", lambda n_docs: 1 << 30 if merge else 0)
+    it touched, on a large corpus (``block_docs``) a block of documents at a time: here 64,
+    so about 80 blocks) rank as the per-query path does, ties too, and so do long ones."""
+    monkeypatch.setattr(bm25_batch, "block_docs", lambda n_docs: block)
     corpus, queries = scifact_tokens
     index = BM25Index.from_tokens(corpus, BM25Params(idf=idf))
     df = np.diff(index.weights.indptr)
@@ -89,14 +88,14 @@ def test_batch_of_rare_terms_ranks_as_one_query_at_a_time(scifact_tokens, idf, m
         _same(bm25_batch.top_k_many(index, rare, k, compiled=True), [index.top_k_tokens(q, k) for q in rare])
 
 
-@pytest.mark.parametrize("merge", [False, True], ids=["adding", "merging"])
-def test_batch_with_weights_at_or_below_zero(merge, monkeypatch):
+@pytest.mark.parametrize("block", [0, 64], ids=["slots", "blocks"])
+def test_batch_with_weights_at_or_below_zero(block, monkeypatch):
     """Robertson's IDF goes negative for a term in most documents: a document that shares
     only such terms scores below zero and is still ranked (it shares a term); one sharing
     none is not. Repeated and unknown query terms count as in the per-query path. Such a
     term is in half the documents or more, so only the slot way meets it; the queries with
     few postings on the larger corpus run both ways on an index that has such weights."""
-    monkeypatch.setattr(bm25_batch, "merge_terms", lambda n_docs: 1 << 30 if merge else 0)
+    monkeypatch.setattr(bm25_batch, "block_docs", lambda n_docs: block)
     corpus = [["common", "rare"], ["common"], ["common", "other"], ["common", "x"], ["y"]]
     index = BM25Index.from_tokens(corpus, BM25Params(idf="robertson"))
     assert not index.positive_weights
@@ -224,16 +223,13 @@ def test_a_small_batch_in_a_fresh_process_ranks_with_numpy(tmp_path):
 
 
 
-def test_one_batch_merges_its_short_queries_and_adds_its_long_ones(scifact_tokens, monkeypatch):
-    """With a cap on the terms merged, queries of few postings go both ways in one batch
-    (and one thread's scratch), each ranking as the per-query path does."""
+@pytest.mark.parametrize("block", [1, 1000])
+def test_blocks_in_a_batch_of_every_kind_of_query(scifact_tokens, block, monkeypatch):
+    """Blocks of one document, and blocks that do not divide the corpus, beside the queries
+    with many postings that read every slot, in one batch: the per-query rankings."""
     corpus, queries = scifact_tokens
-    assert bm25_batch.merge_terms(len(corpus)) == 0 and bm25_batch.merge_terms(2_000_000) > 3
-    monkeypatch.setattr(bm25_batch, "merge_terms", lambda n_docs: 3)
+    assert bm25_batch.block_docs(len(corpus)) == 0 and bm25_batch.block_docs(1_000_000) == bm25_batch.BLOCK_DOCS
+    monkeypatch.setattr(bm25_batch, "block_docs", lambda n_docs: block)
     index = BM25Index.from_tokens(corpus, BM25Params(idf="lucene"))
-    df = np.diff(index.weights.indptr)
-    rare = [t for q in queries for t in q if t in index.vocab and df[index.vocab[t]] <= 10]
-    mixed = [rare[i:i + n] for i, n in zip(range(0, 600, 12), [1, 2, 3, 4, 6, 12] * 10)]
-    assert {len(set(q)) <= 3 for q in mixed} == {True, False}
-    for k in (1, 10):
-        _same(bm25_batch.top_k_many(index, mixed, k, compiled=True), [index.top_k_tokens(q, k) for q in mixed])
+    for k in (1, 10, 100):
+        _same(bm25_batch.top_k_many(index, queries, k, compiled=True), [index.top_k_tokens(q, k) for q in queries])

@@ -6,10 +6,9 @@ order).
 Per query the work is its terms' postings and a best-first list of k: a query with many
 postings (a quarter of the corpus or more) adds them all and then reads every document's
 score in index order, as bm25s does; one with few adds them and reads only the documents it
-touched, or, on a large corpus and with not too many terms (``merge_terms``), merges its
-terms' postings (each in document order) a document at a time through a heap, reading them
-in order and never a slot per document: a rare-term query on a million documents costs what
-its postings cost. The loop runs compiled
+touched, on a large corpus (``block_docs``) a block of documents at a time into slots that
+stay in cache: a rare-term query on a million documents costs what its postings cost. The
+loop runs compiled
 by numba (``pip install 'ragkit-workbench[fast]'``) without the GIL, so ``threads`` > 1
 splits a batch across cores; without numba each query runs through
 ``top_k_tokens`` (numpy), with the same results. ``bench/bm25.py`` times it against bm25s.
@@ -57,22 +56,22 @@ NUMPY_WORK = 30_000_000
 _NUMPY_DONE = [0]
 
 
-# On a corpus of more than MERGE_ABOVE_DOCS documents, a query with few postings and at most
-# (documents / MERGE_DOCS_PER_TERM) distinct terms merges its terms' postings instead of adding
-# them into a slot per document. Each touched slot is a cache miss once the slots (9 bytes a
-# document) outgrow what of the cache a core gets, and the more so the larger the corpus; a
-# merge reads only in order but pays log(terms) per posting. Measured with the compiled loop
-# (bench/bm25_paths.py, docs/benchmarks.md): at a million generated documents merging is
-# 2.3x as fast as adding for queries of 2 to 6 words and 1.3x for 8 to 24; at 400,000 and
-# below adding is as fast or faster. Both ways give the same results to the last bit.
-MERGE_ABOVE_DOCS = 1 << 19
-MERGE_DOCS_PER_TERM = 50_000
+# On a corpus of more than BLOCKS_ABOVE_DOCS documents, a query with few postings adds them
+# BLOCK_DOCS documents at a time into slots of the block's own (reused for every block and
+# query, 144 KB: they stay in a core's L2 cache) instead of into a slot per document (9 bytes
+# a document), whose slots, once they outgrow the cache, each miss it when first touched.
+# Measured with the compiled loop (bench/bm25_paths.py, docs/benchmarks.md): at a million
+# generated documents blocks are 2.9 to 5.2 times as fast as a slot per document for
+# queries of 2 to 50 words, at 100,000 to 400,000 0.95 to 1.24 times; on 20,000, two blocks,
+# about 0.8 times. Both ways give the same results to the last bit.
+BLOCKS_ABOVE_DOCS = 1 << 16
+BLOCK_DOCS = 1 << 14
 
 
-def merge_terms(n_docs: int) -> int:
-    """The most distinct terms a query with few postings may have to be merged on a corpus
-    of ``n_docs`` documents (0: never)."""
-    return n_docs // MERGE_DOCS_PER_TERM if n_docs > MERGE_ABOVE_DOCS else 0
+def block_docs(n_docs: int) -> int:
+    """How many documents a block holds for a query with few postings on a corpus of
+    ``n_docs`` documents (0: no blocks, a slot per document)."""
+    return BLOCK_DOCS if n_docs > BLOCKS_ABOVE_DOCS else 0
 
 
 _POOL_LOCK = threading.Lock()
@@ -157,7 +156,7 @@ def top_k_many(index: "BM25Index", queries: Sequence[Sequence[str]], k: int, *,
     def rank(lo: int, hi: int) -> None:
         """Queries lo..hi-1 (their offsets keep pointing into the whole batch's tokens)."""
         with _workspace(index, n_docs) as (scores, seen, touched):
-            run(weights.indptr, weights.indices, weights.data, positive, merge_terms(n_docs), tokens,
+            run(weights.indptr, weights.indices, weights.data, positive, block_docs(n_docs), tokens,
                 offsets[lo:hi + 1], k_eff,
                 scores, seen, touched, out_idx[lo:hi], out_score[lo:hi], out_n[lo:hi])
 

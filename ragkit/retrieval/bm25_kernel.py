@@ -66,8 +66,9 @@ def rank_dense(indptr, indices, data, positive, terms, times, n_terms, k, scores
 
 @njit(cache=True, nogil=True)
 def rank_few(indptr, indices, data, terms, times, n_terms, k, scores, seen, touched, top_s, top_i):
-    """A query with few postings: add them into their documents' slots, keeping the list of
-    the documents touched, and read only those. The size of the best-first list."""
+    """A query with few postings on a corpus whose slots fit in cache: add them into their
+    documents' slots, keeping the list of the documents touched, and read only those. The
+    size of the best-first list."""
     n_touched = 0
     for j in range(n_terms):
         term, times_j = terms[j], times[j]
@@ -88,80 +89,62 @@ def rank_few(indptr, indices, data, terms, times, n_terms, k, scores, seen, touc
     return size
 
 
-@njit(cache=True, nogil=True, inline="always")
-def sift_down(heap_doc, heap_term, i, m):
-    """Move entry i of the heap of m (document, term place) pairs down to its place: the
-    smallest document first, and of one document the earliest term."""
-    doc, term = heap_doc[i], heap_term[i]
-    while True:
-        c = 2 * i + 1
-        if c >= m:
-            break
-        if c + 1 < m and (heap_doc[c + 1] < heap_doc[c]
-                          or (heap_doc[c + 1] == heap_doc[c] and heap_term[c + 1] < heap_term[c])):
-            c += 1
-        if heap_doc[c] > doc or (heap_doc[c] == doc and heap_term[c] > term):
-            break
-        heap_doc[i], heap_term[i] = heap_doc[c], heap_term[c]
-        i = c
-    heap_doc[i], heap_term[i] = doc, term
-
-
 @njit(cache=True, nogil=True)
-def rank_merged(indptr, indices, data, terms, times, n_terms, k, heads, heap_doc, heap_term, top_s, top_i):
-    """A query with few postings and few terms on a large corpus: each term's postings are in
-    document order, so merge them through a heap of the terms keyed by (next document,
-    term's place), a document at a time; its weights come out, and are added, in term order.
-    No slot per document (whose first touch misses the cache on a large corpus), only
-    sequential reads, log(terms) per posting. The size of the best-first list."""
-    m = 0
+def rank_blocked(indptr, indices, data, terms, times, n_terms, k, n_docs, local, local_seen, local_touched, heads,
+                 top_s, top_i):
+    """A query with few postings, a block of documents at a time (``local.size``): each term's
+    postings are in document order, so each block takes the next run of every term's postings
+    in term order (a document's sum is added in the same order as without blocks) into slots
+    of the block's own, reused for every block and query, so they stay in a core's cache
+    however large the corpus: on a million documents each touched slot of one per document
+    missed the cache once per query. The size of the best-first list."""
+    block = local.size
     for j in range(n_terms):
-        lo = indptr[terms[j]]
-        if lo < indptr[terms[j] + 1]:
-            heads[j] = lo
-            heap_doc[m], heap_term[m] = indices[lo], j
-            m += 1
-    for i in range(m // 2 - 1, -1, -1):
-        sift_down(heap_doc, heap_term, i, m)
+        heads[j] = indptr[terms[j]]
     size = 0
-    while m > 0:
-        d = heap_doc[0]
-        s = 0.0
-        while m > 0 and heap_doc[0] == d:
-            j = heap_term[0]
-            p = heads[j]
-            s += data[p] * times[j] if times[j] > 1 else data[p]
-            p += 1
+    for start in range(0, n_docs, block):
+        end = start + block
+        n_touched = 0
+        for j in range(n_terms):
+            times_j = times[j]
+            p, hi = heads[j], indptr[terms[j] + 1]
+            while p < hi and indices[p] < end:
+                u = indices[p] - start
+                if not local_seen[u]:
+                    local_seen[u] = True
+                    local_touched[n_touched] = u
+                    n_touched += 1
+                local[u] += data[p] * times_j if times_j > 1 else data[p]
+                p += 1
             heads[j] = p
-            if p < indptr[terms[j] + 1]:
-                heap_doc[0] = indices[p]
-            else:
-                m -= 1
-                heap_doc[0], heap_term[0] = heap_doc[m], heap_term[m]
-            sift_down(heap_doc, heap_term, 0, m)
-        if size < k or worse(top_s[k - 1], top_i[k - 1], s, d):
-            size = insert(top_s, top_i, size, k, s, d)
+        for i in range(n_touched):
+            u = local_touched[i]
+            if size < k or worse(top_s[k - 1], top_i[k - 1], local[u], start + u):
+                size = insert(top_s, top_i, size, k, local[u], start + u)
+            local[u] = 0.0
+            local_seen[u] = False
     return size
 
 
 @njit(cache=True, nogil=True)
-def kernel(indptr, indices, data, positive, merge_terms, tokens, offsets, k, scores, seen, touched,
+def kernel(indptr, indices, data, positive, block, tokens, offsets, k, scores, seen, touched,
            out_idx, out_score, out_n):
     """Rank each query q (its term ids: tokens[offsets[q]:offsets[q + 1]], -1 for a term
     not in the vocabulary) into row q of the outputs. ``positive``: every weight is above
     zero, so a document shares a query term exactly when its score is above zero.
-    ``merge_terms``: a query with few postings and at most this many distinct terms merges
-    them rather than adding them into its slots (``bm25_batch.merge_terms``). ``scores``
-    (zeros), ``seen`` (False) and ``touched``, one slot per document, are the caller's and
-    are left as they came."""
+    ``block``: above zero, a query with few postings adds them this many documents at a time
+    into slots of the block's own (``bm25_batch.block_docs``), else into ``scores``.
+    ``scores`` (zeros), ``seen`` (False) and ``touched``, one slot per document, are the
+    caller's and are left as they came."""
     n_docs = scores.size
     terms = np.empty(tokens.size, np.int64)
     times = np.empty(tokens.size, np.float64)
     heads = np.empty(tokens.size, np.int64)
-    heap_doc = np.empty(tokens.size, indices.dtype)
-    heap_term = np.empty(tokens.size, np.int64)
     top_s = np.empty(k, np.float64)
     top_i = np.empty(k, np.int64)
+    local = np.zeros(max(1, min(block, n_docs)), np.float64)
+    local_seen = np.zeros(local.size, np.bool_)
+    local_touched = np.empty(local.size, np.int64)
     for q in range(offsets.size - 1):
         # the distinct terms in first-seen order, each with its count: the order
         # top_k_tokens adds them in, so every sum is the same to the last bit
@@ -184,9 +167,9 @@ def kernel(indptr, indices, data, positive, merge_terms, tokens, offsets, k, sco
         if postings * 4 >= n_docs:
             size = rank_dense(indptr, indices, data, positive, terms, times, n_terms, k, scores, seen,
                               top_s, top_i)
-        elif n_terms <= merge_terms:
-            size = rank_merged(indptr, indices, data, terms, times, n_terms, k, heads, heap_doc, heap_term,
-                               top_s, top_i)
+        elif block:
+            size = rank_blocked(indptr, indices, data, terms, times, n_terms, k, n_docs, local, local_seen,
+                                local_touched, heads, top_s, top_i)
         else:
             size = rank_few(indptr, indices, data, terms, times, n_terms, k, scores, seen, touched, top_s, top_i)
         out_n[q] = size
