@@ -1,13 +1,14 @@
 """The compiled BM25 batch loop's two ways for a query with few postings, by corpus size and
 query length: adding the postings into a slot per document, and adding them a block of
 documents at a time into slots of the block's own; and ragkit's choice between them
-(``bm25_batch.block_docs``). This is what sets ``BLOCKS_ABOVE_DOCS`` and ``BLOCK_DOCS``.
+(``bm25_batch.block_docs``). This is what sets ``BLOCKS_ABOVE_DOCS``; the block's size,
+``BLOCK_DOCS``, is fixed here, not swept.
 
     .venv/bin/python bench/bm25_paths.py [--sizes 100000 200000 400000 1000000]   -> outputs/bench/bm25_paths.json
 
 The corpora and queries are ``bench/scale.py``'s (generated, seeded, Zipfian): its 1,000
 queries of 2 to 6 words ("short"), the same run together four at a time ("long", 8 to 24
-words) and twelve at a time ("longer"). Only queries with few postings (under a quarter of
+words) and twelve at a time ("longer"); ``terms_median`` counts a query's distinct terms. Only queries with few postings (under a quarter of
 the documents) are timed: the others take the dense way whatever the choice. The loop runs
 alone (no tokenizing, no Python per query), one thread, every way on the same queries and
 scratch; the ways take turns for 15 rounds and each figure is the median. Every way's

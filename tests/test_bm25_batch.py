@@ -117,9 +117,15 @@ def test_batch_with_weights_at_or_below_zero(block, monkeypatch):
     assert sorted(ranked[0].tolist()) == [0, 1, 2, 3] and (ranked[1] < 0).all()
 
 
-def test_ties_go_to_the_earlier_document():
-    corpus = [["a", "b"], ["a", "c"], ["a", "d"], ["a", "e"], ["b"]] * 30
+@pytest.mark.parametrize("filler", [0, 600], ids=["many-postings", "few-postings"])
+@pytest.mark.parametrize("block", [0, 7], ids=["slots", "blocks"])
+def test_ties_go_to_the_earlier_document(filler, block, monkeypatch):
+    """Ties in every way of the loop: reading every slot (many postings), and, behind
+    documents that share no term (few postings), a slot per document or blocks."""
+    monkeypatch.setattr(bm25_batch, "block_docs", lambda n_docs: block)
+    corpus = [["a", "b"], ["a", "c"], ["a", "d"], ["a", "e"], ["b"]] * 30 + [["z"]] * filler
     index = BM25Index.from_tokens(corpus, BM25Params(idf="lucene"))
+    assert (np.diff(index.weights.indptr)[index.vocab["a"]] * 4 < len(corpus)) == bool(filler)
     for k in (1, 3, 7, 50):
         reference = [index.top_k_tokens(["a"], k), index.top_k_tokens(["a", "b"], k)]
         _same(bm25_batch.top_k_many(index, [["a"], ["a", "b"]], k, compiled=True), reference)
@@ -231,5 +237,10 @@ def test_blocks_in_a_batch_of_every_kind_of_query(scifact_tokens, block, monkeyp
     assert bm25_batch.block_docs(len(corpus)) == 0 and bm25_batch.block_docs(1_000_000) == bm25_batch.BLOCK_DOCS
     monkeypatch.setattr(bm25_batch, "block_docs", lambda n_docs: block)
     index = BM25Index.from_tokens(corpus, BM25Params(idf="lucene"))
+    df = np.diff(index.weights.indptr)
+    few = [sum(int(df[index.vocab[t]]) for t in set(q) if t in index.vocab) * 4 < len(corpus) for q in queries]
+    assert 20 < sum(few) < len(queries) - 20                  # both ways, dozens of each
     for k in (1, 10, 100):
-        _same(bm25_batch.top_k_many(index, queries, k, compiled=True), [index.top_k_tokens(q, k) for q in queries])
+        reference = [index.top_k_tokens(q, k) for q in queries]
+        _same(bm25_batch.top_k_many(index, queries, k, compiled=True), reference)
+        _same(bm25_batch.top_k_many(index, queries, k, threads=2, compiled=True), reference)

@@ -58,13 +58,15 @@ _NUMPY_DONE = [0]
 
 # On a corpus of more than BLOCKS_ABOVE_DOCS documents, a query with few postings adds them
 # BLOCK_DOCS documents at a time into slots of the block's own (reused for every block and
-# query, 144 KB: they stay in a core's L2 cache) instead of into a slot per document (9 bytes
-# a document), whose slots, once they outgrow the cache, each miss it when first touched.
-# Measured with the compiled loop (bench/bm25_paths.py, docs/benchmarks.md), blocks against
-# a slot per document for queries of 2 to 50 words: at a million generated documents 1.7 to
-# 5.2 times as fast, at 400,000 1.06 to 1.31 times, at 100,000 and 200,000 0.89 to 1.24 times
-# from one run to the next (the same either way), on 20,000 (two blocks) about 0.8 times.
-# Both ways give the same results to the last bit.
+# query, 208 KB with their list of those touched: they stay in a core's L2 cache) instead
+# of into a slot per document (9 bytes a document), whose slots, once they outgrow the
+# cache, each miss it when first touched.
+# Measured with the compiled loop (bench/bm25_paths.py: outputs/bench/bm25_paths.json,
+# docs/benchmarks.md), blocks against a slot per document for queries of 2 to 72 words: at a
+# million generated documents 2.7 to 2.9 times as fast, at 400,000 1.3 to 1.6 times, at
+# 100,000 and 200,000 0.94 to 1.06 times (0.89 to 1.24 over two earlier runs: the same
+# either way), on 20,000 (two blocks) about 0.8 times in a scratch run. Both ways give the
+# same results to the last bit.
 BLOCKS_ABOVE_DOCS = 1 << 18
 BLOCK_DOCS = 1 << 14
 

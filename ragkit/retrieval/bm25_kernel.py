@@ -144,7 +144,7 @@ def kernel(indptr, indices, data, positive, block, tokens, offsets, k, scores, s
     top_i = np.empty(k, np.int64)
     local = np.zeros(max(1, min(block, n_docs)), np.float64)
     local_seen = np.zeros(local.size, np.bool_)
-    local_touched = np.empty(local.size, np.int64)
+    local_touched = np.empty(local.size, np.int32)
     for q in range(offsets.size - 1):
         # the distinct terms in first-seen order, each with its count: the order
         # top_k_tokens adds them in, so every sum is the same to the last bit
