@@ -292,6 +292,45 @@ def test_damaged_index_files_are_one_line_errors(tmp_path, capsys):
     assert f"index {ix / 'vocab.json'}: cannot be read (Is a directory)" in line
 
 
+def test_damaged_postings_are_one_line_errors_not_wrong_rankings(tmp_path, capsys):
+    """The compiled loop reads postings without bound checks: a term's postings out of
+    document order, or naming a document the index does not hold, are an error the first
+    time a query uses the term (numpy path and compiled loop alike); other terms still rank."""
+    import numpy as np
+
+    corpus = write(tmp_path / "corpus.jsonl", jsonl(CORPUS))
+    assert cli(capsys, "index", "build", "--corpus", corpus, "--out", tmp_path / "ix", "--lang", "en")[0] == 0
+    ix = tmp_path / "ix"
+    folder = ix.resolve()
+    sound = BM25Index.load(ix)
+    (fever,) = sound.tokenizer("fever")
+    term = sound.vocab[fever]
+    expected = sound.top_k_many([sound.tokenizer("painkiller")], 3, compiled=False)
+    indptr, indices = np.load(folder / "weights.indptr.npy"), np.load(folder / "weights.indices.npy")
+    lo, hi = indptr[term], indptr[term + 1]
+    assert list(indices[lo:hi]) == [0, 2]               # Aspirin's and Paracetamol's
+    message = f"index {folder / 'weights.indices.npy'}: the postings of term '{fever}' are not in document order"
+    for damaged in ([2, 0], [0, 3], [-1, 2], [0, 0]):
+        indices[lo:hi] = damaged
+        np.save(folder / "weights.indices.npy", indices)
+        for compiled in (False, True):
+            index = BM25Index.load(ix)
+            with pytest.raises(IndexFormatError, match=message):
+                index.top_k_many([sound.tokenizer("fever")], 3, compiled=compiled)
+            ranked = index.top_k_many([sound.tokenizer("painkiller")], 3, compiled=compiled)
+            assert all(np.array_equal(a, b) for got, want in zip(ranked, expected) for a, b in zip(got, want))
+        assert message in refused(capsys, "search", "--index", ix, "--query", "what lowers a fever")
+    terms = json.loads((folder / "vocab.json").read_text())
+    (folder / "vocab.json").write_text(json.dumps(terms + ["extra"]))
+    with pytest.raises(IndexFormatError, match=f"{len(terms) + 1} terms.*{len(terms)} columns.*do not agree"):
+        BM25Index.load(ix)
+    (folder / "vocab.json").write_text(json.dumps(terms))
+    indptr[1] = indptr[2] + 1
+    np.save(folder / "weights.indptr.npy", indptr)
+    with pytest.raises(IndexFormatError, match=r"weights.indptr.npy\) go backwards"):
+        BM25Index.load(ix)
+
+
 def test_a_large_csv_is_read_with_a_progress_bar(tmp_path, capfd):
     from ragkit.inputs import PROGRESS_MIN_BYTES, csv_rows
 

@@ -95,6 +95,7 @@ class BM25Index:
     _positions: dict | None = field(default=None, repr=False, compare=False)
     _titles: dict | None = field(default=None, repr=False, compare=False)
     _positive: bool | None = field(default=None, repr=False, compare=False)
+    _checked: np.ndarray | None = field(default=None, repr=False, compare=False)   # terms whose postings passed
     _scratch: list = field(default_factory=list, repr=False, compare=False)   # bm25_batch's free workspaces
     loaded_from: Path | None = field(default=None, repr=False, compare=False)   # the version ``load`` read
     _spool: tempfile.TemporaryDirectory | None = field(default=None, repr=False, compare=False)   # streamed docs
@@ -221,9 +222,15 @@ class BM25Index:
         if not counts:
             return np.empty(0, dtype=np.int32), np.empty(0)
         indptr, indices, data = self.weights.indptr, self.weights.indices, self.weights.data
+        checked = self.checked_terms
         idx_parts, w_parts = [], []
         for term, times in counts.items():
             lo, hi = indptr[term], indptr[term + 1]
+            if not checked[term]:
+                run = indices[lo:hi]
+                if run.size and (run[0] < 0 or run[-1] >= len(self.docs) or not (run[1:] > run[:-1]).all()):
+                    raise self.postings_error(term)
+                checked[term] = True
             idx_parts.append(indices[lo:hi])
             w_parts.append(data[lo:hi] * times if times > 1 else data[lo:hi])
         return np.concatenate(idx_parts), np.concatenate(w_parts)
@@ -272,6 +279,24 @@ class BM25Index:
         """
         matched, scores = self._scores(query_tokens)
         return _top_k(matched, scores, k)
+
+    @property
+    def checked_terms(self) -> np.ndarray:
+        """One flag per term: its postings were found in strictly increasing document order,
+        every one in the index. Each term is checked the first time a query uses it (the
+        compiled loop reads postings without bound checks), not at load, which stays
+        well under a second at a million documents."""
+        if self._checked is None:
+            self._checked = np.zeros(self.weights.shape[1], dtype=np.bool_)
+        return self._checked
+
+    def postings_error(self, term: int) -> IndexFormatError:
+        """The error for a term whose postings fail ``checked_terms``' check."""
+        where = self.loaded_from / WEIGHT_ARRAYS[1] if self.loaded_from else "in memory"
+        name = next((t for t, i in self.vocab.items() if i == term), term)
+        return IndexFormatError(f"index {where}: the postings of term {name!r} are not in document order "
+                                f"within its {len(self.docs)} documents (a damaged file); rebuild it with "
+                                f"'ragkit index build'")
 
     @property
     def positive_weights(self) -> bool:
@@ -475,6 +500,15 @@ class BM25Index:
         if weights.shape[0] != len(docs):
             raise IndexFormatError(f"index {docs.shown}: holds {len(docs)} documents, the index "
                                    f"{weights.shape[0]}; rebuild it with 'ragkit index build'")
+        # each term's postings are checked as queries first use them (``checked_terms``); their
+        # bounds here, as the compiled loop reads them unchecked
+        if len(terms) != weights.shape[1]:
+            raise IndexFormatError(f"index {named}: its vocabulary ({len(terms)} terms) and weight matrix "
+                                   f"({weights.shape[1]} columns) do not agree (a damaged file); rebuild it "
+                                   f"with 'ragkit index build'")
+        if (np.diff(weights.indptr) < 0).any():
+            raise IndexFormatError(f"index {named}: its postings' offsets ({WEIGHT_ARRAYS[0]}) go backwards "
+                                   f"(a damaged file); rebuild it with 'ragkit index build'")
         index = cls(docs=docs, tokenizer=Tokenizer.from_dict(meta["tokenizer"]),
                    params=BM25Params(**meta["params"]),
                    vocab={t: i for i, t in enumerate(terms)},
