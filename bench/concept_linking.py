@@ -2,7 +2,8 @@
 base, the rules graph, k 100) on MuSiQue's 100 questions and the 24 rephrased by hand in
 ``bench/multihop_rephrased.jsonl`` (other words, lower-case or misspelt names), with
 Recall@5, for the ragkit on PYTHONPATH (an older checkout) or this one. Each run is kept
-under its label; with two labels the file also says on how many questions their top 5 agree.
+under its label, and the file says on how many questions this run's top 5 agrees with each
+other label's.
 
     mkdir -p /tmp/before && git archive bf862c9^ ragkit | tar -x -C /tmp/before
     PYTHONPATH=/tmp/before .venv/bin/python bench/concept_linking.py --label before
@@ -64,11 +65,10 @@ def main() -> None:
     previous = OUT / "concept_linking.json"
     runs = json.loads(previous.read_text()).get("runs", {}) if previous.exists() else {}
     runs[args.label] = {"ragkit": str(ragkit.relative_to(ROOT)) if ragkit.is_relative_to(ROOT) else str(ragkit), **run}
-    labels = sorted(runs)
-    agree = {}
-    if len(labels) >= 2:
-        a, b = runs[labels[0]]["top5"], runs[labels[1]]["top5"]
-        agree = {"labels": labels[:2], "same_top5": sum(a[q] == b.get(q) for q in a), "questions": len(a)}
+    mine = run["top5"]
+    agree = {"label": args.label, "questions": len(mine),
+             "same_top5_as": {other: sum(mine[q] == kept["top5"].get(q) for q in mine)
+                              for other, kept in runs.items() if other != args.label}}
     write("concept_linking", {"runs": runs, "agreement": agree})
     print(json.dumps({label: {k: v for k, v in r.items() if k != "top5"} for label, r in runs.items()}), agree)
 
