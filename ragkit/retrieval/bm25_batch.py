@@ -147,10 +147,14 @@ def top_k_many(index: "BM25Index", queries: Sequence[Sequence[str]], k: int, *,
     n_docs = weights.shape[0]
     k_eff = min(k, n_docs)
     positive = index.positive_weights
-    checked = index.checked_terms
 
     get = index.vocab.get
     tokens = np.array([get(t, -1) for t in chain.from_iterable(queries)], dtype=np.int64)
+    from .bm25_kernel import unchecked_term
+
+    bad = unchecked_term(weights.indptr, weights.indices, n_docs, tokens, index.checked_terms)
+    if bad >= 0:        # postings the loop cannot trust (``BM25Index.checked_terms``)
+        raise index.postings_error(int(bad))
     offsets = np.zeros(len(queries) + 1, dtype=np.int64)
     np.cumsum([len(q) for q in queries], out=offsets[1:])
     out_idx = np.empty((len(queries), k_eff), dtype=np.int64)
@@ -162,7 +166,7 @@ def top_k_many(index: "BM25Index", queries: Sequence[Sequence[str]], k: int, *,
         with _workspace(index, n_docs) as (scores, seen, touched):
             run(weights.indptr, weights.indices, weights.data, positive, block_docs(n_docs), tokens,
                 offsets[lo:hi + 1], k_eff,
-                scores, seen, touched, checked, out_idx[lo:hi], out_score[lo:hi], out_n[lo:hi])
+                scores, seen, touched, out_idx[lo:hi], out_score[lo:hi], out_n[lo:hi])
 
     if threads == 1 or len(queries) < 2 * threads:
         rank(0, len(queries))
@@ -173,8 +177,6 @@ def top_k_many(index: "BM25Index", queries: Sequence[Sequence[str]], k: int, *,
         rank(0, size)
         for part in others:
             part.result()
-    if (out_n < 0).any():
-        raise index.postings_error(-1 - int(out_n[out_n < 0][0]))
     if (out_n == k_eff).all():
         return list(zip(out_idx, out_score))
     return [(out_idx[q, :n], out_score[q, :n]) for q, n in enumerate(out_n.tolist())]

@@ -129,22 +129,31 @@ def rank_blocked(indptr, indices, data, terms, times, n_terms, k, n_docs, local,
 
 
 @njit(cache=True, nogil=True)
-def in_order(indptr, indices, term, n_docs):
-    """The postings of ``term`` name documents in strictly increasing order, all below
-    ``n_docs``: what ragkit's build writes, and what the loops above read without a bound
-    check (out of order, the blocks would drop or misplace postings; out of range, a slot
-    per document would be written outside its array)."""
-    last = -1
-    for p in range(indptr[term], indptr[term + 1]):
-        d = indices[p]
-        if d <= last:
-            return False
-        last = d
-    return last < n_docs
+def unchecked_term(indptr, indices, n_docs, tokens, checked):
+    """Check the postings of each term of ``tokens`` (term ids, -1 for none) not yet marked
+    in ``checked`` (one flag per term, kept with the index), and mark those that pass: they
+    name documents in strictly increasing order, all below ``n_docs``. That is what ragkit's
+    build writes, and what the loops below read without a bound check (out of order, the
+    blocks would drop or misplace postings; out of range, a slot per document would be
+    written outside its array). The first term that fails, or -1. Kept out of ``kernel``,
+    whose loops it would otherwise share a function with."""
+    for t in tokens:
+        if t < 0 or checked[t]:
+            continue
+        last = -1
+        for p in range(indptr[t], indptr[t + 1]):
+            d = indices[p]
+            if d <= last:
+                return t
+            last = d
+        if last >= n_docs:
+            return t
+        checked[t] = True
+    return -1
 
 
 @njit(cache=True, nogil=True)
-def kernel(indptr, indices, data, positive, block, tokens, offsets, k, scores, seen, touched, checked,
+def kernel(indptr, indices, data, positive, block, tokens, offsets, k, scores, seen, touched,
            out_idx, out_score, out_n):
     """Rank each query q (its term ids: tokens[offsets[q]:offsets[q + 1]], -1 for a term
     not in the vocabulary) into row q of the outputs. ``positive``: every weight is above
@@ -152,9 +161,7 @@ def kernel(indptr, indices, data, positive, block, tokens, offsets, k, scores, s
     ``block``: above zero, a query with few postings adds them this many documents at a time
     into slots of the block's own (``bm25_batch.block_docs``), else into ``scores``.
     ``scores`` (zeros), ``seen`` (False) and ``touched``, one slot per document, are the
-    caller's and are left as they came. ``checked``, one flag per term, kept with the index:
-    a term's postings are checked (``in_order``) the first time a query uses it; a query
-    with a term that fails is not ranked, and its ``out_n`` is -1 - its first such term."""
+    caller's and are left as they came."""
     n_docs = scores.size
     terms = np.empty(tokens.size, np.int64)
     times = np.empty(tokens.size, np.float64)
@@ -169,7 +176,6 @@ def kernel(indptr, indices, data, positive, block, tokens, offsets, k, scores, s
         # top_k_tokens adds them in, so every sum is the same to the last bit
         n_terms = 0
         postings = 0
-        bad = -1
         for j in range(offsets[q], offsets[q + 1]):
             t = tokens[j]
             if t < 0:
@@ -181,17 +187,9 @@ def kernel(indptr, indices, data, positive, block, tokens, offsets, k, scores, s
                     first = False
                     break
             if first:
-                if not checked[t]:
-                    if not in_order(indptr, indices, t, n_docs):
-                        bad = t
-                        break
-                    checked[t] = True
                 terms[n_terms], times[n_terms] = t, 1.0
                 n_terms += 1
                 postings += indptr[t + 1] - indptr[t]
-        if bad >= 0:
-            out_n[q] = -1 - bad
-            continue
         if postings * 4 >= n_docs:
             size = rank_dense(indptr, indices, data, positive, terms, times, n_terms, k, scores, seen,
                               top_s, top_i)
