@@ -5,6 +5,7 @@ module (quoted commas and newlines), and a file that cannot be read is a one-lin
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -292,10 +293,11 @@ def test_damaged_index_files_are_one_line_errors(tmp_path, capsys):
     assert f"index {ix / 'vocab.json'}: cannot be read (Is a directory)" in line
 
 
-def test_damaged_postings_are_one_line_errors_not_wrong_rankings(tmp_path, capsys):
+def test_damaged_postings_are_one_line_errors(tmp_path, capsys):
     """The compiled loop reads postings without bound checks: a term's postings out of
     document order, or naming a document the index does not hold, are an error the first
-    time a query uses the term (numpy path and compiled loop alike); other terms still rank."""
+    time a query uses the term (numpy path and compiled loop alike), and other terms still
+    rank; the whole matrix's conversion for MMR checks every posting's bounds first."""
     import numpy as np
 
     corpus = write(tmp_path / "corpus.jsonl", jsonl(CORPUS))
@@ -306,6 +308,8 @@ def test_damaged_postings_are_one_line_errors_not_wrong_rankings(tmp_path, capsy
     (fever,) = sound.tokenizer("fever")
     term = sound.vocab[fever]
     expected = sound.top_k_many([sound.tokenizer("painkiller")], 3, compiled=False)
+    rows = sound.term_sets([2, 0])          # the chunks asked for, in that order
+    assert rows.shape[0] == 2 and rows[1, term] == 1 and rows[0, term] == 1 and rows.sum() < sound.weights.nnz
     indptr, indices = np.load(folder / "weights.indptr.npy"), np.load(folder / "weights.indices.npy")
     lo, hi = indptr[term], indptr[term + 1]
     assert list(indices[lo:hi]) == [0, 2]               # Aspirin's and Paracetamol's
@@ -315,11 +319,17 @@ def test_damaged_postings_are_one_line_errors_not_wrong_rankings(tmp_path, capsy
         np.save(folder / "weights.indices.npy", indices)
         for compiled in (False, True):
             index = BM25Index.load(ix)
-            with pytest.raises(IndexFormatError, match=message):
+            with pytest.raises(IndexFormatError, match=re.escape(message)):
                 index.top_k_many([sound.tokenizer("fever")], 3, compiled=compiled)
             ranked = index.top_k_many([sound.tokenizer("painkiller")], 3, compiled=compiled)
             assert all(np.array_equal(a, b) for got, want in zip(ranked, expected) for a, b in zip(got, want))
         assert message in refused(capsys, "search", "--index", ix, "--query", "what lowers a fever")
+    indices[lo:hi] = [0, 3]             # what MMR reads converts the whole matrix: every posting's bounds
+    np.save(folder / "weights.indices.npy", indices)
+    index = BM25Index.load(ix)
+    with pytest.raises(IndexFormatError, match=re.escape(f"{folder / 'weights.indices.npy'}: a posting names a "
+                                                         "document outside its 3 documents")):
+        index.term_sets([0])
     terms = json.loads((folder / "vocab.json").read_text())
     (folder / "vocab.json").write_text(json.dumps(terms + ["extra"]))
     with pytest.raises(IndexFormatError, match=f"{len(terms) + 1} terms.*{len(terms)} columns.*do not agree"):

@@ -290,13 +290,19 @@ class BM25Index:
             self._checked = np.zeros(self.weights.shape[1], dtype=np.bool_)
         return self._checked
 
+    def _postings_file(self) -> Path | str:
+        """Where the postings were read from, for errors."""
+        if self.loaded_from is None:
+            return "in memory"
+        mapped = self.loaded_from / WEIGHT_ARRAYS[1]
+        return mapped if mapped.exists() else self.loaded_from / "weights.npz"
+
     def postings_error(self, term: int) -> IndexFormatError:
         """The error for a term whose postings fail ``checked_terms``' check."""
-        where = self.loaded_from / WEIGHT_ARRAYS[1] if self.loaded_from else "in memory"
         name = next((t for t, i in self.vocab.items() if i == term), term)
-        return IndexFormatError(f"index {where}: the postings of term {name!r} are not in document order "
-                                f"within its {len(self.docs)} documents (a damaged file); rebuild it with "
-                                f"'ragkit index build'")
+        return IndexFormatError(f"index {self._postings_file()}: the postings of term {name!r} are not in "
+                                f"document order within its {len(self.docs)} documents (a damaged file); "
+                                f"rebuild it with 'ragkit index build'")
 
     @property
     def positive_weights(self) -> bool:
@@ -397,6 +403,13 @@ class BM25Index:
     def term_sets(self, indices: Sequence[int]) -> sp.csr_matrix:
         """Binary document × term incidence rows for ``indices`` (for Jaccard in MMR)."""
         if self._by_row is None:  # row-major copy, made once, for row slicing
+            # scipy's conversion reads every posting without a bound check (queries check
+            # only the terms they use: ``checked_terms``)
+            postings = self.weights.indices
+            if postings.size and (postings.min() < 0 or postings.max() >= len(self.docs)):
+                raise IndexFormatError(f"index {self._postings_file()}: a posting names a document outside its "
+                                       f"{len(self.docs)} documents (a damaged file); rebuild it with "
+                                       f"'ragkit index build'")
             self._by_row = self.weights.tocsr()
         rows = self._by_row[np.asarray(indices, dtype=np.int64)]
         rows.data = np.ones_like(rows.data)

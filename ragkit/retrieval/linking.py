@@ -203,15 +203,14 @@ class Linker:
         # Fuzzy candidates by length (``fuzzy_cutoff=None``: no misspellings at all): a ratio of
         # at least c needs lengths within a factor (2 - c) / c of each other, so most keys are
         # never compared. Filed by first letter too where spans are compared only with keys
-        # sharing theirs, so that making a window's list reads only the keys it holds (read
-        # from every key of its lengths, the first 50 questions on 100,000 generated chunks
-        # spent 126 ms each making windows, four times the walk).
-        blocked = self.fuzzy_spans is not None
+        # sharing theirs, so that making a window's list reads only the keys it holds, not
+        # every key of its lengths (docs/benchmarks.md, "Misspelling windows by first letter").
+        self._blocked = self.fuzzy_spans is not None
         self._fuzzy_keys: dict[tuple[int, str], list[str]] = {}      # (length, first letter or "") -> keys
         self._fuzzy_window: dict[tuple[int, int, str], list[str]] = {}     # (low, high, first letter) -> keys
         for key in by_key:
             if key in misspellable:
-                self._fuzzy_keys.setdefault((len(key), key[0] if blocked else ""), []).append(key)
+                self._fuzzy_keys.setdefault((len(key), key[0] if self._blocked else ""), []).append(key)
 
     def __len__(self) -> int:
         return self.size
@@ -294,7 +293,7 @@ class Linker:
             return []
         c = self.fuzzy_cutoff
         low, high = math.ceil(len(key) * c / (2 - c)), math.floor(len(key) * (2 - c) / c)
-        first = key[0] if self.fuzzy_spans is not None else ""
+        first = key[0] if self._blocked else ""
         keys = self._fuzzy_window.get((low, high, first))
         if keys is None:        # made once per window: a large store has hundreds of thousands of keys
             keys = self._fuzzy_window[(low, high, first)] = [k for n in range(low, high + 1)
