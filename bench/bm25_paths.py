@@ -8,8 +8,8 @@ documents at a time into slots of the block's own; and ragkit's choice between t
 
 The corpora and queries are ``bench/scale.py``'s (generated, seeded, Zipfian): its 1,000
 queries of 2 to 6 words ("short"), the same run together four at a time ("long", 8 to 24
-words) and twelve at a time ("longer"); ``terms_median`` counts a query's distinct terms. Only queries with few postings (under a quarter of
-the documents) are timed: the others take the dense way whatever the choice. The loop runs
+words) and twelve at a time ("longer"); ``terms_median`` counts a query's distinct terms.
+Only queries with few postings (under a quarter of the documents) are timed: the others take the dense way whatever the choice. The loop runs
 alone (no tokenizing, no Python per query), one thread, every way on the same queries and
 scratch; the ways take turns for 15 rounds and each figure is the median. Every way's
 rankings are checked equal to the others', bit for bit.

@@ -17,8 +17,8 @@ a 200,000-word vocabulary with Zipfian frequencies (exponent 1.07, as word count
 text roughly follow), and 1,000 queries of 2 to 6 words drawn from the same law without its
 300 most common words (queries name content words); and 250 long queries, each four of
 those run together (8 to 24 words, as a question's content words: many terms' postings in
-one query, for the batch loop's way with queries of few postings). Each library runs in its own process,
-so its peak memory (the child's max RSS) is its own; both get the same token lists, written
+one query, for the batch loop's way with queries of few postings). Each library runs in its
+own process, so its peak memory (the child's max RSS) is its own; both get the same token lists, written
 once to a file. Memory is the process's peak including the token lists it read.
 
 The dense figures: MiniLM's throughput on 2,000 of the generated documents (in process,

@@ -225,12 +225,9 @@ class BM25Index:
         checked = self.checked_terms
         idx_parts, w_parts = [], []
         for term, times in counts.items():
-            lo, hi = indptr[term], indptr[term + 1]
             if not checked[term]:
-                run = indices[lo:hi]
-                if run.size and (run[0] < 0 or run[-1] >= len(self.docs) or not (run[1:] > run[:-1]).all()):
-                    raise self.postings_error(term)
-                checked[term] = True
+                self.check_postings(term)
+            lo, hi = indptr[term], indptr[term + 1]
             idx_parts.append(indices[lo:hi])
             w_parts.append(data[lo:hi] * times if times > 1 else data[lo:hi])
         return np.concatenate(idx_parts), np.concatenate(w_parts)
@@ -297,12 +294,16 @@ class BM25Index:
         mapped = self.loaded_from / WEIGHT_ARRAYS[1]
         return mapped if mapped.exists() else self.loaded_from / "weights.npz"
 
-    def postings_error(self, term: int) -> IndexFormatError:
-        """The error for a term whose postings fail ``checked_terms``' check."""
-        name = next((t for t, i in self.vocab.items() if i == term), term)
-        return IndexFormatError(f"index {self._postings_file()}: the postings of term {name!r} are not in "
-                                f"document order within its {len(self.docs)} documents (a damaged file); "
-                                f"rebuild it with 'ragkit index build'")
+    def check_postings(self, term: int) -> None:
+        """Check ``term``'s postings (``checked_terms``) and flag them; postings out of document
+        order or outside the index are an ``IndexFormatError`` naming the file and the term."""
+        run = self.weights.indices[self.weights.indptr[term]:self.weights.indptr[term + 1]]
+        if run.size and (run[0] < 0 or run[-1] >= len(self.docs) or not (run[1:] > run[:-1]).all()):
+            name = next((t for t, i in self.vocab.items() if i == term), term)
+            raise IndexFormatError(f"index {self._postings_file()}: the postings of term {name!r} are not in "
+                                   f"document order within its {len(self.docs)} documents (a damaged file); "
+                                   f"rebuild it with 'ragkit index build'")
+        self.checked_terms[term] = True
 
     @property
     def positive_weights(self) -> bool:

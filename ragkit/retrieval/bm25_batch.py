@@ -150,11 +150,9 @@ def top_k_many(index: "BM25Index", queries: Sequence[Sequence[str]], k: int, *,
 
     get = index.vocab.get
     tokens = np.array([get(t, -1) for t in chain.from_iterable(queries)], dtype=np.int64)
-    from .bm25_kernel import unchecked_term
-
-    bad = unchecked_term(weights.indptr, weights.indices, n_docs, tokens, index.checked_terms)
-    if bad >= 0:        # postings the loop cannot trust (``BM25Index.checked_terms``)
-        raise index.postings_error(int(bad))
+    known = tokens[tokens >= 0]
+    for term in np.unique(known[~index.checked_terms[known]]).tolist():   # the loop reads postings unchecked
+        index.check_postings(term)
     offsets = np.zeros(len(queries) + 1, dtype=np.int64)
     np.cumsum([len(q) for q in queries], out=offsets[1:])
     out_idx = np.empty((len(queries), k_eff), dtype=np.int64)

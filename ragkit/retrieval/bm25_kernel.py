@@ -129,30 +129,6 @@ def rank_blocked(indptr, indices, data, terms, times, n_terms, k, n_docs, local,
 
 
 @njit(cache=True, nogil=True)
-def unchecked_term(indptr, indices, n_docs, tokens, checked):
-    """Check the postings of each term of ``tokens`` (term ids, -1 for none) not yet marked
-    in ``checked`` (one flag per term, kept with the index), and mark those that pass: they
-    name documents in strictly increasing order, all below ``n_docs``. That is what ragkit's
-    build writes, and what the loops below read without a bound check (out of order, the
-    blocks would drop or misplace postings; out of range, a slot per document would be
-    written outside its array). The first term that fails, or -1. Kept out of ``kernel``,
-    whose loops it would otherwise share a function with."""
-    for t in tokens:
-        if t < 0 or checked[t]:
-            continue
-        last = -1
-        for p in range(indptr[t], indptr[t + 1]):
-            d = indices[p]
-            if d <= last:
-                return t
-            last = d
-        if last >= n_docs:
-            return t
-        checked[t] = True
-    return -1
-
-
-@njit(cache=True, nogil=True)
 def kernel(indptr, indices, data, positive, block, tokens, offsets, k, scores, seen, touched,
            out_idx, out_score, out_n):
     """Rank each query q (its term ids: tokens[offsets[q]:offsets[q + 1]], -1 for a term
