@@ -1,6 +1,8 @@
 """Answer-level figures, in the shape of the field's tables: ``ragkit eval answers`` on
 MuSiQue (English, 2–4 hops, concept-graph retrieval, top 5; the first 50 questions are the half the
-defaults were chosen on, the last 50 the half held out), on the hand-written handbook
+defaults were chosen on, the last 50 the half held out), on the HotpotQA dev questions
+(English, bridge and comparison, each question's own ten paragraphs pooled into one corpus,
+the same retrieval; the first 25 and the last 25 reported apart), on the hand-written handbook
 questions (English, ``data/handbook_questions.jsonl``) and on the Vietnamese factoid
 questions over the manuals (``data/manual_factoid_questions.jsonl``), each with no model,
 with Qwen2.5-Coder-1.5B in one pass (``--steps 1``) and in up to two steps (when installed:
@@ -70,7 +72,9 @@ def by_shape(result: dict, path) -> dict:
     return out
 
 
-LABELS = {"musique": "MuSiQue", "handbook": "handbook, en", "manuals_vi": "manuals, vi"}
+LABELS = {"musique": "MuSiQue", "hotpotqa": "HotpotQA dev", "handbook": "handbook, en", "manuals_vi": "manuals, vi"}
+# Sets reported in two halves: the first ``n`` questions and the rest.
+HALVES = {"musique": 50, "hotpotqa": 25}
 METHOD_LABELS = {"none": "no LLM, one pass", "none-2steps": "no LLM, up to two steps",
                  "qwen-1step": "1.5B, one pass", "qwen-2steps": "1.5B, up to two steps"}
 
@@ -78,10 +82,10 @@ METHOD_LABELS = {"none": "no LLM, one pass", "none-2steps": "no LLM, up to two s
 def table(results: dict) -> str:
     """The docs' table rows (docs/benchmarks.md) from the results."""
     lines = ["| set | method | short EM | short F1 | factoid EM (n) | EM / F1 whole | accepted / fallback "
-             "| abstained (right) | gold in evidence | steps 1/2/3 | s per answer |", "|" + "---|" * 11]
+             "| abstained (right) | gold retrieved / read | context tokens | steps 1/2/3 | s per answer |", "|" + "---|" * 12]
     for set_name, methods in results.items():
         for method, r in methods.items():
-            if set_name == "musique":
+            if set_name in HALVES:
                 h = r.get("halves", {})
                 part = " / ".join(f"{k.replace('_', '-')} {v['short_em']:.2f}" for k, v in h.items())
             else:
@@ -91,16 +95,20 @@ def table(results: dict) -> str:
             lines.append(f"| {LABELS.get(set_name, set_name)} ({r['n']}) | {METHOD_LABELS.get(method, method)} "
                          f"| {r['short_em']:.3f} | {r['short_f1']:.3f} | {part} | {r['em']:.2f} / {r['f1']:.3f} "
                          f"| {r['accepted']:.2f} / {r['fallback']:.2f} | {r['abstained']} ({r['abstention_right']}) "
-                         f"| {r['gold_in_evidence']:.2f} | {steps} | {r['seconds_per_answer']:.3f} |")
+                         f"| {r.get('gold_in_retrieved', float('nan')):.2f} / {r['gold_in_evidence']:.2f} "
+                         f"| {r.get('median_context_tokens', '')} | {steps} | {r['seconds_per_answer']:.3f} |")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sets", nargs="+", default=["musique", "handbook", "manuals_vi"])
+    parser.add_argument("--sets", nargs="+", default=["musique", "hotpotqa", "handbook", "manuals_vi"])
+    parser.add_argument("--method", default=MUSIQUE_METHOD, help="the multi-hop sets' retrieval method")
+    parser.add_argument("--k", type=int, default=5, help="the multi-hop sets' chunks of evidence")
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--table", action="store_true", help="print the docs' table from the last results")
+    parser.add_argument("--out", default="answers", help="the results' name under outputs/bench/")
     args = parser.parse_args()
     if args.table:
         print(table(json.loads((ROOT / "outputs" / "bench" / "answers.json").read_text())["results"]))
@@ -113,7 +121,14 @@ def main() -> None:
         if not (indexes / "musique" / "concepts").exists():
             cli("index", "build", "--corpus", str(MUSIQUE / "musique_beir" / "corpus.jsonl"),
                 "--out", str(indexes / "musique"), "--dense", "--concepts", "--json")
-        sets["musique"] = (questions, indexes / "musique", ["--method", MUSIQUE_METHOD, "--k", "5"])
+        sets["musique"] = (questions, indexes / "musique", ["--method", args.method, "--k", str(args.k)])
+    if "hotpotqa" in args.sets:
+        questions = musique_to_questions(MUSIQUE / "hotpotqa_dev_beir", MUSIQUE / "hotpotqa_dev_questions.json",
+                                         ROOT / "outputs" / "datasets" / "hotpotqa_dev" / "questions.jsonl")
+        if not (indexes / "hotpotqa_dev" / "concepts").exists():
+            cli("index", "build", "--corpus", str(MUSIQUE / "hotpotqa_dev_beir" / "corpus.jsonl"),
+                "--out", str(indexes / "hotpotqa_dev"), "--dense", "--concepts", "--json")
+        sets["hotpotqa"] = (questions, indexes / "hotpotqa_dev", ["--method", args.method, "--k", str(args.k)])
     for name, corpus, questions in (("handbook", "handbook", "handbook_questions.jsonl"),
                                     ("manuals_vi", "manuals", "manual_factoid_questions.jsonl")):
         if name in args.sets:
@@ -121,7 +136,7 @@ def main() -> None:
                 "--json")
             sets[name] = (ROOT / "data" / questions, indexes / f"{corpus}-bench", [])
     methods = [m for m in args.methods if not m.startswith("qwen") or installed_path(QWEN)]
-    last = ROOT / "outputs" / "bench" / "answers.json"
+    last = ROOT / "outputs" / "bench" / f"{args.out}.json"
     results: dict = json.loads(last.read_text()).get("results", {}) if last.exists() else {}
     for set_name, (path, index, flags) in sets.items():
         for method in methods:
@@ -131,15 +146,16 @@ def main() -> None:
             result = cli(*argv)
             result["command"] = "ragkit " + " ".join(a if not a.startswith(str(ROOT)) else a[len(str(ROOT)) + 1:]
                                                      for a in argv)
-            if set_name == "musique":
-                result["halves"] = halves(result, 50)
+            if set_name in HALVES:
+                result["halves"] = halves(result, HALVES[set_name])
             else:
                 result["by_shape"] = by_shape(result, path)
             print({k: result.get(k) for k in ("n", "short_em", "short_f1", "em", "f1", "accepted", "fallback",
+                                              "gold_in_retrieved", "gold_in_evidence", "median_context_tokens",
                                               "seconds_per_answer", "steps", "halves")},
                   (result.get("by_shape") or {}).get("factoid"), flush=True)
             results.setdefault(set_name, {})[method] = result
-            write("answers", {"results": results})
+            write(args.out, {"results": results})
 
 
 if __name__ == "__main__":

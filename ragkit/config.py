@@ -100,6 +100,9 @@ class LexicalConfig:
     rrf_k: int = 60               # hybrid rrf: score = sum of 1 / (rrf_k + rank)
     rerank: str = "none"          # none (off) or llm: the model judges the top candidates
     rerank_depth: int = 20        # candidates the reranker judges
+    # Documents the corpus titles with a name that the top evidence writes and the question does
+    # not (answer.bridges), added after the document that names them: at most this many (0: off).
+    bridges: int = 2
     steps: int = 2                # retrieval steps for a factoid question that nests a description (up to
                                   # 3), read inside out; a question that nests none takes one. Two: on the
                                   # MuSiQue tune half with the 1.5B, short F1 0.17 in one pass, 0.37 in two

@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, split_sentences, strip_accents
-from ..text.cues import (ANSWER_WORDS, DROPPING_PAIRS, DROPPING_VERBS, NEGATIONS, NOT_NEGATING, REFUSAL_CUES,
+from ..text.cues import (ANAPHORS, ANSWER_WORDS, DROPPING_PAIRS, DROPPING_VERBS, NEGATIONS, NOT_NEGATING, REFUSAL_CUES,
                          REFUSAL_WORDS, SOURCE_NOUNS, SOURCE_NOUNS_VI)
 from .claims import Claim, split_claims, without_brackets
 from ..llm.injection import suspicious_evidence
@@ -130,7 +130,14 @@ def _is_number(token: str) -> bool:
     return token[0].isdigit() and bool(re.fullmatch(r"\d+(?:[.,]\d+)*", token))
 
 
+_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+")
+
+
 def _number_key(token: str) -> str:
+    """A number as a value: English thousands groups ("8,200") as the plain digits ("8200");
+    otherwise a decimal comma as a point ("1,5" is "1.5")."""
+    if _GROUPED.fullmatch(token):
+        return token.replace(",", "")
     return token.replace(",", ".")
 
 
@@ -552,6 +559,8 @@ def is_refusal(text: str, refusals: Iterable[str] = ()) -> bool:
     tokens = [t.lower() for t in _tokens(text)]
     for i, t in enumerate(tokens):
         noun = 1 if t in SOURCE_NOUNS else 2 if tuple(tokens[i:i + 2]) in SOURCE_NOUNS_VI else 0
+        if noun and i <= 3 and tokens[0] in NEGATIONS and not any(w in _BOUNDARY for w in tokens[:i]):
+            return True         # opens with a negated quantifier over the source: "None of the passages ..."
         if noun:
             after = tokens[i + noun:i + noun + 4]       # the source, then a negated verb: its subject
             after = after[:next((k for k, w in enumerate(after) if w in _BOUNDARY), len(after))]
@@ -575,11 +584,53 @@ def _spans(evidence: list[str], numbers: Iterable[int], words: tuple[str, ...], 
         sentences = split_sentences(evidence[n - 1])
         analysed = [_Text.of(sentence, vocabulary) for sentence in sentences]
         found = [{w for w in words if a.has(w)} for a in analysed]
+        head = evidence[n - 1].lstrip().split("\n", 1)[0]
+        subject = _subject(_Text.of(head if len(head.split()) <= 8 else sentences[0] if sentences else "",
+                                    vocabulary))
         for i, sentence in enumerate(sentences):
             yield n, sentence, analysed[i]
+            resolved = resolve_reference(sentence, subject) if i else None
+            if resolved:
+                yield n, resolved, _Text.of(resolved, vocabulary)
             if i + 1 < len(sentences) and found[i] - found[i + 1] and found[i + 1] - found[i]:
                 pair = f"{sentence} {sentences[i + 1]}"
                 yield n, pair, _Text.of(pair, vocabulary)
+
+
+def _subject(first: _Text) -> str:
+    """What a text is about: the name its first line (a title of at most eight words) or
+    else its first sentence opens with (in its first three tokens), as written; '' when it
+    opens with none."""
+    for pos, name in first.names:
+        if pos <= 2:
+            return " ".join(first.tokens[pos:pos + len(name)])
+    return ""
+
+
+_DEFINITE = frozenset({"the", "this", "that"})
+
+
+def resolve_reference(sentence: str, subject: str) -> str | None:
+    """``sentence`` with the reference it opens with replaced by its text's ``subject``,
+    when it opens with one: a pronoun ("It was founded in 1879" -> "Greyfen Brewery was
+    founded in 1879"), a possessive ("Its score" -> "Greyfen Brewery's score") or a definite
+    noun phrase of one lower-case noun ("The company employs ..."). None when it does not,
+    or there is no subject: within a text, such a sentence speaks of what the text names
+    first, and a claim about that subject may stand on it."""
+    if not subject:
+        return None
+    m = re.match(r"\s*([\w'’-]+)(\s+([\w'’-]+))?", sentence)
+    if not m:
+        return None
+    first, second = m.group(1), m.group(3) or ""
+    lower = first.lower()
+    if lower in ("his", "her", "its", "their"):
+        return f"{subject} 's{sentence[m.end(1):]}"      # apart: the name stays the name
+    if lower in ANAPHORS and lower not in _DEFINITE:
+        return f"{subject}{sentence[m.end(1):]}"
+    if lower in _DEFINITE and second and second.islower() and second not in ENGLISH_STOPWORDS:
+        return f"{subject}{sentence[m.end():]}"
+    return None
 
 
 def _said(body: str) -> str:

@@ -15,8 +15,8 @@ the retrieved text bear on it, and the short answer those sentences give.
   their sentence covers and how close they stand to the question's words. None when no
   candidate stands out (the sentence it stands in covers too little of the question).
 - ``question_focus``, ``nested_descriptions`` and ``sub_question``: what an English question
-  asks about before any nested description ("the first president" of "the association which
-  published X"), those descriptions, and the question asked again of the entity a first
+  asks about before any nested description ("the first editor" of "the gazette which
+  printed X"), those descriptions, and the question asked again of the entity a first
   step found for one.
 - ``coverage``: how much of the question (by word weight) a text covers, and which words it
   leaves open: what decides "not found in the sources" and whether another retrieval step
@@ -31,7 +31,7 @@ from typing import Callable, Sequence
 
 from ..text import (ENGLISH_STOPWORDS, LIST_MARKER, VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences,
                     strip_accents, vietnamese_char_count)
-from ..text.cues import MAXIMUM_CUES, MINIMUM_CUES, NEGATIONS, NOT_NEGATING, RENAMING_WORDS
+from ..text.cues import ANAPHORS, MAXIMUM_CUES, MINIMUM_CUES, NEGATIONS, NOT_NEGATING, RENAMING_WORDS
 
 FACTOID_SHAPES = ("name", "date", "number", "yesno")
 SHAPES = (*FACTOID_SHAPES, "definition", "list", "steps", "explanation", "other")
@@ -204,8 +204,8 @@ def _head_noun(words: Sequence[str]) -> str:
 
 # ----------------------------------------------------------------------------- focus
 
-# Words that open a description nested in an English question ("the first president *of*
-# the association *which* published ..."): prepositions and relative pronouns (closed classes).
+# Words that open a description nested in an English question ("the first editor *of*
+# the gazette *which* printed ..."): prepositions and relative pronouns (closed classes).
 _PREPOSITIONS = frozenset("""of in on at from by for with into to about near under over within across
     behind beside between during after before through along around toward towards against among
     beyond inside outside upon""".split())
@@ -216,8 +216,8 @@ _DETERMINERS = frozenset("the a an this that these those its his her their".spli
 
 def question_focus(question: str) -> tuple[str, ...]:
     """What an English question asks about before any nested description: the content words
-    right after its question word ("first president" in "Who was the first president of the
-    association which published ...?"); empty for a Vietnamese question (its question word
+    right after its question word ("first editor" in "Who was the first editor of the
+    gazette which printed ...?"); empty for a Vietnamese question (its question word
     closes the sentence) and for one without a question word."""
     if vietnamese_char_count(question):
         return ()
@@ -258,8 +258,8 @@ class Description:
     inner_from: int
 
 
-# Lower-case words that may join the capitalised words of one name ("Jump for Glory",
-# "The Girl Who Kicked the Hornets' Nest", "What a Wonderful World"): a closed class.
+# Lower-case words that may join the capitalised words of one name ("Bridge of Spies",
+# "The Man Who Planted Trees", "What a Wonderful World"): a closed class.
 _NAME_JOINS = frozenset("of the for and a an de da del della di von van der du la le y on upon & al bin".split())
 _POSSESSIVE = re.compile(r"['’]s$")
 
@@ -281,7 +281,7 @@ def _name_end(tokens: list[tuple[str, int, int]], k: int) -> int:
             i += 1
             end = i
             if _POSSESSIVE.search(word):
-                break           # "Hello Love's performer": the name ends at its possessive
+                break           # "Quiet Harbor's composer": the name ends at its possessive
             continue
         if i > k and word in _NAME_JOINS:
             i += 1
@@ -295,14 +295,14 @@ def _description_at(text: str, after: int = 0) -> Description | None:
     from English's closed word classes and capitalisation, never from a dataset's templates:
 
     - a determiner after a preposition or an auxiliary verb, up to four words and a
-      relative pronoun ("in *the city where X was born*", "is *the association which
-      published Y*"), to the next comma or the end of the sentence;
+      relative pronoun ("in *the city where X was born*", "is *the gazette which
+      printed Y*"), to the next comma or the end of the sentence;
     - a noun phrase after a preposition (or, with a predicate after it, an auxiliary verb)
-      and "of" a name or another description ("of *the director of Jump for Glory*", "in
-      *birth place of the director of X*", "did *the spouse of Lil Hardin Armstrong* make");
-    - a name's possessive and the lower-case noun it owns ("*Damerjog's country*").
+      and "of" a name or another description ("of *the composer of Harbor Lights*", "in
+      *birth place of the editor of X*", "did *the sister of Ada Marlowe* write");
+    - a name's possessive and the lower-case noun it owns ("*Velmora's capital*").
 
-    A capitalised "The" or "Who" inside a title ("The Girl Who Kicked the Hornets' Nest")
+    A capitalised "The" or "Who" inside a title ("The Man Who Planted Trees")
     opens nothing."""
     tokens = [(m.group(), m.start(), m.end()) for m in re.finditer(r"[\w'’-]+", text)]
     lowered = [w.lower() for w, _, _ in tokens]
@@ -324,7 +324,7 @@ def _description_at(text: str, after: int = 0) -> Description | None:
                     comma = text.find(",", tokens[j][1])
                     stop = comma if comma >= 0 else len(text)
                     if comma < 0 and before in _AUXILIARIES:
-                        # "was *the country that produced Fist Power* taken by ...": after an
+                        # "was *the studio that released Quiet Harbor* bought by ...": after an
                         # auxiliary the question's own verb follows the clause, unmarked; the
                         # clause's first name closes it, when lower-case words follow that name
                         name = next((n for n in range(j + 1, len(tokens)) if tokens[n][0][:1].isupper()), None)
@@ -333,7 +333,7 @@ def _description_at(text: str, after: int = 0) -> Description | None:
                             stop = tokens[end - 1][2]
                         elif before in ("do", "does", "did") and not contact:
                             break   # "does the officer who ... work?": nothing marks where it ends
-                    # "the continent where X is located *did* the Renaissance begin": an
+                    # "the valley where X lies *did* the first mill open": an
                     # inverted "do" after the clause's own words resumes the question
                     resumed = next((t[1] for t in tokens[j + 2:] if t[0] in ("do", "does", "did")
                                     and t[1] < stop), None)
@@ -358,7 +358,7 @@ def _description_at(text: str, after: int = 0) -> Description | None:
             if j > nouns and j + 1 < len(tokens) and tokens[j][0] == "of":
                 k = j + 1
                 if tokens[k][0] in ("the", "a", "an") and _name_end(tokens, k + 1) > k + 1:
-                    k += 1      # "of the Tikhaya Sosna"
+                    k += 1      # "of the Upper Velm"
                 end = _name_end(tokens, k)
                 if end > k and _POSSESSIVE.search(tokens[end - 1][0]):
                     owned = end
@@ -400,15 +400,15 @@ def _description_at(text: str, after: int = 0) -> Description | None:
 
 def _leaves_a_question(question: str, description: str) -> bool:
     """Whether ``question`` still asks something of its own with ``description`` taken out
-    ("What is Damerjog's country?" without "Damerjog's country" asks nothing)."""
+    ("What is Velmora's capital?" without "Velmora's capital" asks nothing)."""
     rest = question.replace(description, " ", 1)
     return any(not _closed(w) for w, _ in _words(rest))
 
 
 def question_descriptions(question: str, limit: int = 2) -> list[Description]:
     """The descriptions nested in an English ``question``, outermost first (see
-    ``_description_at``): "the state that borders the east of the state where X was born"
-    and, inside it, "the state where X was born". At most ``limit``; none for a Vietnamese
+    ``_description_at``): "the county that lies north of the town where X grew up"
+    and, inside it, "the town where X grew up". At most ``limit``; none for a Vietnamese
     question."""
     if vietnamese_char_count(question) or limit < 1:
         return []
@@ -430,8 +430,8 @@ def nested_descriptions(question: str, limit: int = 2) -> list[str]:
 
 def sub_question(question: str, description: str, bridge: str) -> str:
     """``question`` with a ``description`` nested in it replaced by ``bridge``, the entity an
-    earlier step found for it: "Who was the first president of the association which
-    published X?" -> "Who was the first president of American Psychological Association?"."""
+    earlier step found for it: "Who was the first editor of the gazette which
+    printed X?" -> "Who was the first editor of Harbor Gazette?"."""
     return question.replace(description, bridge.strip(), 1)
 
 
@@ -545,7 +545,9 @@ def relevant_sentences(question: str, texts: Sequence[str], weigher: Weigher, pe
     """Each text cut to its ``per_item`` best sentences for ``question`` (and for any
     ``extra_questions``: a later step's query) with ``neighbours`` sentences either side,
     in reading order, "…" where text was left out; a text none of whose sentences shares a
-    question word keeps its first sentence (it was retrieved for a reason)."""
+    question word keeps its first sentence (it was retrieved for a reason). A kept sentence
+    that leans on an earlier one for its subject (``refers_back``) brings the text's first
+    sentence too: that is where the text names what it is about."""
     out = []
     for n, text in enumerate(texts):
         title = titles[n] if n < len(titles) else ""
@@ -561,6 +563,8 @@ def relevant_sentences(question: str, texts: Sequence[str], weigher: Weigher, pe
             best.update(i for share, _, i in scored[:per_item] if share > 0)
         if not best:
             best = {0}
+        if 0 not in best and any(refers_back(sentences[i], title) for i in best):
+            best.add(0)
         keep = sorted({j for i in best for j in range(i - neighbours, i + neighbours + 1)
                        if 0 <= j < len(sentences)})
         parts, last = [], -1
@@ -571,6 +575,38 @@ def relevant_sentences(question: str, texts: Sequence[str], weigher: Weigher, pe
             last = j
         out.append("\n\n".join(parts))
     return out
+
+
+def of_asked_kind(short: str, shape: Shape) -> bool:
+    """Whether a short answer is of the kind the question asks for: a date states one (a
+    year at least), a number states one (in digits or words), a person or a place is
+    neither a bare date nor a bare number. Other shapes take any answer."""
+    text = short.strip()
+    if shape.kind == "date":
+        return bool(date_candidates(text) or re.search(r"\b\d{3,4}\b", text))
+    if shape.kind == "number":
+        return bool(number_candidates(text))
+    if shape.kind == "name" and shape.target in ("person", "place"):
+        bare = re.sub(r"[\s,.;:()\-–]", "", text)
+        return not (bare.isdigit() or any(c.text == text.rstrip(".") for c in date_candidates(text)))
+    return True
+
+
+def refers_back(sentence: str, title: str = "") -> bool:
+    """Whether ``sentence`` takes its subject from an earlier sentence of its text: it opens
+    with a pronoun or a demonstrative (``ANAPHORS``), or names its text's subject (the
+    ``title``'s capitalised words, without a bracketed qualifier; of a section path, its
+    last part) only in part ("Quill was
+    ..." in the text titled "Mara Quill")."""
+    words = re.findall(r"[\w'’-]+", sentence)
+    if not words:
+        return False
+    if words[0].lower() in ANAPHORS:
+        return True
+    subject = re.sub(r"\s*\([^()]*\)\s*$", "", title.rsplit(" > ", 1)[-1])    # a section path's last part
+    name = [w.lower() for w in re.findall(r"[\w'’-]+", subject) if w[:1].isupper()]
+    said = {w.lower() for w in words}
+    return len(name) > 1 and any(w in said for w in name) and not all(w in said for w in name)
 
 
 # ----------------------------------------------------------------------------- candidates

@@ -104,6 +104,9 @@ class Draft:
     max_tokens: int | None = None     # None: the LLM config's
     cites: Sequence[int] | None = None  # the citation id of each evidence item the check reads (None: n is n)
     evidence: Sequence[str] = ()       # the evidence texts, for judging abstentions (ragkit eval answers)
+    # The whole texts retrieval found, before any cut or budget (empty: the same as ``evidence``):
+    # an evaluation compares what retrieval found with what the reader was shown.
+    retrieved: Sequence[str] = ()
     short_answer: str | None = None    # the evidence answer's short answer (a name, date, number, yes/no)
     read_short: Callable[[str], str | None] | None = None   # the short answer a model's answer gives
     # A factoid answer whose support fails: the model's short answer with the evidence's own

@@ -114,11 +114,11 @@ class ConceptSearcher:
         """The question's concepts: spans linked to a concept's label or alias by
         ``linking.Linker`` (up to case, plural, diacritics where the question writes none,
         or a small misspelling), longest first, never overlapping. A span written all in
-        lower case links to a name only when it is several words ("journal of psychotherapy
-        integration"; one word, "state", is not the name "State"); only a name may link
-        misspelt ("Damerjog" to "Damerdjog"): a common phrase's spelling varies by
+        lower case links to a name only when it is several words ("journal of coastal
+        ecology"; one word, "state", is not the name "State"); only a name may link
+        misspelt ("Velmora" to "Velmorra"): a common phrase's spelling varies by
         inflection ("physical laboratory", "physics laboratory"), not by mistake. Between
-        spans of one length, a name wins ("Bubye river" over "river flows")."""
+        spans of one length, a name wins ("Velm river" over "river flows")."""
         def is_name(link) -> bool:
             return self.graph.labels[int(link.target)][:1].isupper()
 

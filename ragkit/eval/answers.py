@@ -17,7 +17,10 @@ Per question and overall:
 - ``accepted`` and ``fallback``: the shares of questions the model answered (its answer
   passed the check) and whose model answer was replaced; ``seconds_per_answer`` (median);
   ``steps``: how many questions took 1, 2 or 3 retrieval steps; ``gold_in_evidence``: the
-  share whose evidence (what the reader saw) held a gold answer, and with gold evidence ids,
+  share whose evidence (what the reader saw) held a gold answer, beside
+  ``gold_in_retrieved``: the share whose retrieved chunks, whole, held one (the gap between
+  the two is what the sentence cut and the token budget lost; ``median_context_tokens``:
+  what the evidence cost in the prompt), and with gold evidence ids,
   ``evidence_recall``: the share of gold documents among those the reader saw;
 - citation precision and recall against the gold evidence ids: the cited documents are those
   whose ``[n]`` the answer writes (all the answer's citations when it writes none);
@@ -195,6 +198,8 @@ def evaluate_answers(items: list[dict], service, request_options: dict, progress
                "short_f1": round(best_of(token_f1, scored, item["answers"]), 4),
                "steps": len(steps) or 1,
                "gold_in_evidence": holds_gold(typed.evidence, item["answers"]),
+               "gold_in_retrieved": holds_gold(typed.retrieved or typed.evidence, item["answers"]),
+               "context_tokens": data["trace"].get("context_tokens"),
                "contains_gold": any(normalize_answer(g) in normalize_answer(said) for g in item["answers"]),
                "answer_source": data["trace"].get("answer_source", ""),
                "check_passed": (data["trace"].get("check") or {}).get("passed"),
@@ -243,6 +248,7 @@ def summarize(rows: list[dict]) -> dict:
            "seconds_per_answer": round(statistics.median(r["seconds"] for r in rows), 3) if rows else None,
            "short_answers": sum(1 for r in rows if r.get("short_answer")),
            "gold_in_evidence": mean("gold_in_evidence"),
+           "gold_in_retrieved": mean("gold_in_retrieved"),
            "steps": {str(k): v for k, v in sorted(Counter(r["steps"] for r in rows).items())},
            "exact_match": mean("em"), "contains_gold": mean("contains_gold"),
            "answered": len(answered), "answered_exact_match": _mean(answered, "em"),
@@ -250,7 +256,8 @@ def summarize(rows: list[dict]) -> dict:
            "abstained": len(abstentions), "abstention_right": right, "abstention_wrong": len(abstentions) - right,
            "answer_source": dict(sorted(sources.items())),
            "median_seconds": round(statistics.median(r["seconds"] for r in rows), 3) if rows else None}
-    for key in ("prompt_tokens", "completion_tokens", "prompt_tokens_per_s", "generation_tokens_per_s"):
+    for key in ("prompt_tokens", "completion_tokens", "prompt_tokens_per_s", "generation_tokens_per_s",
+                "context_tokens"):
         values = [r[key] for r in rows if r.get(key)]
         if values:
             out[f"median_{key}"] = round(statistics.median(values), 1)

@@ -117,6 +117,8 @@ class Answer:
     # The text the answer stage could draw on (``Draft.evidence``): not in the JSON, which
     # cites it; ``ragkit eval answers`` reads it to judge an abstention.
     evidence: list[str] = field(default_factory=list, repr=False)
+    # What retrieval found, whole (``Draft.retrieved``; empty: ``evidence``).
+    retrieved: list[str] = field(default_factory=list, repr=False)
 
     def to_dict(self) -> dict:
         """The JSON shape of ``ragkit ask --json`` and ``POST /ask``."""
@@ -389,7 +391,8 @@ class Pipeline(ABC):
         text, citations = settle_citations(outcome, citations, gathered.draft.cites)
         return Answer(question=question, pipeline=self.name, answer=text, citations=citations,
                       trace=gathered.trace, timings_ms=ctx.profiler.as_dict(),
-                      evidence=list(gathered.draft.evidence))
+                      evidence=list(gathered.draft.evidence),
+                      retrieved=list(gathered.draft.retrieved or gathered.draft.evidence))
 
 
 def settle_citations(outcome: Outcome, citations: list[Citation],

@@ -20,12 +20,14 @@ from ..config import CONCEPT_METHODS, GRAPH_METHODS, METHODS, RERANKS, LexicalCo
 from ..errors import ContextTooLongError, InputError
 from ..llm.base import LLM
 from ..llm.budget import fit_context, token_prefix
+from ..answer.bridges import bridge_documents
 from ..answer.claims import citations as claim_citations
 from ..answer.claims import strip_citations
 from ..answer.grounding import is_refusal
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
                            lexical_messages, numbered_evidence, short_answer_messages)
-from ..answer.reading import (Shape, Weigher, answer_shape, coverage, in_evidence, name_candidates, parse_short_answer,
+from ..answer.reading import (Shape, Weigher, answer_shape, coverage, in_evidence, name_candidates, of_asked_kind,
+                              parse_short_answer,
                        relevant_sentences, score_sentences, short_answer,
                        question_descriptions, sub_question, trim_short_answer, yes_no)
 from ..retrieval.bm25 import BM25Index, Hit
@@ -76,6 +78,7 @@ class LexicalTrace(Trace):
     evidence_short_answer: dict | None = None   # the short answer read from the evidence, with its sentence
     question_coverage: float = 0.0      # the share of the question's words the best evidence sentence holds
     steps: list = field(default_factory=list)   # each retrieval step: its query, hits, short answer, time
+    bridge_documents: list | None = None   # documents added through a name the evidence gives (answer.bridges)
 
 
 def _lexical_trace(gathered: Gathered) -> LexicalTrace:
@@ -170,6 +173,11 @@ class LexicalPipeline(Pipeline):
         # Factoid and other short questions read the sentences that bear on them (and their
         # neighbours); steps, lists and explanations read whole chunks.
         reads = not procedural and shape.kind not in ("steps", "list", "explanation")
+        retrieved = [f"{h.title}\n{h.text}" for h in selected]      # the top k, whole, before any cut
+        linked: list = []
+        if reads and selected and config.bridges:
+            with profiler.stage("bridges"):
+                selected, linked = _with_bridges(index, question, selected, weigher, config.bridges)
         if reads and selected:
             with profiler.stage("reading"):
                 cut = relevant_sentences(question, [h.text for h in selected], weigher, neighbours=0,
@@ -211,7 +219,8 @@ class LexicalPipeline(Pipeline):
             rerank=steps.get("rerank"), mmr_similarity=steps.get("mmr_similarity"),
             graph=steps.get("graph"),
             bridges={h.doc_id: steps["bridges"].get(h.doc_id, []) for h in used} if "bridges" in steps else None,
-            broad={**routed.broad.to_dict(), "route": routed.reason} if routed.broad else None)
+            broad={**routed.broad.to_dict(), "route": routed.reason} if routed.broad else None,
+            bridge_documents=[b.to_dict() for b in linked] or None)
         # Each outline step ends with the number of the chunk it was cut from, as the answer's
         # lines should.
         step_sources = outline_sources(outline, [h.text for h in used])
@@ -255,6 +264,7 @@ class LexicalPipeline(Pipeline):
                       language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
                       fallback_note=_REPLACED_NOTE[language],
                       cites=[*range(1, len(used) + 1), *step_sources], evidence=evidence + outline,
+                      retrieved=retrieved,
                       short_answer=extracted.text if extracted and evidence_answer != refusal else None,
                       clean=(lambda text: complete_short_answer(text, prompted, shape, evidence, weigher))
                       if reads and shape.factoid else None,
@@ -267,7 +277,7 @@ class LexicalPipeline(Pipeline):
     def ask(self, question: str, source: Any, config: LexicalConfig | None = None,
             ctx: AskContext | None = None) -> Answer:
         """The answer in up to ``config.steps`` retrieval steps. A factoid question that nests
-        a description ("the first president of *the association which published X*") is
+        a description ("the first editor of *the gazette which printed X*") is
         answered inside out: a step asks what the innermost description names, and the next
         asks with the description replaced by that answer, the bridge, retrieving with the
         rewritten question beside the original one; a description no step can name leaves
@@ -563,6 +573,9 @@ def reading_check(check, question: str, shape: Shape, evidence: list[str], found
             return check(text)
         if not (yes_no(short) if shape.kind == "yesno" else in_evidence(short, evidence)):
             return Check(False, f"the short answer {short!r} is not in the evidence", {"short_answer": short})
+        if not of_asked_kind(short, shape):
+            return Check(False, f"the short answer {short!r} is not a {shape.target or shape.kind}, "
+                                f"which the question asks for", {"short_answer": short})
         if not rest:
             return Check(True, "", {"short_answer": short})
         if shape.kind == "yesno" and weigher is not None:
@@ -641,6 +654,21 @@ def _answer_read(gathered: Gathered, outcome: Outcome) -> tuple[str | None, str]
     if outcome.short_answer and found:
         return found["text"], f"{titles.get(found['evidence'], '')} {found['sentence']}"
     return None, ""
+
+
+def _with_bridges(index: BM25Index, question: str, selected: list[Hit], weigher: Weigher,
+                  limit: int) -> tuple[list[Hit], list]:
+    """``selected`` with up to ``limit`` bridge documents (``answer.bridges``), each right
+    after the document whose sentence names it, scored as that document."""
+    found = bridge_documents(question, [h.text for h in selected], [h.title for h in selected], weigher,
+                             index.titled, limit=limit)
+    if not found:
+        return selected, []
+    out = list(selected)
+    for bridge, _ in reversed(found):       # inserted last first: each lands right after its source, in order
+        source = selected[bridge.source_rank]
+        out.insert(out.index(source) + 1, index.hit(bridge.doc_id, source.score))
+    return out, [bridge for bridge, _ in found]
 
 
 def _interleave(first: list[Hit], second: list[Hit], k: int) -> list[Hit]:

@@ -389,15 +389,22 @@ class BM25Index:
                    source=d.source)
 
     def titled(self, title: str) -> Doc | None:
-        """The first document whose title is ``title`` (case, accents and punctuation aside):
-        what the corpus's own page on a name says."""
+        """The first document whose title is ``title`` (case, accents and punctuation aside),
+        else the first whose title is ``title`` and a bracketed qualifier ("Mara Quill
+        (painter)"): what the corpus's own page on a name says."""
         if self._titles is None:
             self._titles = {}
             kept = self.docs.titles() if isinstance(self.docs, DocBlocks) else None
             firsts: Iterable[tuple[str, int]] = kept if kept is not None else \
                 ((d.title, i) for i, d in enumerate(self.docs) if d.title)
+            qualified: dict[str, int] = {}
             for written, i in firsts:
                 self._titles.setdefault(_title_key(written), i)
+                bare = _QUALIFIER.sub("", written)
+                if bare != written:
+                    qualified.setdefault(_title_key(bare), i)
+            for key, i in qualified.items():
+                self._titles.setdefault(key, i)
         first = self._titles.get(_title_key(title))
         return None if first is None else self.docs[first]
 
@@ -595,6 +602,9 @@ def _read_index_file(path: Path, parse, shown: Path | None = None):
         raise IndexFormatError(f"index {name}: not JSON ({exc.msg} at line {exc.lineno})") from None
     except (TypeError, ValueError) as exc:
         raise IndexFormatError(f"index {name}: not a ragkit index file ({exc})") from None
+
+
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")     # "(painter)" after a title's name
 
 
 def _title_key(title: str) -> str:

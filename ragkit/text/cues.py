@@ -40,6 +40,13 @@ CORPUS_SCOPE_CUES = (
     "tai lieu nay", "cac tai lieu", "bo tai lieu", "toan bo", "van ban nay", "cac van ban",
 )
 
+# --------------------------------------------------------------- reference within a text
+# Words that open a sentence whose subject an earlier sentence named: English personal and
+# possessive pronouns and demonstratives, Vietnamese third-person pronouns (a closed class of
+# each grammar; compared with a sentence's first word, lower-cased).
+ANAPHORS = frozenset("""he she it they his her its their this these those such
+    nó họ ông bà anh chị cô""".split())
+
 # --------------------------------------------------------------- refusals
 # Phrases of an answer that says the evidence is not enough (matched in its lower-cased words).
 REFUSAL_CUES = (
@@ -70,7 +77,8 @@ SOURCE_NOUNS_VI = (("tài", "liệu"), ("bằng", "chứng"), ("ngữ", "cảnh"
 # --------------------------------------------------------------- polarity
 # Words that negate what follows them, English and Vietnamese (lower case, accented); "n't" is
 # read as "not".
-NEGATIONS = frozenset("not no never none nor neither without cannot không chưa chẳng chả đừng chớ cấm".split())
+NEGATIONS = frozenset("""not no never none nor neither without cannot nobody nothing nowhere
+    không chưa chẳng chả đừng chớ cấm""".split())
 # Compounds that negate nothing: air, space, no-load, air force, midair, "not only", "không
 # những/chỉ" (not only), "chẳng hạn" (for example), "chưa kể" (not to mention).
 NOT_NEGATING = {"không": frozenset("khí gian tải quân trung chỉ những".split()), "not": frozenset({"only"}),
@@ -85,7 +93,7 @@ ANSWER_WORDS = frozenset("yes yeah yep vâng dạ".split())
 HEDGES = ("may", "might", "could", "possibly", "perhaps", "unclear", "có thể")
 
 # --------------------------------------------------------------- names and ranges
-# Words that give another name for what stands before them ("Damerjog or Damerdjog",
+# Words that give another name for what stands before them ("Velmora or Velmorra",
 # "Tenochtitlan, also known as ...", "Ann Smith (née Jones)"); compared accent-stripped.
 RENAMING_WORDS = frozenset("or aka also known as called formerly nee née alias".split())
 # Phrases of a question that asks for the upper, or the lower, end of a range ("at most",

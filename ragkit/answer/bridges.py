@@ -1,0 +1,81 @@
+"""Bridge documents: the corpus's own page on a name that the first evidence gives and the
+question does not.
+
+A question that reaches its answer through another entity ("the city where the author of X
+lived") names X; X's document names the author, and the answer stands in the author's own
+document, which shares few words with the question and so ranks low. What the data knows
+links them: a name written in the sentences of the top documents that bear on the question
+is looked up among the corpus's titles (``BM25Index.titled``); a document titled with it
+that retrieval did not already give is a bridge. Names the question itself gives are not
+bridges (their documents are what retrieval found first), nor are the documents' own titles.
+
+Nothing here reads the question's grammar: the signal is in the evidence (a name it holds
+that the question lacks) and in the corpus (a document about that name).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from ..text import strip_accents
+from .reading import Weigher, coverage, name_candidates, score_sentences
+
+_POSSESSIVE = re.compile(r"['’]s$")
+# Of a very long text, its opening part is read for names (reading every sentence of a huge
+# document costs time in proportion to its length, and its opening says what it is about);
+# a sentence longer than this is a table or a list run together, not a sentence that names.
+SCAN_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """A document reached through a name: the name as the evidence writes it, the rank of
+    the document it was read in (0-based) and the bridge document's id."""
+
+    name: str
+    source_rank: int
+    doc_id: str
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "from": self.source_rank + 1, "doc_id": self.doc_id}
+
+
+def _key(text: str) -> str:
+    return " ".join(re.findall(r"\w+", strip_accents(text.casefold())))
+
+
+def bridge_documents(question: str, texts: Sequence[str], titles: Sequence[str], weigher: Weigher,
+                     titled: Callable[[str], object | None], sources: int = 3, per_source: int = 2,
+                     limit: int = 2) -> list[tuple[Bridge, object]]:
+    """Up to ``limit`` (bridge, document) pairs read from the first ``sources`` evidence
+    texts (``texts``, with their ``titles``): in each, its ``per_source`` sentences that
+    cover the most of the question, the names they write that the question does not, whose
+    document ``titled(name)`` gives (or ``titled("The " + name)``: a quoted title often
+    drops its article) and whose title is not among ``titles``. Of several, those whose own
+    title and text cover the most of the question come first (a sentence may list many
+    names; the one the question goes on to ask about shares its words)."""
+    question_words = set(weigher.tokenize(question))
+    question_key = f" {_key(question)} "
+    weights = weigher.weights(question)
+    have = {_key(t) for t in titles if t}
+    found: list[tuple[float, int, Bridge, object]] = []
+    for rank, (text, title) in enumerate(zip(texts[:sources], titles[:sources])):
+        sentences = sorted((s for s in score_sentences(question, [text[:SCAN_CHARS]], weigher, [title])
+                            if s.share > 0 and len(s.text) <= SCAN_CHARS // 4),
+                           key=lambda s: (-s.share, s.position))[:per_source]
+        for sentence in sorted(sentences, key=lambda s: s.position):
+            for candidate in name_candidates(sentence.text):
+                name = _POSSESSIVE.sub("", candidate.text).strip()
+                words = weigher.tokenize(name)
+                if not words or f" {_key(name)} " in question_key or all(w in question_words for w in words):
+                    continue            # the question's own name: retrieval already read for it
+                doc = titled(name) or (titled(f"The {name}") if not name.lower().startswith("the ") else None)
+                doc_title = getattr(doc, "title", "")
+                if doc is None or _key(doc_title) in have:
+                    continue
+                have.add(_key(doc_title))
+                share = coverage(weights, f"{doc_title} {getattr(doc, 'text', '')}", weigher).share
+                found.append((share, len(found), Bridge(name, rank, getattr(doc, "doc_id")), doc))
+    return [(bridge, doc) for _, _, bridge, doc in sorted(found, key=lambda x: (-x[0], x[1]))[:limit]]
