@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from ..corpus import Doc
 from ..text import strip_accents
 from .reading import Weigher, coverage, name_candidates, score_sentences
 
@@ -47,8 +48,8 @@ def _key(text: str) -> str:
 
 
 def bridge_documents(question: str, texts: Sequence[str], titles: Sequence[str], weigher: Weigher,
-                     titled: Callable[[str], object | None], sources: int = 3, per_source: int = 2,
-                     limit: int = 2) -> list[tuple[Bridge, object]]:
+                     titled: Callable[[str], Doc | None], sources: int = 3, per_source: int = 2,
+                     limit: int = 2) -> list[tuple[Bridge, Doc]]:
     """Up to ``limit`` (bridge, document) pairs read from the first ``sources`` evidence
     texts (``texts``, with their ``titles``): in each, its ``per_source`` sentences that
     cover the most of the question, the names they write that the question does not, whose
@@ -60,7 +61,7 @@ def bridge_documents(question: str, texts: Sequence[str], titles: Sequence[str],
     question_key = f" {_key(question)} "
     weights = weigher.weights(question)
     have = {_key(t) for t in titles if t}
-    found: list[tuple[float, int, Bridge, object]] = []
+    found: list[tuple[float, int, Bridge, Doc]] = []
     for rank, (text, title) in enumerate(zip(texts[:sources], titles[:sources])):
         sentences = sorted((s for s in score_sentences(question, [text[:SCAN_CHARS]], weigher, [title])
                             if s.share > 0 and len(s.text) <= SCAN_CHARS // 4),
@@ -72,10 +73,9 @@ def bridge_documents(question: str, texts: Sequence[str], titles: Sequence[str],
                 if not words or f" {_key(name)} " in question_key or all(w in question_words for w in words):
                     continue            # the question's own name: retrieval already read for it
                 doc = titled(name) or (titled(f"The {name}") if not name.lower().startswith("the ") else None)
-                doc_title = getattr(doc, "title", "")
-                if doc is None or _key(doc_title) in have:
+                if doc is None or _key(doc.title) in have:
                     continue
-                have.add(_key(doc_title))
-                share = coverage(weights, f"{doc_title} {getattr(doc, 'text', '')}", weigher).share
-                found.append((share, len(found), Bridge(name, rank, getattr(doc, "doc_id")), doc))
+                have.add(_key(doc.title))
+                share = coverage(weights, f"{doc.title} {doc.text}", weigher).share
+                found.append((share, len(found), Bridge(name, rank, doc.doc_id), doc))
     return [(bridge, doc) for _, _, bridge, doc in sorted(found, key=lambda x: (-x[0], x[1]))[:limit]]
