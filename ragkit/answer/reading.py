@@ -31,6 +31,7 @@ from typing import Callable, Sequence
 
 from ..text import (ENGLISH_STOPWORDS, LIST_MARKER, VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences,
                     strip_accents, vietnamese_char_count)
+from ..text.question import alternatives, chosen
 from ..text.cues import ANAPHORS, MAXIMUM_CUES, MINIMUM_CUES, NEGATIONS, NOT_NEGATING, RENAMING_WORDS
 
 FACTOID_SHAPES = ("name", "date", "number", "yesno")
@@ -992,6 +993,10 @@ def trim_short_answer(short: str, shape: Shape, texts: Sequence[str], question: 
     writes it ("3 axes" where the evidence says "three axes"); a name without the
     question's own words it opens with ("Tên người sửa chữa" asked "ghi tên ai" ->
     "người sửa chữa"); the asked end of a range ("6 to 8 bar", asked the maximum -> "8 bar")."""
+    offered = alternatives(question) if question and shape.kind != "yesno" else ()
+    picked = chosen(short, offered) if offered else None
+    if picked is not None:
+        return picked           # one of the items the question offers, as the question writes it
     if not in_evidence(short, texts):
         short = as_evidence_writes(short, texts) or short
     if shape.kind == "number" and question:

@@ -21,13 +21,14 @@ from ..errors import ContextTooLongError, InputError
 from ..llm.base import LLM
 from ..llm.budget import fit_context, token_prefix
 from ..answer.bridges import bridge_documents
+from ..answer.choice import choose
 from ..answer.claims import citations as claim_citations
 from ..answer.claims import strip_citations
 from ..answer.grounding import is_refusal
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
                            lexical_messages, numbered_evidence, short_answer_messages)
-from ..answer.reading import (Shape, Weigher, answer_shape, coverage, in_evidence, name_candidates, of_asked_kind,
-                              parse_short_answer,
+from ..answer.reading import (Shape, ShortAnswer, Weigher, answer_shape, coverage, in_evidence, name_candidates,
+                              of_asked_kind, parse_short_answer,
                        relevant_sentences, score_sentences, short_answer,
                        question_descriptions, sub_question, trim_short_answer, yes_no)
 from ..retrieval.bm25 import BM25Index, Hit
@@ -36,6 +37,7 @@ from ..retrieval.rerank import make_reranker
 from ..retrieval.community_search import CommunityHit, Route, load_communities, rank_communities, route
 from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
 from ..text import VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences, tokenize
+from ..text.question import alternatives, chosen
 from .base import (NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace,
                    check_question)
 
@@ -79,6 +81,7 @@ class LexicalTrace(Trace):
     question_coverage: float = 0.0      # the share of the question's words the best evidence sentence holds
     steps: list = field(default_factory=list)   # each retrieval step: its query, hits, short answer, time
     bridge_documents: list | None = None   # documents added through a name the evidence gives (answer.bridges)
+    choice: dict | None = None          # a question offering a choice: its items and the value read for each
 
 
 def _lexical_trace(gathered: Gathered) -> LexicalTrace:
@@ -233,6 +236,11 @@ class LexicalPipeline(Pipeline):
         given = [re.sub(r"['’]s$", "", c.text) for c in name_candidates(question)] if reading != question else []
         extracted = short_answer(reading, shape, [h.text for h in used], weigher, sentences=sentences,
                                  exclude=[*bridges, *given]) if reads else None
+        choices = alternatives(prompted) if reads and shape.factoid and shape.kind != "yesno" else ()
+        if choices:         # a choice between the question's own items: compare what the evidence states
+            picked = choose(prompted, choices, [h.text for h in used], [h.title for h in used])
+            extracted = ShortAnswer(picked.text, picked.item, picked.sentence, 1.0, best_share) if picked else None
+            trace.choice = {"offered": list(choices), "values": picked.values if picked else None}
         refusal = REFUSAL[language] if language == "en" else NOT_ENOUGH_VI
         trace.shape, trace.question_coverage = shape.to_dict(), round(best_share, 4)
         trace.evidence_short_answer = extracted.to_dict() if extracted else None
@@ -258,7 +266,7 @@ class LexicalPipeline(Pipeline):
                       ) if used and context else None
         check = grounding_check(evidence + outline, prompted)
         if reads:
-            check = reading_check(check, prompted, shape, evidence, extracted, best_share, weigher)
+            check = reading_check(check, prompted, shape, evidence, extracted, best_share, weigher, choices)
         draft = Draft(evidence_answer=evidence_answer,
                       check=check, prompt=prompt,
                       language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
@@ -547,7 +555,7 @@ def extractive_answer(question: str, hits: list[Hit], procedural: bool,
 
 
 def reading_check(check, question: str, shape: Shape, evidence: list[str], found, best_share: float,
-                  weigher: Weigher | None = None):
+                  weigher: Weigher | None = None, offered: tuple[str, ...] = ()):
     """The grounding check of an answer to a question that reads sentences, and two things
     more. A factoid answer's first line is its short answer: it must occur in the evidence
     (yes and no excepted), and the lines after it are checked as any answer. A refusal
@@ -573,7 +581,10 @@ def reading_check(check, question: str, shape: Shape, evidence: list[str], found
             return check(text)
         if not (yes_no(short) if shape.kind == "yesno" else in_evidence(short, evidence)):
             return Check(False, f"the short answer {short!r} is not in the evidence", {"short_answer": short})
-        if not of_asked_kind(short, shape):
+        if offered and chosen(short, offered) is None:
+            return Check(False, f"the short answer {short!r} is none of the items the question offers "
+                                f"({' or '.join(offered)})", {"short_answer": short})
+        if not of_asked_kind(short, shape) and not offered:
             return Check(False, f"the short answer {short!r} is not a {shape.target or shape.kind}, "
                                 f"which the question asks for", {"short_answer": short})
         if not rest:

@@ -1,0 +1,93 @@
+"""Questions that offer a choice between two items, and the check's reading of what an
+answer stands on (references within a text, values, refusals, the asked kind). Sentences
+written for these tests."""
+
+from __future__ import annotations
+
+from ragkit.answer.choice import choose
+from ragkit.answer.grounding import check_claims, is_refusal, resolve_reference
+from ragkit.answer.reading import answer_shape, of_asked_kind, trim_short_answer
+from ragkit.config import LexicalConfig
+from ragkit.corpus import Doc
+from ragkit.pipelines.base import AskContext
+from ragkit.pipelines.lexical import LexicalPipeline, reading_check
+from ragkit.retrieval.bm25 import BM25Index
+from ragkit.text.question import alternatives, chosen
+
+TEXTS = ["Marlow Bridge crosses the river Vell at Eastby. It opened on 12 March 1931.",
+         "The Velm Theatre is a playhouse on the Upper Velm. It opened in 1908 and seats 900 people.",
+         "Eastby Hall seats 1,200 people."]
+TITLES = ["Marlow Bridge", "Velm Theatre", "Eastby Hall"]
+
+
+def test_alternatives_are_read_from_the_joiner_and_the_comma():
+    assert alternatives("Which opened first, the Velm Theatre or Marlow Bridge?") == ("Velm Theatre", "Marlow Bridge")
+    assert alternatives("Cái nào nặng hơn, máy tiện hay máy phay?") == ("máy tiện", "máy phay")
+    assert alternatives('Which came out first "Coast Notes" or "Harbor Weekly"?') == ("Coast Notes", "Harbor Weekly")
+    assert alternatives("When was the company founded or renamed?") == ()
+    assert alternatives("What is the capital of Velmora?") == ()
+    assert chosen("Marlow Bridge opened first", ("Velm Theatre", "Marlow Bridge")) == "Marlow Bridge"
+    assert chosen("Quill", ("Mara Quill", "Ilse Brandt")) == "Mara Quill"
+    assert chosen("both of them", ("Mara Quill", "Ilse Brandt")) is None
+
+
+def test_the_evidence_chooses_by_the_stated_values():
+    offered = ("Velm Theatre", "Marlow Bridge")
+    first = choose("Which opened first, the Velm Theatre or Marlow Bridge?", offered, TEXTS, TITLES)
+    assert first.text == "Velm Theatre" and first.item == 2 and "1908" in first.sentence
+    later = choose("Which opened later, the Velm Theatre or Marlow Bridge?", offered, TEXTS, TITLES)
+    assert later.text == "Marlow Bridge"
+    seats = choose("Which seats more people, the Velm Theatre or Eastby Hall?", ("Velm Theatre", "Eastby Hall"),
+                   TEXTS, TITLES)
+    assert seats.text == "Eastby Hall" and seats.values == {"Velm Theatre": "900.0", "Eastby Hall": "1200.0"}
+    assert choose("Which is nicer, the Velm Theatre or Marlow Bridge?", offered, TEXTS, TITLES) is None
+    assert choose("Which opened first, the Velm Theatre or Copper Road?", ("Velm Theatre", "Copper Road"),
+                  TEXTS, TITLES) is None      # no value for one item: no choice
+
+
+def test_a_choice_question_is_answered_with_an_offered_item():
+    docs = [Doc(f"d{i}", text, title) for i, (text, title) in enumerate(zip(TEXTS, TITLES), 1)]
+    question = "Which opened first, the Velm Theatre or Marlow Bridge?"
+    answer = LexicalPipeline().ask(question, (BM25Index.build(docs), None, None, None), LexicalConfig(k=3, steps=1),
+                                   AskContext(None, False, None))
+    assert answer.to_dict()["trace"]["short_answer"] == "Velm Theatre"
+    assert answer.trace.choice["offered"] == ["Velm Theatre", "Marlow Bridge"]
+    shape = answer_shape(question)
+    assert trim_short_answer("The Velm Theatre opened first", shape, TEXTS, question) == "Velm Theatre"
+    check = reading_check(lambda text: None, question, shape, TEXTS, None, 1.0, None, ("Velm Theatre", "Marlow Bridge"))
+    verdict = check("Eastby\nThe river Vell runs at Eastby [1].")
+    assert not verdict.passed and "none of the items" in verdict.reason
+
+
+def test_a_sentence_that_opens_with_a_reference_speaks_of_its_texts_subject():
+    assert resolve_reference("It opened in 1908.", "Velm Theatre") == "Velm Theatre opened in 1908."
+    assert resolve_reference("Its stage is small.", "Velm Theatre") == "Velm Theatre 's stage is small."
+    assert resolve_reference("The company employs 340 people.", "Tidewell Foods") == "Tidewell Foods employs 340 people."
+    assert resolve_reference("Mara Quill wrote it.", "Velm Theatre") is None
+    assert resolve_reference("It opened in 1908.", "") is None
+    evidence = ["Tidewell Foods\nTidewell Foods makes tinned fish. The company employs 340 people.",
+                "Corvane Shipping\nCorvane Shipping carries freight. Its chief executive is Ilse Marren."]
+    assert check_claims("Tidewell Foods employs 340 people [1].", evidence).passed
+    assert check_claims("The chief executive of Corvane Shipping is Ilse Marren [2].", evidence).passed
+    # another entity's sentence does not answer for the asked one
+    assert not check_claims("The chief executive of Tidewell Foods is Ilse Marren [2].", evidence,
+                            "Who is the chief executive of Tidewell Foods?").passed
+    assert not check_claims("Corvane Shipping employs 340 people [1].", evidence).passed
+
+
+def test_numbers_are_values_and_refusals_are_read_by_their_grammar():
+    evidence = ["Eastby\nEastby is a market town with a population of 8,200."]
+    assert check_claims("Eastby has a population of 8200 [1].", evidence).passed
+    assert not check_claims("Eastby has a population of 8,400 [1].", evidence).passed
+    assert is_refusal("None of the passages says who founded Tidewell Foods.")
+    assert is_refusal("The documents name nobody as the founder of Tidewell Foods.")
+    assert not is_refusal("No bridge in Eastby is older than Marlow Bridge.")
+
+
+def test_a_short_answer_is_of_the_asked_kind():
+    assert not of_asked_kind("1879", answer_shape("Who founded Greyfen Brewery?"))
+    assert of_asked_kind("Ansel Ward", answer_shape("Who founded Greyfen Brewery?"))
+    assert not of_asked_kind("Ansel Ward", answer_shape("When was Greyfen Brewery founded?"))
+    assert of_asked_kind("12 March 1931", answer_shape("When did Marlow Bridge open?"))
+    assert not of_asked_kind("Saltmere", answer_shape("How many people work at Tidewell Foods?"))
+    assert of_asked_kind("340", answer_shape("How many people work at Tidewell Foods?"))
