@@ -118,6 +118,9 @@ def test_counts_answer_with_the_number(kg):
     answer, trace = ask(kg, "How many genes does the graph hold?")
     assert trace["plan"]["steps"] == [{"key": "all_genes", "op": "all", "type": "Gene"}]
     assert "Answer: 26." in answer.answer
+    for question in ("List all the compounds.", "Liệt kê tất cả các bệnh.", "What genes are in the graph?"):
+        _, trace = ask(kg, question)            # asking for every node of a type is no condition
+        assert trace["plan"]["steps"][0]["op"] == "all", question
 
 
 def test_a_name_shared_by_two_types_is_read_as_the_one_the_question_fits(nx_kg):
@@ -136,6 +139,10 @@ def test_a_name_shared_by_two_types_is_read_as_the_one_the_question_fits(nx_kg):
     ("Tell me about Aspirin.", "names no type or relation"),
     ("Which hospitals treat gout?", "'hospitals'"),
     ("What is the price of ibuprofen?", "'price'"),
+    # a condition the graph has nothing for is refused, not dropped to list every node of the type
+    ("Which compounds like pizza?", "'pizza'"),
+    ("Which diseases won an Oscar?", "'won oscar'"),
+    ("Những thuốc nào rẻ?", "'re'"),
 ])
 def test_a_question_that_cannot_be_mapped_says_so_and_what_was_linked(nx_kg, question, why):
     answer, trace = ask(nx_kg, question)

@@ -44,8 +44,8 @@ from ..text import ENGLISH_STOPWORDS, _english_stemmer
 from .filters import SAID, Comparison, comparisons
 from .resolve import Resolved, words
 from .store import SchemaEdge
-from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, EXCLUDE, NAME_FILLERS,
-                         PERSON_TYPE_WORDS, TYPE_WORDS, UNION, other_property_words, other_relation_words,
+from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, ENUMERATE, EXCLUDE, NAME_FILLERS,
+                         PERSON_TYPE_WORDS, REQUEST, TYPE_WORDS, UNION, other_property_words, other_relation_words,
                          stems)
 
 MAX_HOPS = 3
@@ -630,6 +630,11 @@ class RulePlanner:
             return self._from_filtered(reading, linked)
         if not entities:
             if reading.asked and not any(m.relations for m in reading.mentions):
+                unread = self._unread(reading)
+                if unread:      # "which compounds like pizza": a condition, not every compound
+                    raise NotMapped(f"plan: the question asks for {plural(reading.asked).replace('_', ' ')} that "
+                                    f"{' '.join(unread)!r} qualifies, which names no type, relation or "
+                                    f"property of the graph", linked)
                 plan = Plan(count=reading.count, linked=linked)
                 plan.steps.append({"key": f"all_{plural(reading.asked)}", "op": "all", "type": reading.asked})
                 plan.final = plan.steps[-1]["key"]
@@ -655,6 +660,16 @@ class RulePlanner:
         plan.count, plan.linked = reading.count, linked
         self._filter(plan, reading.filters)
         return plan
+
+    @staticmethod
+    def _unread(reading: Reading) -> list[str]:
+        """The question's content words that no mention read: neither function words nor the
+        words that ask or request (``ASK_BEFORE``, ``ASK_AFTER``, ``REQUEST``, ``COUNT``,
+        ``ENUMERATE``)."""
+        read = {i for m in reading.mentions for i in range(m.start, m.end)}
+        asking = {w for phrase in (*ASK_BEFORE, *ASK_AFTER, *REQUEST, *COUNT, *ENUMERATE) for w in phrase.split()}
+        return [t for i, t in enumerate(reading.tokens) if i not in read and t not in ENGLISH_STOPWORDS
+                and t not in asking and not t.isdigit() and len(t) > 1]
 
     @staticmethod
     def _unused(reading: Reading, chains: list[tuple[Resolved, list[Hop]]], goal: str) -> list[str]:

@@ -133,6 +133,14 @@ ASK_AFTER = ("nao", "gi")
 REQUEST = ("tell", "give", "find", "please", "like", "know", "want", "wonder", "list", "show",
            "identify", "need", "provide", "say", "let", "look", "curious", "hay", "cho", "biet")
 
+# Words that ask for every node of a type, or point at the graph itself ("list all the
+# compounds in the graph", "liệt kê tất cả các thuốc"), not a condition on them.
+ENUMERATE = ("all", "every", "each", "any", "graph", "data", "database", "dataset", "known", "listed", "exist",
+             "exists", "there", "available", "kind", "kinds", "type", "types", "hold", "holds", "contain",
+             "contains", "include", "includes", "store", "stores", "stored", "record", "records", "recorded",
+             "total", "altogether", "liet", "ke", "tat", "ca", "cac", "nhung", "moi", "trong", "co", "du", "lieu",
+             "loai", "chua", "gom", "tong")
+
 # Comparisons with a number ("approved after 2000", "more than 3 symptoms", "at least two
 # drugs"): the words before the number, and the comparison they make. Matched longest first.
 COMPARE_BEFORE: dict[str, str] = {
@@ -176,6 +184,7 @@ PROPERTY_WORDS: dict[str, tuple[str, ...]] = {
 }
 
 __all__ = ["ASK_AFTER", "ASK_BEFORE", "CLAUSE", "COMPARE_ADJECTIVES", "COMPARE_AFTER", "COMPARE_BEFORE",
-           "COORDINATION", "COUNT", "EXCLUDE", "NAME_FILLERS", "NUMBER_FILLERS", "NUMBER_WORDS", "PERSON_TYPE_WORDS",
+           "COORDINATION", "COUNT", "ENUMERATE", "EXCLUDE", "NAME_FILLERS", "NUMBER_FILLERS", "NUMBER_WORDS",
+           "PERSON_TYPE_WORDS",
            "PROPERTY_WORDS", "RELATION_WORDS", "REQUEST", "SCALE_WORDS", "TEMPORAL", "TYPE_WORDS", "UNION",
            "other_property_words", "other_relation_words", "relation_readings", "stems"]
