@@ -117,6 +117,7 @@ class LexicalConfig:
                f"must be at least k ({self.k}), got {self.rerank_depth}")
         _check(self.k >= 1, "k", f"must be at least 1, got {self.k}")
         check_range("steps", self.steps)
+        _check(self.bridges >= 0, "bridges", f"must be 0 or more, got {self.bridges}")
         _check(self.candidates >= 1, "candidates", f"must be at least 1, got {self.candidates}")
         _check(self.depth >= 1, "depth", f"must be at least 1, got {self.depth}")
         _check(self.rrf_k >= 1, "rrf_k", f"must be at least 1, got {self.rrf_k}")

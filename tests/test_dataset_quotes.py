@@ -1,7 +1,7 @@
 """ragkit's code quotes no benchmark question: a rule written from a dataset's own sentences
 fits that dataset and nothing else. Any run of six words of a question in the public
 datasets (MuSiQue, HotpotQA, PathQuestion, ALQAC, SciFact's queries) that also appears in a
-file under ``ragkit/`` fails this test with the file and the words."""
+file under ``ragkit/``, ``docs/`` or ``notebooks/`` fails this test with the file and the words."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def quoted_runs(root, runs: set[tuple[str, ...]]) -> list[str]:
     """``file: words`` for each six-word run of ``runs`` that a file under ``root`` holds."""
     found = []
     for path in sorted(root.rglob("*")):
-        if path.suffix not in (".py", ".json", ".txt", ".md") or not path.is_file():
+        if path.suffix not in (".py", ".json", ".txt", ".md", ".ipynb") or not path.is_file():
             continue
         for run in sorted(_runs(path.read_text(encoding="utf-8", errors="replace")) & runs):
             found.append(f"{path.relative_to(root)}: {' '.join(run)}")
@@ -54,6 +54,8 @@ def test_the_package_quotes_no_dataset_question():
     assert len(questions) > 3000           # every set was read
     runs = set().union(*map(_runs, questions))
     assert quoted_runs(ROOT / "ragkit", runs) == []
+    # nor do the manual and the notebooks: their examples are written for ragkit too
+    assert quoted_runs(ROOT / "docs", runs) + quoted_runs(ROOT / "notebooks", runs) == []
 
 
 def test_a_quoted_question_is_found(tmp_path):

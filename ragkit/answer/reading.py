@@ -992,7 +992,9 @@ def trim_short_answer(short: str, shape: Shape, texts: Sequence[str], question: 
     "Beatriz Nogueira"), provided the evidence holds the cut span; written as the evidence
     writes it ("3 axes" where the evidence says "three axes"); a name without the
     question's own words it opens with ("Tên người sửa chữa" asked "ghi tên ai" ->
-    "người sửa chữa"); the asked end of a range ("6 to 8 bar", asked the maximum -> "8 bar")."""
+    "người sửa chữa"), unless it is a proper name, every word capitalised ("Harbor
+    Lights" asked about a harbor keeps "Harbor"); one of the items a question offers to
+    choose between, as the question writes it; the asked end of a range ("6 to 8 bar", asked the maximum -> "8 bar")."""
     offered = alternatives(question) if question and shape.kind != "yesno" else ()
     picked = chosen(short, offered) if offered else None
     if picked is not None:
@@ -1001,9 +1003,10 @@ def trim_short_answer(short: str, shape: Shape, texts: Sequence[str], question: 
         short = as_evidence_writes(short, texts) or short
     if shape.kind == "number" and question:
         short = bounded(short, question, texts)
-    if shape.kind == "name" and question:
+    words = short.split()
+    proper = len(words) > 1 and all(w[:1].isupper() or w.lower() in _CONNECTORS for w in words)
+    if shape.kind == "name" and question and not proper:      # a proper name keeps every word ("Pizza Hut")
         asked = set(_plain(question).split())
-        words = short.split()
         at = 0
         while at < len(words) - 1 and _plain(words[at]) in asked:
             at += 1

@@ -104,6 +104,8 @@ class LexicalPipeline(Pipeline):
         Option("rerank", str, LexicalConfig.rerank, "llm: the model judges the top candidates (Yes/No log-odds), "
                "off by default", choices=RERANKS),
         Option("rerank_depth", int, LexicalConfig.rerank_depth, "--rerank: candidates judged"),
+        Option("bridges", int, LexicalConfig.bridges, "documents added after the top ones: those the corpus "
+               "titles with a name their sentences give and the question does not (0: none)"),
         Option("steps", int, LexicalConfig.steps, "retrieval steps for a factoid question that nests a "
                "description ('the city where X was born'), read inside out (1: one pass)"),
     )
@@ -140,7 +142,7 @@ class LexicalPipeline(Pipeline):
 
     def config_from(self, request) -> LexicalConfig:
         return LexicalConfig(k=request.k, method=request.method, rerank=request.rerank,
-                             rerank_depth=request.rerank_depth, steps=request.steps)
+                             rerank_depth=request.rerank_depth, steps=request.steps, bridges=request.bridges)
 
     def gather(self, question: str, source, config: LexicalConfig | None, ctx: AskContext,
                follow_ups: Sequence[str] = (), bridges: Sequence[str] = (), asked: str | None = None) -> Gathered:
