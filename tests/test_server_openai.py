@@ -167,7 +167,7 @@ def test_openapi_describes_ask_and_chat_completions(server):
     assert fields["pipeline"]["enum"] == PIPELINES and fields["pipeline"]["default"] == "lexical"
     assert {"minimum": 1, "maximum": 100, "type": "integer"}.items() <= fields["k"]["anyOf"][0].items()
     assert fields["max_tokens"]["anyOf"][0]["maximum"] == 4096 and "session" in fields
-    assert set(fields) == {"question", "pipeline", "no_llm", "k", "method", "rerank", "rerank_depth", "steps",
+    assert set(fields) == {"question", "pipeline", "no_llm", "k", "method", "rerank", "rerank_depth", "bridges", "steps",
                            "depth", "max_hops", "top_k_paths", "history", "llm_planner", "at", "max_tokens", "session"}
     assert {"minimum": 1, "maximum": 3, "type": "integer"}.items() <= fields["steps"]["anyOf"][0].items()
     chat = spec["paths"]["/v1/chat/completions"]["post"]["requestBody"]["content"]["application/json"]["schema"]

@@ -248,7 +248,8 @@ def test_the_deadline_follows_the_measured_speed_and_is_in_the_start_up_log(mode
     assert speed["model"].endswith(".gguf")
     assert speed["prompt_tokens_per_s"] > 0 and speed["generation_tokens_per_s"] > 0
     needed = 3 * (1728 / speed["prompt_tokens_per_s"] + 320 / speed["generation_tokens_per_s"])
-    assert deadline["seconds"] == max(60.0, float(-(-needed // 1))) and deadline["stall_s"] >= 30
+    # the speeds are reported rounded: the server's own figure may round up a second apart
+    assert abs(deadline["seconds"] - max(60.0, float(-(-needed // 1)))) <= 1.0 and deadline["stall_s"] >= 30
     log = model_server["log"].read_text()
     line = next(line for line in log.splitlines() if "answer deadline:" in line)
     assert line.startswith("INFO:     answer deadline: ") and " s for a model answer (" in line
