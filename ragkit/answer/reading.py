@@ -579,10 +579,13 @@ def relevant_sentences(question: str, texts: Sequence[str], weigher: Weigher, pe
 
 
 def of_asked_kind(short: str, shape: Shape) -> bool:
-    """Whether a short answer is of the kind the question asks for: a date states one (a
-    year, a month or a day at least), a number states one (in digits or words), a person or a place is
+    """Whether a short answer is of the kind the question asks for: for a question that names
+    a time noun ("which year", "what month") a date states one (a year, a month or a day at
+    least; a bare "when" may be answered by an event), a number states one (in digits or words), a person or a place is
     neither a bare date nor a bare number. Other shapes take any answer."""
     text = short.strip()
+    if shape.kind == "date" and not shape.target:
+        return True         # "when" may be answered by an event or a condition ("when the pressure is reached")
     if shape.kind == "date":        # a date, a year, or a month ("January", "tháng 3"), as "which month" asks
         words = set(re.findall(r"[a-z]+", strip_accents(text.lower())))
         return bool(date_candidates(text) or re.search(r"\b\d{1,4}\b", text) or words & set(_MONTHS))
