@@ -115,20 +115,16 @@ def main() -> None:
         return
     indexes = ROOT / "outputs" / "index"
     sets = {}
-    if "musique" in args.sets:
-        questions = musique_to_questions(MUSIQUE / "musique_beir", MUSIQUE / "musique_questions.json",
-                                         ROOT / "outputs" / "datasets" / "musique" / "questions.jsonl")
-        if not (indexes / "musique" / "concepts").exists():
-            cli("index", "build", "--corpus", str(MUSIQUE / "musique_beir" / "corpus.jsonl"),
-                "--out", str(indexes / "musique"), "--dense", "--concepts", "--json")
-        sets["musique"] = (questions, indexes / "musique", ["--method", args.method, "--k", str(args.k)])
-    if "hotpotqa" in args.sets:
-        questions = musique_to_questions(MUSIQUE / "hotpotqa_dev_beir", MUSIQUE / "hotpotqa_dev_questions.json",
-                                         ROOT / "outputs" / "datasets" / "hotpotqa_dev" / "questions.jsonl")
-        if not (indexes / "hotpotqa_dev" / "concepts").exists():
-            cli("index", "build", "--corpus", str(MUSIQUE / "hotpotqa_dev_beir" / "corpus.jsonl"),
-                "--out", str(indexes / "hotpotqa_dev"), "--dense", "--concepts", "--json")
-        sets["hotpotqa"] = (questions, indexes / "hotpotqa_dev", ["--method", args.method, "--k", str(args.k)])
+    # multi-hop sets: name -> (their files' prefix, the index folder)
+    for name, prefix, folder in (("musique", "musique", "musique"), ("hotpotqa", "hotpotqa_dev", "hotpotqa_dev")):
+        if name not in args.sets:
+            continue
+        questions = musique_to_questions(MUSIQUE / f"{prefix}_beir", MUSIQUE / f"{prefix}_questions.json",
+                                         ROOT / "outputs" / "datasets" / folder / "questions.jsonl")
+        if not (indexes / folder / "concepts").exists():
+            cli("index", "build", "--corpus", str(MUSIQUE / f"{prefix}_beir" / "corpus.jsonl"),
+                "--out", str(indexes / folder), "--dense", "--concepts", "--json")
+        sets[name] = (questions, indexes / folder, ["--method", args.method, "--k", str(args.k)])
     for name, corpus, questions in (("handbook", "handbook", "handbook_questions.jsonl"),
                                     ("manuals_vi", "manuals", "manual_factoid_questions.jsonl")):
         if name in args.sets:
