@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..text import split_sentences, strip_accents
-from .reading import date_candidates, number_candidates
+from .grounding import _number_key
+from .reading import _MONTHS, date_candidates, number_candidates
 
 # Comparatives, accent-stripped, matched as whole words in the lower-cased question.
 # Which end of time wins:
@@ -55,9 +56,8 @@ def _year(date: str) -> tuple[int, int, int] | None:
     years = re.findall(r"\b(\d{3,4})\b", date)
     if not years:
         return None
-    months = ("jan feb mar apr may jun jul aug sep oct nov dec").split()
     lowered = date.lower()
-    month = next((i + 1 for i, m in enumerate(months) if m in lowered), 0)
+    month = next((i % 12 + 1 for i, m in enumerate(_MONTHS[:12]) if m[:3] in lowered), 0)
     days = [int(d) for d in re.findall(r"\b(\d{1,2})\b", date) if 1 <= int(d) <= 31]
     return int(years[0]), month, days[0] if days else 0
 
@@ -66,10 +66,8 @@ def _number(text: str) -> float | None:
     m = re.search(r"\d+(?:[.,]\d+)*", text)
     if not m:
         return None
-    raw = m.group()
-    raw = raw.replace(",", "") if re.fullmatch(r"\d{1,3}(?:,\d{3})+", raw) else raw.replace(",", ".")
     try:
-        return float(raw)
+        return float(_number_key(m.group()))     # the claim check's reading of a number as a value
     except ValueError:
         return None
 
