@@ -11,6 +11,7 @@ PACKAGE_DATA = {
     "ragkit": ["py.typed"],
     "ragkit.causal": ["schema.json"],
     "ragkit.eval": ["datasets_manifest.json"],
+    "ragkit.text.lexicons": ["*.json"],
 }
 # Folders of data/ (setuptools treats each folder as a package) and the files the demo reads.
 DEMO_DATA = {

@@ -4,7 +4,9 @@ defaults were chosen on, the last 50 the half held out), on the HotpotQA dev que
 (English, bridge and comparison, each question's own ten paragraphs pooled into one corpus,
 the same retrieval; the first 25 and the last 25 reported apart), on the hand-written handbook
 questions (English, ``data/handbook_questions.jsonl``) and on the Vietnamese factoid
-questions over the manuals (``data/manual_factoid_questions.jsonl``), each with no model,
+questions over the manuals (``data/manual_factoid_questions.jsonl``), and the unanswerable
+questions of the kg pipeline over the biomedical graph (``data/kg_unanswerable_questions.jsonl``,
+English and Vietnamese), each with no model,
 with Qwen2.5-Coder-1.5B in one pass (``--steps 1``) and in up to two steps (when installed:
 ``make model``). Each run is the CLI as a user types it.
 
@@ -72,7 +74,8 @@ def by_shape(result: dict, path) -> dict:
     return out
 
 
-LABELS = {"musique": "MuSiQue", "hotpotqa": "HotpotQA dev", "handbook": "handbook, en", "manuals_vi": "manuals, vi"}
+LABELS = {"musique": "MuSiQue", "hotpotqa": "HotpotQA dev", "handbook": "handbook, en", "manuals_vi": "manuals, vi",
+          "kg_unanswerable": "kg unanswerable, en+vi"}
 # Sets reported in two halves: the first ``n`` questions and the rest.
 HALVES = {"musique": 50, "hotpotqa": 25}
 METHOD_LABELS = {"none": "no LLM, one pass", "none-2steps": "no LLM, up to two steps",
@@ -102,7 +105,8 @@ def table(results: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sets", nargs="+", default=["musique", "hotpotqa", "handbook", "manuals_vi"])
+    parser.add_argument("--sets", nargs="+",
+                        default=["musique", "hotpotqa", "handbook", "manuals_vi", "kg_unanswerable"])
     parser.add_argument("--method", default=MUSIQUE_METHOD, help="the multi-hop sets' retrieval method")
     parser.add_argument("--k", type=int, default=5, help="the multi-hop sets' chunks of evidence")
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
@@ -125,6 +129,11 @@ def main() -> None:
             cli("index", "build", "--corpus", str(MUSIQUE / f"{prefix}_beir" / "corpus.jsonl"),
                 "--out", str(indexes / folder), "--dense", "--concepts", "--json")
         sets[name] = (questions, indexes / folder, ["--method", args.method, "--k", str(args.k)])
+    if "kg_unanswerable" in args.sets:      # the kg pipeline over the biomedical graph
+        store = ROOT / "outputs" / "kg" / "biomed-bench.json.gz"
+        cli("kg", "import", "--nodes", str(ROOT / "data" / "biomed" / "nodes.csv"),
+            "--edges", str(ROOT / "data" / "biomed" / "edges.csv"), "--store", str(store))
+        sets["kg_unanswerable"] = (ROOT / "data" / "kg_unanswerable_questions.jsonl", store, ["--pipeline", "kg"])
     for name, corpus, questions in (("handbook", "handbook", "handbook_questions.jsonl"),
                                     ("manuals_vi", "manuals", "manual_factoid_questions.jsonl")):
         if name in args.sets:
@@ -136,8 +145,12 @@ def main() -> None:
     results: dict = json.loads(last.read_text()).get("results", {}) if last.exists() else {}
     for set_name, (path, index, flags) in sets.items():
         for method in methods:
-            argv = ["eval", "answers", "--questions", str(path), "--index", str(index), *flags,
-                    "--limit", str(args.limit), "--json", "--details", *METHODS[method]]
+            where = ["--store", str(index)] if "--pipeline" in flags else ["--index", str(index)]
+            model = [f for f in METHODS[method] if "--pipeline" not in flags or f not in ("--steps", "1", "2")]
+            if "--pipeline" in flags and method.endswith("2steps"):
+                continue        # steps are the lexical pipeline's
+            argv = ["eval", "answers", "--questions", str(path), *where, *flags,
+                    "--limit", str(args.limit), "--json", "--details", *model]
             print(f"{set_name} / {method} ...", flush=True)
             result = cli(*argv)
             result["command"] = "ragkit " + " ".join(a if not a.startswith(str(ROOT)) else a[len(str(ROOT)) + 1:]

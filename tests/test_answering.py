@@ -79,6 +79,15 @@ def test_a_model_answer_that_fails_its_check_is_replaced_with_the_reason():
     assert out.fallback_reason == "the check failed: words not in the evidence"
 
 
+def test_a_failing_answer_is_replaced_by_the_fallback_answer_where_one_is_given():
+    refusal = "Không đủ thông tin trong tài liệu để trả lời câu hỏi này."
+    out = answer(draft(fallback_answer=refusal, short_answer="máy nén"), Scripted("mua cổ phiếu ngay"), CONFIG)
+    assert out.answer_source == "fallback" and out.text == refusal and out.short_answer is None
+    # without a failing model answer, the evidence answer stands
+    assert answer(draft(fallback_answer=refusal), None, CONFIG, use_llm=False).text == "Bật nguồn máy nén khí [1]"
+    assert answer(draft(fallback_answer=refusal), Scripted("bật nguồn máy"), CONFIG).text == "bật nguồn máy"
+
+
 def test_a_failed_factoid_answer_keeps_its_span_on_the_evidence_sentence():
     repaired = "bật nguồn\nBật nguồn máy nén khí [1]"
     out = answer(draft(resupport=lambda text: repaired if text.startswith("bật") else None),

@@ -13,6 +13,7 @@ from ragkit.answer.reading import (Weigher, answer_shape, as_evidence_writes, bo
                                    relevant_sentences, short_answer, split_sentences, sub_question,
                                    trim_short_answer, yes_no)
 from ragkit.corpus import Doc
+from ragkit.pipelines.base import NOT_ENOUGH_VI
 from ragkit.retrieval.bm25 import BM25Index
 
 
@@ -157,6 +158,16 @@ def handbook(tmp_path_factory):
     return BM25Index.for_corpus(docs, lang="en")
 
 
+@pytest.fixture(scope="module")
+def manuals():
+    from ragkit.corpus import load_corpus
+    from ragkit.retrieval.bm25 import BM25Index
+    from pathlib import Path
+
+    docs = load_corpus(Path(__file__).resolve().parents[1] / "data" / "manuals")
+    return BM25Index.for_corpus(docs, lang="vi")
+
+
 def _ask(question, index, **options):
     from ragkit.config import LexicalConfig
     from ragkit.pipelines.lexical import ask_lexical
@@ -207,6 +218,29 @@ def test_reading_check_both_ways():
     assert not refusal.passed and "refuses" in refusal.reason       # the evidence answers it
     mixed = judge("The documents do not hold enough information to answer.\nSofia Ferreira is the DPO [1].")
     assert not mixed.passed
+
+
+def test_an_answer_from_evidence_that_does_not_bear_on_the_question_fails():
+    from ragkit.answer.stage import grounding_check
+    from ragkit.answer.reading import score_sentences
+    from ragkit.pipelines.lexical import reading_check
+
+    question = "How many employees work in the Oslo branch?"     # the evidence knows no Oslo, no branch
+    evidence = ["Larkspur has four offices with about 245 employees in total."]
+    shape = answer_shape(question)
+    weigher = Weigher(idf=lambda w: 1.0 if w in ("employees", "work") else None)
+    best = max(s.share for s in score_sentences(question, evidence, weigher))
+    judge = reading_check(grounding_check(evidence, question), question, shape, evidence, None, best, weigher)
+    answered = judge("245 employees\nLarkspur has four offices with about 245 employees in total. [1]")
+    assert best < 0.3 and not answered.passed and "does not bear" in answered.reason
+    assert judge("The documents do not hold enough information to answer.").passed
+
+
+def test_a_question_that_asks_a_unit_the_evidence_lacks_is_refused(manuals):
+    out = _ask("Động cơ máy nén khí có công suất bao nhiêu kW?", manuals)
+    assert out.to_dict()["trace"]["shape"]["counted"] == "kw"
+    assert out.to_dict()["trace"]["short_answer"] is None
+    assert out.answer == NOT_ENOUGH_VI
 
 
 @pytest.mark.parametrize("question, focus", [
@@ -335,3 +369,33 @@ def test_resupport_puts_the_evidence_sentence_under_the_model_span():
     assert resupport("The documents do not hold enough information to answer.", question, shape, EVIDENCE,
                      Weigher()) is None
 
+
+
+def test_a_name_the_corpus_never_writes_is_refused(handbook):
+    for question, name in (("When did the Madrid office open?", "Madrid"),
+                           ("Who is Larkspur's Chief Financial Officer?", "Chief Financial Officer")):
+        out = _ask(question, handbook)
+        assert out.to_dict()["trace"]["unnamed"] == [name], question
+        assert out.answer == "The documents do not hold enough information to answer."
+    # a name one letter off the corpus's is the corpus's; an acronym may be spelled out elsewhere
+    assert _ask("When did the Portto office open?", handbook).to_dict()["trace"]["unnamed"] is None
+    assert _ask("Are SMS codes accepted as the second factor for MFA?", handbook).to_dict()["trace"]["unnamed"] is None
+
+
+def test_name_parts_leave_out_the_opening_word_and_acronyms():
+    from ragkit.answer.reading import unnamed
+
+    assert unnamed("Since when has the Porto team been in its building?", ["The Porto team moved."]) == []
+    evidence = ["Larkspur's Chief Information Security Officer is Kadri Saar."]
+    assert unnamed("Who is Larkspur's Chief Financial Officer?", evidence) == ["Chief Financial Officer"]
+    assert unnamed("Is SMS allowed?", ["Text-message codes are not accepted."]) == []
+
+
+def test_a_sentence_s_capitalised_first_word_is_no_name(manuals):
+    from ragkit.pipelines.lexical import written_lower
+
+    assert "quy" in written_lower(manuals, ["Quy định an toàn chung của xưởng."])
+    assert written_lower(manuals, ["Sofia Ferreira là quản đốc."]) == set()
+    out = _ask("Người phụ trách an toàn của xưởng tên gì?", manuals)     # the manuals name nobody
+    assert out.to_dict()["trace"]["shape"]["proper"] is True
+    assert out.answer == NOT_ENOUGH_VI

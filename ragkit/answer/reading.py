@@ -31,6 +31,7 @@ from typing import Callable, Sequence
 
 from ..text import (ENGLISH_STOPWORDS, LIST_MARKER, VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences,
                     strip_accents, vietnamese_char_count)
+from ..text.lexicons import is_weekday, quantity_of
 from ..text.question import alternatives, chosen
 from ..text.cues import ANAPHORS, MAXIMUM_CUES, MINIMUM_CUES, NEGATIONS, NOT_NEGATING, RENAMING_WORDS
 
@@ -71,18 +72,37 @@ _VI_DEFINE = ("là gì", "nghĩa là", "định nghĩa")
 @dataclass(frozen=True)
 class Shape:
     """What a question asks for: ``kind`` (one of ``SHAPES``), the head noun it names
-    (``target``, "" when none) and why, in a few words."""
+    (``target``, "" when none) and why, in a few words. ``counted``: the noun that stands
+    right after "how many" or "bao nhiêu/mấy" (the thing counted or the unit asked: "kW",
+    "holes"); ``proper``: the question asks for a name ("what is it called", "tên là gì")."""
 
     kind: str
     target: str = ""
     why: str = ""
+    counted: str = ""
+    proper: bool = False
 
     @property
     def factoid(self) -> bool:
         return self.kind in FACTOID_SHAPES
 
+    @property
+    def strict(self) -> bool:
+        """Whether the answer's kind is fixed by the question's own words (a unit or a
+        quantity asked, a name asked): evidence with no span of that kind holds no answer."""
+        return self.proper or (self.kind == "number" and quantity_of(self.counted) is not None)
+
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "target": self.target, "why": self.why}
+        out: dict = {"kind": self.kind, "target": self.target, "why": self.why}
+        if self.counted:
+            out["counted"] = self.counted
+        if self.proper:
+            out["proper"] = True
+        return out
+
+
+# A question that asks what something is called ("what is X called", "what is the name of X").
+_ASKS_NAME_EN = re.compile(r"\b(?:called|named)$|\bthe name of\b|\bs name\b|\bwhat name\b")
 
 
 def _plain(text: str) -> str:
@@ -112,7 +132,8 @@ def answer_shape(question: str) -> Shape:
     opening = " ".join(words[:5])
     if any(opening.startswith(c) or f" {c} " in f" {opening} " for c in _NUMBER_WORDS_EN):
         at = words.index("how")
-        return Shape("number", _head_noun(words[at + 2:]), "asks how many or how much")
+        counted = words[at + 2] if words[at + 1] == "many" and len(words) > at + 2 else ""
+        return Shape("number", _head_noun(words[at + 2:]), "asks how many or how much", counted)
     if any(f" {c} " in padded or plain.startswith(c) for c in _STEPS_EN):
         return Shape("steps", why="asks how to")
     if first in _PERSON_HINT_EN or " by whom" in padded:
@@ -140,7 +161,8 @@ def answer_shape(question: str) -> Shape:
             return Shape("number", head, f"asks for a {head}")
         if plain.startswith(("list", "name all", "what are the", "which are")):
             return Shape("list", head, "asks for several")
-        return Shape("name", head, f"asks which {head}" if head else "asks what")
+        return Shape("name", head, f"asks which {head}" if head else "asks what",
+                     proper=bool(_ASKS_NAME_EN.search(plain)))
     if plain.startswith(_LIST_EN):
         return Shape("list", _head_noun(words[1:]), "asks for several")
     if plain.startswith("name "):
@@ -161,9 +183,10 @@ def _vietnamese_shape(padded: str) -> Shape:
         after = words[at + (2 if words[at:at + 1] == ["bao"] else 1):]
         before = [w for w in words[:at] if strip_accents(w) not in VIETNAMESE_FUNCTION_WORDS]
         head = after[0] if after else (before[-1] if before else "")
-        return Shape("number", strip_accents(head), "hỏi bao nhiêu")
+        counted = " ".join(after[:2]) if quantity_of(" ".join(after[:2])) else (after[0] if after else "")
+        return Shape("number", strip_accents(head), "hỏi bao nhiêu", strip_accents(counted))
     if " tên là gì " in padded or " tên gì " in padded:
-        return Shape("name", "", "hỏi tên")
+        return Shape("name", "", "hỏi tên", proper=True)
     if " gì " in padded:
         # "dụng cụ gì", "bằng gì": which thing, as English "what/which NOUN" (a name); "là gì"
         # defines, "làm gì" asks what to do, "những/các ... gì" asks for several.
@@ -590,11 +613,39 @@ def of_asked_kind(short: str, shape: Shape) -> bool:
         words = set(re.findall(r"[a-z]+", strip_accents(text.lower())))
         return bool(date_candidates(text) or re.search(r"\b\d{1,4}\b", text) or words & set(_MONTHS))
     if shape.kind == "number":
-        return bool(number_candidates(text))
+        if not number_candidates(text):
+            return False
+        asked, said = quantity_of(shape.counted), number_unit(text)
+        # "bao nhiêu kW" is not answered in bar; "how many holes" is not answered in hours.
+        return said is None or said == "share" or (asked is not None and asked == said) or \
+            (asked is None and not shape.counted)
+    if shape.proper and not any(c.isupper() or c.isdigit() for c in text):
+        return False            # a name is written with a capital ("tên là gì": not "sửa chữa")
     if shape.kind == "name" and shape.target in ("person", "place"):
         bare = re.sub(r"[\s,.;:()\-–]", "", text)
-        return not (bare.isdigit() or any(c.text == text.rstrip(".") for c in date_candidates(text)))
+        return not (bare.isdigit() or is_weekday(text.rstrip("."))
+                    or any(c.text == text.rstrip(".") for c in date_candidates(text)))
     return True
+
+
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def number_unit(text: str) -> str | None:
+    """The quantity the number of a short answer measures, read from its unit: the word
+    after its last number ("6 đến 8 bar" -> pressure, "500 giờ" -> time) or a symbol before
+    its first ("€20" -> money); None when it has no unit the units lexicon knows."""
+    numbers = list(_DIGITS.finditer(text))
+    if not numbers:
+        return None
+    after = text[numbers[-1].end():].split()
+    if after and quantity_of(after[0].strip(".,;:()")):
+        return quantity_of(after[0].strip(".,;:()"))
+    glued = re.match(r"\s*([^\W\d_]+)", text[numbers[-1].end():])      # "20km", "5kW"
+    if glued and quantity_of(glued.group(1)):
+        return quantity_of(glued.group(1))
+    before = text[:numbers[0].start()].strip()
+    return quantity_of(before[-1]) if before else None
 
 
 def refers_back(sentence: str, title: str = "") -> bool:
@@ -699,6 +750,8 @@ def number_candidates(sentence: str) -> list[Candidate]:
     found.sort(key=lambda c: c.start)
     out: list[Candidate] = []
     for c in found:
+        if _in_code(sentence, c):
+            continue
         last = out[-1] if out else None
         if last is not None and _RANGE_JOIN.match(sentence[last.end:c.start]) \
                 and (" " not in last.text or last.text.split()[-1] == c.text.split()[-1]) \
@@ -708,6 +761,22 @@ def number_candidates(sentence: str) -> list[Candidate]:
             continue
         out.append(c)
     return out
+
+
+def _in_code(sentence: str, c: Candidate) -> bool:
+    """Whether a number is part of a code or a designation ("OSHA 29 CFR 1910", "ISO 16090"):
+    it stands beside a word in capitals that is no unit."""
+    before = re.search(r"\b([A-Z][A-Z0-9-]+)\s*$", sentence[:c.start])
+    number = re.match(r"[\w.,]+", c.text)
+    after = re.match(r"\s*([A-Z][A-Z0-9-]+)\b", sentence[c.start + len(number.group()):]) if number else None
+    return any(m is not None and quantity_of(m.group(1)) is None for m in (before, after))
+
+
+def states_quantity(sentence: str, quantity: str) -> bool:
+    """Whether ``sentence`` names a unit, or the noun, of ``quantity`` ("công suất", "kW")."""
+    words = re.findall(r"[^\W\d_]+(?:/[^\W\d_]+)?|[€$£¥%]", sentence)
+    return any(quantity_of(w) == quantity or quantity_of(f"{w} {n}") == quantity
+               for w, n in zip(words, [*words[1:], ""]))
 
 
 def bound_asked(question: str) -> str | None:
@@ -776,6 +845,38 @@ def name_candidates(sentence: str, common: frozenset[str] | set[str] = frozenset
             close()
     close()
     return out
+
+
+def _name_parts(question: str) -> list[str]:
+    """The names a question gives, cut at possessives and "of" ("Larkspur's Chief Financial
+    Officer" -> "Larkspur", "Chief Financial Officer"). The question's first word is a
+    name only when it is capitalised inside too ("OSHA", "iPhone"): a question opens with a
+    capital. Acronyms are left out: the corpus may spell them out in other words."""
+    words = question.split()
+    first = words[0] if words else ""
+    out = []
+    for c in name_candidates(question):
+        text = c.text
+        if c.start == 0 and text.split()[0] == first and not any(ch.isupper() for ch in first[1:]):
+            text = text[len(first):].strip()
+        for part in re.split(r"['’]s\b|\s+of\s+(?:the\s+)?", text):
+            part = part.strip(" ,;:-")
+            if len(part) > 1 and not part.isupper() and any(ch.isalpha() for ch in part):
+                out.append(part)
+    return out
+
+
+def unnamed(question: str, texts: Sequence[str]) -> list[str]:
+    """The names ``question`` gives that none of ``texts`` writes (compared word by word,
+    accents and case aside): a question about the Madrid office, or about the Chief
+    Financial Officer, that evidence naming neither cannot answer, however many of its other
+    words it holds."""
+    return [p for p in _name_parts(question) if not writes(texts, p)]
+
+
+def writes(texts: Sequence[str], name: str) -> bool:
+    """Whether one of ``texts`` writes ``name`` (word by word, accents and case aside)."""
+    return f" {_plain(name)} " in " " + " ".join(_plain(t) for t in texts) + " "
 
 
 def lower_case_words(texts: Sequence[str]) -> set[str]:
@@ -854,10 +955,12 @@ MIN_SHARE = 0.3
 
 def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Weigher,
                  min_share: float = MIN_SHARE, sentences: list[Sentence] | None = None,
-                 exclude: Sequence[str] = (), titles: Sequence[str] = ()) -> ShortAnswer | None:
+                 exclude: Sequence[str] = (), titles: Sequence[str] = (),
+                 common: frozenset[str] | set[str] = frozenset()) -> ShortAnswer | None:
     """The span of the wanted ``shape`` that the evidence ``texts`` give for ``question``
     (see the module docstring); None when the shape is not a factoid one or nothing stands
-    out."""
+    out. ``common``: more words known to be common (written in lower case in the whole
+    texts the evidence was cut from)."""
     if not shape.factoid:
         return None
     sentences = sentences if sentences is not None else score_sentences(question, texts, weigher, titles)
@@ -878,7 +981,7 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
         flipped = _negated(best.text) != _negated(asked)
         return ShortAnswer("no" if flipped else "yes", best.item, best.text, best.share, best.share)
     scores: dict[str, list] = {}
-    common = lower_case_words(texts)
+    common = lower_case_words(texts) | set(common)
     leads: dict[str, str | None] = {}       # each candidate's page, looked up once per question
     for s in sentences:
         if s.share <= 0:
@@ -886,6 +989,8 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
         found = _candidates(shape, s.text, q_words, weigher, common)
         positions = [m.start() for w in s.covered for m in re.finditer(re.escape(w), strip_accents(s.text.lower()))]
         for c in found:
+            if not of_asked_kind(c.text, shape):
+                continue        # not of the asked kind: a weekday for "who", an answer in bar for "how many kW"
             words = [w for w in weigher.tokenize(c.text) if len(w) > 1 or w.isdigit()]
             plain = _plain(c.text)
             if not plain or f" {plain} " in q_plain or (words and all(w in q_words for w in words)) \
@@ -970,7 +1075,9 @@ def _candidates(shape: Shape, sentence: str, q_words: set[str], weigher: Weigher
                      for m in [re.search(r"\b\d{4}\b", c.text)] if m]
         return found
     if shape.kind == "number":
-        return [c for c in number_candidates(sentence)]
+        asked = quantity_of(shape.counted)
+        return [c for c in number_candidates(sentence) if asked is None or number_unit(c.text) == asked
+                or number_unit(c.text) is None and states_quantity(sentence, asked)]
     names = name_candidates(sentence, common)
     # a date is no name ("March 1834"), though a name may hold one ("the 1998 Winter Olympics")
     names = [c for c in names if not any(d.text == c.text for d in date_candidates(c.text))

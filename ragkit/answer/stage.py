@@ -100,6 +100,9 @@ class Draft:
     language: str = "en"              # "vi": an English answer is re-asked in Vietnamese
     refusals: Sequence[str] = ()
     fallback_note: str = ""           # appended to the evidence answer when it replaces the model's
+    # What replaces a model's answer that fails the check (None: the evidence answer): a refusal
+    # where the evidence answer only quotes sentences, holding no answer of the asked kind.
+    fallback_answer: str | None = None
     clean: Callable[[str], str] | None = None   # pipeline-specific tidying after <think> removal
     max_tokens: int | None = None     # None: the LLM config's
     cites: Sequence[int] | None = None  # the citation id of each evidence item the check reads (None: n is n)
@@ -203,7 +206,7 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
         reason = f"model failed: {exc}"
         return Outcome(_with_note(draft), "fallback", Check(False, reason), model_answer=text or None,
                        raw_answer=raw or None, fallback_reason=reason, reasked=reasked,
-                       kept_evidence=kept, short_answer=draft.short_answer)
+                       kept_evidence=kept, short_answer=_fallback_short(draft))
     with profiler.stage("check"):
         nothing = "the model was cut off before it finished a claim" if truncated else "the model wrote nothing"
         check = draft.judge(text) if text.strip() else Check(False, nothing)
@@ -242,7 +245,7 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
             return Outcome(resupported, "model", again, dropped_claims=dropped, resupported=True,
                            short_answer=_short_of(resupported, draft, again), **common)
     return Outcome(_with_note(draft), "fallback", check, fallback_reason=_fallback_reason(check),
-                   short_answer=draft.short_answer, **common)
+                   short_answer=_fallback_short(draft), **common)
 
 
 def _short_of(text: str, draft: Draft, check: Check) -> str | None:
@@ -316,7 +319,12 @@ def _tidy(text: str, draft: Draft) -> str:
 
 
 def _with_note(draft: Draft) -> str:
-    return f"{draft.evidence_answer}\n\n{draft.fallback_note}" if draft.fallback_note else draft.evidence_answer
+    text = draft.evidence_answer if draft.fallback_answer is None else draft.fallback_answer
+    return f"{text}\n\n{draft.fallback_note}" if draft.fallback_note else text
+
+
+def _fallback_short(draft: Draft) -> str | None:
+    return draft.short_answer if draft.fallback_answer is None else None
 
 
 __all__ = ["ANSWER_SOURCES", "Check", "Draft", "Outcome", "answer", "drop_unsupported", "generation_figures", "recite",

@@ -27,10 +27,11 @@ from ..answer.claims import strip_citations
 from ..answer.grounding import is_refusal
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
                            lexical_messages, numbered_evidence, short_answer_messages)
-from ..answer.reading import (Shape, ShortAnswer, Weigher, answer_shape, coverage, in_evidence, name_candidates,
+from ..answer.reading import (Shape, ShortAnswer, Weigher, answer_shape, coverage, in_evidence, lower_case_words,
+                              name_candidates,
                               of_asked_kind, parse_short_answer,
                        relevant_sentences, score_sentences, short_answer,
-                       question_descriptions, sub_question, trim_short_answer, yes_no)
+                       question_descriptions, sub_question, trim_short_answer, unnamed, writes, yes_no)
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.boosting import is_procedural_query
 from ..retrieval.rerank import make_reranker
@@ -79,6 +80,7 @@ class LexicalTrace(Trace):
     shape: dict | None = None           # the kind of answer the question wants (reading.answer_shape)
     evidence_short_answer: dict | None = None   # the short answer read from the evidence, with its sentence
     question_coverage: float = 0.0      # the share of the question's words the best evidence sentence holds
+    unnamed: list[str] | None = None    # the question's names that no retrieved text writes
     steps: list = field(default_factory=list)   # each retrieval step: its query, hits, short answer, time
     bridge_documents: list | None = None   # documents added through a name the evidence gives (answer.bridges)
     choice: dict | None = None          # a question offering a choice: its items and the value read for each
@@ -183,12 +185,21 @@ class LexicalPipeline(Pipeline):
         if reads and selected and config.bridges:
             with profiler.stage("bridges"):
                 selected, linked = _with_bridges(index, question, selected, weigher, config.bridges)
+        # The question's names that nothing retrieval found writes, nor the corpus: it does not know them.
+        whole = [f"{h.title}\n{h.text}" for h in selected]
+        with profiler.stage("names"):
+            unknown = unknown_names(index, unnamed(prompted, whole)) if reads and selected else []
         if reads and selected:
             with profiler.stage("reading"):
                 cut = relevant_sentences(question, [h.text for h in selected], weigher, neighbours=0,
                                          extra_questions=[*follow_ups, *([asked] if asked else [])],
                                          titles=[h.title for h in selected])
                 selected = [replace(h, text=t) for h, t in zip(selected, cut)]
+        # The words the texts, or the corpus, write in lower case: the capitalised first word of
+        # a kept sentence is no name for that.
+        with profiler.stage("names"):
+            common = lower_case_words(whole) | written_lower(index, [h.text for h in selected]) \
+                if reads and selected else set()
         with profiler.stage("token_counting"):
             # The prompt without documents, their fences included (" " stands for them).
             empty_prompt = lexical_messages(question, " ", [], language)
@@ -237,7 +248,7 @@ class LexicalPipeline(Pipeline):
         # A later step asks of a bridge; the names the question itself gives are still no answer.
         given = [re.sub(r"['’]s$", "", c.text) for c in name_candidates(question)] if reading != question else []
         extracted = short_answer(reading, shape, [h.text for h in used], weigher, sentences=sentences,
-                                 exclude=[*bridges, *given]) if reads else None
+                                 exclude=[*bridges, *given], common=common) if reads else None
         choices = alternatives(prompted) if reads and shape.factoid and shape.kind != "yesno" else ()
         if choices:         # a choice between the question's own items: compare what the evidence states
             picked = choose(prompted, choices, [h.text for h in used], [h.title for h in used])
@@ -246,8 +257,11 @@ class LexicalPipeline(Pipeline):
         refusal = REFUSAL[language] if language == "en" else NOT_ENOUGH_VI
         trace.shape, trace.question_coverage = shape.to_dict(), round(best_share, 4)
         trace.evidence_short_answer = extracted.to_dict() if extracted else None
-        if used and reads and best_share < NOT_FOUND_SHARE:
-            evidence_answer = refusal       # the evidence does not bear on the question
+        trace.unnamed = unknown or None
+        if used and reads and (best_share < NOT_FOUND_SHARE or unknown or (shape.strict and extracted is None)):
+            # The evidence does not bear on the question, never names what it asks about, or
+            # holds nothing of the kind its own words ask for (a unit, a name).
+            evidence_answer = refusal
         elif extracted is not None:
             evidence_answer = f"{extracted.text}\n{extracted.sentence} [{extracted.item}]"
         else:
@@ -268,11 +282,16 @@ class LexicalPipeline(Pipeline):
                       ) if used and context else None
         check = grounding_check(evidence + outline, prompted)
         if reads:
-            check = reading_check(check, prompted, shape, evidence, extracted, best_share, weigher, choices)
+            check = reading_check(check, prompted, shape, evidence, extracted, best_share, weigher, choices, unknown,
+                                  common)
         draft = Draft(evidence_answer=evidence_answer,
                       check=check, prompt=prompt,
                       language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
                       fallback_note=_REPLACED_NOTE[language],
+                      # A model's short answer that fails, where the evidence holds none of the
+                      # asked kind either: nobody read an answer, and the answer says so.
+                      fallback_answer=refusal if reads and shape.factoid and shape.kind != "yesno"
+                      and extracted is None and used else None,
                       cites=[*range(1, len(used) + 1), *step_sources], evidence=evidence + outline,
                       retrieved=retrieved,
                       short_answer=extracted.text if extracted and evidence_answer != refusal else None,
@@ -522,6 +541,36 @@ NOT_FOUND_SHARE = 0.3
 WRONG_REFUSAL_SHARE = 0.5
 
 
+def written_lower(index: BM25Index, texts: Sequence[str], limit: int = 12, depth: int = 10) -> set[str]:
+    """The capitalised words that open sentences of ``texts`` ("Quy định ...") and that the
+    corpus writes in lower case elsewhere (among the ``depth`` documents that best match
+    each), lower-cased; at most ``limit`` words are looked up."""
+    openers = {m.group(1) for t in texts for sentence in split_sentences(t)
+               for m in [re.match(r"\W*([^\W\d_]+)", sentence)] if m and m.group(1)[:1].isupper()}
+    openers = {w for w in openers if not w.isupper() and w.lower() not in lower_case_words(texts)}
+    out = set()
+    for word in sorted(openers)[:limit]:
+        if word.lower() in lower_case_words([h.text for h in index.search(word, depth)]):
+            out.add(word.lower())
+    return out
+
+
+def unknown_names(index: BM25Index, names: Sequence[str], depth: int = 20) -> list[str]:
+    """The ``names`` the corpus of ``index`` does not write: none of the ``depth`` documents
+    that best match a name holds it as a phrase, and a one-word name is not one letter off a
+    word the corpus has ("Brittish" is "British")."""
+    out = []
+    for name in names:
+        if writes([f"{h.title}\n{h.text}" for h in index.search(name, depth)], name):
+            continue
+        tokens = index.tokenizer(name)
+        if len(tokens) == 1 and len(tokens[0]) >= 5 and any(
+                index.vocab.get(tokens[0][:i] + tokens[0][i + 1:]) is not None for i in range(len(tokens[0]))):
+            continue
+        out.append(name)
+    return out
+
+
 def extractive_answer(question: str, hits: list[Hit], procedural: bool,
                       max_sentences: int = 3, weigher: Weigher | None = None) -> str:
     """An answer made only of the evidence's own sentences, each with its [n] citation.
@@ -557,12 +606,18 @@ def extractive_answer(question: str, hits: list[Hit], procedural: bool,
 
 
 def reading_check(check, question: str, shape: Shape, evidence: list[str], found, best_share: float,
-                  weigher: Weigher | None = None, offered: tuple[str, ...] = ()):
-    """The grounding check of an answer to a question that reads sentences, and two things
-    more. A factoid answer's first line is its short answer: it must occur in the evidence
-    (yes and no excepted), and the lines after it are checked as any answer. A refusal
-    passes only when the evidence really lacks the answer: not when the evidence gives a
-    short answer of the asked shape from a sentence that covers most of the question."""
+                  weigher: Weigher | None = None, offered: tuple[str, ...] = (), unknown: Sequence[str] = (),
+                  common: set[str] | None = None):
+    """The grounding check of an answer to a question that reads sentences, and more.
+
+    - An answer fails where the evidence does not bear on the question (``best_share``
+      under ``NOT_FOUND_SHARE``) or never names what it asks about (``unknown``).
+    - A factoid answer's first line is its short answer: it must occur in the evidence
+      (yes and no excepted), be of the asked kind (a name asked is no word the texts write
+      in lower case, ``common``), and the lines after it are checked as any answer.
+    - A refusal passes only when the evidence really lacks the answer: not when the
+      evidence gives a short answer of the asked shape from a sentence that covers most of
+      the question."""
 
     def judge(text: str) -> Check:
         first = parse_short_answer(text)[0] if shape.factoid else text.strip()
@@ -576,6 +631,12 @@ def reading_check(check, question: str, shape: Shape, evidence: list[str], found
                 return Check(False, "refuses, though an evidence sentence holds the question's words",
                              {"refusal": True})
             return Check(True, "says the evidence is not enough to answer", {"refusal": True})
+        if best_share < NOT_FOUND_SHARE and evidence:
+            return Check(False, f"the evidence does not bear on the question (its best sentence holds "
+                                f"{best_share:.0%} of the question's weighted words)", {"refusal": False})
+        if unknown and evidence:
+            return Check(False, f"the evidence never names {unknown[0]!r}, which the question asks about",
+                         {"refusal": False})
         if not shape.factoid:
             return check(text)
         short, rest = parse_short_answer(text)
@@ -586,6 +647,9 @@ def reading_check(check, question: str, shape: Shape, evidence: list[str], found
         if offered and chosen(short, offered) is None:
             return Check(False, f"the short answer {short!r} is none of the items the question offers "
                                 f"({' or '.join(offered)})", {"short_answer": short})
+        if shape.proper and {w.lower() for w in short.split()} <= (common or set()) | lower_case_words(evidence):
+            return Check(False, f"the short answer {short!r} is a common word of the evidence, not the name "
+                                f"the question asks for", {"short_answer": short})
         if not of_asked_kind(short, shape) and not offered:
             return Check(False, f"the short answer {short!r} is not a {shape.target or shape.kind}, "
                                 f"which the question asks for", {"short_answer": short})
