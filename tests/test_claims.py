@@ -348,3 +348,13 @@ def test_a_vietnamese_rule_restated_with_another_negator_passes(answer, evidence
 ])
 def test_a_vietnamese_rule_with_its_negation_flipped_fails(answer, evidence):
     assert not check_claims(answer, evidence).passed
+
+
+def test_a_span_without_the_claim_s_numbers_does_not_contradict_it():
+    # "không xác định thời hạn" (an indefinite term) in another item, about another fact
+    evidence = ["Người lao động theo hợp đồng không xác định thời hạn được nghỉ 12 ngày mỗi năm.",
+                "Hợp đồng xác định thời hạn có thời hạn không quá 36 tháng."]
+    assert check_claims("Hợp đồng xác định thời hạn có thời hạn không quá 36 tháng [2].", evidence).passed
+    assert not check_claims("Hợp đồng không xác định thời hạn có thời hạn không quá 36 tháng [2].", evidence).passed
+    assert not check_claims("Người lao động theo hợp đồng xác định thời hạn được nghỉ 12 ngày mỗi năm [1].",
+                            evidence).passed

@@ -878,11 +878,14 @@ def _contradicted(verdict: ClaimVerdict, claim: Claim, items: list[int], spans_o
     words = sorted({w for w in text.lower if _claim_word(w)})
     if len(words) < 2:
         return verdict
+    values = {_number_key(t) for t in text.lower if _is_number(t)}
     for m in items:
         for _, span_text, span in spans_of((m,), tuple(words)):
             shared = [w for w in words if span.has(w)]
             if len(shared) < 2 or len(shared) / len(words) < min_support:
                 continue
+            if not values <= {_number_key(t) for t in span.lower if _is_number(t)}:
+                continue        # a span without the claim's numbers states another fact: it cannot deny this one
             problem = _negation_problem(text, span, {_stem(w) for w in shared})
             if problem:
                 n = verdict.support["evidence"] if verdict.support else None
