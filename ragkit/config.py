@@ -91,7 +91,9 @@ class LexicalConfig:
     mmr: bool = True
     mmr_lambda: float = 0.65
     boost: bool | None = None     # None: on for procedural questions only
-    method: str = "bm25"          # bm25, dense, hybrid or auto (dense needs `index build --dense`)
+    # auto: the concept graph where the index has one, hybrid where it has vectors, else BM25
+    # (retrieval/search.py resolve_method); bm25, dense, hybrid, graph, hybrid+graph as asked
+    method: str = "auto"
     # hybrid: weighted (alpha * dense + (1 - alpha) * BM25, each min-max normalized) beats RRF
     # on both benchmark sets at alpha 0.3 and 0.5; 0.3 has the best mean nDCG@10 (SciFact
     # 0.723, ALQAC 0.911; RRF 0.716, 0.889): bench/defaults.py, outputs/bench/defaults.json

@@ -365,7 +365,8 @@ def test_auto_routes_only_broad_questions_and_the_trace_says_why(musique_index):
 
     specific = ask_lexical("What is the Journal of Mathematical Physics?", index_dir, config=config, use_llm=False)
     trace = specific.trace.to_dict()
-    assert trace["method"] == "bm25" and trace["communities"] is None
+    assert trace["method"] == "graph" and trace["communities"] is None     # auto: the index has a concept graph
+    assert trace["method_reason"].startswith("auto: the index has a concept graph; the walk seeded from")
     assert not trace["broad"]["broad"] and "no whole-corpus word" in trace["broad"]["route"]
     assert specific.citations[0].doc_id == "p0"
 
@@ -442,7 +443,7 @@ def test_cli_refuses_communities_where_there_are_none(tmp_path):
             match="--method communities: this index has no communities to answer from: the corpus has 1 chunk")
     auto = json.loads(ragkit("ask", "What are the main themes?", "--pipeline", "lexical", "--index", small,
                              "--method", "auto", "--no-llm", "--json").stdout)
-    assert auto["trace"]["method"] == "bm25"
+    assert auto["trace"]["method"] == "graph"
     assert "a whole-corpus question, but the index has no communities" in auto["trace"]["broad"]["route"]
     refused("eval", "retrieval", "--corpus", tiny, "--queries", tiny, "--qrels", tiny, "--method", "communities",
             match="--method communities: answers from community summaries and ranks no chunks")

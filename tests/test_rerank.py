@@ -146,7 +146,8 @@ def test_rerank_through_the_cli_is_timed_and_traced(tmp_path):
 
 # ------------------------------------------------------------------ method auto
 def test_question_language_and_auto_method(manual_index):
-    from ragkit.retrieval.search import question_language, resolve_method
+    from ragkit.retrieval.search import resolve_method
+    from ragkit.text.question import question_language
 
     assert question_language("Các bước vận hành máy phay?") == "vi"
     assert question_language("How do I change the drill bit safely?") == "en"

@@ -30,8 +30,8 @@ class RagkitSearch:
         if self._loaded is None:
             from ..retrieval.search import load_dense, load_index
 
-            if isinstance(self.index, BM25Index):
-                if self.config.method != "bm25":
+            if isinstance(self.index, BM25Index):       # no vectors: auto ranks with BM25
+                if self.config.method not in ("bm25", "auto"):
                     raise InputError(f"method {self.config.method!r}: needs the index folder (its vectors), "
                                      "not a BM25Index in memory")
                 self._loaded = (self.index, None)

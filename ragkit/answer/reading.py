@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from ..text import (ENGLISH_STOPWORDS, LIST_MARKER, VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences,
-                    strip_accents, vietnamese_char_count)
+                    strip_accents)
 from ..text.lexicons import is_weekday, quantity_of
-from ..text.question import alternatives, chosen
+from ..text.question import alternatives, chosen, question_language
 from ..text.cues import ANAPHORS, MAXIMUM_CUES, MINIMUM_CUES, NEGATIONS, NOT_NEGATING, RENAMING_WORDS
 
 FACTOID_SHAPES = ("name", "date", "number", "yesno")
@@ -118,8 +118,7 @@ def answer_shape(question: str) -> Shape:
     import unicodedata
 
     accented = " " + " ".join(re.findall(r"\w+", unicodedata.normalize("NFC", question.lower()))) + " "
-    if re.search(r"[\u0300-\u036f\u0110\u0111]", unicodedata.normalize("NFD", question)) \
-            and vietnamese_char_count(question):       # a Vietnamese question ("cần", "máy" are no English verbs)
+    if question_language(question) == "vi":       # a Vietnamese question ("cần", "máy" are no English verbs)
         return _vietnamese_shape(accented)
     plain = _LEAD_INS.sub("", _plain(question))
     words = plain.split()
@@ -243,7 +242,7 @@ def question_focus(question: str) -> tuple[str, ...]:
     right after its question word ("first editor" in "Who was the first editor of the
     gazette which printed ...?"); empty for a Vietnamese question (its question word
     closes the sentence) and for one without a question word."""
-    if vietnamese_char_count(question):
+    if question_language(question) == "vi":
         return ()
     lowered = [w for w, _ in _words(question)]
     at = next((i for i, w in enumerate(lowered) if w in _WH_WORDS), None)
@@ -434,7 +433,7 @@ def question_descriptions(question: str, limit: int = 2) -> list[Description]:
     ``_description_at``): "the county that lies north of the town where X grew up"
     and, inside it, "the town where X grew up". At most ``limit``; none for a Vietnamese
     question."""
-    if vietnamese_char_count(question) or limit < 1:
+    if question_language(question) == "vi" or limit < 1:
         return []
     wh = next((at for w, at in _words(question) if w in _WH_WORDS), 0)
     out: list[Description] = []

@@ -130,7 +130,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         _emit({"results": results, "method": "communities", "method_reason": routed.reason}, args.json, human)
         return 0
     dense = load_dense(index, args.index) if args.method != "bm25" else None
-    concepts = load_concepts(args.index, dense, made=routing) if args.method in GRAPH_METHODS else None
+    concepts = load_concepts(args.index, dense, made=routing) if args.method in (*GRAPH_METHODS, "auto") else None
     reranker = None
     if config.rerank != "none":
         from ..config import LLMConfig

@@ -21,6 +21,7 @@ from ..errors import ContextTooLongError, InputError
 from ..llm.base import LLM
 from ..llm.budget import fit_context, token_prefix
 from ..answer.bridges import bridge_documents
+from ..answer.both import JoinedVerdict, judge_joined
 from ..answer.choice import choose
 from ..answer.claims import citations as claim_citations
 from ..answer.claims import strip_citations
@@ -38,7 +39,7 @@ from ..retrieval.rerank import make_reranker
 from ..retrieval.community_search import CommunityHit, Route, load_communities, rank_communities, route
 from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
 from ..text import VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences, tokenize
-from ..text.question import alternatives, chosen
+from ..text.question import alternatives, chosen, joined
 from .base import (NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace,
                    check_question)
 
@@ -84,6 +85,7 @@ class LexicalTrace(Trace):
     steps: list = field(default_factory=list)   # each retrieval step: its query, hits, short answer, time
     bridge_documents: list | None = None   # documents added through a name the evidence gives (answer.bridges)
     choice: dict | None = None          # a question offering a choice: its items and the value read for each
+    joined: dict | None = None          # a yes/no question about two joined items: what was read of each
 
 
 def _lexical_trace(gathered: Gathered) -> LexicalTrace:
@@ -187,8 +189,11 @@ class LexicalPipeline(Pipeline):
                 selected, linked = _with_bridges(index, question, selected, weigher, config.bridges)
         # The question's names that nothing retrieval found writes, nor the corpus: it does not know them.
         whole = [f"{h.title}\n{h.text}" for h in selected]
-        with profiler.stage("names"):
-            unknown = unknown_names(index, unnamed(prompted, whole)) if reads and selected else []
+        unknown: list[str] = []
+        common: set[str] = set()
+        if reads and selected:
+            with profiler.stage("names"):
+                unknown = unknown_names(index, unnamed(prompted, whole))
         if reads and selected:
             with profiler.stage("reading"):
                 cut = relevant_sentences(question, [h.text for h in selected], weigher, neighbours=0,
@@ -197,9 +202,9 @@ class LexicalPipeline(Pipeline):
                 selected = [replace(h, text=t) for h, t in zip(selected, cut)]
         # The words the texts, or the corpus, write in lower case: the capitalised first word of
         # a kept sentence is no name for that.
-        with profiler.stage("names"):
-            common = lower_case_words(whole) | written_lower(index, [h.text for h in selected]) \
-                if reads and selected else set()
+        if reads and selected:
+            with profiler.stage("names"):
+                common = lower_case_words(whole) | written_lower(index, [h.text for h in selected])
         with profiler.stage("token_counting"):
             # The prompt without documents, their fences included (" " stands for them).
             empty_prompt = lexical_messages(question, " ", [], language)
@@ -254,6 +259,14 @@ class LexicalPipeline(Pipeline):
             picked = choose(prompted, choices, [h.text for h in used], [h.title for h in used])
             extracted = ShortAnswer(picked.text, picked.item, picked.sentence, 1.0, best_share) if picked else None
             trace.choice = {"offered": list(choices), "values": picked.values if picked else None}
+        asked_together = joined(prompted) if reads and shape.kind == "yesno" else None
+        together = judge_joined(asked_together, [h.text for h in used], [h.title for h in used], weigher.tokenize) \
+            if asked_together else None
+        if asked_together:  # "Are A and B both ...?", "... the same city?": what the evidence states of each
+            trace.joined = {"items": list(asked_together.items), "predicate": asked_together.predicate,
+                            "shared": asked_together.shared, **(together.to_dict() if together else {"verdict": None})}
+            if together is not None:
+                extracted = ShortAnswer(together.text, together.item, together.sentence, 1.0, best_share)
         refusal = REFUSAL[language] if language == "en" else NOT_ENOUGH_VI
         trace.shape, trace.question_coverage = shape.to_dict(), round(best_share, 4)
         trace.evidence_short_answer = extracted.to_dict() if extracted else None
@@ -283,7 +296,7 @@ class LexicalPipeline(Pipeline):
         check = grounding_check(evidence + outline, prompted)
         if reads:
             check = reading_check(check, prompted, shape, evidence, extracted, best_share, weigher, choices, unknown,
-                                  common)
+                                  common, together)
         draft = Draft(evidence_answer=evidence_answer,
                       check=check, prompt=prompt,
                       language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
@@ -495,7 +508,7 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
             dense = load_dense(index, folder)
         communities = load_communities(folder) if folder is not None and config.method in CONCEPT_METHODS else None
         concepts = load_concepts(folder, dense) if folder is not None and (
-            config.method in GRAPH_METHODS or communities is not None) else None
+            config.method in GRAPH_METHODS or config.method == "auto" or communities is not None) else None
     return LexicalPipeline().ask(question, (index, dense, concepts, communities), config, ctx)
 
 
@@ -607,7 +620,7 @@ def extractive_answer(question: str, hits: list[Hit], procedural: bool,
 
 def reading_check(check, question: str, shape: Shape, evidence: list[str], found, best_share: float,
                   weigher: Weigher | None = None, offered: tuple[str, ...] = (), unknown: Sequence[str] = (),
-                  common: set[str] | None = None):
+                  common: set[str] | None = None, together: JoinedVerdict | None = None):
     """The grounding check of an answer to a question that reads sentences, and more.
 
     - An answer fails where the evidence does not bear on the question (``best_share``
@@ -653,10 +666,14 @@ def reading_check(check, question: str, shape: Shape, evidence: list[str], found
         if not of_asked_kind(short, shape) and not offered:
             return Check(False, f"the short answer {short!r} is not a {shape.target or shape.kind}, "
                                 f"which the question asks for", {"short_answer": short})
+        if together is not None and yes_no(short) != together.text:
+            return Check(False, f"answers {yes_no(short)!r}, but the evidence says {together.text!r} of the items "
+                                f"asked about together: {together.sentence!r}", {"short_answer": short})
         if not rest:
             return Check(True, "", {"short_answer": short})
-        if shape.kind == "yesno" and weigher is not None:
-            # The sentences it cites decide yes or no: a negation the question lacks says no.
+        if shape.kind == "yesno" and weigher is not None and together is None:
+            # The sentences it cites decide yes or no: a negation the question lacks says no (for
+            # items asked about together, what each one's evidence says decided it above).
             said = short_answer(question, shape, [strip_citations(rest)], weigher, min_share=0.5)
             if said is not None and said.text != yes_no(short):
                 return Check(False, f"answers {yes_no(short)!r}, but the sentence it gives says {said.text!r}",

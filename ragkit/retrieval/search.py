@@ -5,7 +5,6 @@ figures eval publishes describe what ask serves."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -13,7 +12,7 @@ from pathlib import Path
 from ..config import GRAPH_METHODS, LexicalConfig
 from ..errors import InputError
 from ..runtime.profiler import Profiler
-from ..text import ENGLISH_STOPWORDS, vietnamese_char_count
+from ..text.question import question_language
 from .bm25 import BM25Index, Hit
 from .mmr import mmr_rerank
 
@@ -77,30 +76,26 @@ def load_concepts(index_dir: str | Path, dense=None, made=None):
     return made if made is not None else ConceptSearcher(graph)
 
 
-def question_language(question: str) -> str:
-    """"vi" when the question has Vietnamese letters, "en" when at least two of its words
-    (or a third) are English function words, else "unknown" (unaccented Vietnamese, names)."""
-    if vietnamese_char_count(question):
-        return "vi"
-    words = re.findall(r"[a-z']+", question.lower())
-    common = sum(1 for w in words if w in ENGLISH_STOPWORDS)
-    return "en" if words and (common >= 2 or common * 3 >= len(words)) else "unknown"
-
-
-def resolve_method(method: str, index: BM25Index, question: str, has_vectors: bool) -> tuple[str, str]:
-    """The method to use and why. ``auto``: BM25 without vectors; dense alone when the
-    question's language is none of the documents' (cross-lingual: BM25 matches no words and
-    its noise would push the right chunk down, see docs/benchmarks.md); hybrid otherwise.
-    The question's language only chooses the method: the index's tokenizer reads it."""
+def resolve_method(method: str, index: BM25Index, question: str, has_vectors: bool,
+                   has_concepts: bool = False) -> tuple[str, str]:
+    """The method to use and why. ``auto``: dense alone when the question's language is none
+    of the documents' and the index has vectors (cross-lingual: BM25 matches no words and
+    its noise would push the right chunk down, see docs/benchmarks.md); else the concept
+    graph's walk when the index has one (it kept the gold answer in front of the reader for
+    0.54 of MuSiQue's questions against 0.38 for hybrid and 0.39 for BM25, and 0.76 of
+    HotpotQA's against 0.76 and 0.68); hybrid with vectors; BM25 otherwise. The question's
+    language only chooses the method: the index's tokenizer reads it."""
     if method != "auto":
         return method, "asked for"
-    if not has_vectors:
-        return "bm25", "auto: the index has no dense vectors"
     asked = question_language(question)
     indexed = index.language.languages
-    if asked in ("vi", "en") and asked not in indexed:
+    if has_vectors and asked in ("vi", "en") and asked not in indexed:
         names = {"en": "English", "vi": "Vietnamese"}
         return "dense", f"auto: cross-lingual ({names[asked]} question, {names[indexed[0]]} index)"
+    if has_concepts:
+        return "graph", "auto: the index has a concept graph"
+    if not has_vectors:
+        return "bm25", "auto: the index has no dense vectors"
     return "hybrid", "auto: the question is in the index's language"
 
 
@@ -138,7 +133,14 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
                          "(use it with 'ragkit search' or 'ragkit ask --pipeline lexical')")
     if config.method in GRAPH_METHODS:
         return _retrieve_by_graph(index, question, config, profiler, dense, reranker, trace, concepts)
-    method, trace["method_reason"] = resolve_method(config.method, index, question, dense is not None)
+    method, trace["method_reason"] = resolve_method(config.method, index, question, dense is not None,
+                                                    concepts is not None)
+    if method in GRAPH_METHODS:
+        why = trace["method_reason"]
+        selected = _retrieve_by_graph(index, question, replace(config, method=method), profiler, dense, reranker,
+                                      trace, concepts)
+        trace["method_reason"] = trace["method_reason"].replace("asked for", why, 1)
+        return selected
     trace["method"] = method
     depth = max(config.depth, config.k, config.candidates if config.mmr else 0,
                 reranker.depth if reranker is not None else 0)

@@ -1,16 +1,24 @@
 """What a question's own grammar says, read from closed word classes: the alternatives it
-offers to choose between.
+offers to choose between, and the items a yes/no question asks about together.
 
 A question that closes on two items joined by "or" ("Which opened first, the Velm Theatre
 or Marlow Bridge?", "Cái nào nặng hơn, máy tiện hay máy phay?") asks the reader to choose
 one of them; its answer is one of the items as the question writes them. English joins
 them with "or", Vietnamese with "hay" or "hoặc"; the first item opens after the last comma
 before the joiner, else where the name run before it opens.
+
+A yes/no question that joins two items with "and"/"và" and asks about them together ("Are
+A and B both ...?", "... in the same city?", "A và B đều ... không?", "A và B có cùng ...
+không?") asks whether what follows holds of each, or whether they share one value
+(``joined``).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
+from .tokens import ENGLISH_STOPWORDS, VIETNAMESE_LETTER_SHARE, vietnamese_char_count
 
 # The words that join the items a question offers to choose between (English, Vietnamese).
 CHOICE_JOINERS = ("or", "hay", "hoặc")
@@ -59,3 +67,84 @@ def chosen(answer: str, offered: tuple[str, ...]) -> str | None:
 
 def _plain(text: str) -> str:
     return " ".join(re.findall(r"\w+", _ARTICLE.sub("", text.strip()).lower()))
+
+
+def question_language(question: str) -> str:
+    """"vi" when a tenth of the question's letters are ones only Vietnamese spelling uses
+    (an English question that names "Géza" or "Nguyễn" has fewer, unless it is mostly names)
+    and it has fewer than two English function words; "en" when at least two of its words
+    (or a third) are English function words; else "unknown" (unaccented Vietnamese, names)."""
+    letters = sum(ch.isalpha() for ch in question)
+    words = [w for w in re.findall(r"[\w']+", question.lower()) if w.isascii()]
+    common = sum(1 for w in words if w in ENGLISH_STOPWORDS)
+    vietnamese = vietnamese_char_count(question)
+    if vietnamese and (common < 2 or vietnamese >= 0.2 * letters) and vietnamese >= VIETNAMESE_LETTER_SHARE * letters:
+        return "vi"
+    return "en" if words and (common >= 2 or common * 3 >= len(words)) else "unknown"
+
+
+# Words that ask whether what follows holds of each joined item ("Are A and B both ...?",
+# "A và B đều là ... không?") or whether the items share one thing ("... the same city?",
+# "A và B có cùng quốc tịch không?"): closed classes of English and Vietnamese.
+_EVERY = re.compile(r"\s+(?:both|đều(?:\s+là)?|cả\s+hai(?:\s+đều)?(?:\s+là)?)\s+", re.IGNORECASE)
+_SAME = re.compile(r"\b(?:the\s+same|cùng(?:\s+một)?)\s+", re.IGNORECASE)
+_AND = re.compile(r"\s+(?:and|và)\s+", re.IGNORECASE)
+_OPENING_AUXILIARY = re.compile(r"^(?:are|were|is|was|do|does|did|have|has|had|can|could|will|would)\s+",
+                                re.IGNORECASE)
+_CLOSING_PARTICLE = re.compile(r"\s+(?:(?:phải|đúng)\s+)?(?:không|chưa)$", re.IGNORECASE)
+# A name's run: capitalised words and the lower-case words that may join them.
+_NAME_RUN = re.compile(r"[\"“]?[A-Z0-9À-ỸĐ][\w'’.&-]*(?:\s+(?:(?:of|the|de|du|la|le|von|van|der|da|di|y)\s+)*"
+                       r"[A-Z0-9À-ỸĐ][\w'’.&-]*)*[\"”]?")
+
+
+@dataclass(frozen=True)
+class Joined:
+    """A yes/no question about two items joined by "and": what it says of each of them
+    (``predicate``: "animated features" of "Are A and B both animated features?"), or the
+    noun they are asked to share (``shared``: "province" of "... in the same province?")."""
+
+    items: tuple[str, str]
+    predicate: str = ""
+    shared: str = ""
+
+
+def joined(question: str) -> Joined | None:
+    """The two items a yes/no question joins with "and"/"và" and asks about together
+    ("both", "the same", "đều", "cùng"), or None when it joins none."""
+    text = _CLOSING_PARTICLE.sub("", question.strip().rstrip("?.! ").strip())
+    text = _OPENING_AUXILIARY.sub("", text)
+    every, same = _EVERY.search(text), _SAME.search(text)
+    if every is None and same is None:
+        return None
+    opening = every if every is not None else same
+    assert opening is not None
+    head = text[:opening.start()]
+    joins = list(_AND.finditer(head))
+    if not joins:
+        return None
+    join = joins[0]
+    left = head[:join.start()].strip()
+    right = head[join.end():].strip()
+    if every is None:       # "A and B members of the same band": B is the name run after "and"
+        run = _NAME_RUN.match(right)
+        verb = re.search(r"\s+(?:có|ở|thuộc|là|được|sinh|đến)\s*", right)
+        if run is not None:
+            right = run.group()
+        elif verb is not None:      # "máy tiện và máy phay có cùng ...": the item ends at the verb
+            right = right[:verb.start()]
+        else:
+            return None
+    items = tuple(_ARTICLE.sub("", item).strip(" \"“”'") for item in (left, right))
+    if not all(items) or any(len(item.split()) > 8 for item in items):
+        return None
+    if every is not None:
+        predicate = _ARTICLE.sub("", text[every.end():].strip())
+        return Joined((items[0], items[1]), predicate=predicate) if predicate else None
+    assert same is not None
+    shared = re.match(r"[^\W\d_]+(?:\s+[^\W\d_]+)?", text[same.end():])
+    if shared is None:
+        return None
+    noun = shared.group().split()
+    # Vietnamese nouns are often two syllables ("quốc tịch"); an English noun is one word.
+    return Joined((items[0], items[1]), shared=" ".join(noun if re.search(r"[^\x00-\x7f]", shared.group())
+                                                     else noun[:1]))
