@@ -488,6 +488,7 @@ class Weigher:
     # The opening sentence of the document a name titles ("Djibouti" -> "Djibouti ... is a
     # country in the Horn of Africa"): what the corpus says a candidate is; None: unknown.
     lead: Callable[[str], str | None] | None = None
+    highest: float = 4.0        # the highest IDF of the corpus (what a word it lacks weighs)
 
     def weights(self, text: str) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -515,7 +516,7 @@ class Weigher:
             doc = index.titled(name) if hasattr(index, "titled") else None
             return split_sentences(doc.text)[0] if doc is not None and doc.text.strip() else None
 
-        return cls(tokenize, lookup, lead)
+        return cls(tokenize, lookup, lead, top)
 
 
 @dataclass
@@ -846,7 +847,7 @@ def name_candidates(sentence: str, common: frozenset[str] | set[str] = frozenset
     return out
 
 
-def _name_parts(question: str) -> list[str]:
+def _name_parts(question: str, acronyms: bool = False) -> list[str]:
     """The names a question gives, cut at possessives and "of" ("Larkspur's Chief Financial
     Officer" -> "Larkspur", "Chief Financial Officer"). The question's first word is a
     name only when it is capitalised inside too ("OSHA", "iPhone"): a question opens with a
@@ -860,9 +861,14 @@ def _name_parts(question: str) -> list[str]:
             text = text[len(first):].strip()
         for part in re.split(r"['’]s\b|\s+of\s+(?:the\s+)?", text):
             part = part.strip(" ,;:-")
-            if len(part) > 1 and not part.isupper() and any(ch.isalpha() for ch in part):
+            if len(part) > 1 and (acronyms or not part.isupper()) and any(ch.isalpha() for ch in part):
                 out.append(part)
     return out
+
+
+def question_names(question: str) -> list[str]:
+    """The names ``question`` gives, acronyms and codes too ("ISO 23125"; see ``unnamed``)."""
+    return _name_parts(question, acronyms=True)
 
 
 def unnamed(question: str, texts: Sequence[str]) -> list[str]:

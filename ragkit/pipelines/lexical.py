@@ -32,7 +32,8 @@ from ..answer.reading import (Shape, ShortAnswer, Weigher, answer_shape, coverag
                               name_candidates,
                               of_asked_kind, parse_short_answer,
                        relevant_sentences, score_sentences, short_answer,
-                       question_descriptions, sub_question, trim_short_answer, unnamed, writes, yes_no)
+                       question_descriptions, sub_question, trim_short_answer, unnamed, writes, yes_no,
+                       question_names)
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.boosting import is_procedural_query
 from ..retrieval.rerank import make_reranker
@@ -204,7 +205,8 @@ class LexicalPipeline(Pipeline):
         # a kept sentence is no name for that.
         if reads and selected:
             with profiler.stage("names"):
-                common = lower_case_words(whole) | written_lower(index, [h.text for h in selected])
+                common = lower_case_words(whole) | written_lower(index, [*(h.title for h in selected),
+                                                                         *(h.text for h in selected)])
         with profiler.stage("token_counting"):
             # The prompt without documents, their fences included (" " stands for them).
             empty_prompt = lexical_messages(question, " ", [], language)
@@ -250,6 +252,14 @@ class LexicalPipeline(Pipeline):
         texts = [f"{h.title}: {h.text}" if h.title else h.text for h in used]
         sentences = score_sentences(reading, [h.text for h in used], weigher, [h.title for h in used])
         best_share = max((x.share for x in sentences), default=0.0)
+        if best_share < NOT_FOUND_SHARE and sentences:
+            # A long question may be answered by a short sentence: one that writes the
+            # question's rarest name ("ISO 23125") bears on it, whatever share it holds.
+            best = max(sentences, key=lambda x: x.share)
+            title = used[best.item - 1].title if best.item - 1 < len(used) else ""
+            if any(_rare(name, weigher) and writes([f"{title} {best.text}"], name)
+                   for name in question_names(prompted)):
+                best_share = NOT_FOUND_SHARE
         # A later step asks of a bridge; the names the question itself gives are still no answer.
         given = [re.sub(r"['’]s$", "", c.text) for c in name_candidates(question)] if reading != question else []
         extracted = short_answer(reading, shape, [h.text for h in used], weigher, sentences=sentences,
@@ -554,13 +564,21 @@ NOT_FOUND_SHARE = 0.3
 WRONG_REFUSAL_SHARE = 0.5
 
 
+def _rare(name: str, weigher: Weigher) -> bool:
+    """Whether a name holds a word among the corpus's rarest (IDF at least 0.75 of the
+    highest): "ISO 23125" in a corpus of manuals, not the company name on every page."""
+    idf = weigher.idf
+    return idf is not None and any((idf(w) or 0.0) >= 0.75 * weigher.highest for w in weigher.tokenize(name))
+
+
 def written_lower(index: BM25Index, texts: Sequence[str], limit: int = 12, depth: int = 10) -> set[str]:
     """The capitalised words that open sentences of ``texts`` ("Quy định ...") and that the
     corpus writes in lower case elsewhere (among the ``depth`` documents that best match
     each), lower-cased; at most ``limit`` words are looked up."""
     openers = {m.group(1) for t in texts for sentence in split_sentences(t)
                for m in [re.match(r"\W*([^\W\d_]+)", sentence)] if m and m.group(1)[:1].isupper()}
-    openers = {w for w in openers if not w.isupper() and w.lower() not in lower_case_words(texts)}
+    lower = lower_case_words(texts)
+    openers = {w for w in openers if not w.isupper() and w.lower() not in lower}
     out = set()
     for word in sorted(openers)[:limit]:
         if word.lower() in lower_case_words([h.text for h in index.search(word, depth)]):
