@@ -150,8 +150,12 @@ def test_index_build_dense_and_hybrid_search_and_ask(tmp_path):
     assert (trace["method"], trace["method_reason"]) == \
         ("dense", "auto: cross-lingual (English question, Vietnamese index)")
     assert json.loads(english.stdout)["citations"][0]["doc_id"] == "may_khoan.md#3"     # "Các bước khoan lỗ"
-    lexical = json.loads(ragkit("search", "--index", str(out), "--query", question, "--json").stdout)["results"]
+    lexical = json.loads(ragkit("search", "--index", str(out), "--query", question, "--method", "bm25",
+                                "--json").stdout)["results"]
     assert lexical[0]["doc_id"] != "may_khoan.md#3"      # BM25 matches no English words to rank it first
+    # search's default (auto) takes the vectors for the English question, as ask does
+    searched = json.loads(ragkit("search", "--index", str(out), "--query", question, "--json").stdout)["results"]
+    assert searched[0]["doc_id"] == "may_khoan.md#3"
     plain = tmp_path / "plain"
     assert ragkit("index", "build", "--corpus", str(MANUALS), "--out", str(plain)).returncode == 0
     refused = ragkit("search", "--index", str(plain), "--query", query, "--method", "dense")
