@@ -49,6 +49,8 @@ def test_weekdays_in_both_languages():
     ("Mũi khoan phải thay sau bao nhiêu lỗ khoan?", "400 lỗ", True),
     ("How many hours does the battery last?", "3 days", True),          # a time for a time
     ("How many people work in the office?", "30 employees", True),      # no unit on either side
+    ("How many more days of leave do I get?", "5 days", True),          # "more" qualifies what is counted
+    ("How many additional holes can it drill?", "3 hours", False),
     ("How much is the meal allowance?", "€40", True),                   # "how much" counts nothing
     ("Who chairs the committee?", "Tuesday", False),
     ("Who chairs the committee?", "Mira Holt", True),

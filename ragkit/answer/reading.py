@@ -101,6 +101,9 @@ class Shape:
         return out
 
 
+# Words that qualify what "how many" counts without being it (a closed class of English
+# quantity modifiers; the function words are ENGLISH_STOPWORDS).
+_COUNT_MODIFIERS = frozenset("fewer additional extra total full separate different whole entire".split())
 # A question that asks what something is called ("what is X called", "what is the name of X").
 _ASKS_NAME_EN = re.compile(r"\b(?:called|named)$|\bthe name of\b|\bs name\b|\bwhat name\b")
 
@@ -131,7 +134,10 @@ def answer_shape(question: str) -> Shape:
     opening = " ".join(words[:5])
     if any(opening.startswith(c) or f" {c} " in f" {opening} " for c in _NUMBER_WORDS_EN):
         at = words.index("how")
-        counted = words[at + 2] if words[at + 1] == "many" and len(words) > at + 2 else ""
+        # what "how many" counts: its first word that is no function word or quantity modifier
+        # ("how many more days": days)
+        counted = next((w for w in words[at + 2:] if w not in ENGLISH_STOPWORDS and w not in _COUNT_MODIFIERS),
+                       "") if words[at + 1] == "many" else ""
         return Shape("number", _head_noun(words[at + 2:]), "asks how many or how much", counted)
     if any(f" {c} " in padded or plain.startswith(c) for c in _STEPS_EN):
         return Shape("steps", why="asks how to")
