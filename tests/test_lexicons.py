@@ -50,6 +50,7 @@ def test_weekdays_in_both_languages():
     ("How many hours does the battery last?", "3 days", True),          # a time for a time
     ("How many people work in the office?", "30 employees", True),      # no unit on either side
     ("How many more days of leave do I get?", "5 days", True),          # "more" qualifies what is counted
+    ("Máy được bảo dưỡng bao lâu một lần?", "1 tuần", True),           # "bao lâu" asks a time, counts nothing
     ("How many additional holes can it drill?", "3 hours", False),
     ("How much is the meal allowance?", "€40", True),                   # "how much" counts nothing
     ("Who chairs the committee?", "Tuesday", False),

@@ -188,7 +188,9 @@ def _vietnamese_shape(padded: str) -> Shape:
         after = words[at + (2 if words[at:at + 1] == ["bao"] else 1):]
         before = [w for w in words[:at] if strip_accents(w) not in VIETNAMESE_FUNCTION_WORDS]
         head = after[0] if after else (before[-1] if before else "")
-        counted = " ".join(after[:2]) if quantity_of(" ".join(after[:2])) else (after[0] if after else "")
+        counts = words[at:at + 1] == ["mấy"] or words[at:at + 2] == ["bao", "nhiêu"]    # not "bao lâu", "bao xa"
+        counted = (" ".join(after[:2]) if quantity_of(" ".join(after[:2])) else (after[0] if after else "")) \
+            if counts else ""
         return Shape("number", strip_accents(head), "hỏi bao nhiêu", strip_accents(counted))
     if " tên là gì " in padded or " tên gì " in padded:
         return Shape("name", "", "hỏi tên", proper=True)
