@@ -17,8 +17,9 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..text import split_sentences, strip_accents
+from ..text import split_sentences
 from ..text.question import Joined
+from .reading import _plain, writes
 
 
 @dataclass(frozen=True)
@@ -35,19 +36,14 @@ class JoinedVerdict:
         return {"verdict": self.text, "evidence": self.item, "sentence": self.sentence, "read": self.read}
 
 
-def _key(text: str) -> str:
-    return " ".join(re.findall(r"\w+", strip_accents(text.lower())))
-
-
 def sentences_about(item: str, texts: Sequence[str], titles: Sequence[str] = ()) -> list[tuple[str, int]]:
     """The sentences of ``texts`` that speak of ``item``: every sentence of a text whose
     title names it, else those that name it; with their 1-based text number."""
-    key = _key(item)
     out = []
     for n, text in enumerate(texts, 1):
         title = titles[n - 1] if n - 1 < len(titles) else ""
-        titled = bool(key) and f" {key} " in f" {_key(title)} "
-        out += [(s, n) for s in split_sentences(text) if titled or f" {key} " in f" {_key(s)} "]
+        titled = bool(_plain(item)) and writes([title], item)
+        out += [(s, n) for s in split_sentences(text) if titled or writes([s], item)]
     return out
 
 
@@ -59,7 +55,7 @@ def _value(sentence: str, noun: str) -> str | None:
     for pattern in (rf"{name}\s+{noun_re}\b", rf"\b{noun_re}\s+(?:of\s+|là\s+)?{name}"):
         m = re.search(pattern, sentence, flags=0 if noun[:1].islower() else re.IGNORECASE)
         if m:
-            return _key(m.group(1))
+            return _plain(m.group(1))
     return None
 
 

@@ -1089,8 +1089,8 @@ def _candidates(shape: Shape, sentence: str, q_words: set[str], weigher: Weigher
         return found
     if shape.kind == "number":
         asked = quantity_of(shape.counted)
-        return [c for c in number_candidates(sentence) if asked is None or number_unit(c.text) == asked
-                or number_unit(c.text) is None and states_quantity(sentence, asked)]
+        return [c for c in number_candidates(sentence) if asked is None
+                or (unit := number_unit(c.text)) == asked or unit is None and states_quantity(sentence, asked)]
     names = name_candidates(sentence, common)
     # a date is no name ("March 1834"), though a name may hold one ("the 1998 Winter Olympics")
     names = [c for c in names if not any(d.text == c.text for d in date_candidates(c.text))
