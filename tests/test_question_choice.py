@@ -62,7 +62,8 @@ def test_a_choice_question_is_answered_with_an_offered_item():
 def test_a_sentence_that_opens_with_a_reference_speaks_of_its_texts_subject():
     assert resolve_reference("It opened in 1908.", "Velm Theatre") == "Velm Theatre opened in 1908."
     assert resolve_reference("Its stage is small.", "Velm Theatre") == "Velm Theatre 's stage is small."
-    assert resolve_reference("The company employs 340 people.", "Tidewell Foods") == "Tidewell Foods employs 340 people."
+    assert resolve_reference("The company employs 340 people.", "Tidewell Foods") == \
+        "Tidewell Foods employs 340 people."
     assert resolve_reference("Mara Quill wrote it.", "Velm Theatre") is None
     assert resolve_reference("It opened in 1908.", "") is None
     evidence = ["Tidewell Foods\nTidewell Foods makes tinned fish. The company employs 340 people.",
@@ -94,3 +95,36 @@ def test_a_short_answer_is_of_the_asked_kind():
     assert of_asked_kind("January", answer_shape("What month is the fair held in?"))
     assert not of_asked_kind("Saltmere", answer_shape("How many people work at Tidewell Foods?"))
     assert of_asked_kind("340", answer_shape("How many people work at Tidewell Foods?"))
+
+
+def test_a_pair_set_off_by_between_is_offered_at_either_end():
+    assert alternatives("Between Ann Corrow and Bo Kestel, which painter lived longer?") == ("Ann Corrow", "Bo Kestel")
+    assert alternatives("Which bridge is longer, between Marlow Bridge and the Tay Span?") == ("Marlow Bridge",
+                                                                                             "Tay Span")
+    assert alternatives("Giữa máy tiện và máy phay, máy nào nặng hơn?") == ("máy tiện", "máy phay")
+    assert alternatives("What is the distance between Eastby and Westby?") == ()      # no choice: a distance
+    assert alternatives("Which river runs between Eastby and Westby?") == ()
+
+
+FILLER = [Doc(f"f{i}", f"The Velm Theatre programme of week {i} lists plays that opened first in spring.",
+              f"Programme {i}") for i in range(6)]
+
+
+def test_each_compared_item_brings_its_own_document():
+    from ragkit.answer.bridges import item_documents
+
+    docs = [Doc(f"d{i}", text, title) for i, (text, title) in enumerate(zip(TEXTS, TITLES), 1)]
+    index = BM25Index.build(docs + FILLER)
+    found = item_documents(("Velm Theatre", "Marlow Bridge"), ["Velm Theatre", "Programme 1"], index.titled)
+    assert [(item, doc.doc_id) for item, doc in found] == [("Marlow Bridge", "d1")]     # the theatre's is held
+    searched = item_documents(("Eastby",), [], lambda _: None, lambda name: index.search(name, k=3))
+    assert [doc.doc_id for _, doc in searched] == ["d3"]        # the first hit whose title writes the item
+    assert item_documents(("Copper Road",), [], index.titled, lambda name: index.search(name, k=3)) == []
+    # through the pipeline: the programmes outrank the bridge's page, which still joins the evidence first
+    question = "Which opened first, the Velm Theatre or Marlow Bridge?"
+    answer = LexicalPipeline().ask(question, (index, None, None, None), LexicalConfig(k=2, steps=2, method="bm25"),
+                                   AskContext(None, False, None))
+    assert answer.trace.item_documents == [{"item": "Velm Theatre", "doc_id": "d2"}]
+    assert answer.trace.selected == ["d2", "d1"]       # the theatre's page first; the programme gave way
+    assert answer.to_dict()["trace"]["short_answer"] == "Velm Theatre"
+    assert len(answer.trace.steps) <= 1         # a compared pair takes no description step

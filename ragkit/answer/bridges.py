@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from ..corpus import Doc
 from ..text import strip_accents
@@ -45,6 +45,11 @@ class Bridge:
 
 def _key(text: str) -> str:
     return " ".join(re.findall(r"\w+", strip_accents(text.casefold())))
+
+
+def item_key(text: str) -> str:
+    """A name as titles are compared: its words, case and accents aside."""
+    return _key(text)
 
 
 def bridge_documents(question: str, texts: Sequence[str], titles: Sequence[str], weigher: Weigher,
@@ -79,3 +84,36 @@ def bridge_documents(question: str, texts: Sequence[str], titles: Sequence[str],
                 share = coverage(weights, f"{doc.title} {doc.text}", weigher).share
                 found.append((share, len(found), Bridge(name, rank, doc.doc_id), doc))
     return [(bridge, doc) for _, _, bridge, doc in sorted(found, key=lambda x: (-x[0], x[1]))[:limit]]
+
+
+class Document(Protocol):
+    """What a found document needs to be told apart: its id and its title."""
+
+    @property
+    def doc_id(self) -> str: ...
+
+    @property
+    def title(self) -> str: ...
+
+
+def item_documents(items: Sequence[str], titles: Sequence[str], titled: Callable[[str], Doc | None],
+                   search: Callable[[str], Sequence[Document]] = lambda _: ()) -> list[tuple[str, Document]]:
+    """The corpus's own document on each item a question names to compare or choose
+    between ("Which opened first, A or B?", "Are A and B both ...?"), where the evidence
+    (``titles``) holds none yet: the document ``titled`` with the item's name, else the
+    first ``search(item)`` hit whose title writes the item's words. Each item once, in the
+    question's order; an item the corpus has no document on is left out."""
+    have = {_key(t) for t in titles if t}
+    out: list[tuple[str, Document]] = []
+    for item in items:
+        key = _key(item)
+        if not key or any(f" {key} " in f" {title} " for title in have):
+            continue            # the evidence already holds the item's own document
+        doc: Document | None = titled(item) or (titled(f"The {item}") if not item.lower().startswith("the ")
+                                                else None)
+        if doc is None:
+            doc = next((d for d in search(item) if f" {key} " in f" {_key(d.title)} "), None)
+        if doc is not None and _key(doc.title) not in have:
+            have.add(_key(doc.title))
+            out.append((item, doc))
+    return out

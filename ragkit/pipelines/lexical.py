@@ -20,7 +20,7 @@ from ..config import CONCEPT_METHODS, GRAPH_METHODS, METHODS, RERANKS, LexicalCo
 from ..errors import ContextTooLongError, InputError
 from ..llm.base import LLM
 from ..llm.budget import fit_context, token_prefix
-from ..answer.bridges import bridge_documents
+from ..answer.bridges import bridge_documents, item_documents, item_key
 from ..answer.both import JoinedVerdict, judge_joined
 from ..answer.choice import choose
 from ..answer.claims import citations as claim_citations
@@ -85,6 +85,7 @@ class LexicalTrace(Trace):
     unnamed: list[str] | None = None    # the question's names that no retrieved text writes
     steps: list = field(default_factory=list)   # each retrieval step: its query, hits, short answer, time
     bridge_documents: list | None = None   # documents added through a name the evidence gives (answer.bridges)
+    item_documents: list | None = None  # each compared item's own document, added where retrieval missed it
     choice: dict | None = None          # a question offering a choice: its items and the value read for each
     joined: dict | None = None          # a yes/no question about two joined items: what was read of each
 
@@ -188,6 +189,12 @@ class LexicalPipeline(Pipeline):
         if reads and selected and config.bridges:
             with profiler.stage("bridges"):
                 selected, linked = _with_bridges(index, question, selected, weigher, config.bridges)
+        # A question that compares two items it names reads each item's own document.
+        compared = _compared_items(prompted, shape) if reads else ()
+        items: list = []
+        if compared and selected:
+            with profiler.stage("items"):
+                selected, items = _with_items(index, compared, selected)
         # The question's names that nothing retrieval found writes, nor the corpus: it does not know them.
         whole = [f"{h.title}\n{h.text}" for h in selected]
         unknown: list[str] = []
@@ -243,7 +250,8 @@ class LexicalPipeline(Pipeline):
             graph=steps.get("graph"),
             bridges={h.doc_id: steps["bridges"].get(h.doc_id, []) for h in used} if "bridges" in steps else None,
             broad={**routed.broad.to_dict(), "route": routed.reason} if routed.broad else None,
-            bridge_documents=[b.to_dict() for b in linked] or None)
+            bridge_documents=[b.to_dict() for b in linked] or None,
+            item_documents=[{"item": item, "doc_id": doc_id} for item, doc_id in items] or None)
         # Each outline step ends with the number of the chunk it was cut from, as the answer's
         # lines should.
         step_sources = outline_sources(outline, [h.text for h in used])
@@ -341,8 +349,10 @@ class LexicalPipeline(Pipeline):
         config = config or LexicalConfig()
         weigher = Weigher.for_index(source[0])
         # Inside out: the innermost description first, the question itself last.
+        # A question that compares items it names reads each item's document in one step.
+        shape = answer_shape(question)
         described = question_descriptions(question, config.steps - 1)[::-1] \
-            if config.steps > 1 and answer_shape(question).factoid else []
+            if config.steps > 1 and shape.factoid and not _compared_items(question, shape) else []
         inner = [d.text for d in described]
         plan = [d.ask for d in described] + [question]
         follow_ups: list[str] = []
@@ -781,6 +791,32 @@ def _with_bridges(index: BM25Index, question: str, selected: list[Hit], weigher:
         source = selected[bridge.source_rank]
         out.insert(out.index(source) + 1, index.hit(bridge.doc_id, source.score))
     return out, [bridge for bridge, _ in found]
+
+
+def _compared_items(question: str, shape: Shape) -> tuple[str, ...]:
+    """The items a question compares: those it offers to choose between, or the two a yes/no
+    question asks about together ("Are A and B both ...?")."""
+    if shape.kind == "yesno":
+        together = joined(question)
+        return together.items if together else ()
+    return alternatives(question) if shape.factoid else ()
+
+
+def _with_items(index: BM25Index, items: Sequence[str], selected: list[Hit]) -> tuple[list[Hit], list]:
+    """``selected`` led by the own document of each compared item that it lacks
+    (``answer.bridges.item_documents``), as many documents as before: the last ones that
+    are no item's own give way."""
+    found = item_documents(items, [h.title for h in selected], index.titled, lambda name: index.search(name, k=3))
+    if not found:
+        return selected, []
+    score = selected[0].score
+    added = [index.hit(doc.doc_id, score) for _, doc in found]
+    kept = [h for h in selected if all(h.doc_id != a.doc_id for a in added)]
+    owned = {h.doc_id for h in kept if any(f" {item_key(item)} " in f" {item_key(h.title)} " for item in items)}
+    room = max(len(selected), len(added)) - len(added) - len(owned)
+    others = {h.doc_id for h in kept if h.doc_id not in owned}
+    others = set(sorted(others, key=[h.doc_id for h in kept].index)[:max(room, 0)])
+    return added + [h for h in kept if h.doc_id in owned | others], [(item, doc.doc_id) for item, doc in found]
 
 
 def _interleave(first: list[Hit], second: list[Hit], k: int) -> list[Hit]:

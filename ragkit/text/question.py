@@ -5,7 +5,8 @@ A question that closes on two items joined by "or" ("Which opened first, the Vel
 or Marlow Bridge?", "Cái nào nặng hơn, máy tiện hay máy phay?") asks the reader to choose
 one of them; its answer is one of the items as the question writes them. English joins
 them with "or", Vietnamese with "hay" or "hoặc"; the first item opens after the last comma
-before the joiner, else where the name run before it opens.
+before the joiner, else where the name run before it opens. A pair set off by a comma at
+either end of the question, "between A and B" ("giữa A và B"), is offered the same way.
 
 A yes/no question that joins two items with "and"/"và" and asks about them together ("Are
 A and B both ...?", "... in the same city?", "A và B đều ... không?", "A và B có cùng ...
@@ -26,10 +27,20 @@ _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 _JOIN = re.compile(r"\s+(?:" + "|".join(CHOICE_JOINERS) + r")\s+", re.IGNORECASE)
 
 
+# "Between A and B, which ...?", "Which ..., between A and B?" (and Vietnamese "giữa A và B"):
+# the pair set off by a comma at either end of the question is what it chooses between (a
+# "between" inside the clause, "the distance between A and B", offers no choice).
+_BETWEEN_FIRST = re.compile(r"^(?:between|giữa)\s+(.+?)\s+(?:and|và)\s+([^,]+?)\s*,", re.IGNORECASE)
+_BETWEEN_LAST = re.compile(r",\s*(?:between|giữa)\s+(.+?)\s+(?:and|và)\s+([^,]+?)$", re.IGNORECASE)
+
+
 def alternatives(question: str) -> tuple[str, ...]:
     """The two items ``question`` closes on, to choose between (``()`` when it offers
     none). Each as the question writes it, without a leading article or quotes."""
     text = question.strip().rstrip("?.! ").strip()
+    between = _BETWEEN_FIRST.match(text) or _BETWEEN_LAST.search(text)
+    if between:
+        return _items(between.group(1), between.group(2))
     joins = list(_JOIN.finditer(text))
     if not joins:
         return ()
@@ -46,6 +57,10 @@ def alternatives(question: str) -> tuple[str, ...]:
         if not m:
             return ()
         left = m.group(1)
+    return _items(left, right)
+
+
+def _items(left: str, right: str) -> tuple[str, ...]:
     items = tuple(_ARTICLE.sub("", item).strip(" \"“”'") for item in (left, right))
     if not all(items) or any(len(item.split()) > 8 for item in items) or items[0].lower() == items[1].lower():
         return ()
