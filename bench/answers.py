@@ -4,7 +4,9 @@ defaults were chosen on, the last 50 the half held out), on the HotpotQA dev que
 (English, bridge and comparison, each question's own ten paragraphs pooled into one corpus,
 the same retrieval; the first 25 and the last 25 reported apart), on the hand-written handbook
 questions (English, ``data/handbook_questions.jsonl``) and on the Vietnamese factoid
-questions over the manuals (``data/manual_factoid_questions.jsonl``), and the unanswerable
+questions over the manuals (``data/manual_factoid_questions.jsonl``), questions that compare
+two items over each (``data/handbook_compared_questions.jsonl``,
+``data/manual_compared_questions.jsonl``), and the unanswerable
 questions of the kg pipeline over the biomedical graph (``data/kg_unanswerable_questions.jsonl``,
 English and Vietnamese), each with no model,
 with Qwen2.5-Coder-1.5B in one pass (``--steps 1``) and in up to two steps (when installed:
@@ -75,7 +77,7 @@ def by_shape(result: dict, path) -> dict:
 
 
 LABELS = {"musique": "MuSiQue", "hotpotqa": "HotpotQA dev", "handbook": "handbook, en", "manuals_vi": "manuals, vi",
-          "kg_unanswerable": "kg unanswerable, en+vi"}
+          "compared_en": "compared, en", "compared_vi": "compared, vi", "kg_unanswerable": "kg unanswerable, en+vi"}
 # Sets reported in two halves: the first ``n`` questions and the rest.
 HALVES = {"musique": 50, "hotpotqa": 25}
 METHOD_LABELS = {"none": "no LLM, one pass", "none-2steps": "no LLM, up to two steps",
@@ -106,7 +108,8 @@ def table(results: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sets", nargs="+",
-                        default=["musique", "hotpotqa", "handbook", "manuals_vi", "kg_unanswerable"])
+                        default=["musique", "hotpotqa", "handbook", "manuals_vi", "compared_en", "compared_vi",
+                                 "kg_unanswerable"])
     parser.add_argument("--method", default=MUSIQUE_METHOD, help="the multi-hop sets' retrieval method")
     parser.add_argument("--k", type=int, default=5, help="the multi-hop sets' chunks of evidence")
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
@@ -135,7 +138,9 @@ def main() -> None:
             "--edges", str(ROOT / "data" / "biomed" / "edges.csv"), "--store", str(store))
         sets["kg_unanswerable"] = (ROOT / "data" / "kg_unanswerable_questions.jsonl", store, ["--pipeline", "kg"])
     for name, corpus, questions in (("handbook", "handbook", "handbook_questions.jsonl"),
-                                    ("manuals_vi", "manuals", "manual_factoid_questions.jsonl")):
+                                    ("manuals_vi", "manuals", "manual_factoid_questions.jsonl"),
+                                    ("compared_en", "handbook", "handbook_compared_questions.jsonl"),
+                                    ("compared_vi", "manuals", "manual_compared_questions.jsonl")):
         if name in args.sets:
             cli("index", "build", "--corpus", str(ROOT / "data" / corpus), "--out", str(indexes / f"{corpus}-bench"),
                 "--json")
