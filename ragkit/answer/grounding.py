@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, split_sentences, strip_accents
+from ..text.words import stem
 from ..text.cues import (ANAPHORS, ANSWER_WORDS, DROPPING_PAIRS, DROPPING_VERBS, NEGATIONS, NOT_NEGATING, REFUSAL_CUES,
                          REFUSAL_WORDS, SOURCE_NOUNS, SOURCE_NOUNS_VI)
 from .claims import Claim, split_claims, without_brackets
@@ -144,11 +145,7 @@ def _number_key(token: str) -> str:
 @lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """An English word's Snowball stem; other words as they are."""
-    if not word.isascii():
-        return word
-    from ..text import _english_stemmer
-
-    return _english_stemmer().stemWord(word)
+    return stem(word) if word.isascii() else word
 
 
 def _claim_word(word: str) -> bool:

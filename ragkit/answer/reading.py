@@ -32,6 +32,7 @@ from typing import Callable, Sequence
 from ..text import (ENGLISH_STOPWORDS, LIST_MARKER, VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences,
                     strip_accents)
 from ..text.lexicons import is_weekday, quantity_of
+from ..text.words import plain
 from ..text.question import alternatives, chosen, question_language
 from ..text.cues import ANAPHORS, MAXIMUM_CUES, MINIMUM_CUES, NEGATIONS, NOT_NEGATING, RENAMING_WORDS
 
@@ -109,7 +110,7 @@ _ASKS_NAME_EN = re.compile(r"\b(?:called|named)$|\bthe name of\b|\bs name\b|\bwh
 
 
 def _plain(text: str) -> str:
-    return " ".join(re.findall(r"[a-z0-9]+", strip_accents(text.lower())))
+    return plain(text, accents=False)
 
 
 _LEAD_INS = re.compile(r"^(?:please\s+|can you\s+|could you\s+)?(?:tell me|tell us|give me|say|show me|find|state|"

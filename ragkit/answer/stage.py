@@ -37,7 +37,6 @@ writing the answer (a server that is down or too slow, an HTTP error, a cut stre
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -49,6 +48,7 @@ from ..llm.base import generating
 from ..llm.postprocess import filter_think_tags, looks_english
 from ..llm.prompts import REASK_VI
 from ..runtime.profiler import Profiler
+from ..text.words import plain
 
 ANSWER_SOURCES = ("model", "fallback", "evidence")
 
@@ -77,10 +77,6 @@ def grounding_check(evidence: Sequence[str], question: str = "") -> Callable[[st
         return Check(passed, reason, details)
 
     return check
-
-
-def _plain(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
 
 
 @dataclass
@@ -117,8 +113,8 @@ class Draft:
     resupport: Callable[[str], str | None] | None = None
 
     def judge(self, text: str) -> Check:
-        plain = _plain(text)
-        if plain and any(plain == _plain(r) for r in self.refusals):
+        said = plain(text)
+        if said and any(said == plain(r) for r in self.refusals):
             return Check(True, "says the evidence is not enough to answer", {"refusal": True})
         return self.check(text)
 

@@ -54,6 +54,7 @@ from ..runtime.progress import progress_bar
 
 from ..errors import InputError
 from ..answer.claims import strip_citations
+from ..text.words import plain
 from ..answer.grounding import is_refusal
 from .datasets import read_json_or_lines
 
@@ -101,17 +102,13 @@ def refusal_sentences() -> tuple[str, ...]:
     return NOT_ENOUGH, NOT_ENOUGH_VI, NOT_ENOUGH_EN, MODEL_REFUSAL_EN, NOT_MAPPED, EMPTY_STORE, EMPTY_FINAL
 
 
-def _words(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
-
-
 def abstained(answer: str, check: dict | None = None) -> bool:
     """Whether ``answer`` says the evidence is not enough instead of answering: it opens with
     a pipeline's refusal sentence, the answer stage's ``check`` of it (its ``trace.check``)
     found the answer or its core claim to be a refusal, or it is a short sentence with a
     common refusal phrase."""
-    plain = _words(answer)
-    if any(plain.startswith(_words(r)) for r in refusal_sentences()):
+    said = plain(answer)
+    if any(said.startswith(plain(r)) for r in refusal_sentences()):
         return True
     check = check or {}
     claims, core = check.get("claims"), check.get("core")

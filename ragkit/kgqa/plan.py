@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
-from ..text import ENGLISH_STOPWORDS, _english_stemmer
+from ..text import ENGLISH_STOPWORDS
+from ..text.words import stem
 from .filters import SAID, Comparison, comparisons
 from .resolve import Resolved, words
 from .store import SchemaEdge
@@ -169,8 +170,7 @@ def parse_plan_json(text: str) -> Plan:
 
 
 # --------------------------------------------------------------------------- the rule planner
-def _stem(word: str) -> str:
-    return _english_stemmer().stemWord(word)
+_stem = stem
 
 
 def name_words(name: str) -> list[str]:

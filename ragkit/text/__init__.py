@@ -3,6 +3,9 @@
 - ``tokens``: normalization (accents stripped), the tokenizers and stopword lists, and a
   corpus's language;
 - ``sentences``: the one sentence splitter (evidence, answers and their claims, summaries);
+- ``words``: the words of a text as the reader, the check and the evaluation compare them
+  (``words``, ``plain``, ``stem``);
+- ``question``: what a question's own grammar says (its language, the items it compares);
 - ``cues``: the word lists that recognise kinds of text (refusals, negations, procedures,
   what a question asks for, what a spec section is about).
 
