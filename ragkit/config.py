@@ -106,7 +106,8 @@ class LexicalConfig:
     # not (answer.bridges), added after the document that names them: at most this many (0: off).
     bridges: int = 2
     steps: int = 2                # retrieval steps for a factoid question that nests a description (up to
-                                  # 3), read inside out; a question that nests none takes one. Two: on the
+                                  # 3), read inside out; one that nests none takes a second only where
+                                  # the first step's evidence holds no answer of the asked kind. Two: on the
                                   # MuSiQue tune half with the 1.5B, short F1 0.17 in one pass, 0.37 in two
                                   # (docs/benchmarks.md, Answers against gold answers)
 

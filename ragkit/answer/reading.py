@@ -478,11 +478,11 @@ def default_tokenize(text: str) -> list[str]:
     """Content words of a text, accent-stripped and lower-cased, function words out."""
     words = re.findall(r"[a-z0-9]+", strip_accents(text.lower()))
     return [w for w in words if w not in ENGLISH_STOPWORDS and w not in VIETNAMESE_FUNCTION_WORDS
-            and w not in _QUESTION_ONLY]
+            and w not in QUESTION_ONLY]
 
 
 # Words that only make a question a question.
-_QUESTION_ONLY = frozenset("""what which who whom whose when where why how many much tell name please
+QUESTION_ONLY = frozenset("""what which who whom whose when where why how many much tell name please
     bao nhieu khi nao dau ai gi""".split())
 
 
@@ -502,7 +502,7 @@ class Weigher:
     def weights(self, text: str) -> dict[str, float]:
         out: dict[str, float] = {}
         for w in self.tokenize(text):
-            if w in _QUESTION_ONLY:
+            if w in QUESTION_ONLY:
                 continue
             weight = self.idf(w) if self.idf else None
             out[w] = max(weight if weight is not None else 4.0, 0.3)
@@ -519,7 +519,7 @@ class Weigher:
             return float(idf[at]) if at is not None else top
 
         def tokenize(text: str) -> list[str]:
-            return [w for w in index.tokenizer(text) if w not in _QUESTION_ONLY and "_" not in w]
+            return [w for w in index.tokenizer(text) if w not in QUESTION_ONLY and "_" not in w]
 
         def lead(name: str) -> str | None:
             doc = index.titled(name) if hasattr(index, "titled") else None

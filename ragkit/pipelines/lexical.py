@@ -21,6 +21,7 @@ from ..errors import ContextTooLongError, InputError
 from ..llm.base import LLM
 from ..llm.budget import fit_context, token_prefix
 from ..answer.bridges import bridge_documents, item_documents, item_key
+from ..answer.hops import follow_up
 from ..answer.both import JoinedVerdict, judge_joined
 from ..answer.choice import choose
 from ..answer.claims import citations as claim_citations
@@ -105,7 +106,8 @@ class LexicalPipeline(Pipeline):
     options = (
         Option("k", int, LexicalConfig.k, "chunks of evidence"),
         Option("method", str, LexicalConfig.method, "how candidates are found (dense/hybrid need 'index build "
-               "--dense'; auto: hybrid, or dense for a question in another language than the index)",
+               "--dense'; auto: dense for a question in another language than the index, else graph with "
+               "a concept graph, hybrid with vectors, bm25 without)",
                choices=METHODS),
         Option("rerank", str, LexicalConfig.rerank, "llm: the model judges the top candidates (Yes/No log-odds), "
                "off by default", choices=RERANKS),
@@ -113,7 +115,8 @@ class LexicalPipeline(Pipeline):
         Option("bridges", int, LexicalConfig.bridges, "documents added after the top ones: those the corpus "
                "titles with a name their sentences give and the question does not (0: none)"),
         Option("steps", int, LexicalConfig.steps, "retrieval steps for a factoid question that nests a "
-               "description ('the city where X was born'), read inside out (1: one pass)"),
+               "description ('the city where X was born'), read inside out, or whose first step's evidence "
+               "holds no answer of the asked kind (1: one pass)"),
     )
     sample_questions = ("Các bước khởi động máy nén khí?", "Quy trình thay mũi khoan gồm các bước nào?",
                         "Quy trình khóa nguồn và gắn thẻ?")
@@ -151,12 +154,16 @@ class LexicalPipeline(Pipeline):
                              rerank_depth=request.rerank_depth, steps=request.steps, bridges=request.bridges)
 
     def gather(self, question: str, source, config: LexicalConfig | None, ctx: AskContext,
-               follow_ups: Sequence[str] = (), bridges: Sequence[str] = (), asked: str | None = None) -> Gathered:
+               follow_ups: Sequence[str] = (), bridges: Sequence[str] = (), asked: str | None = None,
+               added: Sequence[str] = ()) -> Gathered:
         """The evidence for ``question`` (and, from the second step on, for the ``follow_ups``
         queries the earlier steps wrote: their hits join the question's own; the earlier
         steps' answers, ``bridges``, are not this step's short answer). A later step reads
         ``asked``, the question asked again of the bridge, when one could be written, else
-        the last follow-up query; the model is asked ``asked`` or the question."""
+        the last follow-up query; the model is asked ``asked`` or the question. Each ``added``
+        query (a second step read from what the first lacked) brings its best document that
+        the question's own do not hold, right after the first of them; the sentences are then
+        read for it."""
         index, dense, *rest = source
         concepts = rest[0] if rest else None
         communities = rest[1] if len(rest) > 1 else None
@@ -175,7 +182,13 @@ class LexicalPipeline(Pipeline):
             more: dict = {}
             _, found = retrieve(index, query, config, profiler, dense, None, more, concepts)
             selected = _interleave(found, selected, config.k + 1)
-        reading = asked or (follow_ups[-1] if follow_ups else question)   # what the sentences are read for
+        for query in added:             # the question's documents all stay; the query's best new one joins
+            wider = replace(config, k=config.k + len(selected), rerank="none")     # past the documents held
+            _, found = retrieve(index, query, wider, profiler, dense, None, {}, concepts)
+            new = [h for h in found if all(h.doc_id != s.doc_id for s in selected)][:1]
+            selected = [*selected[:1], *new, *selected[1:]]
+        # what the sentences are read for
+        reading = asked or (follow_ups[-1] if follow_ups else added[-1] if added else question)
         prompted = asked or question
         procedural = is_procedural_query(question)
         language = answer_language(question, "vi")
@@ -205,7 +218,7 @@ class LexicalPipeline(Pipeline):
         if reads and selected:
             with profiler.stage("reading"):
                 cut = relevant_sentences(question, [h.text for h in selected], weigher, neighbours=0,
-                                         extra_questions=[*follow_ups, *([asked] if asked else [])],
+                                         extra_questions=[*follow_ups, *added, *([asked] if asked else [])],
                                          titles=[h.title for h in selected])
                 selected = [replace(h, text=t) for h, t in zip(selected, cut)]
         # The words the texts, or the corpus, write in lower case: the capitalised first word of
@@ -353,6 +366,9 @@ class LexicalPipeline(Pipeline):
         shape = answer_shape(question)
         described = question_descriptions(question, config.steps - 1)[::-1] \
             if config.steps > 1 and shape.factoid and not _compared_items(question, shape) else []
+        if not described and config.steps > 1 and shape.factoid and shape.kind != "yesno" \
+                and not _compared_items(question, shape):
+            return self.ask_on_evidence(question, source, config, ctx, weigher)
         inner = [d.text for d in described]
         plan = [d.ask for d in described] + [question]
         follow_ups: list[str] = []
@@ -388,6 +404,43 @@ class LexicalPipeline(Pipeline):
             record[-1]["kept"] = False      # nothing names the description: read the question whole
             plan = [*plan[:step + 1], question]
             step += 1
+        _lexical_trace(gathered).steps = record
+        return self.finish(question, gathered, outcome, ctx)
+
+    def ask_on_evidence(self, question: str, source: Any, config: LexicalConfig, ctx: AskContext,
+                        weigher: Weigher) -> Answer:
+        """A factoid question no description nests in, in one or two steps: the first
+        retrieves for the question; where its evidence lacks the answer, the second retrieves
+        for the name the evidence gives and the words it leaves open (``answer.hops``), and
+        the question is read, and the model asked, once, over both steps' documents."""
+        started = time.perf_counter()
+        first = self.gather(question, source, config, ctx)
+        trace = _lexical_trace(first)
+        held = len(first.citations)
+        # No second step where the question names what the corpus does not know.
+        found = follow_up(question, [e.split("\n", 1)[-1] for e in first.draft.evidence[:held]],
+                          [c.title for c in first.citations], weigher, trace.evidence_short_answer is not None,
+                          bears=NOT_FOUND_SHARE) if not trace.unnamed else None
+        spent = [time.perf_counter() - started]
+        # the first step's own reading, no model: what the evidence answered before any follow-up
+        read = trace.evidence_short_answer
+        record: list[dict] = [{"step": 1, "query": question, "hits": list(trace.selected),
+                               "short_answer": read["text"] if read else None, "answer_source": "evidence",
+                               "follow_up": found.to_dict() if found else None}]
+        gathered = first
+        if found is not None:
+            started = time.perf_counter()
+            gathered = self.gather(question, source, config, ctx, added=[found.query])
+            record.append({"step": 2, "query": found.query, "hits": list(_lexical_trace(gathered).selected)})
+            spent.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        asks = ctx.use_llm and gathered.draft.prompt is not None
+        outcome = answer(gathered.draft, ctx.model if asks else None, ctx.llm_config, ctx.profiler, ctx.use_llm)
+        spent[-1] += time.perf_counter() - started
+        short, _ = _answer_read(gathered, outcome)
+        record[-1].update(short_answer=short, answer_source=outcome.answer_source)
+        for step, seconds in zip(record, spent):
+            step["ms"] = round(seconds * 1000.0, 3)
         _lexical_trace(gathered).steps = record
         return self.finish(question, gathered, outcome, ctx)
 
@@ -755,10 +808,6 @@ def resupport(text: str, question: str, shape: Shape, evidence: list[str], weigh
         return None
     completed = complete_short_answer(short, question, shape, evidence, weigher)
     return completed if completed != short else None
-
-
-def _plain_words(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.lower()))
 
 
 def _answer_read(gathered: Gathered, outcome: Outcome) -> tuple[str | None, str]:
