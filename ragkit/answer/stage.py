@@ -13,7 +13,7 @@ prompt to ask the model, and how to check what the model wrote. The stage return
   answered, else of the evidence answer itself.
 
 The default check judges each claim (sentence, list item) of an answer against the evidence
-it cites (``llm.grounding.check_claims``; ``check.claims`` holds each verdict and its span).
+it cites (``answer.grounding.check_claims``; ``check.claims`` holds each verdict and its span).
 A claim that cites an item which does not support it, while another item does
 (``miscited``), is given citing that item (``recited_claims`` lists each correction) and the
 answer is checked again. A model answer whose core claim (its first) is supported but some
@@ -68,7 +68,7 @@ class Check:
 def grounding_check(evidence: Sequence[str], question: str = "") -> Callable[[str], Check]:
     """The default check: every claim of the answer must be supported by the evidence it
     cites: its words, numbers and units, negations and the roles of its names
-    (``llm.grounding.check_claims``). ``[n]`` in an answer is ``evidence[n - 1]``."""
+    (``answer.grounding.check_claims``). ``[n]`` in an answer is ``evidence[n - 1]``."""
     evidence = list(evidence)
 
     def check(answer: str) -> Check:

@@ -31,7 +31,7 @@ Per question and overall:
   says);
 - abstentions: an answer that says the evidence is not enough (one of the pipelines' own
   refusal sentences, a claim the answer stage's check found to be a refusal, or a short
-  sentence with a common refusal phrase: ``llm.grounding.is_refusal``) is an abstention,
+  sentence with a common refusal phrase: ``answer.grounding.is_refusal``) is an abstention,
   not a wrong answer. It is ``abstention_right`` when the evidence the answer stage had
   (``Answer.evidence``) lacks every gold answer (no normalised gold answer occurs, as whole
   words, in its normalised text), wrong when the evidence held one. Overall: how many

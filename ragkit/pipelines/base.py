@@ -22,6 +22,7 @@ from ..errors import InputError
 from ..answer.claims import add_citations, renumber_citations, split_claims
 from ..answer.claims import citations as claim_citations
 from ..runtime.profiler import Profiler
+from ..text.question import QuestionReading, read_question
 
 if TYPE_CHECKING:
     from ..llm.base import LLM
@@ -255,9 +256,9 @@ class Sources:
 
 class AskContext:
     """What a pipeline needs besides the question and its source: the shared profiler, the
-    LLM configuration, whether the answer may be written by the model, and the model itself
+    LLM configuration, whether the answer may be written by the model, the model itself
     (made on first use, so ``--no-llm`` answers never load one unless a stage needs its
-    tokenizer)."""
+    tokenizer) and the question's reading (``reading``)."""
 
     def __init__(self, llm_config: LLMConfig | None = None, use_llm: bool = True,
                  llm: "LLM | None" = None, profiler: Profiler | None = None,
@@ -267,6 +268,15 @@ class AskContext:
         self._llm = llm
         self._make_llm = make_llm
         self.profiler = profiler or Profiler()
+        self._readings: dict[str, QuestionReading] = {}
+
+    def reading(self, question: str) -> QuestionReading:
+        """What ``question``'s own words say (``ragkit.text.question.read_question``), read
+        once per ask: every stage that needs it asks the context."""
+        found = self._readings.get(question)
+        if found is None:
+            found = self._readings[question] = read_question(question)
+        return found
 
     @property
     def model(self) -> "LLM":

@@ -29,11 +29,11 @@ from ..answer.claims import strip_citations
 from ..answer.grounding import is_refusal
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
                            lexical_messages, numbered_evidence, short_answer_messages)
-from ..answer.reading import (Shape, ShortAnswer, Weigher, answer_shape, coverage, in_evidence, lower_case_words,
+from ..answer.reading import (Shape, ShortAnswer, Weigher, coverage, in_evidence, lower_case_words,
                               name_candidates,
                               of_asked_kind, parse_short_answer,
                        relevant_sentences, score_sentences, short_answer,
-                       question_descriptions, sub_question, trim_short_answer, unnamed, writes, yes_no,
+                       sub_question, trim_short_answer, unnamed, writes, yes_no,
                        question_names)
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.boosting import is_procedural_query
@@ -41,7 +41,7 @@ from ..retrieval.rerank import make_reranker
 from ..retrieval.community_search import CommunityHit, Route, load_communities, rank_communities, route
 from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
 from ..text import VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences, tokenize
-from ..text.question import alternatives, chosen, joined
+from ..text.question import chosen
 from .base import (NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace,
                    check_question)
 
@@ -80,7 +80,8 @@ class LexicalTrace(Trace):
     bridges: dict | None = None         # graph methods: per cited chunk, the concepts and edges that brought it
     broad: dict | None = None           # communities, auto: whether the question is about the whole corpus, and why
     communities: list | None = None     # communities: the communities retrieved (id, label, size, chunks, score ...)
-    shape: dict | None = None           # the kind of answer the question wants (reading.answer_shape)
+    shape: dict | None = None           # the kind of answer the question wants (text.shape.answer_shape)
+    question: dict | None = None        # what the question's own words say (text.question.QuestionReading)
     evidence_short_answer: dict | None = None   # the short answer read from the evidence, with its sentence
     question_coverage: float = 0.0      # the share of the question's words the best evidence sentence holds
     unnamed: list[str] | None = None    # the question's names that no retrieved text writes
@@ -192,7 +193,8 @@ class LexicalPipeline(Pipeline):
         prompted = asked or question
         procedural = is_procedural_query(question)
         language = answer_language(question, "vi")
-        shape = answer_shape(prompted)
+        read = ctx.reading(prompted)        # what the question's own words say, read once per ask
+        shape = read.shape
         weigher = Weigher.for_index(index)
         # Factoid and other short questions read the sentences that bear on them (and their
         # neighbours); steps, lists and explanations read whole chunks.
@@ -203,7 +205,7 @@ class LexicalPipeline(Pipeline):
             with profiler.stage("bridges"):
                 selected, linked = _with_bridges(index, question, selected, weigher, config.bridges)
         # A question that compares two items it names reads each item's own document.
-        compared = _compared_items(prompted, shape) if reads else ()
+        compared = read.compared if reads else ()
         items: list = []
         if compared and selected:
             with profiler.stage("items"):
@@ -285,12 +287,12 @@ class LexicalPipeline(Pipeline):
         given = [re.sub(r"['’]s$", "", c.text) for c in name_candidates(question)] if reading != question else []
         extracted = short_answer(reading, shape, [h.text for h in used], weigher, sentences=sentences,
                                  exclude=[*bridges, *given], common=common) if reads else None
-        choices = alternatives(prompted) if reads and shape.factoid and shape.kind != "yesno" else ()
+        choices = read.alternatives if reads and shape.factoid and shape.kind != "yesno" else ()
         if choices:         # a choice between the question's own items: compare what the evidence states
             picked = choose(prompted, choices, [h.text for h in used], [h.title for h in used])
             extracted = ShortAnswer(picked.text, picked.item, picked.sentence, 1.0, best_share) if picked else None
             trace.choice = {"offered": list(choices), "values": picked.values if picked else None}
-        asked_together = joined(prompted) if reads and shape.kind == "yesno" else None
+        asked_together = read.joined if reads else None
         together = judge_joined(asked_together, [h.text for h in used], [h.title for h in used], weigher.tokenize) \
             if asked_together else None
         if asked_together:  # "Are A and B both ...?", "... the same city?": what the evidence states of each
@@ -300,6 +302,7 @@ class LexicalPipeline(Pipeline):
                 extracted = ShortAnswer(together.text, together.item, together.sentence, 1.0, best_share)
         refusal = REFUSAL[language] if language == "en" else NOT_ENOUGH_VI
         trace.shape, trace.question_coverage = shape.to_dict(), round(best_share, 4)
+        trace.question = read.to_dict()
         trace.evidence_short_answer = extracted.to_dict() if extracted else None
         trace.unnamed = unknown or None
         if used and reads and (best_share < NOT_FOUND_SHARE or unknown or (shape.strict and extracted is None)):
@@ -363,11 +366,12 @@ class LexicalPipeline(Pipeline):
         weigher = Weigher.for_index(source[0])
         # Inside out: the innermost description first, the question itself last.
         # A question that compares items it names reads each item's document in one step.
-        shape = answer_shape(question)
-        described = question_descriptions(question, config.steps - 1)[::-1] \
-            if config.steps > 1 and shape.factoid and not _compared_items(question, shape) else []
+        reading = ctx.reading(question)
+        shape = reading.shape
+        described = list(reading.descriptions[:config.steps - 1])[::-1] \
+            if config.steps > 1 and shape.factoid and not reading.compares else []
         if not described and config.steps > 1 and shape.factoid and shape.kind != "yesno" \
-                and not _compared_items(question, shape):
+                and not reading.compares:
             return self.ask_on_evidence(question, source, config, ctx, weigher)
         inner = [d.text for d in described]
         plan = [d.ask for d in described] + [question]
@@ -840,15 +844,6 @@ def _with_bridges(index: BM25Index, question: str, selected: list[Hit], weigher:
         source = selected[bridge.source_rank]
         out.insert(out.index(source) + 1, index.hit(bridge.doc_id, source.score))
     return out, [bridge for bridge, _ in found]
-
-
-def _compared_items(question: str, shape: Shape) -> tuple[str, ...]:
-    """The items a question compares: those it offers to choose between, or the two a yes/no
-    question asks about together ("Are A and B both ...?")."""
-    if shape.kind == "yesno":
-        together = joined(question)
-        return together.items if together else ()
-    return alternatives(question) if shape.factoid else ()
 
 
 def _with_items(index: BM25Index, items: Sequence[str], selected: list[Hit]) -> tuple[list[Hit], list]:

@@ -19,7 +19,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .tokens import ENGLISH_STOPWORDS, VIETNAMESE_LETTER_SHARE, vietnamese_char_count
+from .descriptions import Description, question_descriptions
+from .shape import Shape, answer_shape, question_focus
+from .tokens import question_language
 
 # The words that join the items a question offers to choose between (English, Vietnamese).
 CHOICE_JOINERS = ("or", "hay", "hoặc")
@@ -82,20 +84,6 @@ def chosen(answer: str, offered: tuple[str, ...]) -> str | None:
 
 def _plain(text: str) -> str:
     return " ".join(re.findall(r"\w+", _ARTICLE.sub("", text.strip()).lower()))
-
-
-def question_language(question: str) -> str:
-    """"vi" when a tenth of the question's letters are ones only Vietnamese spelling uses
-    (an English question that names "Géza" or "Nguyễn" has fewer, unless it is mostly names)
-    and it has fewer than two English function words; "en" when at least two of its words
-    (or a third) are English function words; else "unknown" (unaccented Vietnamese, names)."""
-    letters = sum(ch.isalpha() for ch in question)
-    words = [w for w in re.findall(r"[\w']+", question.lower()) if w.isascii()]
-    common = sum(1 for w in words if w in ENGLISH_STOPWORDS)
-    vietnamese = vietnamese_char_count(question)
-    if vietnamese and (common < 2 or vietnamese >= 0.2 * letters) and vietnamese >= VIETNAMESE_LETTER_SHARE * letters:
-        return "vi"
-    return "en" if words and (common >= 2 or common * 3 >= len(words)) else "unknown"
 
 
 # Words that ask whether what follows holds of each joined item ("Are A and B both ...?",
@@ -163,3 +151,70 @@ def joined(question: str) -> Joined | None:
     # Vietnamese nouns are often two syllables ("quốc tịch"); an English noun is one word.
     return Joined((items[0], items[1]), shared=" ".join(noun if re.search(r"[^\x00-\x7f]", shared.group())
                                                      else noun[:1]))
+
+
+# ----------------------------------------------------------------------- a question, read once
+_NUMBER_IN_QUESTION = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+_YEAR = re.compile(r"\b(?:1[0-9]|20)\d\d\b")
+_NEGATED = re.compile(r"\b(?:not|never|no|n't|none|without|không|chưa|chẳng)\b|n['’]t\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class QuestionReading:
+    """Everything ragkit reads from a question's own words, read once per ask and carried to
+    every stage that needs it (retrieval's method, the reader, the check, the steps):
+
+    text:          the question as asked;
+    language:      "en", "vi" or "unknown" (``question_language``);
+    shape:         the kind of answer it wants (``ragkit.text.shape.Shape``);
+    focus:         what an English question asks about before a nested description;
+    descriptions:  the descriptions nested in it, outermost first (at most two);
+    alternatives:  the two items it offers to choose between (``()``: none);
+    joined:        the two items a yes/no question asks about together (None: none);
+    numbers:       the numbers it writes ("1952", "3.5"), as written;
+    years:         those of them that read as years;
+    negated:       whether it asks in the negative ("which office does not ...");
+    compares:      whether it compares items it names (a choice or a joined pair).
+    """
+
+    text: str
+    language: str
+    shape: Shape
+    focus: tuple[str, ...]
+    descriptions: tuple[Description, ...]
+    alternatives: tuple[str, ...]
+    joined: Joined | None
+    numbers: tuple[str, ...]
+    years: tuple[str, ...]
+    negated: bool
+
+    @property
+    def compares(self) -> bool:
+        return bool(self.compared)
+
+    @property
+    def compared(self) -> tuple[str, ...]:
+        """The items it compares: those it offers to choose between, or the two a yes/no
+        question asks about together ("Are A and B both ...?")."""
+        if self.shape.kind == "yesno":
+            return self.joined.items if self.joined else ()
+        return self.alternatives if self.shape.factoid else ()
+
+    def to_dict(self) -> dict:
+        return {"language": self.language, "shape": self.shape.to_dict(), "focus": list(self.focus),
+                "descriptions": [d.text for d in self.descriptions], "alternatives": list(self.alternatives),
+                "joined": list(self.joined.items) if self.joined else None, "numbers": list(self.numbers),
+                "years": list(self.years), "negated": self.negated}
+
+
+def read_question(question: str) -> QuestionReading:
+    """The ``QuestionReading`` of ``question``."""
+    shape = answer_shape(question)
+    numbers = tuple(_NUMBER_IN_QUESTION.findall(question))
+    return QuestionReading(
+        text=question, language=question_language(question), shape=shape, focus=question_focus(question),
+        descriptions=tuple(question_descriptions(question, 2)), alternatives=alternatives(question),
+        joined=joined(question) if shape.kind == "yesno" else None, numbers=numbers,
+        years=tuple(n for n in numbers if _YEAR.fullmatch(n)),
+        # a closing "không"/"chưa" makes a Vietnamese question a yes/no one: it negates nothing
+        negated=bool(_NEGATED.search(_CLOSING_PARTICLE.sub("", question.strip().rstrip("?.! ").strip()))))

@@ -165,6 +165,7 @@ def english_word_count(text: str) -> int:
 
 
 # ----------------------------------------------------------------------- a corpus's language
+
 _LETTER = re.compile(r"[^\W\d_]")
 _WORD = re.compile(r"[a-z']+")
 # A document is Vietnamese when at least this share of its letters only Vietnamese spelling
@@ -245,3 +246,17 @@ def choose_language(lang: str, texts: Sequence[str]) -> LanguageChoice:
     if lang == "auto":
         return found
     return LanguageChoice(lang, False, found.languages, f"asked for; the documents: {found.reason}")
+
+
+def question_language(question: str) -> str:
+    """"vi" when a tenth of the question's letters are ones only Vietnamese spelling uses
+    (an English question that names "Géza" or "Nguyễn" has fewer, unless it is mostly names)
+    and it has fewer than two English function words; "en" when at least two of its words
+    (or a third) are English function words; else "unknown" (unaccented Vietnamese, names)."""
+    letters = sum(ch.isalpha() for ch in question)
+    words = [w for w in re.findall(r"[\w']+", question.lower()) if w.isascii()]
+    common = sum(1 for w in words if w in ENGLISH_STOPWORDS)
+    vietnamese = vietnamese_char_count(question)
+    if vietnamese and (common < 2 or vietnamese >= 0.2 * letters) and vietnamese >= VIETNAMESE_LETTER_SHARE * letters:
+        return "vi"
+    return "en" if words and (common >= 2 or common * 3 >= len(words)) else "unknown"

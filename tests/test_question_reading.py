@@ -1,0 +1,53 @@
+"""A question read once (``ragkit.text.question.read_question``) and carried in the context
+of an ask. Questions written for these tests."""
+
+from __future__ import annotations
+
+from ragkit.config import LexicalConfig
+from ragkit.corpus import Doc
+from ragkit.pipelines.base import AskContext
+from ragkit.pipelines.lexical import LexicalPipeline
+from ragkit.retrieval.bm25 import BM25Index
+from ragkit.text.question import QuestionReading, read_question
+from ragkit.text.words import plain, stem, words
+
+
+def test_the_word_api_counts_a_word_one_way():
+    assert words("Máy phay: 3000 vòng/phút") == ["máy", "phay", "3000", "vòng", "phút"]
+    assert words("Máy phay", accents=False) == ["may", "phay"]
+    assert plain("  Velm   Theatre, ") == "velm theatre"
+    assert stem("opened") == stem("opens") == "open"
+
+
+def test_a_question_is_read_into_one_frozen_reading():
+    nested = read_question("Who was the first editor of the gazette which printed the Velm Almanac in 1998?")
+    assert isinstance(nested, QuestionReading) and nested.language == "en"
+    assert nested.shape.kind == "name" and nested.descriptions
+    assert nested.numbers == ("1998",) == nested.years and not nested.negated and not nested.compares
+    choice = read_question("Which office did not open in 2018, Porto or Dublin?")
+    assert choice.alternatives == ("Porto", "Dublin") and choice.compared == ("Porto", "Dublin")
+    assert choice.negated and choice.joined is None
+    pair = read_question("Máy tiện và máy nén khí đều có van an toàn phải không?")
+    assert pair.language == "vi" and pair.shape.kind == "yesno" and pair.compared == ("Máy tiện", "máy nén khí")
+    assert not pair.negated         # the closing "không" asks; it negates nothing
+    assert read_question("Máy này không có van an toàn à?").negated
+    data = choice.to_dict()
+    assert data["alternatives"] == ["Porto", "Dublin"] and data["shape"]["kind"] == "name"
+    try:
+        choice.negated = False      # type: ignore[misc]
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("a reading is frozen")
+
+
+def test_the_context_reads_a_question_once_and_the_trace_shows_it():
+    ctx = AskContext(None, False, None)
+    first = ctx.reading("Which opened first, the Velm Theatre or Marlow Bridge?")
+    assert ctx.reading("Which opened first, the Velm Theatre or Marlow Bridge?") is first
+    docs = [Doc("d1", "Marlow Bridge opened on 12 March 1931.", "Marlow Bridge"),
+            Doc("d2", "The Velm Theatre opened in 1908.", "Velm Theatre")]
+    answer = LexicalPipeline().ask(first.text, (BM25Index.build(docs), None, None, None), LexicalConfig(k=2),
+                                   ctx)
+    assert answer.trace.question == first.to_dict()
+    assert answer.to_dict()["trace"]["short_answer"] == "Velm Theatre"
