@@ -24,6 +24,7 @@ def test_a_question_is_read_into_one_frozen_reading():
     assert isinstance(nested, QuestionReading) and nested.language == "en"
     assert nested.shape.kind == "name" and nested.descriptions
     assert nested.numbers == ("1998",) == nested.years and not nested.negated and not nested.compares
+    assert read_question("Các bước vận hành máy phay?").procedural and not nested.procedural
     choice = read_question("Which office did not open in 2018, Porto or Dublin?")
     assert choice.alternatives == ("Porto", "Dublin") and choice.compared == ("Porto", "Dublin")
     assert choice.negated and choice.joined is None

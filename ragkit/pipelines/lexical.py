@@ -36,7 +36,6 @@ from ..answer.reading import (Shape, ShortAnswer, Weigher, coverage, in_evidence
                        sub_question, trim_short_answer, unnamed, writes, yes_no,
                        question_names)
 from ..retrieval.bm25 import BM25Index, Hit
-from ..retrieval.boosting import is_procedural_query
 from ..retrieval.rerank import make_reranker
 from ..retrieval.community_search import CommunityHit, Route, load_communities, rank_communities, route
 from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
@@ -191,7 +190,7 @@ class LexicalPipeline(Pipeline):
         # what the sentences are read for
         reading = asked or (follow_ups[-1] if follow_ups else added[-1] if added else question)
         prompted = asked or question
-        procedural = is_procedural_query(question)
+        procedural = ctx.reading(question).procedural
         language = answer_language(question, "vi")
         read = ctx.reading(prompted)        # what the question's own words say, read once per ask
         shape = read.shape

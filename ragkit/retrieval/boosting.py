@@ -14,18 +14,13 @@ from typing import Sequence
 import numpy as np
 
 from ..text import normalize
-from ..text.cues import PROCEDURE_QUESTION_CUES, PROCEDURE_TEXT_CUES
+from ..text.cues import PROCEDURE_TEXT_CUES
+from ..text.question import asks_for_steps as is_procedural_query  # noqa: F401  (the index's boost reads it)
 
 STEP_BOOST = 0.3
 KEYWORD_BOOST = 0.15
 # A line that starts a numbered step, optionally after a list marker: "Bước 1:", "- Bước 2".
 _STEP_LINE = re.compile(r"^\s*(?:[-*+]\s*)?buoc\s+\d+", re.MULTILINE)
-
-
-def is_procedural_query(query: str) -> bool:
-    """True when the question asks for steps or a procedure."""
-    q = normalize(query)
-    return any(kw in q for kw in PROCEDURE_QUESTION_CUES)
 
 
 def structural_boost(text: str) -> float:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from .descriptions import Description, question_descriptions
 from .shape import Shape, answer_shape, question_focus
-from .tokens import question_language
+from .cues import PROCEDURE_QUESTION_CUES
+from .tokens import normalize, question_language
 
 # The words that join the items a question offers to choose between (English, Vietnamese).
 CHOICE_JOINERS = ("or", "hay", "hoặc")
@@ -153,6 +154,13 @@ def joined(question: str) -> Joined | None:
                                                      else noun[:1]))
 
 
+def asks_for_steps(question: str) -> bool:
+    """Whether ``question`` asks for steps or a procedure ("các bước", "quy trình", "how to"),
+    read accent-stripped ("quy trinh" typed without accents counts too)."""
+    plain = normalize(question)
+    return any(cue in plain for cue in PROCEDURE_QUESTION_CUES)
+
+
 # ----------------------------------------------------------------------- a question, read once
 _NUMBER_IN_QUESTION = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
 _YEAR = re.compile(r"\b(?:1[0-9]|20)\d\d\b")
@@ -174,6 +182,7 @@ class QuestionReading:
     numbers:       the numbers it writes ("1952", "3.5"), as written;
     years:         those of them that read as years;
     negated:       whether it asks in the negative ("which office does not ...");
+    procedural:    whether it asks for steps or a procedure (``asks_for_steps``);
     compares:      whether it compares items it names (a choice or a joined pair).
     """
 
@@ -187,6 +196,7 @@ class QuestionReading:
     numbers: tuple[str, ...]
     years: tuple[str, ...]
     negated: bool
+    procedural: bool = False
 
     @property
     def compares(self) -> bool:
@@ -204,7 +214,7 @@ class QuestionReading:
         return {"language": self.language, "shape": self.shape.to_dict(), "focus": list(self.focus),
                 "descriptions": [d.text for d in self.descriptions], "alternatives": list(self.alternatives),
                 "joined": list(self.joined.items) if self.joined else None, "numbers": list(self.numbers),
-                "years": list(self.years), "negated": self.negated}
+                "years": list(self.years), "negated": self.negated, "procedural": self.procedural}
 
 
 def read_question(question: str) -> QuestionReading:
@@ -217,4 +227,5 @@ def read_question(question: str) -> QuestionReading:
         joined=joined(question) if shape.kind == "yesno" else None, numbers=numbers,
         years=tuple(n for n in numbers if _YEAR.fullmatch(n)),
         # a closing "không"/"chưa" makes a Vietnamese question a yes/no one: it negates nothing
-        negated=bool(_NEGATED.search(_CLOSING_PARTICLE.sub("", question.strip().rstrip("?.! ").strip()))))
+        negated=bool(_NEGATED.search(_CLOSING_PARTICLE.sub("", question.strip().rstrip("?.! ").strip()))),
+        procedural=asks_for_steps(question))
