@@ -31,6 +31,13 @@ def test_hops_read_outward_from_the_anchor_name(question, outward):
     assert words.ordered and words.outward() == outward
 
 
+def test_an_accented_name_leaves_an_english_question_english():
+    english = AskedWords.read("What is the nationality of José Ramírez's wife?", ["José Ramírez"])
+    assert not english.vietnamese and english.ordered and english.outward() == ["wife", "nationality"]
+    vietnamese = AskedWords.read("Quốc tịch của vợ José Ramírez là gì?", ["José Ramírez"])
+    assert vietnamese.vietnamese and not vietnamese.ordered
+
+
 def test_a_name_not_in_the_question_leaves_word_order_out():
     words = AskedWords.read("What is the nationality of Ada's son?", ["Bo Lind"])
     assert not words.ordered and words.outward() == ["nationality", "ada", "son"]

@@ -48,7 +48,8 @@ from ..inputs import csv_rows
 from ..testing.faults import fault_point
 from ..stores.files import atomic_dir
 from ..runtime.profiler import Profiler
-from ..text import ENGLISH_STOPWORDS, normalize, strip_accents, vietnamese_char_count
+from ..text import ENGLISH_STOPWORDS, normalize, strip_accents
+from ..text.tokens import question_language
 
 NOT_ENOUGH = "Không đủ dữ kiện trong đồ thị để trả lời câu hỏi này."
 GRAPH_FILE = "graph.json"
@@ -194,7 +195,9 @@ class AskedWords:
         place, birth); where the question writes them side by side they are one unit, matched
         by one hop."""
         text = display(question)
-        vietnamese = bool(vietnamese_char_count(text))
+        # the question's language as every reader of it reads it: an English question that
+        # names "José Ramírez" is English
+        vietnamese = question_language(text) == "vi"
         cued = frozenset() if vietnamese else cued_words(text)
         for name in names:
             found = re.search(re.escape(name), text, flags=re.IGNORECASE)
