@@ -159,3 +159,6 @@ def test_question_language_and_auto_method(manual_index):
     assert resolve_method("auto", manual_index, "Các bước vận hành máy phay?", True)[0] == "hybrid"
     assert resolve_method("auto", manual_index, "How do I change the drill bit?", False)[0] == "bm25"
     assert resolve_method("bm25", manual_index, "How do I change the drill bit?", True) == ("bm25", "asked for")
+    # the language the question's reading gave decides, not a second reading of the text
+    assert resolve_method("auto", manual_index, "Drill bit?", True, language="en")[0] == "dense"
+    assert resolve_method("auto", manual_index, "How do I change the drill bit?", True, language="vi")[0] == "hybrid"

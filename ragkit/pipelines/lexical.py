@@ -177,14 +177,16 @@ class LexicalPipeline(Pipeline):
         model = ctx.model
         reranker = make_reranker(config.rerank, model, config.rerank_depth)
         steps: dict = {}
-        candidates, selected = retrieve(index, question, config, profiler, dense, reranker, steps, concepts)
+        # the question's language, as its reading gave it, chooses the method for every query of the ask
+        asked_in = ctx.reading(question).language
+        candidates, selected = retrieve(index, question, config, profiler, dense, reranker, steps, concepts, asked_in)
         for query in follow_ups:        # a later step: the follow-up's hits first, then the question's
             more: dict = {}
-            _, found = retrieve(index, query, config, profiler, dense, None, more, concepts)
+            _, found = retrieve(index, query, config, profiler, dense, None, more, concepts, asked_in)
             selected = _interleave(found, selected, config.k + 1)
         for query in added:             # the question's documents all stay; the query's best new one joins
             wider = replace(config, k=config.k + len(selected), rerank="none")     # past the documents held
-            _, found = retrieve(index, query, wider, profiler, dense, None, {}, concepts)
+            _, found = retrieve(index, query, wider, profiler, dense, None, {}, concepts, asked_in)
             new = [h for h in found if all(h.doc_id != s.doc_id for s in selected)][:1]
             selected = [*selected[:1], *new, *selected[1:]]
         # what the sentences are read for

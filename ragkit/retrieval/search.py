@@ -77,17 +77,18 @@ def load_concepts(index_dir: str | Path, dense=None, made=None):
 
 
 def resolve_method(method: str, index: BM25Index, question: str, has_vectors: bool,
-                   has_concepts: bool = False) -> tuple[str, str]:
+                   has_concepts: bool = False, language: str | None = None) -> tuple[str, str]:
     """The method to use and why. ``auto``: dense alone when the question's language is none
     of the documents' and the index has vectors (cross-lingual: BM25 matches no words and
     its noise would push the right chunk down, see docs/benchmarks.md); else the concept
     graph's walk when the index has one (it kept the gold answer in front of the reader for
     0.54 of MuSiQue's questions against 0.38 for hybrid and 0.39 for BM25, and 0.76 of
     HotpotQA's against 0.76 and 0.68); hybrid with vectors; BM25 otherwise. The question's
-    language only chooses the method: the index's tokenizer reads it."""
+    language only chooses the method: the index's tokenizer reads it. ``language``: the
+    question's as its reading gave it (``QuestionReading.language``), else read here."""
     if method != "auto":
         return method, "asked for"
-    asked = question_language(question)
+    asked = language or question_language(question)
     indexed = index.language.languages
     if has_vectors and asked in ("vi", "en") and asked not in indexed:
         names = {"en": "English", "vi": "Vietnamese"}
@@ -101,7 +102,7 @@ def resolve_method(method: str, index: BM25Index, question: str, has_vectors: bo
 
 def retrieve(index: BM25Index, question: str, config: LexicalConfig,
              profiler: Profiler | None = None, dense=None, reranker=None,
-             trace: dict | None = None, concepts=None) -> tuple[list[Hit], list[Hit]]:
+             trace: dict | None = None, concepts=None, language: str | None = None) -> tuple[list[Hit], list[Hit]]:
     """The candidates and the ``config.k`` selected from them: what search shows, ask reads
     and eval scores.
 
@@ -124,7 +125,8 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
     Returns (candidates, selected). ``trace``, when given, receives the method and why, the
     whole ranking before the rerank and MMR ("ranked"), the rerank's judgements and MMR's
     similarity, and for the graph methods where the walk restarts ("graph") and each ranked chunk's bridge
-    ("bridges": {doc id: concepts and the edges that reached them}).
+    ("bridges": {doc id: concepts and the edges that reached them}). ``language``: the
+    question's, from its reading (``--method auto`` reads it; None: read from ``question``).
     """
     profiler = profiler or Profiler()
     trace = trace if trace is not None else {}
@@ -134,7 +136,7 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
     if config.method in GRAPH_METHODS:
         return _retrieve_by_graph(index, question, config, profiler, dense, reranker, trace, concepts)
     method, trace["method_reason"] = resolve_method(config.method, index, question, dense is not None,
-                                                    concepts is not None)
+                                                    concepts is not None, language)
     if method in GRAPH_METHODS:
         why = trace["method_reason"]
         selected = _retrieve_by_graph(index, question, replace(config, method=method), profiler, dense, reranker,
