@@ -182,3 +182,34 @@ def test_settings_come_from_the_environment_given():
     assert "s3cret" not in repr(config)
     with pytest.raises(InputError, match="RAGKIT_THREADS: expected an integer, got 'two'"):
         Settings.from_env({"RAGKIT_THREADS": "two"})
+
+
+# The readers of a question's grammar, and the modules outside text/ still allowed to call
+# them on a raw question (each with why). A new call elsewhere should read the question's
+# reading from the context (``AskContext.reading``) instead.
+QUESTION_READERS = ("answer_shape", "question_descriptions", "question_focus", "alternatives", "joined",
+                    "question_language", "asks_for_steps", "is_procedural_query", "read_question")
+STILL_READ_ELSEWHERE = {
+    "ragkit/retrieval/search.py": {"question_language"},     # resolve_method without a reading (search, eval)
+    "ragkit/retrieval/bm25.py": {"is_procedural_query"},     # the index's own boost of a procedural query
+    "ragkit/answer/reading.py": {"alternatives"},            # trim_short_answer: the offered items
+    "ragkit/multihop/graph.py": {"question_language"},       # the graph walk's own question parse
+    "ragkit/pipelines/base.py": {"read_question"},           # AskContext.reading: the one place a reading is made
+}
+
+
+def test_a_question_is_read_in_text_and_through_the_context():
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "ragkit").rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith("ragkit/text/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                # a function, or a module's ("question.joined"); an object's own method is another thing
+                name = node.func.id if isinstance(node.func, ast.Name) else \
+                    node.func.attr if isinstance(node.func, ast.Attribute) and not (
+                        isinstance(node.func.value, ast.Name) and node.func.value.id == "self") else ""
+                if name in QUESTION_READERS:
+                    found.setdefault(relative, set()).add(name)
+    assert found == STILL_READ_ELSEWHERE
