@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ragkit.answer.choice import choose
 from ragkit.answer.grounding import check_claims, is_refusal, resolve_reference
-from ragkit.answer.reading import answer_shape, of_asked_kind, trim_short_answer
+from ragkit.answer.reading import ShortAnswer, answer_shape, of_asked_kind, trim_short_answer
+from ragkit.answer.stage import Check
 from ragkit.config import LexicalConfig
 from ragkit.corpus import Doc
 from ragkit.pipelines.base import AskContext
@@ -57,6 +58,14 @@ def test_a_choice_question_is_answered_with_an_offered_item():
     check = reading_check(lambda text: None, question, shape, TEXTS, None, 1.0, None, ("Velm Theatre", "Marlow Bridge"))
     verdict = check("Eastby\nThe river Vell runs at Eastby [1].")
     assert not verdict.passed and "none of the items" in verdict.reason
+    # where the evidence states a value of each item, the model's choice must be the one they make
+    offered = ("Velm Theatre", "Marlow Bridge")
+    picked = choose(question, offered, TEXTS, TITLES)
+    found = ShortAnswer(picked.text, picked.item, picked.sentence, 1.0, 1.0)
+    valued = reading_check(lambda text: Check(True, ""), question, shape, TEXTS, found, 1.0, None, offered)
+    wrong = valued("Marlow Bridge\nMarlow Bridge opened on 12 March 1931 [1].")
+    assert not wrong.passed and "choose 'Velm Theatre'" in wrong.reason
+    assert valued("Velm Theatre\nThe Velm Theatre opened in 1908 [2].").passed
 
 
 def test_a_sentence_that_opens_with_a_reference_speaks_of_its_texts_subject():

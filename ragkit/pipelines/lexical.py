@@ -714,6 +714,9 @@ def reading_check(check, question: str, shape: Shape, evidence: list[str], found
     - A factoid answer's first line is its short answer: it must occur in the evidence
       (yes and no excepted), be of the asked kind (a name asked is no word the texts write
       in lower case, ``common``), and the lines after it are checked as any answer.
+    - A question that offers a choice (``offered``) is answered with one of its items, and
+      with the one the stated values choose where the evidence states a value of each
+      (``found``, then that choice).
     - A refusal passes only when the evidence really lacks the answer: not when the
       evidence gives a short answer of the asked shape from a sentence that covers most of
       the question."""
@@ -746,6 +749,10 @@ def reading_check(check, question: str, shape: Shape, evidence: list[str], found
         if offered and chosen(short, offered) is None:
             return Check(False, f"the short answer {short!r} is none of the items the question offers "
                                 f"({' or '.join(offered)})", {"short_answer": short})
+        if offered and found is not None and chosen(short, offered) != found.text:
+            # the values the evidence states of each item chose the other one (answer.choice)
+            return Check(False, f"chooses {chosen(short, offered)!r}, but the values the evidence states "
+                                f"choose {found.text!r}: {found.sentence!r}", {"short_answer": short})
         if shape.proper and {w.lower() for w in short.split()} <= (common or set()) | lower_case_words(evidence):
             return Check(False, f"the short answer {short!r} is a common word of the evidence, not the name "
                                 f"the question asks for", {"short_answer": short})
