@@ -15,15 +15,13 @@ that the question lacks) and in the corpus (a document about that name).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
 from ..corpus import Doc
-from ..text import strip_accents
+from ..text.words import POSSESSIVE, name_key
 from .reading import Weigher, coverage, name_candidates, score_sentences
 
-_POSSESSIVE = re.compile(r"['’]s$")
 # Of a very long text, its opening part is read for names (reading every sentence of a huge
 # document costs time in proportion to its length, and its opening says what it is about);
 # a sentence longer than this is a table or a list run together, not a sentence that names.
@@ -43,15 +41,6 @@ class Bridge:
         return {"name": self.name, "from": self.source_rank + 1, "doc_id": self.doc_id}
 
 
-def _key(text: str) -> str:
-    return " ".join(re.findall(r"\w+", strip_accents(text.casefold())))
-
-
-def item_key(text: str) -> str:
-    """A name as titles are compared: its words, case and accents aside."""
-    return _key(text)
-
-
 def bridge_documents(question: str, texts: Sequence[str], titles: Sequence[str], weigher: Weigher,
                      titled: Callable[[str], Doc | None], sources: int = 3, per_source: int = 2,
                      limit: int = 2) -> list[tuple[Bridge, Doc]]:
@@ -63,9 +52,9 @@ def bridge_documents(question: str, texts: Sequence[str], titles: Sequence[str],
     title and text cover the most of the question come first (a sentence may list many
     names; the one the question goes on to ask about shares its words)."""
     question_words = set(weigher.tokenize(question))
-    question_key = f" {_key(question)} "
+    question_key = f" {name_key(question)} "
     weights = weigher.weights(question)
-    have = {_key(t) for t in titles if t}
+    have = {name_key(t) for t in titles if t}
     found: list[tuple[float, int, Bridge, Doc]] = []
     for rank, (text, title) in enumerate(zip(texts[:sources], titles[:sources])):
         sentences = sorted((s for s in score_sentences(question, [text[:SCAN_CHARS]], weigher, [title])
@@ -73,14 +62,14 @@ def bridge_documents(question: str, texts: Sequence[str], titles: Sequence[str],
                            key=lambda s: (-s.share, s.position))[:per_source]
         for sentence in sorted(sentences, key=lambda s: s.position):
             for candidate in name_candidates(sentence.text):
-                name = _POSSESSIVE.sub("", candidate.text).strip()
+                name = POSSESSIVE.sub("", candidate.text).strip()
                 words = weigher.tokenize(name)
-                if not words or f" {_key(name)} " in question_key or all(w in question_words for w in words):
+                if not words or f" {name_key(name)} " in question_key or all(w in question_words for w in words):
                     continue            # the question's own name: retrieval already read for it
                 doc = titled(name) or (titled(f"The {name}") if not name.lower().startswith("the ") else None)
-                if doc is None or _key(doc.title) in have:
+                if doc is None or name_key(doc.title) in have:
                     continue
-                have.add(_key(doc.title))
+                have.add(name_key(doc.title))
                 share = coverage(weights, f"{doc.title} {doc.text}", weigher).share
                 found.append((share, len(found), Bridge(name, rank, doc.doc_id), doc))
     return [(bridge, doc) for _, _, bridge, doc in sorted(found, key=lambda x: (-x[0], x[1]))[:limit]]
@@ -103,17 +92,17 @@ def item_documents(items: Sequence[str], titles: Sequence[str], titled: Callable
     (``titles``) holds none yet: the document ``titled`` with the item's name, else the
     first ``search(item)`` hit whose title writes the item's words. Each item once, in the
     question's order; an item the corpus has no document on is left out."""
-    have = {_key(t) for t in titles if t}
+    have = {name_key(t) for t in titles if t}
     out: list[tuple[str, Document]] = []
     for item in items:
-        key = _key(item)
+        key = name_key(item)
         if not key or any(f" {key} " in f" {title} " for title in have):
             continue            # the evidence already holds the item's own document
         doc: Document | None = titled(item) or (titled(f"The {item}") if not item.lower().startswith("the ")
                                                 else None)
         if doc is None:
-            doc = next((d for d in search(item) if f" {key} " in f" {_key(d.title)} "), None)
-        if doc is not None and _key(doc.title) not in have:
-            have.add(_key(doc.title))
+            doc = next((d for d in search(item) if f" {key} " in f" {name_key(d.title)} "), None)
+        if doc is not None and name_key(doc.title) not in have:
+            have.add(name_key(doc.title))
             out.append((item, doc))
     return out

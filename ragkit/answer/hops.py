@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..text import strip_accents
+from ..text.words import POSSESSIVE, name_key
 from .reading import QUESTION_ONLY, Weigher, date_candidates, lower_case_words, name_candidates, score_sentences
 
 # Sentences of the first step's evidence read for a bridge name (the best for the question).
@@ -32,7 +32,6 @@ BRIDGE_SENTENCES = 2
 # A bridge name's rarest word has at least this share of the corpus's highest IDF: a name
 # written in many of its documents ("American" across a corpus of biographies) finds nothing new.
 TELLING_IDF = 0.5
-_POSSESSIVE = re.compile(r"['’]s$")
 
 
 @dataclass(frozen=True)
@@ -54,10 +53,6 @@ class FollowUp:
                 "share": round(self.share, 4)}
 
 
-def _key(text: str) -> str:
-    return " ".join(re.findall(r"\w+", strip_accents(text.casefold())))
-
-
 def follow_up(question: str, texts: Sequence[str], titles: Sequence[str], weigher: Weigher,
               answered: bool, bears: float = 0.0) -> FollowUp | None:
     """What a second step should retrieve for, from the first step's evidence ``texts``
@@ -70,7 +65,7 @@ def follow_up(question: str, texts: Sequence[str], titles: Sequence[str], weighe
     sentences = sorted(score_sentences(question, texts, weigher, titles), key=lambda s: (-s.share, s.item))
     if not sentences or sentences[0].share <= 0 or sentences[0].share < bears:
         return None         # the evidence does not bear on the question: its names lead nowhere
-    question_key = f" {_key(question)} "
+    question_key = f" {name_key(question)} "
     question_words = set(weigher.tokenize(question))
     weights = weigher.weights(question)
     read = {w for sentence in sentences[:BRIDGE_SENTENCES] for w in sentence.covered}
@@ -79,10 +74,10 @@ def follow_up(question: str, texts: Sequence[str], titles: Sequence[str], weighe
     for sentence in sentences[:BRIDGE_SENTENCES]:
         title = titles[sentence.item - 1] if sentence.item - 1 < len(titles) else ""
         for candidate in name_candidates(sentence.text, common):
-            name = _POSSESSIVE.sub("", candidate.text).strip()
+            name = POSSESSIVE.sub("", candidate.text).strip()
             words = weigher.tokenize(name)
-            if not words or f" {_key(name)} " in question_key or all(w in question_words for w in words) \
-                    or _key(name) == _key(title.split(">")[-1]):
+            if not words or f" {name_key(name)} " in question_key or all(w in question_words for w in words) \
+                    or name_key(name) == name_key(title.split(">")[-1]):
                 continue        # the question's own name, or what the text is about: retrieval had it
             if date_candidates(name) or not _telling(words, weigher):
                 continue        # a date, or a name most of the corpus writes ("American"): it leads nowhere

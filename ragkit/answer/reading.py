@@ -29,17 +29,14 @@ from typing import Callable, Sequence
 from ..text import (ENGLISH_STOPWORDS, LIST_MARKER, VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences,
                     strip_accents)
 from ..text.lexicons import is_weekday, quantity_of
-from ..text.words import plain
+from ..text.words import POSSESSIVE as _POSSESSIVE, negated, plain
 from ..text.question import alternatives, chosen
 from ..text.shape import FACTOID_SHAPES, SHAPES, Shape, answer_shape, question_focus  # noqa: F401
 from ..text.descriptions import Description, nested_descriptions, question_descriptions, sub_question  # noqa: F401
-from ..text.cues import ANAPHORS, MAXIMUM_CUES, MINIMUM_CUES, NEGATIONS, NOT_NEGATING, RENAMING_WORDS
+from ..text.cues import ANAPHORS, MAXIMUM_CUES, MINIMUM_CUES, RENAMING_WORDS
 
 def _plain(text: str) -> str:
     return plain(text, accents=False)
-
-
-_POSSESSIVE = re.compile(r"['’]s$")
 
 
 # ----------------------------------------------------------------------------- sentences
@@ -497,20 +494,6 @@ def phrase_candidates(sentence: str, question_words: set[str], weigher: Weigher)
 
 
 # A negation word (or "n't") and the word after it: "không khí" (air) negates nothing.
-_NEGATION = re.compile(r"\b(" + "|".join(sorted(NEGATIONS, key=len, reverse=True)) + r")\b(?:\W+(\w+))?|n['’]t\b",
-                       re.IGNORECASE)
-
-
-def _negated(text: str) -> bool:
-    """Whether ``text`` holds a negation (``ragkit.text.cues.NEGATIONS``, "n't"), a compound
-    that negates nothing aside ("không khí", "not only")."""
-    for m in _NEGATION.finditer(text):
-        word = (m.group(1) or "").lower()
-        if not word or (m.group(2) or "").lower() not in NOT_NEGATING.get(word, ()):
-            return True
-    return False
-
-
 # ----------------------------------------------------------------------------- the short answer
 
 @dataclass
@@ -567,7 +550,7 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
             return None
         asked = re.sub(r"\s*(?:(?:phải|đúng|được)\s+)?(?:không|chưa)\s*\??\s*$", "", question.strip(),
                        flags=re.IGNORECASE)          # the Vietnamese question's closing particle
-        flipped = _negated(best.text) != _negated(asked)
+        flipped = negated(best.text) != negated(asked)
         return ShortAnswer("no" if flipped else "yes", best.item, best.text, best.share, best.share)
     scores: dict[str, list] = {}
     common = lower_case_words(texts) | set(common)

@@ -20,7 +20,7 @@ from ..config import CONCEPT_METHODS, GRAPH_METHODS, METHODS, RERANKS, LexicalCo
 from ..errors import ContextTooLongError, InputError
 from ..llm.base import LLM
 from ..llm.budget import fit_context, token_prefix
-from ..answer.bridges import bridge_documents, item_documents, item_key
+from ..answer.bridges import bridge_documents, item_documents
 from ..answer.hops import follow_up
 from ..answer.both import JoinedVerdict, judge_joined
 from ..answer.choice import choose
@@ -41,6 +41,7 @@ from ..retrieval.community_search import CommunityHit, Route, load_communities, 
 from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
 from ..text import VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences, tokenize
 from ..text.question import chosen
+from ..text.words import name_key
 from .base import (NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace,
                    check_question)
 
@@ -861,14 +862,17 @@ def _with_items(index: BM25Index, items: Sequence[str], selected: list[Hit]) -> 
     found = item_documents(items, [h.title for h in selected], index.titled, lambda name: index.search(name, k=3))
     if not found:
         return selected, []
-    score = selected[0].score
-    added = [index.hit(doc.doc_id, score) for _, doc in found]
+    added = [index.hit(doc.doc_id, selected[0].score) for _, doc in found]
     kept = [h for h in selected if all(h.doc_id != a.doc_id for a in added)]
-    owned = {h.doc_id for h in kept if any(f" {item_key(item)} " in f" {item_key(h.title)} " for item in items)}
-    room = max(len(selected), len(added)) - len(added) - len(owned)
-    others = {h.doc_id for h in kept if h.doc_id not in owned}
-    others = set(sorted(others, key=[h.doc_id for h in kept].index)[:max(room, 0)])
-    return added + [h for h in kept if h.doc_id in owned | others], [(item, doc.doc_id) for item, doc in found]
+    keys = [f" {name_key(item)} " for item in items]
+    owned = [any(key in f" {name_key(h.title)} " for key in keys) for h in kept]
+    room = max(len(selected), len(added)) - len(added) - sum(owned)      # for documents no item owns
+    out = list(added)
+    for hit, own in zip(kept, owned):
+        if own or room > 0:
+            out.append(hit)
+            room -= not own
+    return out, [(item, doc.doc_id) for item, doc in found]
 
 
 def _interleave(first: list[Hit], second: list[Hit], k: int) -> list[Hit]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from .shape import _AUXILIARIES, _DETERMINERS, _PREPOSITIONS, _RELATIVES, _WH_WORDS, _words
 from .tokens import ENGLISH_STOPWORDS, question_language
+from .words import POSSESSIVE as _POSSESSIVE
 
 @dataclass(frozen=True)
 class Description:
@@ -26,7 +27,6 @@ class Description:
 # Lower-case words that may join the capitalised words of one name ("Bridge of Spies",
 # "The Man Who Planted Trees", "What a Wonderful World"): a closed class.
 _NAME_JOINS = frozenset("of the for and a an de da del della di von van der du la le y on upon & al bin".split())
-_POSSESSIVE = re.compile(r"['’]s$")
 
 
 def _closed(word: str) -> bool:

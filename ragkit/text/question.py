@@ -23,6 +23,7 @@ from .descriptions import Description, question_descriptions
 from .shape import Shape, answer_shape, question_focus
 from .cues import PROCEDURE_QUESTION_CUES
 from .tokens import normalize, question_language
+from .words import negated
 
 # The words that join the items a question offers to choose between (English, Vietnamese).
 CHOICE_JOINERS = ("or", "hay", "hoặc")
@@ -164,7 +165,6 @@ def asks_for_steps(question: str) -> bool:
 # ----------------------------------------------------------------------- a question, read once
 _NUMBER_IN_QUESTION = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
 _YEAR = re.compile(r"\b(?:1[0-9]|20)\d\d\b")
-_NEGATED = re.compile(r"\b(?:not|never|no|n't|none|without|không|chưa|chẳng)\b|n['’]t\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,8 @@ class QuestionReading:
     joined:        the two items a yes/no question asks about together (None: none);
     numbers:       the numbers it writes ("1952", "3.5"), as written;
     years:         those of them that read as years;
-    negated:       whether it asks in the negative ("which office does not ...");
+    negated:       whether it asks in the negative ("which office does not ...";
+                   ``ragkit.text.words.negated``, a closing "không" aside);
     procedural:    whether it asks for steps or a procedure (``asks_for_steps``);
     compares:      whether it compares items it names (a choice or a joined pair).
     """
@@ -227,5 +228,5 @@ def read_question(question: str) -> QuestionReading:
         joined=joined(question) if shape.kind == "yesno" else None, numbers=numbers,
         years=tuple(n for n in numbers if _YEAR.fullmatch(n)),
         # a closing "không"/"chưa" makes a Vietnamese question a yes/no one: it negates nothing
-        negated=bool(_NEGATED.search(_CLOSING_PARTICLE.sub("", question.strip().rstrip("?.! ").strip()))),
+        negated=negated(_CLOSING_PARTICLE.sub("", question.strip().rstrip("?.! ").strip())),
         procedural=asks_for_steps(question))

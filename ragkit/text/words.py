@@ -5,7 +5,12 @@ check, the pipelines and the evaluation count a word the same way.
   ``accents=False``, accent-stripped ASCII runs (``[a-z0-9]+``: "Máy" and "may" meet);
 - ``plain``: those words joined by single spaces, the form texts are compared in
   ("Velm  Theatre," and "velm theatre" are one);
-- ``stem``: an English word's Snowball stem ("opened" and "opens" meet at "open").
+- ``stem``: an English word's Snowball stem ("opened" and "opens" meet at "open");
+- ``name_key``: a name as titles and names are compared (its ``\\w+`` words, case and
+  accents aside: "Velm Théâtre" and "velm theatre" meet), and ``POSSESSIVE``, the "'s" a
+  name may end in;
+- ``negated``: whether a text holds a negation (``ragkit.text.cues.NEGATIONS``), a
+  compound that negates nothing aside ("không khí", "not only").
 
     >>> words("Máy phay: 3000 vòng/phút")
     ['máy', 'phay', '3000', 'vòng', 'phút']
@@ -19,10 +24,14 @@ from __future__ import annotations
 
 import re
 
+from .cues import NEGATIONS, NOT_NEGATING
 from .tokens import _english_stemmer, strip_accents
 
 _WORD = re.compile(r"\w+")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
+POSSESSIVE = re.compile(r"['’]s$")
+_NEGATION = re.compile(r"\b(" + "|".join(sorted(NEGATIONS, key=len, reverse=True)) + r")\b(?:\W+(\w+))?|n['’]t\b",
+                       re.IGNORECASE)
 
 
 def words(text: str, *, accents: bool = True) -> list[str]:
@@ -41,3 +50,18 @@ def plain(text: str, *, accents: bool = True) -> str:
 def stem(word: str) -> str:
     """The English Snowball stem of one lower-cased word."""
     return _english_stemmer().stemWord(word)
+
+
+def name_key(text: str) -> str:
+    """``text``'s ``\\w+`` words, case-folded and accent-stripped, joined by spaces."""
+    return " ".join(_WORD.findall(strip_accents(text.casefold())))
+
+
+def negated(text: str) -> bool:
+    """Whether ``text`` holds a negation (``ragkit.text.cues.NEGATIONS``, "n't"), a compound
+    that negates nothing aside ("không khí", "not only")."""
+    for m in _NEGATION.finditer(text):
+        word = (m.group(1) or "").lower()
+        if not word or (m.group(2) or "").lower() not in NOT_NEGATING.get(word, ()):
+            return True
+    return False
