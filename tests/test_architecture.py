@@ -193,7 +193,6 @@ STILL_READ_ELSEWHERE = {
     "ragkit/retrieval/search.py": {"question_language"},     # resolve_method without a reading (search, eval)
     "ragkit/retrieval/bm25.py": {"is_procedural_query"},     # the index's own boost of a procedural query
     "ragkit/answer/reading.py": {"alternatives"},            # trim_short_answer: the offered items
-    "ragkit/multihop/graph.py": {"question_language"},       # the graph walk's own question parse
     "ragkit/pipelines/base.py": {"read_question"},           # AskContext.reading: the one place a reading is made
 }
 

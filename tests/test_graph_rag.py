@@ -188,7 +188,7 @@ def test_relation_sequence_matches_what_the_question_asks(family, question, rela
 
 
 def test_words_that_name_no_relation_are_split_for_vietnamese():
-    from ragkit.multihop.graph import _splits
+    from ragkit.text.chains import _splits
 
     assert _splits(1) == [[(0, 1)]]
     assert sorted(map(tuple, _splits(3))) == [((0, 1), (1, 2), (2, 3)), ((0, 1), (1, 3)), ((0, 2), (2, 3))]

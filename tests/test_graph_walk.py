@@ -134,7 +134,8 @@ def test_three_hop_questions_on_pathquestion_kb(tmp_path):
 
 # --------------------------------------------------------------------------- relations read backwards
 def test_a_relation_named_with_a_preposition_is_read_by_how_the_question_uses_it():
-    from ragkit.multihop.graph import cued_words, relation_reading
+    from ragkit.multihop.graph import relation_reading
+    from ragkit.text.chains import cued_words
 
     def reads(relation, word, question, after_name=False):
         return relation_reading(relation, word, cued_words(question), after_name)
@@ -158,7 +159,7 @@ def test_a_relation_named_with_a_preposition_is_read_by_how_the_question_uses_it
     ("What made the father of Ada Lind famous?", "Ada Lind", set()),       # a verb before "the"
 ])
 def test_nouns_that_head_a_clause_name_the_kind_asked_for(question, name, heads):
-    from ragkit.multihop.graph import cued_words, head_nouns
+    from ragkit.text.chains import cued_words, head_nouns
 
     assert head_nouns(question, cued_words(question), name) == heads
 

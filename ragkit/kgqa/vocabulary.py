@@ -14,6 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..text import _english_stemmer
+from ..text.cues import REQUEST
 from .resolve import words
 
 TYPE_WORDS: dict[str, tuple[str, ...]] = {
@@ -128,10 +129,6 @@ CLAUSE = ("that", "which", "who", "whose", "but", "while", "whereas", "ma", "nhu
 ASK_BEFORE = ("which", "what", "how many", "list", "name", "find", "show", "count", "number of",
               "bao nhieu")
 ASK_AFTER = ("nao", "gi")
-# Words that make a request rather than name a relation or a type ("I would like to know ...",
-# "Give ..., please").
-REQUEST = ("tell", "give", "find", "please", "like", "know", "want", "wonder", "list", "show",
-           "identify", "need", "provide", "say", "let", "look", "curious", "hay", "cho", "biet")
 
 # Words that ask for every node of a type, or point at the graph itself ("list all the
 # compounds in the graph", "liệt kê tất cả các thuốc"), not a condition on them.

@@ -42,33 +42,21 @@ from ..embeddings import default_embedder
 from ..stores.chroma import ChromaVectors
 from ..stores.vector_file import VectorFile, copy_collection
 from ..config import GraphConfig, Settings
-from ..kgqa.vocabulary import REQUEST, relation_readings
+from ..kgqa.vocabulary import relation_readings
 from ..errors import InputError
 from ..inputs import csv_rows
 from ..testing.faults import fault_point
 from ..stores.files import atomic_dir
 from ..runtime.profiler import Profiler
-from ..text import ENGLISH_STOPWORDS, normalize, strip_accents
-from ..text.tokens import question_language
+from ..text import normalize, strip_accents
+from ..text.chains import PREPOSITIONS, QUESTION_STOPWORDS, AskedWords, _stem_shared, display, question_units
+from ..text.question import QuestionReading
 
 NOT_ENOUGH = "Không đủ dữ kiện trong đồ thị để trả lời câu hỏi này."
 GRAPH_FILE = "graph.json"
 NODE_VECTORS = "node_vectors"      # the node-name vectors' copy (stores.vector_file), small graphs
-# Words that ask rather than name a relation: English function words and Vietnamese
-# question words (accent-free). Vietnamese kinship words such as "con" are kept.
-QUESTION_STOPWORDS = ENGLISH_STOPWORDS | frozenset(REQUEST) | frozenset(
-    "name named called ai gi nao dau bao nhieu la cua co nhung cac mot va khong duoc o tai ten".split())
-# Words that join two names for one thing ("father or mother"), accent-free.
-COORDINATORS = frozenset({"or", "hoac"})
-
-
 # The query parameters live with every other default, in ragkit.config.
 GraphQueryParams = GraphConfig
-
-
-def display(name: str) -> str:
-    """A node id as words: "frederica_of_mecklenburg-strelitz" → "frederica of mecklenburg-strelitz"."""
-    return name.replace("_", " ")
 
 
 def _key(text: str) -> str:
@@ -81,11 +69,6 @@ def _key(text: str) -> str:
 def _name_words(name: str) -> tuple[str, ...]:
     """A node or relation name as lowercase, accent-free words: "directed_by" → (directed, by)."""
     return tuple(_key(name).replace("-", " ").split())
-
-
-def _words(text: str) -> list[str]:
-    """The words of a question as written (lowercase, possessive "'s" dropped)."""
-    return re.findall(r"[^\W_]+", re.sub(r"['’]s\b", " ", display(text).lower()))
 
 
 _PROPER = re.compile(r"\b[A-ZÀ-Ỵ][\w.-]*(?:\s+[A-ZÀ-Ỵ][\w.-]*)*")
@@ -104,25 +87,6 @@ def read_edges(path: str | Path) -> list[dict]:
     return rows
 
 
-def _splits(n: int, longest: int = 2, limit: int = 256) -> list[list[tuple[int, int]]]:
-    """The ways to cut ``n`` tokens into consecutive words of 1..``longest`` tokens (at most
-    ``limit`` of them, fewest words first)."""
-    out: list[list[tuple[int, int]]] = []
-
-    def walk(i: int, acc: list[tuple[int, int]]) -> None:
-        if len(out) >= limit:
-            return
-        if i == n:
-            out.append(list(acc))
-            return
-        for size in range(longest, 0, -1):
-            if i + size <= n:
-                walk(i + size, acc + [(i, i + size)])
-
-    walk(0, [])
-    return sorted(out, key=len)
-
-
 def merge_entities(question: str, found: list[str], proposed: list[str]) -> list[str]:
     """``found`` plus the ``proposed`` names that occur in the question (compared without
     case, accents or underscores) and are not already there; anything else is dropped, so a
@@ -136,175 +100,6 @@ def merge_entities(question: str, found: list[str], proposed: list[str]) -> list
             out.append(name.strip())
             keys.add(key)
     return out
-
-
-def question_units(asked: str) -> list[str]:
-    """The question's content words, each a thing a relation may answer to: lowercase,
-    possessive "'s" dropped, question and function words left out. Words joined by a
-    coordinator ("father or mother", "cha hoặc mẹ") name one thing asked in two ways, so they
-    are one unit: read apart, they would ask for two hops.
-
-    >>> question_units("Who is the wife of the father or mother?")
-    ['wife', 'father or mother']
-    """
-    text = re.sub(r"['’]s\b", " ", display(asked).lower())
-    units: list[str] = []
-    joining, follows_unit = "", False
-    for word in re.findall(r"[^\W_]+", text):
-        key = strip_accents(word)
-        if key in COORDINATORS and follows_unit:
-            joining, follows_unit = word, False
-            continue
-        if len(word) < 2 or key in QUESTION_STOPWORDS:
-            joining, follows_unit = "", False
-            continue
-        if joining:
-            units[-1] = f"{units[-1]} {joining} {word}"
-        else:
-            units.append(word)
-        joining, follows_unit = "", True
-    return units
-
-
-@dataclass(frozen=True)
-class AskedWords:
-    """The question's content words (:func:`question_units`) around the anchor's name, in
-    the order a chain of relations from that name is written. A chain reads outward from
-    its name: forward through possessives ("X's son's wife"), backward through "of" ("the
-    wife of the son of X"), or both ("the nationality of X's son's wife"); words after the
-    name that no possessive joins to it ("... of X born?", "... of X married to?") say what
-    is asked last. So the hops should meet, in order (``outward``): the possessive chain
-    after the name, the words before the name from the name back, the other words after it.
-    Only the first word after the last possessive is taken into the chain ("X's son's wife
-    die": wife is, die is not)."""
-
-    chain: tuple[str, ...]
-    before: tuple[str, ...]
-    rest: tuple[str, ...]
-    ordered: bool           # False: the name was not found, word order says nothing
-    vietnamese: bool
-    cued: frozenset[tuple[str, str]] = frozenset()    # see cued_words
-    heads: frozenset[str] = frozenset()               # see head_nouns
-    lead: tuple[str, ...] = ()      # the verb right after a name that is a clause's subject
-    wh_noun: bool = False           # the question opens with "which"/"what" and a noun
-
-
-    @classmethod
-    def read(cls, question: str, names: list[str], phrases: frozenset[tuple[str, ...]] = frozenset()) -> "AskedWords":
-        """``phrases``: the words of relation names of more than one word ("place of birth":
-        place, birth); where the question writes them side by side they are one unit, matched
-        by one hop."""
-        text = display(question)
-        # the question's language as every reader of it reads it: an English question that
-        # names "José Ramírez" is English
-        vietnamese = question_language(text) == "vi"
-        cued = frozenset() if vietnamese else cued_words(text)
-        for name in names:
-            found = re.search(re.escape(name), text, flags=re.IGNORECASE)
-            if found and vietnamese:
-                # Vietnamese syllables are read into words across the whole question, the
-                # name taken out; the outward order is measured on English phrasings only.
-                return cls((), tuple(question_units(text[:found.start()] + " " + text[found.end():])), (),
-                           False, True)
-            if found:
-                heads = head_nouns(text, cued, name)
-                chain, rest = _possessive_chain(text[found.end():])
-                rest = _joined(rest, phrases)
-                lead: tuple[str, ...] = ()
-                before_name = _words(text[:found.start()])
-                opening = _words(text)[:2]
-                wh_noun = (len(opening) == 2 and opening[0] in ("which", "what")
-                           and strip_accents(opening[1]) not in QUESTION_STOPWORDS)
-                if not chain and rest and before_name and strip_accents(before_name[-1]) in heads:
-                    # "the company X runs", "the films X acted in": the name is the subject of
-                    # a clause that hangs from the noun before it, so the verb after the name
-                    # is the first hop, not the last
-                    lead, rest = rest[:1], rest[1:]
-                return cls(_joined(chain, phrases), _joined(tuple(question_units(text[:found.start()])), phrases),
-                           rest, True, vietnamese, cued, heads, lead, wh_noun)
-        heads = frozenset() if vietnamese else head_nouns(text, cued)
-        return cls((), _joined(tuple(question_units(text)), phrases), (), False, vietnamese, cued, heads)
-
-    def parts(self) -> list[tuple[str, ...]]:
-        """The word groups in hop order (``before`` reversed when the name was found; a verb
-        whose subject is the name first)."""
-        if not self.ordered:
-            return [self.before]
-        return [self.lead, self.chain, self.before[::-1], self.rest]
-
-    def readings(self) -> list[list[str]]:
-        """The words in the order hops should take them; for Vietnamese, every way of
-        reading each group's syllables as one- and two-syllable words."""
-        readings: list[list[str]] = [[]]
-        for part in self.parts():
-            if self.vietnamese and len(part) > 1:
-                ways = [[" ".join(part[a:b]) for a, b in split] for split in _splits(len(part), limit=16)]
-            else:
-                ways = [list(part)]
-            readings = [r + w for r in readings for w in ways][:256]
-        return readings
-
-    def outward(self) -> list[str]:
-        return [w for part in self.parts() for w in part]
-
-    @property
-    def after_name(self) -> frozenset[str]:
-        """Words of the clause after the name (not its possessive chain): verbs whose subject
-        the name is ("the films X directed", "did X direct")."""
-        return frozenset(self.lead) | frozenset(self.rest)
-
-    def asked_kind(self) -> str | None:
-        """The word that says what kind of thing is asked for: the first content word before
-        the name when it heads the phrase asked about: a relative clause hangs from it ("the
-        *city* where X was born"), nothing but the name's own words follow ("the *capital* of
-        X"), or a question word asks for it ("*which country* is X a citizen of").
-        None otherwise: in "what did the mother of X do for a living" the first noun is the
-        subject, not the kind; and when the name comes first or word order is unknown."""
-        if not self.ordered or not self.before:
-            return None
-        first = self.before[0].split()[-1]
-        if first in self.heads or not self.rest or self.wh_noun:
-            return first
-        return None
-
-
-def _joined(units: tuple[str, ...], phrases: frozenset[tuple[str, ...]]) -> tuple[str, ...]:
-    """``units`` with each run of words that spells a relation's name (word beginnings
-    compared) joined into one unit: ("place", "birth", "mom") → ("place birth", "mom")."""
-    if not phrases:
-        return units
-    out: list[str] = []
-    i = 0
-    while i < len(units):
-        for phrase in sorted(phrases, key=len, reverse=True):
-            run = units[i:i + len(phrase)]
-            if len(run) == len(phrase) and all(_stem_shared(u, w) for u, w in zip(run, phrase)):
-                out.append(" ".join(run))
-                i += len(phrase)
-                break
-        else:
-            out.append(units[i])
-            i += 1
-    return tuple(out)
-
-
-_POSSESSIVE = re.compile(r"\s*['’]\s*s\b")
-
-
-def _possessive_chain(after: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Split the words after a name into the possessive chain that hangs from it ("'s son's
-    wife") and the rest (the first word after the last "'s" joins the chain)."""
-    chain: list[str] = []
-    while (mark := _POSSESSIVE.match(after)):
-        after = after[mark.end():]
-        following = re.search(r"['’]\s*s\b", after)
-        if following:
-            chain.extend(question_units(after[:following.start()]))
-            after = after[following.start():]
-            continue
-        words = question_units(after)
-        return tuple(chain + words[:1]), tuple(words[1:])
-    return tuple(chain), tuple(question_units(after))
 
 
 def monotone_alignment(sims: np.ndarray) -> float:
@@ -331,8 +126,6 @@ def _extend(row: np.ndarray, hop: np.ndarray) -> np.ndarray:
 
 
 INVERSE = "^-1"
-# Prepositions a relation name may end with ("directed_by", "born_in", "subsidiary_of").
-PREPOSITIONS = frozenset("of by in at to from with for on into under".split())
 # How much of a word's similarity a hop keeps when the way the question uses that word reads the
 # relation the other way round, and what a backward hop keeps when nothing says its direction.
 AGAINST_READING, UNMARKED_BACKWARD = 0.5, 0.9
@@ -351,12 +144,6 @@ class Hop:
 
     def __str__(self) -> str:
         return self.relation if self.forward else f"{self.relation}{INVERSE}"
-
-
-def _stem_shared(a: str, b: str) -> bool:
-    """True when two words begin alike ("subsidiaries"/"subsidiary", "directed"/"director")."""
-    n = min(len(a), len(b), 5)
-    return n >= 3 and a[:n] == b[:n]
 
 
 def relation_reading(relation: str, unit: str, cued: frozenset[tuple[str, str]],
@@ -380,41 +167,6 @@ def relation_reading(relation: str, unit: str, cued: frozenset[tuple[str, str]],
     if (last, words[-1]) in cued:
         return False
     return not (words[-1] == "by" and after_name)
-
-
-def cued_words(question: str) -> frozenset[tuple[str, str]]:
-    """(word, preposition) pairs of the question where the preposition has words after it:
-    "the films directed by X" gives ("directed", "by"); "the city X was born in?" gives none."""
-    words = _words(question)
-    return frozenset((strip_accents(words[i]), words[i + 1]) for i in range(len(words) - 2)
-                     if words[i + 1] in PREPOSITIONS)
-
-
-# Words that open a relative clause, and those that open a noun phrase: a noun right before
-# either names the kind of thing asked for ("the city where ...", "the province the town lies in").
-RELATIVES = frozenset("where who whom whose that which when".split())
-DETERMINERS = frozenset("the a an this that these those his her its their our my your".split())
-
-
-def head_nouns(question: str, cued: frozenset[tuple[str, str]], name: str = "") -> frozenset[str]:
-    """Words that name the kind of thing a phrase asks for rather than a relation: the noun a
-    relative clause hangs from, with or without its relative word ("the city where X was
-    born", "the films X acted in", "the province the town lies in"), or a participle ("the
-    studios based in X"). A relation may still match one, but a path need not use it, so a
-    path is not lengthened by a hop that matches only such a word. ``name``: the anchor's
-    name, where the question writes it."""
-    words = [strip_accents(w) for w in _words(question)]
-    first = strip_accents((_words(name) or [""])[0])
-    heads = set()
-    for i in range(len(words) - 1):
-        following = words[i + 1]
-        if words[i] in QUESTION_STOPWORDS:
-            continue
-        after_determiner = i > 0 and words[i - 1] in DETERMINERS      # a noun, not a verb ("what made the ...")
-        if (following in RELATIVES or (after_determiner and (following in DETERMINERS or following == first))
-                or (following not in QUESTION_STOPWORDS and i + 2 < len(words) and (following, words[i + 2]) in cued)):
-            heads.add(words[i])
-    return frozenset(heads)
 
 
 def hop_weights(hops: list[Hop], units: list[str], cued: frozenset[tuple[str, str]],
@@ -694,7 +446,7 @@ class GraphRAG:
                 "text": " ; ".join(f"{display(s)} -[{r}]-> {display(t)}" for s, r, t in steps)}
 
     def paths_from(self, question: str, anchor: str, params: GraphQueryParams,
-                   profiler: Profiler | None = None) -> list[dict]:
+                   profiler: Profiler | None = None, reading: QuestionReading | None = None) -> list[dict]:
         """Paths that start at the one anchor. Candidate relation sequences
         (up to ``max_hops`` relations) come from a beam search over the anchor's out-relations
         (:meth:`relation_beam`); they are ranked against the question without the anchor's
@@ -702,11 +454,14 @@ class GraphRAG:
         along it reach is the answer (its ``votes``). The first walk carries the near-equal
         walks to other answers (``alternatives``, :meth:`_near_equal`), which :meth:`query`
         moves to its result. Stages, timed in ``profiler``:
-        ``relation_beam``, ``sequence_ranking``, ``path_follow``."""
+        ``relation_beam``, ``sequence_ranking``, ``path_follow``. ``reading``: the question's
+        (:func:`ragkit.text.question.read_question`; without one, the question's language is
+        read by :meth:`AskedWords.read`)."""
         profiler = profiler or Profiler()
         asked = re.sub(re.escape(display(anchor)), " ", display(question), flags=re.IGNORECASE)
         asked = re.sub(re.escape(anchor), " ", asked, flags=re.IGNORECASE)
-        words = AskedWords.read(question, [display(anchor), anchor], self.phrases)
+        words = AskedWords.read(question, [display(anchor), anchor], self.phrases,
+                                reading.language if reading else None)
         with profiler.stage("relation_beam"):
             sequences = sorted(self.relation_beam(words, anchor, params))
         if not sequences:
@@ -1037,9 +792,11 @@ class GraphRAG:
 
     # ----------------------------------------------------------------- answer
     def query(self, question: str, params: GraphQueryParams | None = None,
-              more_entities: list[str] | None = None, profiler: Profiler | None = None) -> dict:
+              more_entities: list[str] | None = None, profiler: Profiler | None = None,
+              reading: QuestionReading | None = None) -> dict:
         """Anchors, neighbours, paths and the answer for ``question``. ``more_entities``
         (for example the LLM's) are added after the rule matcher's, if the question holds them.
+        ``reading``: the question's reading (the ask's context carries one).
         Each stage is timed in ``profiler`` (entities, anchors, neighbours, paths between
         anchors; with one entity, the walk's relation_beam, sequence_ranking, path_follow)."""
         params = params or GraphQueryParams()
@@ -1064,7 +821,7 @@ class GraphRAG:
             ends = [next(a["node"] for a in anchors if a["entity"] == e) for e in firsts]
             paths = self.paths_between(qvec, ends, params) if len(ends) >= 2 else []
         if not paths:
-            paths = self.paths_from(question, ends[0], params, profiler)
+            paths = self.paths_from(question, ends[0], params, profiler, reading)
         answer = None
         if paths:
             votes = paths[0].get("votes")

@@ -141,7 +141,8 @@ class GraphPipeline(Pipeline):
                     llm_info = {"raw": raw, "proposed": proposed, "constrained": True}
                 except GenerationError as exc:
                     llm_info = {"raw": None, "proposed": None, "error": str(exc), "constrained": True}
-        result = rag.query(question, params, more_entities=proposed, profiler=profiler)
+        result = rag.query(question, params, more_entities=proposed, profiler=profiler,
+                           reading=ctx.reading(question))
         alternatives = result["alternatives"]
         # the near-equal paths to other answers are evidence too, cited after the paths
         paths = result["paths"] + [{"text": a["path"], "evidence": a["evidence"], "score": a["score"]}

@@ -107,3 +107,9 @@ __all__ = ["ANSWER_WORDS", "CORPUS_ASPECT_CUES", "CORPUS_SCOPE_CUES", "DROPPING_
            "FUNCTION_CUES", "HEDGES", "MAXIMUM_CUES", "MINIMUM_CUES", "NEGATIONS", "NOT_NEGATING",
            "OVERVIEW_TITLE_CUES", "PROCEDURE_QUESTION_CUES", "PROCEDURE_TEXT_CUES", "PROCEDURE_TITLE_CUES",
            "REFUSAL_CUES", "REFUSAL_WORDS", "RENAMING_WORDS", "SOURCE_NOUNS", "SOURCE_NOUNS_VI"]
+
+# --------------------------------------------------------------- requests (accent-stripped)
+# Words that make a request rather than name a relation or a type ("I would like to know ...",
+# "Give ..., please").
+REQUEST = ("tell", "give", "find", "please", "like", "know", "want", "wonder", "list", "show",
+           "identify", "need", "provide", "say", "let", "look", "curious", "hay", "cho", "biet")
