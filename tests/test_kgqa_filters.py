@@ -8,7 +8,7 @@ import pytest
 from ragkit.kgqa.answer import written_answer
 from ragkit.kgqa.filters import comparisons, number_value, numeric_properties
 from ragkit.kgqa.plan import Plan, PlanError, validate
-from ragkit.kgqa.resolve import words
+from ragkit.text.words import terms
 
 from .conftest import typed_kg
 from .test_kgqa_plan import ask, final_names
@@ -53,7 +53,7 @@ def films(tmp_path_factory):
 
 
 def read(question):
-    return [(c.compare, c.value) for c in comparisons(question, words(question))]
+    return [(c.compare, c.value) for c in comparisons(question, terms(question))]
 
 
 @pytest.mark.parametrize("question, expected", [
@@ -75,7 +75,7 @@ def test_comparisons_are_read_from_a_cue_and_a_number(question, expected):
 
 def test_a_number_inside_a_name_is_not_compared():
     question = "Which drugs treat more than 2 conditions like Type 2 Diabetes?"
-    tokens = words(question)
+    tokens = terms(question)
     taken = set(range(tokens.index("type"), tokens.index("diabetes") + 1))
     assert [(c.compare, c.value) for c in comparisons(question, tokens, taken)] == [(">", 2)]
 

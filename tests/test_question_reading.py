@@ -56,3 +56,31 @@ def test_the_context_reads_a_question_once_and_the_trace_shows_it():
                                    ctx)
     assert answer.trace.question == first.to_dict()
     assert answer.to_dict()["trace"]["short_answer"] == "Velm Theatre"
+
+
+def test_a_graph_question_is_linked_from_the_reading_s_words():
+    """The kg planner links the words of the ask's reading, and the graph walk reads the
+    relation words in the language the reading gives."""
+    from ragkit.text.chains import AskedWords
+    from ragkit.text.words import terms
+
+    assert terms("Which drugs treat COVID-19? Don't guess.") == ["which", "drugs", "treat", "covid-19", "don't",
+                                                                 "guess"]
+    reading = read_question("Which Compounds treat Ménière's disease?")
+    assert reading.terms == ("which", "compounds", "treat", "meniere's", "disease")
+    # an English question naming an accented person: the reading's language decides the parse
+    question = "What is the nationality of José Ramírez's spouse?"
+    asked = AskedWords.read(question, ["José Ramírez"], language=read_question(question).language)
+    assert (asked.vietnamese, asked.outward()) == (False, ["spouse", "nationality"])
+    assert AskedWords.read(question, ["José Ramírez"], language="vi").vietnamese
+
+
+def test_the_kg_planner_reads_the_reading_it_is_given(nx_kg):
+    qa = nx_kg
+    question = "Which diseases does warfarin treat?"
+    entities = qa.names.resolve(question)
+    assert qa.rules.read(question, entities).tokens == list(read_question(question).terms)
+    # the words linked are the reading's: a reading of another question plans that one's words
+    other = read_question("Which diseases does warfarin cause?")
+    linked = qa.rules.read(question, entities, other)
+    assert linked.tokens[-1] == "cause" and not any(m.relations for m in linked.mentions if m.text == "treat")

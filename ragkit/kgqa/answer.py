@@ -23,7 +23,7 @@ from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .execute import FINAL_LIMIT
 from .filters import SAID
 from .plan import Plan, plural, step_types
-from .resolve import words
+from ..text.words import terms
 
 EMPTY_STORE = "Based on the available data, I cannot find an answer to your question in the knowledge base."
 EMPTY_FINAL = "Based on the data, I followed the steps but could not find a final answer for your question."
@@ -172,16 +172,16 @@ def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
     Back Pain" does not also name "Back Pain", nor "Fatty Liver Disease" "Liver". Nodes that
     share a name count as named once, and are outside the evidence only if none of them is
     in it."""
-    tokens = words(answer)
+    tokens = terms(answer)
     text = " " + " ".join(tokens) + " "
     in_context = {i["id"] for v in context_store.values() if isinstance(v, list) for i in v}
     in_context |= set(question_entities)
     by_key: dict[tuple[str, ...], list[dict]] = {}
     for node in all_nodes:
-        key = tuple(words(node["name"]))
+        key = tuple(terms(node["name"]))
         if len(" ".join(key)) >= 3:
             by_key.setdefault(key, []).append(node)
-    finals = {tuple(words(i["name"])) for i in context_store.get("final_result", [])}
+    finals = {tuple(terms(i["name"])) for i in context_store.get("final_result", [])}
     found = whole_names(tokens, by_key.keys() | finals)
     named, outside = [], []
     for key in dict.fromkeys(k for k in found if k in by_key):

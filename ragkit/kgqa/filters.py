@@ -15,7 +15,7 @@ import operator
 import re
 from dataclasses import dataclass
 
-from .resolve import words
+from ..text.words import terms
 from .vocabulary import (COMPARE_ADJECTIVES, COMPARE_AFTER, COMPARE_BEFORE, NUMBER_FILLERS, NUMBER_WORDS,
                          SCALE_WORDS, TEMPORAL)
 
@@ -100,8 +100,8 @@ def _numbers(question: str, tokens: list[str]) -> list[tuple[int, int, float]]:
     ("three"), each with a scale word after it ("2 million")."""
     found = []
     for m in NUMBER_RE.finditer(question):
-        start = len(words(question[:m.start()]))
-        found.append((start, start + len(words(m.group())), float(m.group().replace(",", ""))))
+        start = len(terms(question[:m.start()]))
+        found.append((start, start + len(terms(m.group())), float(m.group().replace(",", ""))))
     found += [(i, i + 1, float(NUMBER_WORDS[t])) for i, t in enumerate(tokens) if t in NUMBER_WORDS]
     out = []
     for start, end, value in sorted(found):
@@ -112,7 +112,7 @@ def _numbers(question: str, tokens: list[str]) -> list[tuple[int, int, float]]:
 
 
 def comparisons(question: str, tokens: list[str], taken: set[int] | frozenset[int] = frozenset()) -> list[Comparison]:
-    """The comparisons in a question whose ``tokens`` are ``words(question)``; numbers inside
+    """The comparisons in a question whose ``tokens`` are ``terms(question)``; numbers inside
     ``taken`` (an entity's words: "Type 2 Diabetes") are not compared."""
     numbers = [n for n in _numbers(question, tokens) if not taken & set(range(n[0], n[1]))]
     out: list[Comparison] = []

@@ -27,7 +27,9 @@ from .execute import execute
 from .filters import numeric_properties
 from .plan import (ANAPHORS, Plan, PlanError, RulePlanner, history_lists, parse_plan_json, plural, step_types,
                    validate)
-from .resolve import NameIndex, Resolved, words
+from ..text.question import QuestionReading
+from ..text.words import terms
+from .resolve import NameIndex, Resolved
 from .store import TypedStore
 
 PLAN_TOKENS = 400      # the longest plan the schema admits (6 steps of about 50 tokens) fits
@@ -93,7 +95,7 @@ class KGQA:
     def standalone(self, question: str, history: list[Turn], plan: Plan | None) -> str:
         """QueryWriting: say what an anaphor refers to (the previous turn's list the plan
         took), so the question stands on its own."""
-        toks = set(words(question))
+        toks = set(terms(question))
         given = [s for s in (plan.steps if plan else []) if s["op"] == "given"]
         if not history or not ANAPHORS & toks or not given:
             return question
@@ -104,14 +106,14 @@ class KGQA:
                 f"{plural(bound['type']).replace('_', ' ')} found for \"{previous.standalone}\": {names})")
 
     def plan(self, question: str, entities, history_map: dict | None, model: LLM | None,
-             use_llm_planner: bool) -> tuple[Plan, dict]:
+             use_llm_planner: bool, reading: QuestionReading | None = None) -> tuple[Plan, dict]:
         """The plan for ``question``: the model's (``use_llm_planner``) when it passes
         validation, else the rules' (with why the model's was not taken)."""
         node_ids = set(self.nodes)
         info: dict = {"planner": "rules"}
         if use_llm_planner and model is not None:
             try:
-                return self.llm_plan(question, entities, history_map, model)
+                return self.llm_plan(question, entities, history_map, model, reading)
             except PlanError as exc:
                 info = {"planner": "rules", "llm_plan_rejected": str(exc), "llm_plan": getattr(exc, "reply", None)}
             except ModelError as exc:
@@ -121,10 +123,11 @@ class KGQA:
             except Exception as exc:  # a model failure falls back to the rules, and says so
                 info = {"planner": "rules", "llm_plan_rejected": f"{type(exc).__name__}: {exc}"}
             info["llm_plan_constrained"] = True
-        plan = self.rules.plan(question, entities, history_map, self.alternatives(entities))
+        plan = self.rules.plan(question, entities, history_map, self.alternatives(entities), reading)
         return validate(plan, self.schema, node_ids, history_map), {**info, "linked": plan.linked}
 
-    def llm_plan(self, question: str, entities, history_map: dict | None, model: LLM) -> tuple[Plan, dict]:
+    def llm_plan(self, question: str, entities, history_map: dict | None, model: LLM,
+                 reading: QuestionReading | None = None) -> tuple[Plan, dict]:
         """The model's plan, validated (PlanError, with the reply as ``reply``, if it does not
         parse or fit). The reply is decoded under the plan's JSON schema
         (``llm.grammars.plan_schema``): any OpenAI-compatible server with structured outputs
@@ -141,30 +144,32 @@ class KGQA:
                          json_schema=constraint)
         try:
             plan = validate(parse_plan_json(gen.text), self.schema, set(self.nodes), history_map)
-            self.fits_question(plan, question, entities)
+            self.fits_question(plan, question, entities, reading)
         except PlanError as exc:
             exc.reply = gen.text        # for the trace: what the model wrote
             raise
         return plan, {"planner": "llm", "llm_plan": gen.text, "llm_plan_constrained": True}
 
-    def fits_question(self, plan: Plan, question: str, entities) -> None:
+    def fits_question(self, plan: Plan, question: str, entities, reading: QuestionReading | None = None) -> None:
         """PlanError unless a plan answers with the type the question asks for and makes the
         comparisons it makes (as the rules read them): a model's plan may be valid on the
         schema and still answer another question."""
-        reading = self.rules.read(question, entities)
+        linked = self.rules.read(question, entities, reading)
         final = step_types(plan.steps).get(plan.final)
-        if reading.asked and final and final != reading.asked:
+        if linked.asked and final and final != linked.asked:
             raise PlanError(f"plan: its answer lists {plural(final)}, but the question asks for "
-                            f"{plural(reading.asked)}")
-        if (reading.filters or reading.unlinked) and not any(s["op"] == "filter" for s in plan.steps):
-            said = [f["text"] for f in reading.filters] + reading.unlinked
+                            f"{plural(linked.asked)}")
+        if (linked.filters or linked.unlinked) and not any(s["op"] == "filter" for s in plan.steps):
+            said = [f["text"] for f in linked.filters] + linked.unlinked
             raise PlanError(f"plan: the question compares {', '.join(map(repr, said))}, the plan filters nothing")
 
     # ----------------------------------------------------------------- the flow
     def ask(self, question: str, history: list[Turn] | None = None, model: LLM | None = None,
-            use_llm_planner: bool = False, profiler: Profiler | None = None) -> dict:
+            use_llm_planner: bool = False, profiler: Profiler | None = None,
+            reading: QuestionReading | None = None) -> dict:
         """Entities, plan, the context store it fills and the edges behind it (each stage
-        timed in ``profiler``); the answer is written by the answer stage."""
+        timed in ``profiler``); the answer is written by the answer stage. ``reading``: the
+        ask's reading of the question (``ragkit.text.question``), which the planner links."""
         history = history or []
         profiler = profiler or Profiler()
         with profiler.stage("smart_search"):
@@ -172,7 +177,7 @@ class KGQA:
         history_map = history[-1].lists if history else None
         try:
             with profiler.stage("plan"):
-                plan, planner_info = self.plan(question, entities, history_map, model, use_llm_planner)
+                plan, planner_info = self.plan(question, entities, history_map, model, use_llm_planner, reading)
         except PlanError as exc:
             return {"standalone": question, "entities": [e.__dict__ for e in entities], "plan": None,
                     "plan_error": str(exc), "linked": getattr(exc, "linked", {}), "context_store": {},
@@ -200,7 +205,7 @@ def same_name_index(nodes) -> dict[str, list[str]]:
         forms = {name, re.sub(r"\s*\([^)]*\)", "", name), *re.findall(r"\(([^)]*)\)", name)}
         forms |= {a for a in n.get("aliases") or [] if a}
         for form in forms:
-            key = " ".join(words(form))
+            key = " ".join(terms(form))
             if key and n["id"] not in index.setdefault(key, []):
                 index[key].append(n["id"])
     return index

@@ -41,9 +41,10 @@ from typing import Any
 
 from ..errors import InputError
 from ..text import ENGLISH_STOPWORDS
-from ..text.words import stem
+from ..text.question import QuestionReading
+from ..text.words import stem, terms
 from .filters import SAID, Comparison, comparisons
-from .resolve import Resolved, words
+from .resolve import Resolved
 from .store import SchemaEdge
 from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, ENUMERATE, EXCLUDE, NAME_FILLERS,
                          PERSON_TYPE_WORDS, REQUEST, TYPE_WORDS, UNION, other_property_words, other_relation_words,
@@ -176,7 +177,7 @@ _stem = stem
 def name_words(name: str) -> list[str]:
     """A type or relation name as words: "CAUSES_SIDE_EFFECT" → causes side effect,
     "BiologicalProcess" → biological process."""
-    return words(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " "))
+    return terms(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " "))
 
 
 
@@ -202,7 +203,7 @@ def plural(type_name: str) -> str:
 
 
 def slug(text: str) -> str:
-    return "_".join(words(text))[:40] or "node"
+    return "_".join(terms(text))[:40] or "node"
 
 
 @dataclass(frozen=True)
@@ -334,8 +335,11 @@ class RulePlanner:
         return {k: (frozenset(a), frozenset(b)) for k, (a, b) in names.items()}
 
     # ----------------------------------------------------------------- reading the question
-    def read(self, question: str, entities: list[Resolved]) -> Reading:
-        tokens = words(question)
+    def read(self, question: str, entities: list[Resolved], question_reading: QuestionReading | None = None) -> Reading:
+        """What the question says in the graph's schema: ``question_reading``'s words (the
+        ask's reading of the question, ``ragkit.text.question``) linked to types, relations
+        and properties, with the entities, the asked type, the shape and the comparisons."""
+        tokens = list(question_reading.terms) if question_reading else terms(question)
         stemmed = [_stem(t) for t in tokens]
         spans = {i for e in entities for i in range(e.start, e.start + len(e.mention.split()))}
         mentions, i = [], 0
@@ -461,7 +465,7 @@ class RulePlanner:
         treated by A are treated by B": A), else the nearest before it in its clause and those
         coordinated with it ("that B does not", "that A and B do not")."""
         bounds = {s for s, _ in _cues(tokens, CLAUSE)}
-        bounds |= {len(words(question[:m.start()])) for m in re.finditer(r"[,;:]", question)}
+        bounds |= {len(terms(question[:m.start()])) for m in re.finditer(r"[,;:]", question)}
         out: set[int] = set()
         for start, end in _cues(tokens, EXCLUDE):
             low = max((b for b in bounds if b <= start), default=0)
@@ -611,10 +615,12 @@ class RulePlanner:
         return best
 
     def plan(self, question: str, entities: list[Resolved], history: dict | None = None,
-             alternatives: dict[str, list[Resolved]] | None = None) -> Plan:
+             alternatives: dict[str, list[Resolved]] | None = None,
+             question_reading: QuestionReading | None = None) -> Plan:
         """The plan for ``question``; ``alternatives``: for an entity id, the nodes of other
-        types that go by the same name ("fever": the symptom and the disease)."""
-        reading = self.read(question, entities)
+        types that go by the same name ("fever": the symptom and the disease);
+        ``question_reading``: the ask's reading of it."""
+        reading = self.read(question, entities, question_reading)
         if history is not None and ANAPHORS & set(reading.tokens):
             named = [t for m in reading.mentions for t in sorted(m.types)]
             return self._follow_up(entities, reading, named, history)

@@ -4,15 +4,10 @@ such as "Asprin")."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from ..retrieval.linking import Linker, Surface
-from ..text import strip_accents
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9]+(?:[-'][a-z0-9]+)*", strip_accents(text.lower()))
+from ..text.words import terms
 
 
 @dataclass(frozen=True)
@@ -43,8 +38,8 @@ class NameIndex:
         fewer than three letters are not matched (they are mostly ambiguous)."""
         found: list[Resolved] = []
         for link in self.linker.link(question):
-            mention = " ".join(words(link.text))
-            position = len(words(question[:link.start]))
+            mention = " ".join(terms(link.text))
+            position = len(terms(question[:link.start]))
             if len(mention) < 3 or any(r.start == position for r in found):
                 continue     # one node per span: the first (exact names before aliases)
             node = self.nodes[link.target]

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from ..text import _english_stemmer
 from ..text.cues import REQUEST
-from .resolve import words
+from ..text.words import terms
 
 TYPE_WORDS: dict[str, tuple[str, ...]] = {
     "compound": ("drug", "medicine", "medication", "medicament", "pharmaceutical", "inhibitor",
@@ -76,7 +76,7 @@ RELATION_WORDS: dict[str, tuple[str, ...]] = {
 def stems(text: str) -> tuple[str, ...]:
     """The Snowball stems of a text's words: how the planner and the vocabulary compare phrases."""
     stemmer = _english_stemmer()
-    return tuple(stemmer.stemWord(w) for w in words(text))
+    return tuple(stemmer.stemWord(w) for w in terms(text))
 
 
 @lru_cache(maxsize=1)

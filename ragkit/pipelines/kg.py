@@ -145,7 +145,7 @@ class KGPipeline(Pipeline):
         turns = [t if isinstance(t, Turn) else turn_from_dict(t) for t in query.history]
         planner = ctx.model if ctx.use_llm and query.llm_planner else None
         result = qa.ask(question, turns, model=planner, use_llm_planner=planner is not None,
-                        profiler=ctx.profiler)
+                        profiler=ctx.profiler, reading=ctx.reading(question))
         plan = result.pop("plan")
         trace = KGTrace(plan=plan.to_dict() if plan is not None else None,
                         history=[t.to_dict() for t in turns], **result)

@@ -23,7 +23,7 @@ from .descriptions import Description, question_descriptions
 from .shape import Shape, answer_shape, question_focus
 from .cues import PROCEDURE_QUESTION_CUES
 from .tokens import normalize, question_language
-from .words import negated
+from .words import negated, terms
 
 # The words that join the items a question offers to choose between (English, Vietnamese).
 CHOICE_JOINERS = ("or", "hay", "hoặc")
@@ -184,6 +184,7 @@ class QuestionReading:
     negated:       whether it asks in the negative ("which office does not ...";
                    ``ragkit.text.words.negated``, a closing "không" aside);
     procedural:    whether it asks for steps or a procedure (``asks_for_steps``);
+    terms:         its words as a graph's names and schema are linked to (``ragkit.text.words.terms``);
     compares:      whether it compares items it names (a choice or a joined pair).
     """
 
@@ -198,6 +199,7 @@ class QuestionReading:
     years: tuple[str, ...]
     negated: bool
     procedural: bool = False
+    terms: tuple[str, ...] = ()
 
     @property
     def compares(self) -> bool:
@@ -229,4 +231,4 @@ def read_question(question: str) -> QuestionReading:
         years=tuple(n for n in numbers if _YEAR.fullmatch(n)),
         # a closing "không"/"chưa" makes a Vietnamese question a yes/no one: it negates nothing
         negated=negated(_CLOSING_PARTICLE.sub("", question.strip().rstrip("?.! ").strip())),
-        procedural=asks_for_steps(question))
+        procedural=asks_for_steps(question), terms=tuple(terms(question)))

@@ -5,6 +5,8 @@ check, the pipelines and the evaluation count a word the same way.
   ``accents=False``, accent-stripped ASCII runs (``[a-z0-9]+``: "Máy" and "may" meet);
 - ``plain``: those words joined by single spaces, the form texts are compared in
   ("Velm  Theatre," and "velm theatre" are one);
+- ``terms``: accent-stripped lower-case words with a hyphen or apostrophe inside kept whole
+  ("covid-19", "don't"), the words a question is linked to a graph's names and schema by;
 - ``stem``: an English word's Snowball stem ("opened" and "opens" meet at "open");
 - ``name_key``: a name as titles and names are compared (its ``\\w+`` words, case and
   accents aside: "Velm Théâtre" and "velm theatre" meet), and ``POSSESSIVE``, the "'s" a
@@ -29,6 +31,7 @@ from .tokens import _english_stemmer, strip_accents
 
 _WORD = re.compile(r"\w+")
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
+_TERM = re.compile(r"[a-z0-9]+(?:[-'][a-z0-9]+)*")
 POSSESSIVE = re.compile(r"['’]s$")
 _NEGATION = re.compile(r"\b(" + "|".join(sorted(NEGATIONS, key=len, reverse=True)) + r")\b(?:\W+(\w+))?|n['’]t\b",
                        re.IGNORECASE)
@@ -40,6 +43,12 @@ def words(text: str, *, accents: bool = True) -> list[str]:
     if accents:
         return _WORD.findall(text.lower())
     return _ASCII_WORD.findall(strip_accents(text.lower()))
+
+
+def terms(text: str) -> list[str]:
+    """The accent-stripped lower-case words of ``text``, a hyphen or apostrophe inside a word
+    kept ("COVID-19" → "covid-19")."""
+    return _TERM.findall(strip_accents(text.lower()))
 
 
 def plain(text: str, *, accents: bool = True) -> str:
