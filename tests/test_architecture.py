@@ -192,7 +192,6 @@ QUESTION_READERS = ("answer_shape", "question_descriptions", "question_focus", "
 STILL_READ_ELSEWHERE = {
     "ragkit/retrieval/search.py": {"question_language"},     # resolve_method without a reading (search, eval)
     "ragkit/retrieval/bm25.py": {"is_procedural_query"},     # the index's own boost of a procedural query
-    "ragkit/answer/reading.py": {"alternatives"},            # trim_short_answer: the offered items
     "ragkit/pipelines/base.py": {"read_question"},           # AskContext.reading: the one place a reading is made
 }
 

@@ -13,7 +13,7 @@ from ragkit.corpus import Doc
 from ragkit.pipelines.base import AskContext
 from ragkit.pipelines.lexical import LexicalPipeline, reading_check
 from ragkit.retrieval.bm25 import BM25Index
-from ragkit.text.question import alternatives, chosen
+from ragkit.text.question import alternatives, chosen, read_question
 
 TEXTS = ["Marlow Bridge crosses the river Vell at Eastby. It opened on 12 March 1931.",
          "The Velm Theatre is a playhouse on the Upper Velm. It opened in 1908 and seats 900 people.",
@@ -54,7 +54,8 @@ def test_a_choice_question_is_answered_with_an_offered_item():
     assert answer.to_dict()["trace"]["short_answer"] == "Velm Theatre"
     assert answer.trace.choice["offered"] == ["Velm Theatre", "Marlow Bridge"]
     shape = answer_shape(question)
-    assert trim_short_answer("The Velm Theatre opened first", shape, TEXTS, question) == "Velm Theatre"
+    offered = read_question(question).alternatives
+    assert trim_short_answer("The Velm Theatre opened first", shape, TEXTS, question, offered) == "Velm Theatre"
     check = reading_check(lambda text: None, question, shape, TEXTS, None, 1.0, None, ("Velm Theatre", "Marlow Bridge"))
     verdict = check("Eastby\nThe river Vell runs at Eastby [1].")
     assert not verdict.passed and "none of the items" in verdict.reason

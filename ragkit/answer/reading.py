@@ -30,7 +30,7 @@ from ..text import (ENGLISH_STOPWORDS, LIST_MARKER, VIETNAMESE_FUNCTION_WORDS, n
                     strip_accents)
 from ..text.lexicons import is_weekday, quantity_of
 from ..text.words import POSSESSIVE as _POSSESSIVE, negated, plain
-from ..text.question import alternatives, chosen
+from ..text.question import chosen
 from ..text.shape import FACTOID_SHAPES, SHAPES, Shape, answer_shape, question_focus  # noqa: F401
 from ..text.descriptions import Description, nested_descriptions, question_descriptions, sub_question  # noqa: F401
 from ..text.cues import ANAPHORS, MAXIMUM_CUES, MINIMUM_CUES, RENAMING_WORDS
@@ -669,7 +669,8 @@ def bounded(span: str, question: str, texts: Sequence[str]) -> str:
     return bare if in_evidence(bare, texts) else span
 
 
-def trim_short_answer(short: str, shape: Shape, texts: Sequence[str], question: str = "") -> str:
+def trim_short_answer(short: str, shape: Shape, texts: Sequence[str], question: str = "",
+                      offered: tuple[str, ...] = ()) -> str:
     """A model's short answer cut to the span of the asked shape when it says more ("14
     characters long" -> "14 characters", "Beatriz Nogueira, Head of Data Science" ->
     "Beatriz Nogueira"), provided the evidence holds the cut span; written as the evidence
@@ -677,8 +678,9 @@ def trim_short_answer(short: str, shape: Shape, texts: Sequence[str], question: 
     question's own words it opens with ("Tên người sửa chữa" asked "ghi tên ai" ->
     "người sửa chữa"), unless it is a proper name, every word capitalised ("Harbor
     Lights" asked about a harbor keeps "Harbor"); one of the items a question offers to
-    choose between, as the question writes it; the asked end of a range ("6 to 8 bar", asked the maximum -> "8 bar")."""
-    offered = alternatives(question) if question and shape.kind != "yesno" else ()
+    choose between (``offered``: the question reading's ``alternatives``), as the question writes
+    it; the asked end of a range ("6 to 8 bar", asked the maximum -> "8 bar")."""
+    offered = offered if shape.kind != "yesno" else ()
     picked = chosen(short, offered) if offered else None
     if picked is not None:
         return picked           # one of the items the question offers, as the question writes it

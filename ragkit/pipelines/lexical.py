@@ -344,11 +344,11 @@ class LexicalPipeline(Pipeline):
                       cites=[*range(1, len(used) + 1), *step_sources], evidence=evidence + outline,
                       retrieved=retrieved,
                       short_answer=extracted.text if extracted and evidence_answer != refusal else None,
-                      clean=(lambda text: complete_short_answer(text, prompted, shape, evidence, weigher))
+                      clean=(lambda text: complete_short_answer(text, prompted, shape, evidence, weigher, choices))
                       if reads and shape.factoid else None,
                       read_short=(lambda text: parse_short_answer(text)[0] or None)
                       if reads and shape.factoid else None,
-                      resupport=(lambda text: resupport(text, prompted, shape, evidence, weigher))
+                      resupport=(lambda text: resupport(text, prompted, shape, evidence, weigher, choices))
                       if reads and shape.factoid else None)
         return Gathered(draft, citations, trace)
 
@@ -786,17 +786,19 @@ def reading_check(check, question: str, shape: Shape, evidence: list[str], found
     return judge
 
 
-def complete_short_answer(text: str, question: str, shape: Shape, evidence: list[str], weigher: Weigher) -> str:
+def complete_short_answer(text: str, question: str, shape: Shape, evidence: list[str], weigher: Weigher,
+                          offered: tuple[str, ...] = ()) -> str:
     """A model's factoid answer in the shape the check reads: the short answer on the first
     line, then its support. A short answer alone gets the evidence sentence that holds it
-    (with its number); a sentence alone gets the short answer read from it."""
+    (with its number); a sentence alone gets the short answer read from it. ``offered``: the
+    items the question offers to choose between (its reading's ``alternatives``)."""
     short, rest = parse_short_answer(text)
     if not short or is_refusal(text.strip()):
         return text.strip()
     if len(short.split()) > 12 or (not rest and len(short.split()) > 6):      # a sentence, not a span
         found = short_answer(question, shape, [text], weigher, min_share=0.0)
         return f"{found.text}\n{text.strip()}" if found else text.strip()
-    short = trim_short_answer(short, shape, evidence, question)
+    short = trim_short_answer(short, shape, evidence, question, offered)
     if rest:
         return f"{short}\n{rest}"
     best = None
@@ -809,17 +811,18 @@ def complete_short_answer(text: str, question: str, shape: Shape, evidence: list
     return f"{short}\n{best[1]} [{best[2]}]" if best else short
 
 
-def resupport(text: str, question: str, shape: Shape, evidence: list[str], weigher: Weigher) -> str | None:
+def resupport(text: str, question: str, shape: Shape, evidence: list[str], weigher: Weigher,
+              offered: tuple[str, ...] = ()) -> str | None:
     """A model's factoid answer whose support lines fail the check, with the evidence's own
     sentence that holds its short answer in their place: the model read the span, the
     evidence says it. None when the short answer is not in the evidence (or is a refusal)."""
     short, rest = parse_short_answer(text)
     if not short or not rest or is_refusal(short) or len(short.split()) > 12:
         return None
-    short = trim_short_answer(short, shape, evidence, question)
+    short = trim_short_answer(short, shape, evidence, question, offered)
     if not (yes_no(short) if shape.kind == "yesno" else in_evidence(short, evidence)):
         return None
-    completed = complete_short_answer(short, question, shape, evidence, weigher)
+    completed = complete_short_answer(short, question, shape, evidence, weigher, offered)
     return completed if completed != short else None
 
 
