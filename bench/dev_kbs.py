@@ -122,6 +122,43 @@ GEOGRAPHY_UNSEEN = {
     "capital": (["the seat of government of {X}", "the main city of {X}"], ["the nation governed from {X}"]),
     "flows_through": (["the lands {X} crosses", "where {X} runs"], ["the waterways of {X}"]),
 }
+# Phrasings written after the walk's grammar moved to ``ragkit.text.chains`` and its reverse
+# hops were limited, asked only in the "fresh" split, with sentence shapes of their own
+# (ASK_FRESH); nothing here was used to choose the walk's rules or parameters.
+FILMS_FRESH = {
+    "directed_by": (["the filmmaker of {X}", "whoever directed {X}"],
+                    ["the works directed by {X}", "the titles {X} shot"]),
+    "starring": (["the leading players of {X}", "the stars of {X}"],
+                 ["the films with {X} in the cast", "the pictures {X} starred in"]),
+    "produced_by": (["the studio behind {X}", "the production house of {X}"],
+                    ["the films {X} produced", "the movies from {X}"]),
+    "based_in": (["the city {X} operates from", "the seat of {X}"], ["the studios with their seat in {X}"]),
+    "born_in": (["the native city of {X}", "the city {X} was born in"], ["the people whose birthplace is {X}"]),
+    "genre": (["the film genre of {X}", "what sort of film {X} is"], ["the movies that are {X}"]),
+}
+COMPANIES_FRESH = {
+    "ceo": (["the chief of {X}", "the top executive at {X}"],
+            ["the company headed by {X}", "the firm {X} leads"]),
+    "founded_by": (["the person who set up {X}", "the founding figure of {X}"], ["the companies {X} founded"]),
+    "headquartered_in": (["the home of the headquarters of {X}", "the city {X} is headquartered in"],
+                         ["the firms headquartered in {X}"]),
+    "subsidiary_of": (["the parent group of {X}", "the holding company above {X}"], ["the daughter companies of {X}"]),
+    "makes": (["the products made by {X}", "the items {X} sells"], ["the company producing {X}", "the firm behind {X}"]),
+    "studied_at": (["the alma mater {X} graduated from", "the university {X} went to"], ["the students of {X}"]),
+    "university_in": (["the city hosting {X}", "the place {X} is in"], ["the universities located in {X}"]),
+}
+GEOGRAPHY_FRESH = {
+    "in_region": (["the region {X} is part of", "the province where {X} lies"], ["the cities located in {X}"]),
+    "in_country": (["the country containing {X}", "the nation of {X}"], ["the provinces that belong to {X}"]),
+    "currency": (["the money of {X}", "the currency that {X} uses"], ["the countries whose currency is {X}"]),
+    "official_language": (["the official tongue of {X}", "the language {X} uses officially"],
+                          ["the countries with {X} as official language"]),
+    "born_in": (["the native town of {X}", "the town {X} was born in"], ["the people from {X} by birth"]),
+    "profession": (["the trade of {X}", "the line of work of {X}"], ["the people who are {X}s"]),
+    "capital": (["the capital city that {X} has", "the seat of {X}"], ["the country with its capital at {X}"]),
+    "flows_through": (["the countries that {X} passes through", "the lands along {X}"], ["the rivers that cross {X}"]),
+}
+ASK_FRESH = ["What would {NP} be?", "I am looking for {NP}.", "Identify {NP}.", "Could you tell me {NP}?"]
 # How a question is asked about a noun phrase (development wordings; the held-out ones differ).
 ASK = ["What is {NP}?", "Name {NP}.", "Tell me {NP}.", "Which are {NP}?"]
 ASK_HELD_OUT = ["I would like to know {NP}.", "Find {NP}.", "Give {NP}, please."]
@@ -209,6 +246,7 @@ def geography_kb(rng: random.Random) -> list[tuple[str, str, str]]:
 
 KBS = {"films": (films_kb, FILMS), "companies": (companies_kb, COMPANIES), "geography": (geography_kb, GEOGRAPHY)}
 UNSEEN = {"films": FILMS_UNSEEN, "companies": COMPANIES_UNSEEN, "geography": GEOGRAPHY_UNSEEN}
+FRESH = {"films": FILMS_FRESH, "companies": COMPANIES_FRESH, "geography": GEOGRAPHY_FRESH}
 
 
 def walks(triples: list[tuple[str, str, str]], hops: int, rng: random.Random, limit: int,
@@ -265,7 +303,7 @@ def questions(kb: str, triples, vocabulary: dict, per_hops: int) -> list[dict]:
     """Per hop count, ``per_hops`` walks: three in four asked in development wordings, one in
     four in held-out sentence shapes; then as many walks again asked in the unseen relation
     phrasings and sentence shapes (drawn from their own random stream, so the first two splits
-    stay as they were)."""
+    stay as they were), and as many in the fresh ones (a stream of their own too)."""
     rng = random.Random(f"{SEED}-{kb}")
     out = []
     for hops in (2, 3):
@@ -279,6 +317,12 @@ def questions(kb: str, triples, vocabulary: dict, per_hops: int) -> list[dict]:
         for anchor, chain, gold in walks(triples, hops, unseen, per_hops // 2):
             out.append({"question": phrase(anchor, chain, UNSEEN[kb], unseen, ASK_UNSEEN), "answers": gold,
                         "hops": hops, "anchor": anchor, "split": "unseen",
+                        "relations": [r if f else f"{r}^-1" for r, f in chain]})
+    fresh = random.Random(f"{SEED}-{kb}-fresh")
+    for hops in (2, 3):
+        for anchor, chain, gold in walks(triples, hops, fresh, per_hops // 2):
+            out.append({"question": phrase(anchor, chain, FRESH[kb], fresh, ASK_FRESH), "answers": gold,
+                        "hops": hops, "anchor": anchor, "split": "fresh",
                         "relations": [r if f else f"{r}^-1" for r, f in chain]})
     return out
 

@@ -7,6 +7,8 @@ anchor. Each walk is asked in a few phrasings written here (nothing is taken fro
 benchmark's question file). Walks are split once, by a fixed seed, into a development part
 and a held-out part; the held-out part is also asked in sentence shapes the development part
 never uses, so the held-out figure says how the walk does on wording it was not built on.
+With ``--held-out``, a "fresh" split asks other walks in wordings written later still (other
+nouns for the person relations, other sentence shapes), never used to choose anything.
 
 Two KBs:
 
@@ -82,6 +84,60 @@ ASK_HELD_OUT = {
     "parents": ["Tell me who brought {P} into the world."],
     "spouse": ["Tell me whom {P} wed."],
 }
+
+
+# Wordings written after the walk's grammar moved to ``ragkit.text.chains`` and the reverse
+# hops were limited, asked only in the "fresh" split (its own walks and random stream): other
+# nouns for the person relations and other sentence shapes. Nothing here was used to choose
+# the walk's rules or parameters.
+PERSON_NOUNS_FRESH = {
+    "children": ["son", "daughter", "youngster", "progeny"],
+    "parents": ["mom or dad", "father", "mother", "begetter"],
+    "spouse": ["partner in marriage", "consort", "husband", "wife"],
+}
+ASK_FRESH = {
+    "gender": ["Was {P} a man or a woman?", "{P}: which sex?"],
+    "nationality": ["{P} held the passport of which state?", "Which nation claimed {P} as a citizen?"],
+    "profession": ["What job did {P} hold?", "How did {P} earn money?"],
+    "cause_of_death": ["What killed {P}?", "How did {P} meet their end?"],
+    "religion": ["To which creed did {P} adhere?", "What religious tradition was {P} part of?"],
+    "place_of_death": ["Where did {P} breathe their last?", "Name the place {P} died in."],
+    "place_of_birth": ["In what town did {P} come into the world?", "Where does {P} originally come from?"],
+    "institution": ["Where was {P} educated?", "Which college or university did {P} go to?"],
+    "location": ["In what place did {P} reside?", "Where was {P} based?"],
+    "ethnicity": ["What ethnic origin did {P} have?", "{P} was of which ethnic stock?"],
+    "children": ["Who did {P} have as a child?", "Can you name any offspring of {P}?"],
+    "parents": ["Who brought up {P} as a parent?", "Name either parent of {P}."],
+    "spouse": ["Whom did {P} marry?", "Who shared a marriage with {P}?"],
+}
+
+
+def fresh_person_phrase(anchor: str, chain: tuple[str, ...], rng: random.Random) -> str:
+    """The person a chain of person relations leads to, in the fresh wordings: "the husband of
+    the daughter of Ada", "Ada's mother's consort", or "the consort that Ada's mother had"."""
+    nouns = [rng.choice(PERSON_NOUNS_FRESH[r]) for r in chain]
+    if not nouns:
+        return anchor
+    shape = rng.choice(["possessive", "of", "had"] if len(nouns) > 1 else ["possessive", "of"])
+    if shape == "possessive":
+        return f"{anchor}'s " + "'s ".join(nouns)
+    if shape == "of":
+        return " of ".join(f"the {n}" for n in reversed(nouns)) + f" of {anchor}"
+    return f"the {nouns[-1]} that " + (f"{anchor}'s " + "'s ".join(nouns[:-1])) + " had"
+
+
+def fresh_questions(triples: list[tuple[str, str, str]], hops: int, limit: int, seed: int = SEED) -> list[dict]:
+    """One fresh-worded question for each of up to ``limit`` walks (drawn from their own stream)."""
+    rng = random.Random(f"{seed}-{hops}-fresh")
+    chosen = walks(triples, hops)
+    rng.shuffle(chosen)
+    out = []
+    for anchor, chain, gold in chosen[:limit]:
+        frame = rng.choice(ASK_FRESH[chain[-1]])
+        text = frame.replace("{P}", fresh_person_phrase(display(anchor), chain[:-1], rng))
+        text = text if text.startswith(display(anchor)) else text[0].upper() + text[1:]
+        out.append({"question": text, "answers": gold, "hops": hops, "relations": list(chain), "split": "fresh"})
+    return out
 
 
 def person_phrase(anchor: str, chain: tuple[str, ...], rng: random.Random, held_out: bool) -> str:
@@ -295,6 +351,8 @@ def main() -> None:
     for kb, triples in kbs.items():
         items = [q for hops, per_walk, limit in ((1, 1, 150), (2, 2, 150), (3, 2, 200))
                  for q in questions(triples, hops, per_walk, limit)]
+        if args.held_out:
+            items += [q for hops, limit in ((1, 60), (2, 60), (3, 60)) for q in fresh_questions(triples, hops, limit)]
         if kb == "pq":
             items += pq2h_questions(SHARED / "pathquestion" / "PQ-2H.txt")
         if args.write_questions:

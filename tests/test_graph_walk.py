@@ -233,6 +233,40 @@ def test_kinds_come_from_relation_names_and_shared_name_words(tmp_path):
     assert "capital" in rag.kinds("Town0") and "university" not in rag.kinds("Town0")
 
 
+def test_a_hop_against_its_edge_is_read_only_where_the_question_asks_for_it():
+    from ragkit.multihop.graph import Hop, hop_weights
+    from ragkit.text.chains import cued_words
+
+    back = [Hop("based_in", False), Hop("flows_through", False), Hop("ceo", False), Hop("spouse", False)]
+    # "X's spouse", "the W of X": read from the name forwards; nothing asks for a reverse
+    plain = hop_weights(back, ["spouse"], cued_words("Who is Ada Lind's spouse?"))
+    assert plain.tolist() == [[0.0], [0.0], [0.0], [0.0]]
+    assert hop_weights([Hop("spouse")], ["spouse"], frozenset()).tolist() == [[1.0]]
+    # the relation's own preposition after the word, with a phrase after it: asked, kept whole
+    located = hop_weights(back[:1], ["studios", "located"], cued_words("the studios located in Zenel City"))
+    assert located.tolist() == [[0.0, 1.0]]
+    # the name is the subject of a clause that uses the word: either way round
+    runs = hop_weights(back[2:3], ["company", "runs"], frozenset(), after_name=frozenset({"runs"}))
+    assert runs.tolist() == [[0.0, 0.9]]
+    # the word names the kind of the relation's subjects
+    rivers = hop_weights(back[1:2], ["rivers"], frozenset(),
+                         subject_kind=lambda relation, word: relation == "flows_through" and word == "rivers")
+    assert rivers.tolist() == [[0.9]]
+
+
+def test_the_kind_of_a_relation_s_subjects_comes_from_the_graph(tmp_path):
+    rows = [(f"Vel{i} River", "flows_through", f"Land{i % 4}") for i in range(24)]
+    rows += [(f"Land{i}", "currency", f"Coin{i}") for i in range(4)]
+    GraphRAG.build(write_edges(tmp_path / "edges.csv", rows), tmp_path / "g", progress=False)
+    rag = GraphRAG.load(tmp_path / "g")
+    assert rag.subject_kinds("flows_through") == {"river"}
+    assert rag.names_subjects("flows_through", "rivers") and not rag.names_subjects("flows_through", "coins")
+    assert rag.subject_kinds("currency") == {"flows"}           # lands: what flows_through reaches
+    # "the rivers of Land1": against flows_through, asked by the kind; "the currency of Land1": forwards
+    assert rag.query("Which are the rivers of Land1?")["paths"][0]["relations"] == ["flows_through^-1"]
+    assert rag.query("What is the currency of Land1?")["answer"] == "Coin1"
+
+
 @pytest.mark.slow
 def test_near_equal_paths_to_other_answers_are_said(tmp_path):
     from ragkit.pipelines.graph_rag import AMBIGUOUS, ask_graph

@@ -30,6 +30,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 from pathlib import Path
 
 import networkx as nx
@@ -127,8 +128,12 @@ def _extend(row: np.ndarray, hop: np.ndarray) -> np.ndarray:
 
 INVERSE = "^-1"
 # How much of a word's similarity a hop keeps when the way the question uses that word reads the
-# relation the other way round, and what a backward hop keeps when nothing says its direction.
-AGAINST_READING, UNMARKED_BACKWARD = 0.5, 0.9
+# relation the other way round, and what a backward hop keeps where the question asks for one
+# without saying its direction (see hop_weights).
+AGAINST_READING, UNMARKED_BACKWARD, UNASKED_BACKWARD = 0.5, 0.9, 0.0
+# The share of a relation's sampled subjects (or objects) a kind word must describe to be the
+# kind of that end, and how many of its edges are sampled.
+END_KIND_SHARE, END_SAMPLE = 0.5, 40
 # How close (rescaled cosine) a kind word must be to the asked one to count as the same kind.
 KIND_SIMILARITY = 0.62
 
@@ -170,15 +175,34 @@ def relation_reading(relation: str, unit: str, cued: frozenset[tuple[str, str]],
 
 
 def hop_weights(hops: list[Hop], units: list[str], cued: frozenset[tuple[str, str]],
-                after_name: frozenset[str] = frozenset()) -> np.ndarray:
+                after_name: frozenset[str] = frozenset(),
+                subject_kind: Callable[[str, str], bool] | None = None) -> np.ndarray:
     """hops × units: the share of each word's similarity a hop keeps, by direction (see
-    :func:`relation_reading`; ``after_name``: the words a clause puts after the name)."""
+    :func:`relation_reading`; ``after_name``: the words a clause puts after the name).
+
+    A hop along its edge is always read. A hop against it is read only where the question
+    asks for one: its word and preposition name the relation and a phrase follows ("the films
+    directed by X", :func:`relation_reading`), the question writes the relation's own
+    preposition after its word with a phrase after it ("the studios located in X" for
+    ``based_in``), the name is the subject of a clause that uses the word ("the company X
+    runs": the clause relates the name to the noun before it either way round), or the word
+    names the kind of thing the relation's subjects are (``subject_kind(relation, word)``:
+    "the rivers of X" for ``flows_through``, whose subjects are rivers). Elsewhere ("X's
+    son", "the nationality of X") the question reads a relation from the name forwards, and
+    a hop against an edge keeps nothing."""
     weights = np.ones((len(hops), len(units)))
     for i, hop in enumerate(hops):
+        name = _name_words(hop.relation)
         for j, unit in enumerate(units):
-            reads_forward = relation_reading(hop.relation, strip_accents(unit.lower()), cued, unit in after_name)
+            word = strip_accents(unit.lower())
+            reads_forward = relation_reading(hop.relation, word, cued, unit in after_name)
             if reads_forward is None:
-                weights[i, j] *= 1.0 if hop.forward else UNMARKED_BACKWARD
+                if hop.forward:
+                    continue
+                if name and name[-1] in PREPOSITIONS and (word.split()[-1], name[-1]) in cued:
+                    continue                                # asked by the preposition: kept whole
+                asked = unit in after_name or (subject_kind is not None and subject_kind(hop.relation, word))
+                weights[i, j] *= UNMARKED_BACKWARD if asked else UNASKED_BACKWARD
             elif reads_forward != hop.forward:
                 weights[i, j] *= AGAINST_READING
     return weights
@@ -214,7 +238,9 @@ class GraphRAG:
         self._by_relation: dict[str, dict[tuple[str, str], list[str]]] = {}
         self._restated: frozenset[str] | None = None
         self._kinds: dict[str, frozenset[str]] = {}
+        self._subject_kinds: dict[str, frozenset[str]] = {}
         self._kind_tokens: frozenset[str] | None = None
+        self._edge_sample: dict[str, list[tuple[str, str, str]]] | None = None
         self._word_vecs: dict[str, np.ndarray] = {}
         self._readings: dict[str, np.ndarray] = {}
         self._phrases: frozenset[tuple[str, ...]] | None = None
@@ -539,6 +565,36 @@ class GraphRAG:
             found = self._kinds[node] = frozenset(words - QUESTION_STOPWORDS)
         return found
 
+    def subject_kinds(self, relation: str) -> frozenset[str]:
+        """The kind words (:meth:`kinds`) that describe at least ``END_KIND_SHARE`` of the
+        subjects of ``relation``'s first ``END_SAMPLE`` edges: what the things at that end are,
+        from the graph alone ("river" for ``flows_through`` when its subjects are named "...
+        River")."""
+        found = self._subject_kinds.get(relation)
+        if found is None:
+            subjects = list(dict.fromkeys(s for s, _, _ in self._relation_edges(relation)))
+            counts = Counter(w for s in subjects for w in self.kinds(s) if w not in _name_words(relation))
+            found = self._subject_kinds[relation] = frozenset(
+                w for w, n in counts.items() if subjects and n >= END_KIND_SHARE * len(subjects))
+        return found
+
+    def _relation_edges(self, relation: str) -> list[tuple[str, str, str]]:
+        """Up to ``END_SAMPLE`` edges of ``relation``, in the graph's order (one pass, cached
+        for every relation)."""
+        if self._edge_sample is None:
+            sample: dict[str, list[tuple[str, str, str]]] = {}
+            for s, t, rel in self.graph.edges(keys=True):
+                edges = sample.setdefault(rel, [])
+                if len(edges) < END_SAMPLE:
+                    edges.append((s, t, rel))
+            self._edge_sample = sample
+        return self._edge_sample.get(relation, [])
+
+    def names_subjects(self, relation: str, word: str) -> bool:
+        """Whether ``word`` (its last word) names the kind of ``relation``'s subjects."""
+        kinds = self.subject_kinds(relation)
+        return bool(kinds) and self._same_kind(word.split()[-1], kinds)
+
     def kind_tokens(self) -> frozenset[str]:
         """Words many node names share ("University of ...", "... Province"): they name kinds;
         the rest of a name names the thing."""
@@ -647,7 +703,7 @@ class GraphRAG:
                 if units:
                     sims = np.clip((self.relation_similarity([h.relation for h in hops], unit_vecs) - base)
                                    / (1.0 - base), 0.0, None)
-                    sims *= hop_weights(hops, units, cued, words.after_name)
+                    sims *= hop_weights(hops, units, cued, words.after_name, self.names_subjects)
                 for step, hop in zip(hops, sims):
                     if isinstance(state, np.ndarray):        # words.ordered: an alignment row
                         row = _extend(state, hop)
@@ -780,7 +836,7 @@ class GraphRAG:
             for reading in readings:
                 sims = np.clip((self.relation_similarity(relations, np.stack([word_vecs[w] for w in reading])) - base)
                                / (1.0 - base), 0.0, None)
-                sims *= hop_weights(list(seq), reading, words.cued, words.after_name)
+                sims *= hop_weights(list(seq), reading, words.cued, words.after_name, self.names_subjects)
                 if words.ordered:
                     total = monotone_alignment(sims)
                 else:
