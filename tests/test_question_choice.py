@@ -138,3 +138,33 @@ def test_each_compared_item_brings_its_own_document():
     assert answer.trace.selected == ["d2", "d1"]       # the theatre's page first; the programme gave way
     assert answer.to_dict()["trace"]["short_answer"] == "Velm Theatre"
     assert len(answer.trace.steps) <= 1         # a compared pair takes no description step
+
+
+# Two depots, each described in a short list where the number asked about is not the first.
+DEPOTS = ["Address: 31 Quarry Lane, Holt. Opened: 4 June 1999. Employees: 12. Loading bays: 6. "
+          "Forklifts are serviced on Mondays. The yard is gravel.",
+          "Address: 5 Mill Row, Brae. Opened: 9 May 2004. Employees: 40. Loading bays: 2. "
+          "Forklifts are serviced on Fridays. The yard is paved."]
+DEPOT_TITLES = ["Depots > Holt", "Depots > Brae"]
+
+
+def test_the_value_compared_comes_from_the_sentence_that_shares_the_question_s_words():
+    staffed = choose("Which depot employs more people, Holt or Brae?", ("Holt", "Brae"), DEPOTS, DEPOT_TITLES)
+    assert staffed.text == "Brae" and staffed.values == {"Holt": "12.0", "Brae": "40.0"}
+    bays = choose("Which depot has more loading bays, Holt or Brae?", ("Holt", "Brae"), DEPOTS, DEPOT_TITLES)
+    assert bays.text == "Holt" and "Loading bays: 6" in bays.sentence
+    # nothing shared: the first value stated (the street number) still decides, as before
+    assert choose("Which depot is bigger, Holt or Brae?", ("Holt", "Brae"), DEPOTS, DEPOT_TITLES).text == "Holt"
+
+
+def test_the_items_own_documents_are_read_whole_for_a_choice():
+    # sentences about people at the depot share more of the question's words than the count
+    # does: cut to its best sentences, a depot's text would lose "Employees: ..."
+    busy = " People who visit the depot sign in at the gate. The depot employs drivers from an agency."
+    docs = [Doc(f"d{i}", text + busy, title) for i, (text, title) in enumerate(zip(DEPOTS, DEPOT_TITLES), 1)]
+    docs.append(Doc("d3", "Holt and Brae share one forklift contractor. Depots report weekly.", "Depots > Common"))
+    question = "Which depot employs more people, Holt or Brae?"
+    answer = LexicalPipeline().ask(question, (BM25Index.build(docs), None, None, None), LexicalConfig(k=3, steps=1),
+                                   AskContext(None, False, None))
+    trace = answer.to_dict()["trace"]
+    assert trace["short_answer"] == "Brae" and answer.trace.choice["values"] == {"Holt": "12.0", "Brae": "40.0"}

@@ -3,11 +3,11 @@ the answer is one of the offered items (``ragkit.text.question.alternatives``), 
 comparing what the evidence states of each.
 
 Each item's value is read from the evidence about it: the sentences that name it (in a text
-it titles, every sentence, since they speak of it), the first date (for a question about
-time) or number stated there. The question's comparative says which end wins: a closed
-class of English and Vietnamese comparatives (``EARLIER``, ``LATER``, ``MORE``, ``LESS``).
-No value for one of the items, or no comparative: no choice (the reader, or a refusal,
-answers instead).
+it titles, every sentence, since they speak of it), the date (for a question about time) or
+number stated in the one that shares most words with the question, the first on a tie. The
+question's comparative says which end wins: a closed class of English and Vietnamese
+comparatives (``EARLIER``, ``LATER``, ``MORE``, ``LESS``). No value for one of the items, or
+no comparative: no choice (the reader, or a refusal, answers instead).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..text import split_sentences, strip_accents
+from ..text import ENGLISH_STOPWORDS, split_sentences, strip_accents
 from .grounding import _number_key
 from .reading import _MONTHS, date_candidates, number_candidates
 
@@ -72,6 +72,13 @@ def _number(text: str) -> float | None:
         return None
 
 
+def _shared(asked: Sequence[str], sentence: str) -> int:
+    """How many of the question's ``asked`` words ``sentence`` writes, a word matching one that
+    begins with the same five letters (or is the same shorter word)."""
+    written = {w[:5] for w in re.findall(r"[^\W\d_]+", strip_accents(sentence.lower()))}
+    return sum(1 for w in set(asked) if w[:5] in written)
+
+
 def choose(question: str, offered: Sequence[str], texts: Sequence[str], titles: Sequence[str] = ()) -> Choice | None:
     """The item of ``offered`` the evidence ``texts`` (with their ``titles``) make the answer
     to ``question``, or None when the question has no comparative or an item has no value."""
@@ -85,8 +92,14 @@ def choose(question: str, offered: Sequence[str], texts: Sequence[str], titles: 
         return None
     values: dict = {}
     found: dict = {}
+    item_words = {w for item in offered for w in re.findall(r"\w+", strip_accents(item.lower()))}
+    asked = [w for w in plain.split() if len(w) > 2 and w not in ENGLISH_STOPWORDS and w not in item_words]
     for item in offered:
         key = " ".join(re.findall(r"\w+", item.lower()))
+        # every sentence about the item that states a value, in order; the one that shares
+        # most words with the question (compared by their first five letters: "employs" and
+        # "Employees") gives it, the first one on a tie ("Employees: 42" before the address)
+        stated: list[tuple[int, int, object, str, int]] = []
         for n, text in enumerate(texts, 1):
             title = titles[n - 1] if n - 1 < len(titles) else ""
             titled = key and key in " ".join(re.findall(r"\w+", title.lower()))
@@ -104,10 +117,10 @@ def choose(question: str, offered: Sequence[str], texts: Sequence[str], titles: 
                     numbers = [v for v in (_number(c.text) for c in candidates) if v is not None]
                     value = numbers[0] if numbers else None
                 if value is not None:
-                    values[item], found[item] = value, (sentence, n)
-                    break
-            if item in values:
-                break
+                    stated.append((-_shared(asked, sentence), len(stated), value, sentence, n))
+        if stated:
+            _, _, values[item], sentence, n = min(stated, key=lambda x: (x[0], x[1]))
+            found[item] = (sentence, n)
     if len(values) < len(offered) or len(set(map(str, values.values()))) < len(values):
         return None
     pick = (min if lowest_wins else max)(offered, key=lambda item: values[item])

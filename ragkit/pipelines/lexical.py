@@ -224,7 +224,15 @@ class LexicalPipeline(Pipeline):
                 cut = relevant_sentences(question, [h.text for h in selected], weigher, neighbours=0,
                                          extra_questions=[*follow_ups, *added, *([asked] if asked else [])],
                                          titles=[h.title for h in selected])
-                selected = [replace(h, text=t) for h, t in zip(selected, cut)]
+                # the own documents of the items a question chooses between are read whole: the
+                # value compared may be stated in words the question does not use ("staff"
+                # asked, "Employees: 42" said). (Two items asked about together keep the cut:
+                # their verdict reads the predicate's own sentences.)
+                offered = read.alternatives if read.shape.kind != "yesno" else ()
+                whole_items = {doc_id for item, doc_id in items if item in offered} | {
+                    h.doc_id for h in selected if any(f" {name_key(item)} " in f" {name_key(h.title)} "
+                                                      for item in offered)}
+                selected = [h if h.doc_id in whole_items else replace(h, text=t) for h, t in zip(selected, cut)]
         # The words the texts, or the corpus, write in lower case: the capitalised first word of
         # a kept sentence is no name for that.
         if reads and selected:
