@@ -228,10 +228,10 @@ class LexicalPipeline(Pipeline):
                 # value compared may be stated in words the question does not use ("staff"
                 # asked, "Employees: 42" said). (Two items asked about together keep the cut:
                 # their verdict reads the predicate's own sentences.)
-                offered = read.alternatives if read.shape.kind != "yesno" else ()
-                whole_items = {doc_id for item, doc_id in items if item in offered} | {
+                between = read.alternatives if read.shape.kind != "yesno" else ()
+                whole_items = {doc_id for item, doc_id in items if item in between} | {
                     h.doc_id for h in selected if any(f" {name_key(item)} " in f" {name_key(h.title)} "
-                                                      for item in offered)}
+                                                      for item in between)}
                 selected = [h if h.doc_id in whole_items else replace(h, text=t) for h, t in zip(selected, cut)]
         # The words the texts, or the corpus, write in lower case: the capitalised first word of
         # a kept sentence is no name for that.
