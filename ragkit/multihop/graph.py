@@ -50,7 +50,7 @@ from ..testing.faults import fault_point
 from ..stores.files import atomic_dir
 from ..runtime.profiler import Profiler
 from ..text import normalize, strip_accents
-from ..text.chains import PREPOSITIONS, QUESTION_STOPWORDS, AskedWords, _stem_shared, display, question_units
+from ..text.chains import PREPOSITIONS, QUESTION_STOPWORDS, AskedWords, stem_shared, display, question_units
 from ..text.question import QuestionReading
 
 NOT_ENOUGH = "Không đủ dữ kiện trong đồ thị để trả lời câu hỏi này."
@@ -167,7 +167,7 @@ def relation_reading(relation: str, unit: str, cued: frozenset[tuple[str, str]],
     if len(words) < 2 or words[-1] not in PREPOSITIONS:
         return None
     last = unit.split()[-1]
-    if not any(_stem_shared(last, w) for w in words[:-1]):
+    if not any(stem_shared(last, w) for w in words[:-1]):
         return None
     if (last, words[-1]) in cued:
         return False
@@ -579,15 +579,11 @@ class GraphRAG:
         return found
 
     def _relation_edges(self, relation: str) -> list[tuple[str, str, str]]:
-        """Up to ``END_SAMPLE`` edges of ``relation``, in the graph's order (one pass, cached
-        for every relation)."""
+        """Up to ``END_SAMPLE`` edges of ``relation``, in the graph's order (kept by the one pass
+        over the edges :meth:`restated_relations` makes)."""
         if self._edge_sample is None:
-            sample: dict[str, list[tuple[str, str, str]]] = {}
-            for s, t, rel in self.graph.edges(keys=True):
-                edges = sample.setdefault(rel, [])
-                if len(edges) < END_SAMPLE:
-                    edges.append((s, t, rel))
-            self._edge_sample = sample
+            self.restated_relations()
+        assert self._edge_sample is not None
         return self._edge_sample.get(relation, [])
 
     def names_subjects(self, relation: str, word: str) -> bool:
@@ -635,7 +631,7 @@ class GraphRAG:
         ("town" for city, "nation" for country; rescaled cosine at least ``KIND_SIMILARITY``)."""
         if not known:
             return False
-        if any(_stem_shared(kind, w) for w in known):
+        if any(stem_shared(kind, w) for w in known):
             return True
         words = sorted(known | {kind})
         missing = [w for w in words if w not in self._word_vecs]
@@ -731,6 +727,9 @@ class GraphRAG:
             edges: dict[str, list[tuple[str, str]]] = {}
             for s, t, rel in self.graph.edges(keys=True):
                 edges.setdefault(rel, []).append((s, t))
+            # the first edges of each relation, in the graph's order, are where the kinds at its
+            # ends are read (subject_kinds): kept from this one pass over the edges
+            self._edge_sample = {rel: [(s, t, rel) for s, t in pairs[:END_SAMPLE]] for rel, pairs in edges.items()}
             self._phrases = frozenset(
                 words for words in (tuple(w for w in _name_words(rel) if w not in QUESTION_STOPWORDS
                                           and w not in PREPOSITIONS) for rel in edges) if len(words) > 1)

@@ -198,7 +198,7 @@ def _joined(units: tuple[str, ...], phrases: frozenset[tuple[str, ...]]) -> tupl
     while i < len(units):
         for phrase in sorted(phrases, key=len, reverse=True):
             run = units[i:i + len(phrase)]
-            if len(run) == len(phrase) and all(_stem_shared(u, w) for u, w in zip(run, phrase)):
+            if len(run) == len(phrase) and all(stem_shared(u, w) for u, w in zip(run, phrase)):
                 out.append(" ".join(run))
                 i += len(phrase)
                 break
@@ -227,7 +227,7 @@ def _possessive_chain(after: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(chain), tuple(question_units(after))
 
 
-def _stem_shared(a: str, b: str) -> bool:
+def stem_shared(a: str, b: str) -> bool:
     """True when two words begin alike ("subsidiaries"/"subsidiary", "directed"/"director")."""
     n = min(len(a), len(b), 5)
     return n >= 3 and a[:n] == b[:n]
