@@ -6,7 +6,9 @@ place, so a new graph or a new language adds words, not code.
 names — "compound", "treat", "side effect" — to the other words people use for it, in English
 and in Vietnamese (written without tone marks: questions are matched after accents are
 removed). A schema
-whose names use none of these words is still read by its own names, split into words.
+whose names use none of these words is still read by its own names, split into words. They
+are read by the typed-KG planner (``ragkit.kgqa.plan``) only; the graph walk links a
+question's relation words through the relation names' embeddings, with no word list.
 """
 
 from __future__ import annotations
@@ -101,17 +103,6 @@ def other_property_words(word: str) -> tuple[str, ...]:
     return _property_lookup().get(stems(word), ())
 
 
-def relation_readings(words: list[str]) -> tuple[str, ...]:
-    """Ways to say a relation whose name is ``words``: the name itself, then the other words
-    :data:`RELATION_WORDS` gives for any run of its words that are not fillers."""
-    content = [w for w in words if w not in NAME_FILLERS]
-    out = [" ".join(words)]
-    for i in range(len(content)):
-        for j in range(i + 1, len(content) + 1):
-            out.extend(other_relation_words(content[i:j]))
-    return tuple(dict.fromkeys(out))
-
-
 # Words that carry no type or relation in relation names ("HAS_SYMPTOM", "ASSOCIATED_WITH").
 NAME_FILLERS = {"has", "have", "is", "of", "with", "to", "in", "on", "by", "for", "a", "the"}
 
@@ -184,4 +175,4 @@ __all__ = ["ASK_AFTER", "ASK_BEFORE", "CLAUSE", "COMPARE_ADJECTIVES", "COMPARE_A
            "COORDINATION", "COUNT", "ENUMERATE", "EXCLUDE", "NAME_FILLERS", "NUMBER_FILLERS", "NUMBER_WORDS",
            "PERSON_TYPE_WORDS",
            "PROPERTY_WORDS", "RELATION_WORDS", "REQUEST", "SCALE_WORDS", "TEMPORAL", "TYPE_WORDS", "UNION",
-           "other_property_words", "other_relation_words", "relation_readings", "stems"]
+           "other_property_words", "other_relation_words", "stems"]

@@ -43,7 +43,6 @@ from ..embeddings import default_embedder
 from ..stores.chroma import ChromaVectors
 from ..stores.vector_file import VectorFile, copy_collection
 from ..config import GraphConfig, Settings
-from ..kgqa.vocabulary import relation_readings
 from ..errors import InputError
 from ..inputs import csv_rows
 from ..testing.faults import fault_point
@@ -532,18 +531,15 @@ class GraphRAG:
         return out
 
     def relation_similarity(self, relations: list[str], word_vecs: np.ndarray) -> np.ndarray:
-        """relations × words: each relation's cosine to each word, the best over the ways to say
-        the relation (its name, then the words the shared relation vocabulary gives for it:
-        ``ragkit.kgqa.vocabulary.relation_readings``)."""
+        """relations × words: each relation's cosine to each word, by what the graph says of
+        the relation: its name as words ("directed by"). No list of other words for a relation
+        is read: what a question calls it ("boss" for ``ceo``, "offspring" for ``children``)
+        is linked through the name's embedding, so a new graph needs no word list."""
         todo = sorted({r for r in relations if r not in self._readings})
         if todo:
-            texts = [[display(r), *relation_readings(list(_name_words(r)))[1:]] for r in todo]
-            vecs = self.embedder.encode([t for group in texts for t in group])
-            at = 0
-            for r, group in zip(todo, texts):
-                self._readings[r] = vecs[at:at + len(group)]
-                at += len(group)
-        return np.stack([(self._readings[r] @ word_vecs.T).max(axis=0) for r in relations])
+            for r, vec in zip(todo, self.embedder.encode([display(r) for r in todo])):
+                self._readings[r] = vec
+        return np.stack([word_vecs @ self._readings[r] for r in relations])
 
     def kinds(self, node: str) -> frozenset[str]:
         """Words that say what kind of thing ``node`` is, from the graph alone: the words its
