@@ -106,3 +106,17 @@ def test_progress_in_a_real_kernel_follows_allow_stdin():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_pipeline_functions_take_a_path_and_traces_read_as_attributes(tmp_path):
+    from ragkit import ask_kg, import_kg, open_typed_store
+
+    path = tmp_path / "biomed.json.gz"
+    import_kg(ROOT / "data" / "biomed" / "nodes.csv", ROOT / "data" / "biomed" / "edges.csv",
+              open_typed_store(str(path)))
+    answer = ask_kg("Which compounds treat asthma?", path, use_llm=False)      # a Path, as docs/api.md says
+    assert answer.pipeline == "kg" and answer.citations
+    trace = answer.trace
+    assert trace.answer_source == trace["answer_source"] == "evidence"
+    assert trace.short_answer == trace["short_answer"] and trace.model_answer is None
+    assert trace.generation == {} and trace.fallback_reason == ""

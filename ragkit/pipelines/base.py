@@ -74,6 +74,26 @@ class Trace:
     def check(self) -> Check | None:
         return self.outcome.check if self.outcome else None
 
+    @property
+    def short_answer(self) -> str | None:
+        """The answer's short answer (a name, a date, a number), when the question asks for one."""
+        return self.outcome.short_answer if self.outcome else None
+
+    @property
+    def model_answer(self) -> str | None:
+        """What the model wrote, before the check; None when no model answered."""
+        return self.outcome.model_answer if self.outcome else None
+
+    @property
+    def fallback_reason(self) -> str:
+        """Why the model's answer was replaced by the evidence's ("" when it was not)."""
+        return self.outcome.fallback_reason if self.outcome else ""
+
+    @property
+    def generation(self) -> dict:
+        """The model's prompt and completion tokens and tokens per second ({} without a model)."""
+        return dict(self.outcome.generation) if self.outcome else {}
+
     def to_dict(self) -> dict:
         out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "outcome"}
         if self.outcome is not None:

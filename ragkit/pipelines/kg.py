@@ -197,7 +197,7 @@ def citations_for(context_store: dict, edges: list[dict], nodes: dict[str, dict]
     return out[:MAX_CITATIONS]
 
 
-def ask_kg(question: str, store: str | TypedStore | KGQA, *, history: list[Turn | dict] | None = None,
+def ask_kg(question: str, store: str | Path | TypedStore | KGQA, *, history: list[Turn | dict] | None = None,
            use_llm: bool = True, llm: LLM | None = None, llm_config: LLMConfig | None = None,
            llm_planner: bool = False) -> Answer:
     """Answer ``question`` from a typed KG (a store path, a store, or a loaded ``KGQA``)."""
@@ -209,7 +209,7 @@ def ask_kg(question: str, store: str | TypedStore | KGQA, *, history: list[Turn 
         if isinstance(store, KGQA):
             qa = store
         else:
-            qa = KGQA(open_typed_store(store, must_exist=True) if isinstance(store, str) else store)
+            qa = KGQA(open_typed_store(str(store), must_exist=True) if isinstance(store, (str, Path)) else store)
     return KGPipeline().ask(question, qa, KGQuery(tuple(history or ()), llm_planner), ctx)
 
 

@@ -638,13 +638,13 @@ class SpecPipeline(Pipeline):
         return Gathered(draft, [e.cite(i + 1) for i, e in enumerate(evidence)], trace, cite_kept=True)
 
 
-def ask_spec(question: str, store: GraphStore | str, *, config: SpecConfig | None = None,
+def ask_spec(question: str, store: GraphStore | str | Path, *, config: SpecConfig | None = None,
              llm: LLM | None = None, llm_config: LLMConfig | None = None, use_llm: bool = True) -> Answer:
     """Answer a question about the specs in ``store`` with cited evidence."""
     ctx = AskContext(llm_config, use_llm, llm)
-    own_store = isinstance(store, str)
+    own_store = isinstance(store, (str, Path))
     with ctx.profiler.stage("load_store"):
-        opened = open_store(store, must_exist=True) if isinstance(store, str) else store
+        opened = open_store(str(store), must_exist=True) if isinstance(store, (str, Path)) else store
     try:
         return SpecPipeline().ask(question, opened, config, ctx)
     finally:
