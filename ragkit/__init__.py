@@ -8,7 +8,7 @@ only by the names that use it. ``docs/api.md`` shows them at work.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -41,6 +41,38 @@ _EXPORTS: dict[str, str] = {
     "RagkitError": "errors", "InputError": "errors", "MissingExtraError": "errors",
     "StoreUnavailableError": "errors", "ModelError": "errors",
 }
+
+if TYPE_CHECKING:      # what a type checker sees ("x as x": exported); at run time each name is
+    # imported on first use
+    from .config import (
+        GraphConfig as GraphConfig, LexicalConfig as LexicalConfig, LLMConfig as LLMConfig, Settings as Settings)
+    from .corpus import (
+        chunk_markdown as chunk_markdown, Doc as Doc, load_beir_corpus as load_beir_corpus,
+        load_beir_queries as load_beir_queries, load_corpus as load_corpus,
+        load_document_folder as load_document_folder, load_qrels as load_qrels)
+    from .errors import (
+        InputError as InputError, MissingExtraError as MissingExtraError, ModelError as ModelError,
+        RagkitError as RagkitError, StoreUnavailableError as StoreUnavailableError)
+    from .kgqa.importer import import_kg as import_kg
+    from .kgqa.store import open_typed_store as open_typed_store
+    from .multihop.graph import GraphRAG as GraphRAG
+    from .pipelines import get_pipeline as get_pipeline, Pipeline as Pipeline, PIPELINES as PIPELINES
+    from .pipelines.base import Answer as Answer, Citation as Citation, Sources as Sources, Trace as Trace
+    from .pipelines.causal import explain as explain
+    from .pipelines.graph_rag import ask_graph as ask_graph
+    from .pipelines.kg import ask_kg as ask_kg
+    from .pipelines.lexical import ask_lexical as ask_lexical
+    from .pipelines.spec import ask_spec as ask_spec, SpecConfig as SpecConfig
+    from .retrieval.bm25 import BM25Index as BM25Index, BM25Params as BM25Params, Hit as Hit
+    from .retrieval.build import build_index as build_index, BuildReport as BuildReport, IndexSpec as IndexSpec
+    from .retrieval.dense import DenseIndex as DenseIndex
+    from .retrieval.search import load_dense as load_dense, load_index as load_index, retrieve as retrieve
+    from .service import (
+        ask as ask, AskRequest as AskRequest, build_demo_sources as build_demo_sources,
+        demo_data_dir as demo_data_dir, Service as Service)
+    from .specs import open_store as open_store
+    from .specs.build import build_kg as build_kg
+    from .text import Tokenizer as Tokenizer, tokenizer_for as tokenizer_for
 
 __all__ = ["__version__", *_EXPORTS]
 

@@ -120,3 +120,37 @@ def test_pipeline_functions_take_a_path_and_traces_read_as_attributes(tmp_path):
     assert trace.answer_source == trace["answer_source"] == "evidence"
     assert trace.short_answer == trace["short_answer"] and trace.model_answer is None
     assert trace.generation == {} and trace.fallback_reason == ""
+
+
+def test_type_checkers_see_every_exported_name():
+    """``from ragkit import X`` is typed: the TYPE_CHECKING block imports every exported name
+    from the module that defines it, under its own name ("X as X": an explicit re-export)."""
+    import ast
+
+    tree = ast.parse((ROOT / "ragkit" / "__init__.py").read_text(encoding="utf-8"))
+    block = next(node for node in tree.body if isinstance(node, ast.If)
+                 and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+    seen = {alias.name: (node.module, alias.asname) for node in block.body if isinstance(node, ast.ImportFrom)
+            for alias in node.names}
+    assert set(seen) == set(ragkit._EXPORTS)
+    assert all(seen[name] == (module, name) for name, module in ragkit._EXPORTS.items())
+
+
+@pytest.mark.slow
+def test_mypy_reads_the_library_functions_types(tmp_path):
+    script = tmp_path / "user.py"
+    script.write_text("import ragkit\nfrom ragkit import Answer, ask_kg\n\n"
+                      "answer: Answer = ragkit.ask('Máy tiện?', index='manuals-index', no_llm=True)\n"
+                      "short: str | None = answer.trace.short_answer\n"
+                      "reveal_type(ragkit.ask)\nreveal_type(ask_kg)\n", encoding="utf-8")
+    config = tmp_path / "mypy.ini"
+    # strict for the user's script; ragkit itself is read as an installed package is (its own
+    # errors are not the user's)
+    config.write_text("[mypy]\nstrict = True\n\n[mypy-ragkit.*]\nfollow_imports = silent\n", encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(config), "--cache-dir",
+                          str(tmp_path / "cache"), str(script)], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "MYPYPATH": str(ROOT)})
+    revealed = [line.split("Revealed type is ", 1)[1] for line in out.stdout.splitlines() if "Revealed type" in line]
+    assert len(revealed) == 2 and all(r.startswith('"def (question: str') for r in revealed), out.stdout
+    assert revealed[0].endswith('-> ragkit.pipelines.base.Answer"'), revealed[0]
+    assert "error" not in out.stdout.replace("Revealed", ""), out.stdout
