@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import threading
 from functools import lru_cache
-from dataclasses import field, fields, make_dataclass
+from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
-from .config import LIMITS, LLMConfig, check_range
+from .config import LIMITS, GraphConfig, LexicalConfig, LLMConfig, check_range
 from .errors import InputError
 from . import pipelines as registry
 from .pipelines import Option, get_pipeline, option_users, options, pipelines
@@ -40,12 +40,12 @@ def request_options() -> dict[str, Option]:
     return {**{o.name: o for o in common_options()}, **options()}
 
 
-def _check(request) -> None:
+def _check(request: Any) -> None:
     """Refuse a request whose values a field's choices, range or pipeline do not allow."""
     if request.pipeline not in registry.PIPELINES:
         raise InputError(f"pipeline: must be one of {', '.join(registry.PIPELINES)}, got {request.pipeline!r}")
     for option in request_options().values():
-        value = getattr(request, option.name)
+        value = getattr(request, option.name, option.default)
         if value is None or option.name == "pipeline":
             continue
         if option.choices and value not in option.choices:
@@ -56,14 +56,15 @@ def _check(request) -> None:
         pipeline.validate(request)
 
 
-def _from_dict(cls, data: Any):
+def _from_dict(cls: type[R], data: Any) -> R:
     """A request from parsed JSON, every key and type checked (one-line errors)."""
     if not isinstance(data, dict):
         raise InputError(f"request: must be a JSON object, got {type(data).__name__}")
-    known = {f.name: f for f in fields(cls)}
-    unknown = sorted(set(data) - set(known) - {"session"})
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(set(data) - known - {"session"})
     if unknown:
-        raise InputError(f"{unknown[0]}: not a request field (known: {', '.join(known)}, session)")
+        raise InputError(f"{unknown[0]}: not a request field (known: {', '.join(f.name for f in fields(cls))}, "
+                         "session)")
     if "question" not in data:
         raise InputError("question: is missing")
     for key, value in data.items():
@@ -75,23 +76,62 @@ def _from_dict(cls, data: Any):
     return cls(**{k: v for k, v in data.items() if k in known and v is not None})
 
 
-def _request_class() -> type:
-    specs: list = [("question", str, field(metadata={"doc": "the question"}))]
-    for option in request_options().values():
-        users = option_users(option.name)
-        doc = f"{', '.join(users)}: {option.help}" if users else option.help
-        specs.append((option.name, option.kind, field(default=option.default,
-                                                      metadata={"doc": doc, "option": option})))
-    return make_dataclass("AskRequest", specs, namespace={
-        "__post_init__": _check, "from_dict": classmethod(_from_dict), "__module__": __name__,
-        "__doc__": "One question and the options ``ragkit ask`` takes for it: the common ones and each "
-                   "pipeline's (``Pipeline.options``; defaults and ranges from ``ragkit.config``)."})
+R = TypeVar("R", bound="AskRequest")
+
+
+@dataclass
+class AskRequest:
+    """One question and the options ``ragkit ask`` takes for it: the common ones, then each
+    built-in pipeline's (``Pipeline.options``; defaults and ranges from ``ragkit.config``).
+    Every value is checked when the request is made (one-line ``InputError``s). A pipeline
+    registered from another package adds its options to :func:`request_type`'s class."""
+
+    question: str
+    pipeline: str = registry.DEFAULT_PIPELINE
+    no_llm: bool = False
+    max_tokens: int | None = None
+    # the lexical pipeline's
+    k: int = LexicalConfig.k
+    method: str = LexicalConfig.method
+    rerank: str = LexicalConfig.rerank
+    rerank_depth: int = LexicalConfig.rerank_depth
+    bridges: int = LexicalConfig.bridges
+    steps: int = LexicalConfig.steps
+    # the causal pipeline's
+    at: str | None = None
+    # the graph pipeline's
+    depth: int = GraphConfig.depth
+    max_hops: int = GraphConfig.max_hops
+    top_k_paths: int = GraphConfig.top_k_paths
+    # the kg pipeline's
+    history: list[dict] | None = None
+    llm_planner: bool = False
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    @classmethod
+    def from_dict(cls: type[R], data: Any) -> R:
+        """A request from parsed JSON (``POST /ask``'s body), every key and type checked."""
+        return _from_dict(cls, data)
+
+
+def _request_class() -> type[AskRequest]:
+    """:class:`AskRequest`, or, when a pipeline registered from another package declares
+    options it lacks, a subclass with those options as fields."""
+    have = {f.name for f in fields(AskRequest)}
+    more = [(o.name, o.kind, field(default=o.default)) for o in request_options().values() if o.name not in have]
+    if not more:
+        return AskRequest
+    return make_dataclass("AskRequest", more, bases=(AskRequest,), namespace={"__module__": __name__,
+                                                                             "__doc__": AskRequest.__doc__})
 
 
 @lru_cache(maxsize=None)
-def request_type() -> type:
-    """``AskRequest``, made from the registry when first asked for (so that importing this
-    module imports no pipeline, and a pipeline registered before the first request is in it)."""
+def request_type() -> type[AskRequest]:
+    """The request class the command line and the server read: :class:`AskRequest`, with the
+    options of pipelines registered from other packages added (made when first asked for, so a
+    pipeline registered before the first request is in it)."""
     return _request_class()
 
 
@@ -101,8 +141,6 @@ def field_types() -> dict[str, type]:
 
 
 def __getattr__(name: str) -> Any:
-    if name == "AskRequest":
-        return request_type()
     if name == "FIELD_TYPES":
         return field_types()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -118,19 +156,16 @@ def ask_request_model(max_question: int = 2000):
     with requires_extra("server"):      # pydantic comes with fastapi
         from pydantic import ConfigDict, Field, create_model
 
-    specs: dict[str, Any] = {}
-    for f in fields(request_type()):
-        if f.name == "question":
-            specs[f.name] = (str, Field(description=f"{f.metadata['doc']} (1 to {max_question} characters, "
-                                                    "not only spaces)", min_length=1, max_length=max_question))
-            continue
-        option = f.metadata["option"]
+    specs: dict[str, Any] = {"question": (str, Field(description=f"the question (1 to {max_question} characters, "
+                                                              "not only spaces)", min_length=1, max_length=max_question))}
+    for name, option in request_options().items():
+        users = option_users(name)
+        doc = f"{', '.join(users)}: {option.help}" if users else option.help
         kind = Literal[tuple(option.choices)] if option.choices else \
             (list[dict] if option.kind is list else option.kind)
-        bounds: dict[str, Any] = dict(zip(("ge", "le"), LIMITS[f.name])) if f.name in LIMITS else {}
-        nullable = f.name != "pipeline"      # null means the default, but for the pipeline
-        specs[f.name] = (Optional[kind] if nullable else kind,
-                         Field(default=f.default, description=f.metadata["doc"], **bounds))
+        bounds: dict[str, Any] = dict(zip(("ge", "le"), LIMITS[name])) if name in LIMITS else {}
+        nullable = name != "pipeline"      # null means the default, but for the pipeline
+        specs[name] = (Optional[kind] if nullable else kind, Field(default=option.default, description=doc, **bounds))
     specs["session"] = (Optional[str], Field(default=None, pattern=SESSION_PATTERN, description=(
         '"new" opens a conversation (the answer gives its id); an id sends the question in that '
         "conversation (follow-ups of a pipeline that reads earlier turns)")))

@@ -125,6 +125,26 @@ def test_the_request_and_the_flags_come_from_the_declarations():
         Service(Sources(indx="x"))
 
 
+def test_the_typed_request_holds_every_built_in_option_as_declared():
+    """``AskRequest`` is a real class whose fields are the options the built-in pipelines
+    declare, with their kinds and defaults; nothing registered from outside, nothing added."""
+    import typing
+    from dataclasses import MISSING, fields
+
+    from ragkit.service import common_options, request_type
+
+    hints = typing.get_type_hints(AskRequest)
+    declared = {o.name: o for o in (*common_options(), *options().values())}
+    assert [f.name for f in fields(AskRequest)] == ["question", *declared]
+    for f in fields(AskRequest)[1:]:
+        option = declared[f.name]
+        assert f.default == option.default and f.default_factory is MISSING, f.name
+        assert option.kind in {typing.get_origin(t) or t for t in (hints[f.name], *typing.get_args(hints[f.name]))}
+    assert request_type() is AskRequest
+    request = AskRequest("q", "graph", max_hops=2)
+    assert (request.pipeline, request.max_hops, request.k) == ("graph", 2, 4)
+
+
 def test_the_earlier_source_names_still_name_the_renamed_fields():
     given = Sources(kg="evidence.json", kg_store="typed.json.gz")
     assert given.evidence_kg == given.kg == "evidence.json"

@@ -14,12 +14,12 @@ from .pipeline_options import _pipeline_arguments
 
 def cmd_ask(args: argparse.Namespace) -> int:
     from ..config import LLMConfig
-    from ..service import AskRequest, Service
+    from ..service import Service, request_type
 
     llm_config = LLMConfig.from_env(model_path=args.model, n_ctx=args.n_ctx,
                                     max_tokens=args.max_tokens)
     sources, options = _pipeline_arguments(args)
-    request = AskRequest(question=args.question, pipeline=args.pipeline, no_llm=args.no_llm, **options)
+    request = request_type()(question=args.question, pipeline=args.pipeline, no_llm=args.no_llm, **options)
     service = Service(sources, llm_config)
     try:
         data = service.ask(request)

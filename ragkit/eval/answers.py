@@ -174,12 +174,12 @@ def _aliases(value) -> list:
 
 def evaluate_answers(items: list[dict], service, request_options: dict, progress: bool | None = None) -> dict:
     """Ask every question through ``service`` and score the answers."""
-    from ..service import AskRequest
+    from ..service import request_type
 
     rows = []
     for item in progress_bar(items, desc="answers", unit="q", progress=progress):
         started = time.perf_counter()
-        typed = service.answer(AskRequest(question=item["question"], **request_options))
+        typed = service.answer(request_type()(question=item["question"], **request_options))
         seconds = time.perf_counter() - started
         data = typed.to_dict()
         answer = data["answer"]

@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..llm.base import generation_purpose
 from ..runtime.extras import requires_extra
 from ..pipelines import get_pipeline
-from ..service import AskRequest, Service, ask_request_model
+from ..service import AskRequest, Service, ask_request_model, request_type
 from .access import LOCAL, AccessGuard, InFlight, error_body
 from .deadlines import FLOOR_S, Deadlines, overdue, time_left
 from .protocol import HTTPProblem, check_session, decode_json, problem_for, replacement
@@ -118,7 +118,7 @@ def parse_request(raw: bytes | str, limits: ServeLimits) -> tuple[AskRequest, st
     session = data.pop("session", None) if isinstance(data, dict) else None
     check_session(session)
     try:
-        request = AskRequest.from_dict(data)
+        request = request_type().from_dict(data)
     except InputError as exc:
         raise HTTPProblem(400, str(exc)) from None
     if len(request.question) > limits.max_question:

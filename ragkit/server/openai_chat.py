@@ -47,7 +47,7 @@ from typing import Any, Awaitable, Callable
 from ..errors import InputError
 from ..runtime.extras import requires_extra
 from ..pipelines import get_pipeline
-from ..service import AskRequest, Service
+from ..service import AskRequest, Service, request_type
 from .access import error_body
 from .openai_embeddings import EMBEDDING_MODELS
 from .protocol import HTTPProblem, check_session, decode_json, problem_for, replacement
@@ -155,7 +155,7 @@ def parse_chat(data: Any, served: list[str], max_question: int) -> ChatRequest:
     if no_llm:
         ask["no_llm"] = True
     try:
-        request = AskRequest.from_dict(ask)
+        request = request_type().from_dict(ask)
     except InputError as exc:
         raise HTTPProblem(400, str(exc)) from None
     if len(request.question) > max_question:
@@ -172,7 +172,7 @@ def replay(service: Service, pipeline: str, questions: list[str], max_turns: int
     turns: list[dict] = []
     for question in questions[-max_turns:]:
         try:
-            answered = service.answer(AskRequest(question, pipeline, no_llm=True, history=list(turns) or None))
+            answered = service.answer(request_type()(question, pipeline, no_llm=True, history=list(turns) or None))
         except InputError:          # a message that is no question (empty, too long): skipped
             continue
         turn = getattr(answered.trace, "turn", None)

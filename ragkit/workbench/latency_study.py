@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..runtime.extras import requires_extra
-from ..service import AskRequest, Service, Sources
+from ..service import Service, Sources, request_type
 
 # The sum of the stages, not a stage of its own.
 NOT_A_STAGE = {"total"}
@@ -62,7 +62,7 @@ def profile_pipelines(service: Service, questions: dict[str, list[str]], repeats
 
     rows = []
     for pipeline, question in progress_bar(work, desc="profiling", progress=progress):
-        request = AskRequest(question, pipeline, no_llm=not (use_llm and pipeline in llm_pipelines))
+        request = request_type()(question, pipeline, no_llm=not (use_llm and pipeline in llm_pipelines))
         for run in range(repeats + 1):
             data = service.ask(request)
             if run == 0:
