@@ -397,6 +397,7 @@ def musique_questions():
         return [json.loads(line)["text"] for line in handle][:12]
 
 
+@pytest.mark.slow
 def test_the_graph_read_back_from_neo4j_is_the_file_graph_and_ranks_the_same(
         concept_store, tmp_path, musique, musique_questions):
     docs = [musique[f"p{i}"] for i in range(200)]
@@ -422,6 +423,7 @@ def test_the_graph_read_back_from_neo4j_is_the_file_graph_and_ranks_the_same(
     assert linked >= 3                                    # the questions did reach the graph
 
 
+@pytest.mark.slow
 def test_a_rebuild_writes_only_what_changed_and_leaves_nothing_stale(concept_store, musique):
     docs = [musique[f"p{i}"] for i in range(30)]
     graph, rows, _ = ConceptGraph.build(docs, progress=False)
@@ -462,6 +464,7 @@ def test_a_rebuild_writes_only_what_changed_and_leaves_nothing_stale(concept_sto
     assert {(r["a"], r["b"]): r["w"] for r in weights} == expected    # weights updated, none stale
 
 
+@pytest.mark.slow
 def test_chunks_that_only_moved_keep_the_new_order(concept_store, musique):
     docs = [musique[f"p{i}"] for i in range(10)]
     graph, rows, _ = ConceptGraph.build(docs, progress=False)
@@ -474,6 +477,7 @@ def test_chunks_that_only_moved_keep_the_new_order(concept_store, musique):
     assert_same_graph(concept_store.read(), graph2)
 
 
+@pytest.mark.slow
 def test_text_and_ids_are_data_to_cypher(concept_store):
     import ast
     import inspect
@@ -495,6 +499,7 @@ def test_text_and_ids_are_data_to_cypher(concept_store):
     assert concept_store.extractions() == rows
 
 
+@pytest.mark.slow
 def test_the_concept_graph_and_the_spec_graph_share_a_database(concept_store, empty_neo4j_spec_store, musique):
     from ragkit.specs.build import build_kg
 
@@ -512,6 +517,7 @@ def test_the_concept_graph_and_the_spec_graph_share_a_database(concept_store, em
     assert concept_store.read() is None and concept_store.extractions() is None
 
 
+@pytest.mark.slow
 def test_a_write_that_fails_midway_leaves_the_store_as_it_was(concept_store, musique, monkeypatch):
     from neo4j.exceptions import ClientError
 
@@ -527,6 +533,7 @@ def test_a_write_that_fails_midway_leaves_the_store_as_it_was(concept_store, mus
 
 
 # ------------------------------------------------------------------ ragkit graph build --corpus
+@pytest.mark.slow
 def test_cli_graph_build_from_a_corpus_into_neo4j(concept_store, neo4j_uri, tmp_path):
     out = tmp_path / "g"
     info = json.loads(ragkit("graph", "build", "--corpus", MANUALS, "--out", out, "--store", neo4j_uri,
@@ -554,6 +561,7 @@ def test_cli_graph_build_from_a_corpus_into_neo4j(concept_store, neo4j_uri, tmp_
     assert plain["store"] is None and plain["concepts"] == info["concepts"]
 
 
+@pytest.mark.slow
 def test_cli_graph_build_refuses_bad_input_and_writes_nothing(concept_store, neo4j_uri, tmp_path):
     from .conftest import BIOMED_EDGES
 

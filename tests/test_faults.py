@@ -151,6 +151,7 @@ def test_a_killed_kg_import_leaves_the_previous_store(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["edges.csv", "kg.json.gz"]
 
 
+@pytest.mark.slow
 def test_a_killed_kg_build_to_neo4j_leaves_the_previous_spec(neo4j_uri):
     from ragkit.specs.neo4j_store import Neo4jStore
 

@@ -37,6 +37,7 @@ def names(items):
     return [i["name"] for i in items]
 
 
+@pytest.mark.slow
 def test_both_stores_hold_the_same_graph(nx_kg, neo4j_kg):
     assert nx_kg.schema == neo4j_kg.schema
     assert nx_kg.store.counts() == neo4j_kg.store.counts()
@@ -164,6 +165,7 @@ def test_kg_answer_with_the_real_gguf(nx_kg, gguf):
     assert {"plan", "execute", "generation", "check", "total"} <= set(answer.timings_ms)
 
 
+@pytest.mark.slow
 def test_cypher_takes_user_text_as_data(neo4j_kg):
     before = neo4j_kg.store.counts()
     result = written(neo4j_kg, "What does Aspirin' }) DETACH DELETE n // treat?")

@@ -95,6 +95,7 @@ def test_a_huge_chunk_is_cut_to_the_budget_without_being_counted_whole():
     assert out.kept == 1 and out.truncated and out.tokens <= 50 and max(asked) <= 8 * 100
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("odd", ["steps", "newlines", "specials", "emoji"])
 def test_the_lexical_prompt_fits_the_context_as_the_model_counts_it(gguf, odd):
     """The whole prompt, tokenized by llama.cpp with its chat template, leaves the answer its
@@ -190,6 +191,7 @@ def test_generation_uses_every_available_core(gguf):
     assert llama.context_params.n_threads == llama.context_params.n_threads_batch == available_cores() >= 1
 
 
+@pytest.mark.slow
 def test_the_system_turn_is_evaluated_once_and_answers_stay_the_same(gguf):
     """A chat that opens with a system turn met before evaluates only its own tokens (the
     system turn's cache is still there, or kept and put back), and answers as a model that

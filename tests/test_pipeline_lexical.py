@@ -107,6 +107,7 @@ def test_extractive_answer_without_hits():
     assert extractive_answer("x", [], procedural=False) == NOT_ENOUGH_VI
 
 
+@pytest.mark.slow
 def test_a_huge_document_gives_at_most_its_budgeted_share(tmp_path, gguf):
     """A 4 MB document with no sentence end: the answer, its evidence and its check hold a
     context budget's worth of it (counted with the model's tokenizer), not the document."""
