@@ -156,8 +156,9 @@ def ask_request_model(max_question: int = 2000):
     with requires_extra("server"):      # pydantic comes with fastapi
         from pydantic import ConfigDict, Field, create_model
 
-    specs: dict[str, Any] = {"question": (str, Field(description=f"the question (1 to {max_question} characters, "
-                                                              "not only spaces)", min_length=1, max_length=max_question))}
+    asked = Field(description=f"the question (1 to {max_question} characters, not only spaces)", min_length=1,
+                  max_length=max_question)
+    specs: dict[str, Any] = {"question": (str, asked)}
     for name, option in request_options().items():
         users = option_users(name)
         doc = f"{', '.join(users)}: {option.help}" if users else option.help
