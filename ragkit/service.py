@@ -60,11 +60,11 @@ def _from_dict(cls: type[R], data: Any) -> R:
     """A request from parsed JSON, every key and type checked (one-line errors)."""
     if not isinstance(data, dict):
         raise InputError(f"request: must be a JSON object, got {type(data).__name__}")
-    known = {f.name for f in fields(cls)}
+    names = [f.name for f in fields(cls)]
+    known = set(names)
     unknown = sorted(set(data) - known - {"session"})
     if unknown:
-        raise InputError(f"{unknown[0]}: not a request field (known: {', '.join(f.name for f in fields(cls))}, "
-                         "session)")
+        raise InputError(f"{unknown[0]}: not a request field (known: {', '.join(names)}, session)")
     if "question" not in data:
         raise InputError("question: is missing")
     for key, value in data.items():
