@@ -13,6 +13,10 @@ export ANONYMIZED_TELEMETRY := False
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+# The suite runs on every core (pytest-xdist; tests/conftest.py groups what must share a worker)
+# and prints its 25 slowest tests.
+TEST_WORKERS ?= auto
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --durations=25
 NEO4J_LAUNCHER := tools/neo4j/target/.built
 NEO4J_PORT ?= 7687
 NEO4J_DATA ?= outputs/neo4j-data
@@ -83,10 +87,10 @@ rebuild-kg: install
 ## The tests: unit, integration (real GGUFs: the default and the 1.5B, real datasets from ../shared),
 ## papermill and nbval.
 test: install model $(CHROMEDRIVER) $(PANDOC)
-	$(BIN)/python -m pytest tests notebooks $(PYTEST_NBVAL)
+	$(BIN)/python -m pytest tests notebooks $(PYTEST_NBVAL) $(PYTEST_PARALLEL)
 
 test-fast: install
-	$(BIN)/python -m pytest tests -m "not slow"
+	$(BIN)/python -m pytest tests -m "not slow" $(PYTEST_PARALLEL)
 
 ## The shell examples in README.md and docs/: each ```console block is run in a fresh copy of
 ## the repository and must print what the page shows (timings masked); ```bash blocks are
