@@ -25,7 +25,7 @@ NEO4J_DATA ?= outputs/neo4j-data
 
 # Every extra, at the exact versions the tests run with (constraints.txt; pyproject.toml has
 # only lower bounds). docs/install.md: the extras, for a smaller install.
-$(STAMP): pyproject.toml setup.py constraints.txt
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --upgrade pip setuptools wheel
 	$(BIN)/pip install -c constraints.txt -e '.[all,dev,bench]'

@@ -27,7 +27,7 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 # What a wheel is built from: the package, the demo data it ships, the build files.
-SOURCES = ("ragkit", "data", "pyproject.toml", "setup.py", "README.md", "LICENSE")
+SOURCES = ("ragkit", "data", "pyproject.toml", "README.md", "LICENSE")
 EXTRAS = ("llm", "dense", "reference", "neo4j", "server", "notebooks", "all", "bench", "dev")
 
 
@@ -38,9 +38,17 @@ def clean_environment(**extra: str) -> dict:
     return {**env, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **extra}
 
 
+def checkout_version() -> str:
+    """The version a build of this checkout gets: its git tag's, as setuptools-scm derives it."""
+    import setuptools_scm
+
+    return setuptools_scm.get_version(root=str(ROOT), fallback_version="0+unknown")
+
+
 def build_wheel(out: Path) -> Path:
     """The wheel of this checkout, built (without network: this venv's setuptools) from a
-    copy of its sources, so nothing is written into the checkout."""
+    copy of its sources, so nothing is written into the checkout. The copy has no git
+    metadata, so the checkout's version is handed to setuptools-scm."""
     src = out / "src"
     for name in SOURCES:
         source = ROOT / name
@@ -50,7 +58,8 @@ def build_wheel(out: Path) -> Path:
             src.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, src / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation",
-                    "--quiet", "--wheel-dir", str(out / "dist")], check=True, env=clean_environment(),
+                    "--quiet", "--wheel-dir", str(out / "dist")], check=True,
+                   env=clean_environment(SETUPTOOLS_SCM_PRETEND_VERSION_FOR_RAGKIT_WORKBENCH=checkout_version()),
                    capture_output=True, text=True, timeout=600)
     (wheel,) = (out / "dist").glob("ragkit_workbench-*.whl")
     return wheel

@@ -7,10 +7,13 @@ only by the names that use it. ``docs/api.md`` shows them at work.
 
 from __future__ import annotations
 
-from importlib import import_module
+from importlib import import_module, metadata
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+try:   # the installed distribution's version, which the build took from the git tag
+    __version__: str = metadata.version("ragkit-workbench")
+except metadata.PackageNotFoundError:   # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 # public name -> the module (under ragkit) that defines it
 _EXPORTS: dict[str, str] = {

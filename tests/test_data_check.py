@@ -125,7 +125,7 @@ def test_hashing_shows_a_progress_bar_by_bytes(datasets, capsys):
 # --------------------------------------------------------------------------- the manifest
 def test_the_manifest_ships_with_the_package_and_docs_list_it():
     assert resources.files("ragkit.eval").joinpath("datasets_manifest.json").is_file()
-    assert '"ragkit.eval": ["datasets_manifest.json"]' in (ROOT / "setup.py").read_text()
+    assert '"ragkit.eval" = ["datasets_manifest.json"]' in (ROOT / "pyproject.toml").read_text()
     manifest = data_cli.load_manifest()
     doc = (ROOT / "docs" / "datasets.md").read_text(encoding="utf-8")
     for name, dataset in manifest.items():

@@ -3,6 +3,7 @@ install` tests with) and environment.yml (conda) describe the same environment."
 
 import re
 import tomllib
+from pathlib import Path
 
 from .conftest import ROOT
 
@@ -98,9 +99,51 @@ def test_makefile_installs_the_extras_with_the_constraints_and_the_model_wheel_a
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
-def test_one_version():
+def test_one_version_from_the_git_tag_and_one_packaging_file():
+    from importlib import metadata
+
+    from packaging.version import Version
+
     import ragkit
 
-    project = _project()
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    project = pyproject["project"]
     assert "version" not in project and "version" in project["dynamic"]
-    assert re.fullmatch(r"\d+\.\d+\.\d+", ragkit.__version__)
+    assert any(_name(r) == "setuptools-scm" for r in pyproject["build-system"]["requires"])
+    assert "setuptools_scm" in pyproject["tool"]
+    assert not (ROOT / "setup.py").exists() and not (ROOT / "setup.cfg").exists()
+    assert ragkit.__version__ == metadata.version("ragkit-workbench") == str(Version(ragkit.__version__))
+
+
+def test_the_packaging_file_lists_every_package_and_data_folder():
+    """pyproject.toml names the packages one by one (the demo data is mapped from data/):
+    every folder of ragkit/ with an __init__.py is there, and every listed one exists."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "ragkit").rglob("__init__.py")}
+    listed = set(setuptools["packages"])
+    assert {p for p in listed if not p.startswith("ragkit.demo_data")} == on_disk
+    assert setuptools["package-dir"] == {"ragkit.demo_data": "data"}
+    for package in listed - on_disk:
+        folder = ROOT / "data" / Path(*package.split(".")[2:])
+        assert folder.is_dir(), package
+        for pattern in setuptools["package-data"][package]:
+            assert list(folder.glob(pattern)), (package, pattern)
+
+
+def test_the_changelog_has_each_release_and_the_names_kept_for_one_release():
+    import subprocess
+
+    from ragkit.pipelines import source_aliases
+
+    text = (ROOT / "CHANGELOG.md").read_text()
+    assert text.startswith("# Changelog") and "## [Unreleased]" in text
+    released = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$", text, re.MULTILINE)
+    assert released and [v for v, _ in released] == sorted((v for v, _ in released),
+                                                           key=lambda v: tuple(map(int, v.split("."))), reverse=True)
+    tags = subprocess.run(["git", "tag", "--list", "v[0-9]*"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    assert {t.removeprefix("v") for t in tags} <= {v for v, _ in released}, "a tag without its changelog section"
+    deprecated = text.split("### Deprecated", 1)[1].split("\n## ", 1)[0]
+    for alias, field in source_aliases().items():
+        assert f"`{alias}`" in deprecated or f"{alias}=" in deprecated, alias
+        assert f"`{field}`" in deprecated, field
+    assert "GraphQueryParams" in deprecated

@@ -30,6 +30,7 @@ _spec = importlib.util.spec_from_file_location("install_size", ROOT / "bench" / 
 install_size = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(install_size)
 clean_environment, site_packages, tree_mb = install_size.clean_environment, install_size.site_packages, install_size.tree_mb
+checkout_version = install_size.checkout_version
 
 pytestmark = pytest.mark.slow
 
@@ -63,9 +64,7 @@ def ragkit(core, *args: str) -> subprocess.CompletedProcess:
 def test_the_wheel_ships_its_data_files_license_and_one_version(core):
     wheel, bin_dir, _ = core
     names = set(zipfile.ZipFile(wheel).namelist())
-    import ragkit
-
-    stem = f"ragkit_workbench-{ragkit.__version__}"     # the distribution's name; the package is ragkit
+    stem = f"ragkit_workbench-{checkout_version()}"     # the distribution's name; the package is ragkit
     assert wheel.name == f"{stem}-py3-none-any.whl"
     for name in ("ragkit/py.typed", "ragkit/causal/schema.json", "ragkit/demo_data/manuals/may_nen_khi.md",
                  "ragkit/demo_data/specs/demo_5gc.md", "ragkit/demo_data/merged_knowledge_graph.json",
@@ -75,11 +74,41 @@ def test_the_wheel_ships_its_data_files_license_and_one_version(core):
     assert not [n for n in names if n.startswith(("tests/", "bench/", "data/", "notebooks/"))]
     meta = email.message_from_bytes(zipfile.ZipFile(wheel).read(f"{stem}.dist-info/METADATA"))
     assert meta["Name"] == DISTRIBUTION and set(meta.get_all("Provides-Extra")) == set(EXTRAS)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert meta["Requires-Python"] == project["requires-python"] == ">=3.11"
+    assert set(meta.get_all("Classifier")) == set(project["classifiers"])
+    assert "Programming Language :: Python :: 3.11" in project["classifiers"]
+    urls = dict(line.split(", ", 1) for line in meta.get_all("Project-URL"))
+    assert set(urls) >= {"Homepage", "Documentation", "Source", "Changelog"} and urls == project["urls"]
+    assert meta["License-Expression"] == "MIT"
     code = ("import importlib.metadata as m, ragkit; from ragkit.service import demo_data_dir\n"
             f"print(m.version({DISTRIBUTION!r}) == ragkit.__version__, demo_data_dir())")
     out = subprocess.run([str(bin_dir / "python"), "-c", code], capture_output=True, text=True,
                          env=clean_environment(), cwd=core[2], check=True).stdout.split()
     assert out[0] == "True" and "site-packages/ragkit/demo_data" in out[1]
+
+
+def test_the_installed_wheel_says_the_version_its_git_tag_gives(core):
+    version = checkout_version()
+    shown = subprocess.run([str(core[1] / "ragkit"), "--version"], capture_output=True, text=True,
+                           env=clean_environment(), cwd=core[2], check=True).stdout.split()
+    assert shown == ["ragkit", version]
+    tag = subprocess.run(["git", "describe", "--tags", "--abbrev=0", "--match", "v[0-9]*"], cwd=ROOT,
+                         capture_output=True, text=True)
+    if tag.returncode == 0:   # a checkout with its tags: the version is the tag's, or a development one after it
+        exact = subprocess.run(["git", "describe", "--tags", "--exact-match", "--match", "v[0-9]*"], cwd=ROOT,
+                               capture_output=True, text=True).returncode == 0
+        released = tag.stdout.strip().removeprefix("v")
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout.strip()
+        if exact and not dirty:
+            assert version == released
+        else:
+            from packaging.version import Version
+
+            assert Version(version) > Version(released) and Version(version).is_devrelease, (version, released)
+    else:   # a clone without tags: setuptools-scm counts the commits from 0.1
+        assert version.startswith("0.1.dev"), version
 
 
 def test_the_public_api_in_the_core(core):
