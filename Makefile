@@ -68,16 +68,15 @@ neo4j: $(NEO4J_LAUNCHER)
 ## The main job: the notebooks, headless with papermill, on the bundled demo data. The KG
 ## and index notebooks run through `ragkit rebuild`: skipped when nothing they read changed.
 demo: install
-	$(BIN)/ragkit rebuild notebooks/01_kg_builder.ipynb notebooks/03_index_build.ipynb
-	$(BIN)/ragkit run notebooks/02_term_extraction.ipynb
+	@$(BIN)/ragkit rebuild notebooks/01_kg_builder.ipynb notebooks/03_index_build.ipynb
+	@$(BIN)/ragkit run notebooks/02_term_extraction.ipynb
 	@# The query notebook answers with Qwen2.5-Coder-1.5B when it is installed (make model),
 	@# else with the small SmolLM2-135M (ragkit model path says which); docs/runs.md gives the times of both.
-	@echo "notebook 04 answers with: $$($(BIN)/ragkit model path)"
-	$(BIN)/ragkit run notebooks/04_query_and_explain.ipynb -p use_llm True
+	@$(BIN)/ragkit run notebooks/04_query_and_explain.ipynb -p use_llm True
 	@# The profile times 12 lexical answers: with the small model unless RAGKIT_GGUF names another
 	@# (docs/benchmarks.md's profile is SmolLM2-135M's).
-	RAGKIT_GGUF=$${RAGKIT_GGUF:-smollm2-135m} $(BIN)/ragkit run notebooks/05_latency_profiling.ipynb -p use_llm True -p repeats 3
-	@echo "executed notebooks and manifests: outputs/runs/"
+	@RAGKIT_GGUF=$${RAGKIT_GGUF:-smollm2-135m} $(BIN)/ragkit run notebooks/05_latency_profiling.ipynb -p use_llm True -p repeats 3
+	@echo "notebook 04 answered with $$($(BIN)/ragkit model path); executed notebooks and manifests: outputs/runs/"
 
 ## Scheduled rebuilds (cron, Airflow): the KG and index notebooks, only when their inputs,
 ## parameters, notebook or ragkit's code changed; one at a time (outputs/runs/.rebuild.lock).

@@ -287,3 +287,19 @@ def test_model_bench_measures_and_model_list_shows_it(tmp_path):
     assert measured["qwen2.5-coder-1.5b"] is None
     refused = _cli(env, "model", "bench", "smollm2-135m", "--answers", "9")
     assert refused.returncode == 3 and "--answers: must be between 1 and 3" in refused.stderr
+
+
+def test_a_notebook_run_is_one_line_what_ran_how_long_and_where(tmp_path, monkeypatch):
+    from ragkit.cli.notebooks import run_line
+
+    monkeypatch.chdir(tmp_path)
+    out = str(tmp_path / "outputs" / "runs" / "03" / "20261123T005347671792Z" / "03.ipynb")
+    assert run_line("03.ipynb", {"status": "ok", "duration_s": 21.437, "reason": "forced", "output_notebook": out}) \
+        == "03.ipynb: ok in 21.4 s (forced): outputs/runs/03/20261123T005347671792Z/03.ipynb"
+    assert run_line("03.ipynb", {"status": "up to date", "last_good_run": "20261123T005347671792Z",
+                                 "output_notebook": out}) \
+        == "03.ipynb: up to date since 20261123T005347671792Z: outputs/runs/03/20261123T005347671792Z/03.ipynb"
+    assert run_line("04.ipynb", {"status": "failed", "duration_s": 3.0, "output_notebook": "/elsewhere/04.ipynb",
+                                 "error": "cell 5: ValueError: k"}) == "04.ipynb: failed in 3.0 s: cell 5: ValueError: k"
+    assert run_line("04.ipynb", {"status": "ok", "duration_s": 1.0, "output_notebook": "/elsewhere/04.ipynb"}) \
+        == "04.ipynb: ok in 1.0 s: /elsewhere/04.ipynb"

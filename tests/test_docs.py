@@ -57,12 +57,11 @@ def test_masking_hides_only_what_varies():
     shown = ("indexed 24 chunks (1623 terms) into outputs/index/manuals in 0.0116 s\n"
              "timings (ms): {'retrieval': 0.431, 'total': 209.165}\n"
              '{"qps": 2764.53, "index_s": 1.38, "ndcg@10": 0.69288}\n'
-             "ok: outputs/runs/04_query_and_explain/20261123T003927786164Z/04.ipynb\n"
-             "[IPKernelApp] WARNING | Kernel is running over TCP without encryption. ...\n")
+             "04.ipynb: ok in 21.4 s: outputs/runs/04_query_and_explain/20261123T003927786164Z/04.ipynb\n")
     printed = ("indexed 24 chunks (1623 terms) into outputs/index/manuals in 0.0062 s\n"
                "timings (ms): {'retrieval': 0.376, 'total': 179.012}\n"
                '{"qps": 2154.65, "index_s": 2.0, "ndcg@10": 0.69288}\n'
-               "ok: outputs/runs/04_query_and_explain/20261124T101010101010Z/04.ipynb\n")
+               "04.ipynb: ok in 9.0 s: outputs/runs/04_query_and_explain/20261124T101010101010Z/04.ipynb\n")
     assert docs_check.sanitize(shown) == docs_check.sanitize(printed)
     assert docs_check.sanitize('{"ndcg@10": 0.69288}') != docs_check.sanitize('{"ndcg@10": 0.7}')
     assert docs_check.sanitize("indexed 24 chunks") != docs_check.sanitize("indexed 25 chunks")

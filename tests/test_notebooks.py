@@ -109,3 +109,29 @@ def test_notebook_defaults_are_the_parameter_classes_defaults(path):
         cls, field = feeds[name]
         default = {f.name: f.default for f in dataclasses.fields(getattr(wb, cls))}[field]
         assert value == default, f"{path.name}: {name} = {value!r}, but {cls}.{field} defaults to {default!r}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_papermill_reads_every_parameter_with_its_type(path, caplog):
+    """papermill's own reading of the parameters cell (``papermill --help-notebook``) finds
+    each parameter, and says nothing: a line it cannot parse is logged as a warning."""
+    from papermill.translators import PythonTranslator
+
+    nb = nbformat.read(path, as_version=4)
+    (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    with caplog.at_level("WARNING"):
+        found = PythonTranslator.inspect(cell)
+    assert not caplog.records, [r.getMessage() for r in caplog.records]
+    declared = [line.split(":", 1)[0] for line in cell.source.splitlines() if line and not line.startswith("#")]
+    assert [p.name for p in found] == declared
+    assert all(p.inferred_type_name in ("str", "int", "float", "bool") for p in found), found
+
+
+def test_sizes_read_with_an_equals_sign_or_a_colon():
+    from ragkit.workbench.latency_profiling import ProfilingParams
+
+    colon = ProfilingParams(sizes="lexical: 250,1000,4000; kg: 1000,10000,100000").sizes_by_pipeline
+    equals = ProfilingParams(sizes="lexical=250,1000,4000;kg=1000,10000,100000").sizes_by_pipeline
+    assert colon == equals and colon["lexical"] == [250, 1000, 4000] and colon["kg"] == [1000, 10000, 100000]
+    with pytest.raises(InputError, match="parameter sizes: 'lexical 250,1000,4000' is not a pipeline"):
+        ProfilingParams(sizes="lexical 250,1000,4000").sizes_by_pipeline

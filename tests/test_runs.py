@@ -143,3 +143,28 @@ def test_a_rebuild_killed_with_sigterm_leaves_the_previous_index(tmp_path):
     assert data["status"] == "failed" and data["error"] == "terminated by SIGTERM"
     assert len(BM25Index.load(index_dir)) == before
     assert leftovers(tmp_path) == []
+
+
+def test_a_run_s_kernel_talks_over_private_unix_sockets_and_says_nothing_about_tcp(tmp_path):
+    """``ragkit run`` starts the kernel over IPC in a private folder, removed afterwards: the
+    kernel has no TCP port, and ipykernel's warning about unencrypted TCP never appears."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_markdown_cell("# Where the kernel listens"),
+                nbformat.v4.new_code_cell('out: str = "transport.txt"  # where to write', metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("import json, pathlib, stat\n"
+                                          "from ipykernel.kernelapp import IPKernelApp\n"
+                                          "app = IPKernelApp.instance()\n"
+                                          "folder = pathlib.Path(app.ip).parent\n"
+                                          "pathlib.Path(out).write_text(json.dumps([app.transport, str(folder), "
+                                          "stat.S_IMODE(folder.stat().st_mode)]))")]
+    nbformat.write(nb, tmp_path / "where.ipynb")
+    done = subprocess.run([sys.executable, "-m", "ragkit.cli", "run", str(tmp_path / "where.ipynb"),
+                           "--out", str(tmp_path / "runs")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "without encryption" not in done.stdout + done.stderr
+    transport, folder, mode = json.loads((tmp_path / "transport.txt").read_text())
+    assert transport == "ipc" and mode == 0o700 and Path(folder).name.startswith("ragkit-kernel-")
+    assert not Path(folder).exists()

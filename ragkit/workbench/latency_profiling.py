@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -45,10 +46,11 @@ class ProfilingParams:
 
     @property
     def sizes_by_pipeline(self) -> dict[str, list[int]]:
-        """Each pipeline's sizes: those given in ``sizes``, else those it declares."""
+        """Each pipeline's sizes: those given in ``sizes`` (``lexical: 250,1000,4000; kg: 1000,10000``;
+        ``lexical=250,...`` reads the same), else those it declares."""
         out = {p.name: list(p.sizes) for p in pipelines() if p.size_unit and p.sizes}
         for part in filter(None, (part.strip() for part in self.sizes.split(";"))):
-            name, _, raw = part.partition("=")
+            name, raw = (re.split(r"[=:]", part, maxsplit=1) + [""])[:2]
             name = name.strip()
             timed = ", ".join(out) or "none"
             if name not in PIPELINES or not get_pipeline(name).size_unit:

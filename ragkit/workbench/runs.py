@@ -286,6 +286,7 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
         papermill.execute_notebook(str(notebook), str(output),
                                    parameters=checked | {k: str(v) for k, v in staging.items()},
                                    kernel_name=KERNEL, progress_bar=progress,
+                                   kernel_manager_class="ragkit.workbench.kernels.LocalKernelManager",
                                    cwd=str(notebook.parent))
         for name, staged in staging.items():
             fault_point("run.swap")
