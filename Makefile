@@ -21,7 +21,7 @@ NEO4J_LAUNCHER := tools/neo4j/target/.built
 NEO4J_PORT ?= 7687
 NEO4J_DATA ?= outputs/neo4j-data
 
-.PHONY: install demo rebuild-kg test test-fast docs-check bench notebooks lab neo4j serve llm-server model clean
+.PHONY: install demo rebuild-kg test test-fast docs docs-serve docs-check bench notebooks lab neo4j serve llm-server model clean
 
 # Every extra, at the exact versions the tests run with (constraints.txt; pyproject.toml has
 # only lower bounds). docs/install.md: the extras, for a smaller install.
@@ -96,6 +96,16 @@ test-fast: install
 ## listed. DOCS_CHECK_ARGS=--update writes the real outputs into the pages.
 docs-check: install
 	$(BIN)/python tools/docs_check.py $(DOCS_CHECK_ARGS)
+
+## The docs site (MkDocs, Material, mkdocstrings): docs/ and the API reference, built --strict
+## into site/; `make docs-serve` previews it on http://127.0.0.1:$(DOCS_PORT).
+DOCS_PORT ?= 8001
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	@echo "docs site: site/index.html"
+
+docs-serve: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict --dev-addr 127.0.0.1:$(DOCS_PORT)
 
 ## Benchmarks: write JSON to outputs/bench/ (committed).
 bench: install $(PANDOC)

@@ -90,3 +90,37 @@ def test_readme_examples_print_what_the_readme_shows():
     done = subprocess.run([sys.executable, str(ROOT / "tools" / "docs_check.py"), str(README)],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
+
+
+def test_the_docs_site_builds_strict_with_every_page_and_every_exported_name(tmp_path):
+    """``make docs``: MkDocs builds docs/ with ``--strict`` (a broken link, a missing anchor or
+    a reference to a name that does not exist fails it); every page is in the navigation, and
+    the API reference has an entry for every name of ``ragkit.__all__``."""
+    import os
+
+    import yaml
+
+    import ragkit
+
+    site = tmp_path / "site"
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "WARNING" not in done.stderr, done.stderr[-4000:]
+
+    def pages(nav):
+        for entry in nav:
+            value = next(iter(entry.values())) if isinstance(entry, dict) else entry
+            yield from (pages(value) if isinstance(value, list) else [value])
+
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)   # its !!python tag unread
+    assert sorted(pages(config["nav"])) == sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    reference = (site / "reference" / "index.html").read_text(encoding="utf-8")
+    exported = [name for name in ragkit.__all__ if name != "__version__"]
+    missing = [name for name in exported if f'id="ragkit.{ragkit._EXPORTS[name]}.{name}"' not in reference]
+    assert not missing, missing
+    import html
+
+    first_line = ragkit.BM25Index.__doc__.strip().splitlines()[0]
+    assert first_line in html.unescape(re.sub(r"<[^>]+>", "", reference))   # the docstring, read from the code
