@@ -27,34 +27,6 @@ MANUALS = ROOT / "data" / "manuals"
 SCIFACT = SHARED / "scifact"
 
 
-# Both cores run the suite (pytest-xdist, ``--dist loadgroup``): each test file goes to one
-# worker as a whole, so its module fixtures are made once. Three kinds of test share more than
-# a file and go to one worker each: the notebooks (nbval runs them in ../outputs, and the tests
-# that execute them with their defaults write there too), the Neo4j ones (one server per
-# session) and those of the 1.5B model (loaded once). The heaviest groups are handed out first.
-SHARED_GROUPS = ("notebooks", "neo4j", "instruct-model")
-NOTEBOOK_TESTS = {"test_notebooks.py", "test_lab.py"}
-
-
-def _group(item: pytest.Item) -> str:
-    path = Path(str(item.path))
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    if path.suffix == ".ipynb" or path.name in NOTEBOOK_TESTS:
-        return "notebooks"
-    if {"neo4j_uri", "neo4j_kg"} & set(item.fixturenames) or "neo4j" in params.values():
-        return "neo4j"
-    if "instruct_model" in item.fixturenames:
-        return "instruct-model"
-    return path.name
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
-    rank = {name: i for i, name in enumerate(SHARED_GROUPS)}
-    items.sort(key=lambda item: rank.get(_group(item), len(rank)))   # stable: file order kept
-
-
 def data_required() -> bool:
     """RAGKIT_REQUIRE_DATA=1: a missing public dataset fails the test instead of skipping it."""
     return os.environ.get("RAGKIT_REQUIRE_DATA", "").strip().lower() not in ("", "0", "false", "no")
