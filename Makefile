@@ -21,7 +21,7 @@ NEO4J_LAUNCHER := tools/neo4j/target/.built
 NEO4J_PORT ?= 7687
 NEO4J_DATA ?= outputs/neo4j-data
 
-.PHONY: install demo rebuild-kg test test-fast docs docs-serve docs-check bench notebooks lab neo4j serve llm-server model clean
+.PHONY: install demo rebuild-kg test test-fast check docs docs-serve docs-check bench notebooks lab neo4j serve llm-server model clean
 
 # Every extra, at the exact versions the tests run with (constraints.txt; pyproject.toml has
 # only lower bounds). docs/install.md: the extras, for a smaller install.
@@ -90,6 +90,12 @@ test: install model $(CHROMEDRIVER) $(PANDOC)
 
 test-fast: install
 	$(BIN)/python -m pytest tests -m "not slow" $(PYTEST_PARALLEL)
+
+## The edit loop: lint (ruff.toml), types (mypy.ini) and the tests not marked slow.
+check: install
+	$(BIN)/ruff check --no-fix ragkit
+	$(BIN)/mypy --config-file mypy.ini
+	$(BIN)/python -m pytest tests -m "not slow" -q $(PYTEST_PARALLEL)
 
 ## The shell examples in README.md and docs/: each ```console block is run in a fresh copy of
 ## the repository and must print what the page shows (timings masked); ```bash blocks are
