@@ -74,7 +74,7 @@ demo: install
 	@# else with the small SmolLM2-135M (ragkit model path says which); docs/runs.md gives the times of both.
 	@$(BIN)/ragkit run notebooks/04_query_and_explain.ipynb -p use_llm True
 	@# The profile times 12 lexical answers: with the small model unless RAGKIT_GGUF names another
-	@# (docs/benchmarks.md's profile is SmolLM2-135M's).
+	@# (docs/benchmarks/speed.md's profile is SmolLM2-135M's).
 	@RAGKIT_GGUF=$${RAGKIT_GGUF:-smollm2-135m} $(BIN)/ragkit run notebooks/05_latency_profiling.ipynb -p use_llm True -p repeats 3
 	@echo "notebook 04 answered with $$($(BIN)/ragkit model path); executed notebooks and manifests: outputs/runs/"
 

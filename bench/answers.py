@@ -85,7 +85,7 @@ METHOD_LABELS = {"none": "no LLM, one pass", "none-2steps": "no LLM, up to two s
 
 
 def table(results: dict) -> str:
-    """The docs' table rows (docs/benchmarks.md) from the results."""
+    """The docs' table rows (docs/benchmarks/answers.md) from the results."""
     lines = ["| set | method | short EM | short F1 | factoid EM (n) | EM / F1 whole | accepted / fallback "
              "| abstained (right) | gold retrieved / read | context tokens | steps 1/2/3 | s per answer |", "|" + "---|" * 12]
     for set_name, methods in results.items():

@@ -109,7 +109,7 @@ class LexicalConfig:
                                   # 3), read inside out; one that nests none takes a second only where
                                   # the first step's evidence holds no answer of the asked kind. Two: on the
                                   # MuSiQue tune half with the 1.5B, short F1 0.17 in one pass, 0.37 in two
-                                  # (docs/benchmarks.md, Answers against gold answers)
+                                  # (docs/benchmarks/answers.md, Answers against gold answers)
 
     def __post_init__(self) -> None:
         _check(self.method in METHODS, "method", f"must be one of {', '.join(METHODS)}, got {self.method!r}")

@@ -115,7 +115,8 @@ def test_the_docs_site_builds_strict_with_every_page_and_every_exported_name(tmp
             yield from (pages(value) if isinstance(value, list) else [value])
 
     config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)   # its !!python tag unread
-    assert sorted(pages(config["nav"])) == sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    assert sorted(pages(config["nav"])) == sorted(p.relative_to(ROOT / "docs").as_posix()
+                                                  for p in (ROOT / "docs").rglob("*.md"))
     reference = (site / "reference" / "index.html").read_text(encoding="utf-8")
     exported = [name for name in ragkit.__all__ if name != "__version__"]
     missing = [name for name in exported if f'id="ragkit.{ragkit._EXPORTS[name]}.{name}"' not in reference]

@@ -60,7 +60,7 @@ def test_no_hint_installs_ragkit_by_its_import_name():
     """``pip install ragkit`` and ``'ragkit[...]'`` would install PyPI's unrelated ``ragkit``:
     every hint in the code, the docs, the README and the notebooks names ragkit-workbench."""
     wrong = re.compile(r"pip install (-U |--upgrade )?['\"]?ragkit(?![-\w])|\bragkit\[[a-z]")
-    paths = [*(ROOT / "ragkit").rglob("*.py"), *(ROOT / "docs").glob("*.md"), ROOT / "README.md",
+    paths = [*(ROOT / "ragkit").rglob("*.py"), *(ROOT / "docs").rglob("*.md"), ROOT / "README.md",
              *(ROOT / "notebooks").glob("*.ipynb"), ROOT / "environment.yml"]
     found = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}" for path in paths
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if wrong.search(line)]

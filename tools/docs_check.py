@@ -1,4 +1,4 @@
-"""``make docs-check``: run the shell examples in README.md and docs/*.md, and check that
+"""``make docs-check``: run the shell examples in README.md and docs/**/*.md, and check that
 each one still prints what the page shows.
 
 The convention, for whoever writes a page:

@@ -26,7 +26,7 @@ small, or chunks sharing no concept) has no themes, and ``Communities.unavailabl
 Built with the concept graph (``ragkit index build --concepts``) and kept beside it in
 ``<index>/concepts/communities.json.gz``, so a question never recomputes them and a rebuild
 always does. Complexity: Leiden is about O(E) per iteration, in compiled code (MuSiQue's
-17k concepts in 0.07 CPU seconds, SciFact's 93k in 0.6: docs/benchmarks.md, Community
+17k concepts in 0.07 CPU seconds, SciFact's 93k in 0.6: docs/benchmarks/concepts.md, Community
 detection); the rest is one pass over the MENTIONS and CO_OCCURS matrices.
 
     >>> from ragkit.corpus import Doc

@@ -19,7 +19,7 @@ rule-based concepts in place of an LLM's triples).
    mentions and another describes; a question of common noun phrases ("inductive
    properties") walks to passages on the same topic, which the hybrid ranking already
    orders better. The settings were chosen on dev splits of a multi-hop and a single-hop
-   set (docs/benchmarks.md, "Concept graph").
+   set (docs/benchmarks/concepts.md, "Concept graph").
 
 Every chunk the graph ranks carries its **bridge**: the concepts that gave it the most mass,
 each with how the walk reached it (a question concept, or a seed passage mentioning it, or a
@@ -47,7 +47,7 @@ PUSH_FROM_EDGES = 2_000_000
 
 @dataclass(frozen=True)
 class WalkParams:
-    """The walk's settings (defaults chosen on the MuSiQue dev split, see docs/benchmarks.md)."""
+    """The walk's settings (defaults chosen on the MuSiQue dev split, see docs/benchmarks/concepts.md)."""
 
     damping: float = 0.7           # dev split, Recall@5: 0.5 -> 0.633, 0.7 -> 0.673, 0.8 -> 0.663
     max_iter: int = 30

@@ -4,7 +4,7 @@ differently ("Novair Intl Airways" → "Novair International Airways").
 Every concept gets a vector (``min_df`` can leave out the rarer ones, but a question's
 first hop is often a concept of one chunk). Embedding the labels costs more than the graph
 (66 s for MuSiQue's 16,898 labels with MiniLM on 2 cores, against 1 s for the graph), and
-on the sets measured it moved Recall@5 little (docs/benchmarks.md, "Concept graph"), so
+on the sets measured it moved Recall@5 little (docs/benchmarks/concepts.md, "Concept graph"), so
 it is asked for (``index build --concepts --dense --concept-vectors``). The vectors are
 kept beside the graph (``labels-<embedder>.npz``: keys and float16 vectors) and a rebuild
 embeds only the keys it has not seen.

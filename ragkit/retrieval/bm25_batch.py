@@ -62,7 +62,7 @@ _NUMPY_DONE = [0]
 # of into a slot per document (9 bytes a document), whose slots, once they outgrow the
 # cache, each miss it when first touched.
 # Measured with the compiled loop (bench/bm25_paths.py: outputs/bench/bm25_paths.json,
-# docs/benchmarks.md), blocks against a slot per document for queries of 2 to 72 words: at a
+# docs/benchmarks/speed.md), blocks against a slot per document for queries of 2 to 72 words: at a
 # million generated documents 2.7 to 2.9 times as fast, at 400,000 1.3 to 1.6 times, at
 # 100,000 and 200,000 0.94 to 1.06 times (0.89 to 1.24 over two earlier runs: the same
 # either way), on 20,000 (two blocks) about 0.8 times in a scratch run. Both ways give the

@@ -204,7 +204,7 @@ class Linker:
         # at least c needs lengths within a factor (2 - c) / c of each other, so most keys are
         # never compared. Filed by first letter too where spans are compared only with keys
         # sharing theirs, so that making a window's list reads only the keys it holds, not
-        # every key of its lengths (docs/benchmarks.md, "Misspelling windows by first letter").
+        # every key of its lengths (docs/benchmarks/concepts.md, "Misspelling windows by first letter").
         self._blocked = self.fuzzy_spans is not None
         self._fuzzy_keys: dict[tuple[int, str], list[str]] = {}      # (length, first letter or "") -> keys
         self._fuzzy_window: dict[tuple[int, int, str], list[str]] = {}     # (low, high, first letter) -> keys

@@ -80,7 +80,7 @@ def resolve_method(method: str, index: BM25Index, question: str, has_vectors: bo
                    has_concepts: bool = False, language: str | None = None) -> tuple[str, str]:
     """The method to use and why. ``auto``: dense alone when the question's language is none
     of the documents' and the index has vectors (cross-lingual: BM25 matches no words and
-    its noise would push the right chunk down, see docs/benchmarks.md); else the concept
+    its noise would push the right chunk down, see docs/benchmarks/retrieval.md); else the concept
     graph's walk when the index has one (it kept the gold answer in front of the reader for
     0.54 of MuSiQue's questions against 0.38 for hybrid and 0.39 for BM25, and 0.76 of
     HotpotQA's against 0.76 and 0.68); hybrid with vectors; BM25 otherwise. The question's
