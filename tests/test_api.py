@@ -154,3 +154,24 @@ def test_mypy_reads_the_library_functions_types(tmp_path):
     assert len(revealed) == 2 and all(r.startswith('"def (question: str') for r in revealed), out.stdout
     assert revealed[0].endswith('-> ragkit.pipelines.base.Answer"'), revealed[0]
     assert "error" not in out.stdout.replace("Revealed", ""), out.stdout
+
+
+@pytest.mark.slow
+def test_the_documented_examples_type_check_strictly(tmp_path):
+    """docs/api.md's examples, as a user's script (the doctest lines in order), pass mypy
+    --strict against the package's types."""
+    lines = []
+    for line in (ROOT / "docs" / "api.md").read_text(encoding="utf-8").splitlines():
+        if line.startswith((">>> ", "... ")):
+            lines.append(line[4:])
+        elif line in (">>>", "..."):
+            lines.append("")
+    assert len(lines) > 40
+    script = tmp_path / "examples.py"
+    script.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    config = tmp_path / "mypy.ini"
+    config.write_text("[mypy]\nstrict = True\n\n[mypy-ragkit.*]\nfollow_imports = silent\n", encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(config), "--cache-dir",
+                          str(tmp_path / "cache"), str(script)], capture_output=True, text=True, cwd=tmp_path,
+                         env={**os.environ, "MYPYPATH": str(ROOT)})
+    assert out.returncode == 0 and "Success" in out.stdout, out.stdout
