@@ -46,13 +46,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups = {item.nodeid: _group(item) for item in items}
     rank = {name: i for i, name in enumerate(SHARED_GROUPS)}
-    items.sort(key=lambda item: rank.get(_group(item), len(rank)))   # stable: file order kept
+    items.sort(key=lambda item: rank.get(groups[item.nodeid], len(rank)))   # stable: file order kept
     worker = getattr(config, "workerinput", {}).get("workerid")
     if worker and os.environ.get(GROUPS_DIR):
-        target = Path(os.environ[GROUPS_DIR]) / f"{worker}.json"
-        target.with_suffix(".part").write_text(json.dumps({item.nodeid: _group(item) for item in items}))
-        target.with_suffix(".part").replace(target)
+        part = Path(os.environ[GROUPS_DIR]) / f"{worker}.part"
+        part.write_text(json.dumps(groups))
+        part.replace(part.with_suffix(".json"))
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
@@ -60,7 +61,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     from xdist.scheduler import LoadScopeScheduling
 
     class GroupScheduling(LoadScopeScheduling):
-        groups: dict[str, str] = {}
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.groups: dict[str, str] = {}
 
         def _split_scope(self, nodeid: str) -> str:
             if not self.groups and os.environ.get(GROUPS_DIR):

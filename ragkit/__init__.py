@@ -7,13 +7,21 @@ only by the names that use it. ``docs/api.md`` shows them at work.
 
 from __future__ import annotations
 
-from importlib import import_module, metadata
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-try:   # the installed distribution's version, which the build took from the git tag
-    __version__: str = metadata.version("ragkit-workbench")
-except metadata.PackageNotFoundError:   # imported from a source tree that was never installed
-    __version__ = "0+unknown"
+
+def _version() -> str:
+    """The installed distribution's version, which the build took from the git tag. Read on
+    first use of ``ragkit.__version__``: importlib.metadata takes longer to import than the
+    rest of ``import ragkit``."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("ragkit-workbench")
+    except metadata.PackageNotFoundError:   # imported from a source tree that was never installed
+        return "0+unknown"
+
 
 # public name -> the module (under ragkit) that defines it
 _EXPORTS: dict[str, str] = {
@@ -47,6 +55,7 @@ _EXPORTS: dict[str, str] = {
 
 if TYPE_CHECKING:      # what a type checker sees ("x as x": exported); at run time each name is
     # imported on first use
+    __version__: str
     from .config import (
         GraphConfig as GraphConfig, LexicalConfig as LexicalConfig, LLMConfig as LLMConfig, Settings as Settings)
     from .corpus import (
@@ -81,6 +90,9 @@ __all__ = ["__version__", *_EXPORTS]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = version = _version()
+        return version
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'ragkit' has no attribute {name!r}")

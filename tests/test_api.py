@@ -48,6 +48,16 @@ def test_import_ragkit_loads_nothing_heavy():
     assert out.stdout.strip() == "[]"
 
 
+def test_the_version_is_read_on_first_use():
+    """``import ragkit`` leaves importlib.metadata unloaded (it costs more than the rest of the
+    import); ``ragkit.__version__`` reads it then."""
+    code = ("import sys, ragkit; before = 'importlib.metadata' in sys.modules; "
+            "from importlib import metadata; "
+            "print(before, ragkit.__version__ == metadata.version('ragkit-workbench'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split() == ["False", "True"]
+
+
 def _answer(question: str, pipeline: str = "lexical") -> Answer:
     return Answer(question=question, pipeline=pipeline, answer="Line one [1]\nline two",
                   citations=[Citation(id=1, doc_id="d#1", title="A title", source="S")])

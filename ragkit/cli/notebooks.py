@@ -4,14 +4,13 @@ and index notebooks, when their inputs changed)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from .output import _emit, _progress
 
 
 def _relative(path: str | None) -> str:
     """``path`` from the current folder when it lies under it (what a user types), else as is."""
-    from pathlib import Path
-
     if not path:
         return "-"
     try:
@@ -37,8 +36,6 @@ def run_line(notebook: str, result: dict) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from ..workbench.runs import run_notebook
 
     params = {name: value for name, value in (args.param or [])}
