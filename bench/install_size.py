@@ -42,7 +42,7 @@ def checkout_version() -> str:
     """The version a build of this checkout gets: its git tag's, as setuptools-scm derives it."""
     import setuptools_scm
 
-    return setuptools_scm.get_version(root=str(ROOT), fallback_version="0+unknown")
+    return setuptools_scm.get_version(root=str(ROOT))
 
 
 def build_wheel(out: Path) -> Path:
