@@ -1,8 +1,14 @@
-"""KG questions in the phrasings people use, asked through ``ask --pipeline kg --no-llm`` on the
-demo biomedical KG (data/biomed) in the embedded store.
+"""KG questions in the phrasings people use, asked through ``ask --pipeline kg --no-llm`` in the
+embedded store, on one of two KBs (``--kb``):
 
-The questions are ``data/kgqa_dev.jsonl`` (written by hand, gold answers computed from the
-CSV files alone by ``tools/kgqa_dev.py``). A question is right when:
+- ``biomed``: the demo biomedical KG (data/biomed), questions ``data/kgqa_dev.jsonl`` (written
+  by hand, gold answers computed from the CSV files alone by ``tools/kgqa_dev.py``);
+- ``studio``: an invented film-industry KG (data/studio: people, films, companies, cities,
+  awards), questions ``data/studio_kg_questions.jsonl`` that name its relations in words
+  unlike their names ("helmed", "the boss of", "home to"), in English and Vietnamese, and ask
+  for relations it does not have; gold answers by name, ``null`` where it cannot answer.
+
+A question is right when:
 
 - list shapes: the plan's final step holds exactly the gold nodes (set equality, by id);
 - ``count``: the final count equals the gold count and the answer states it;
@@ -11,8 +17,9 @@ CSV files alone by ``tools/kgqa_dev.py``). A question is right when:
 Reported per shape and per split: ``dev`` (read while building the planner) and
 ``held_out`` (measured only at the end).
 
-    .venv/bin/python bench/kgqa_questions.py [--label after]
-        -> outputs/bench/kgqa_questions.json (the label's figures replace that label's)
+    .venv/bin/python bench/kgqa_questions.py [--kb biomed|studio] [--label after]
+        -> outputs/bench/kgqa_questions.json (biomed), kgqa_studio.json (studio); the
+           label's figures replace that label's
 
 Run it with ``PYTHONPATH=<an earlier checkout>`` and ``--label before`` for the figures of
 earlier code; ``--show-wrong`` prints the dev questions a label gets wrong; the held-out
@@ -31,7 +38,8 @@ from pathlib import Path
 
 from _common import ROOT, write_labelled
 
-QUESTIONS = ROOT / "data" / "kgqa_dev.jsonl"
+KBS = {"biomed": ("kgqa_questions", ROOT / "data" / "kgqa_dev.jsonl", ROOT / "data" / "biomed"),
+       "studio": ("kgqa_studio", ROOT / "data" / "studio_kg_questions.jsonl", ROOT / "data" / "studio")}
 UNMAPPED = "I could not map this question to the graph"
 
 
@@ -43,21 +51,31 @@ def final_ids(trace: dict) -> list[str] | None:
     return [i["id"] for i in trace["context_store"].get(plan["final"], [])]
 
 
+def shape_of(record: dict) -> str:
+    """The question's shape: given (biomed), or ``unmapped`` for a ``null`` answer and
+    ``list`` otherwise (studio)."""
+    return record.get("shape") or ("unmapped" if record["answers"] is None else "list")
+
+
 def judge(record: dict, answer) -> bool:
     trace = answer.trace
     found = final_ids(trace)
-    if record["shape"] == "unmapped":
+    if shape_of(record) == "unmapped":
         return found is None and answer.answer.startswith(UNMAPPED)
     if found is None:
         return False
     if "count" in record:
         total = trace["context_store"].get("final_result_total")
         return total == record["count"] and str(record["count"]) in answer.answer
+    if "answer_ids" not in record:     # gold answers by name
+        names = {i["name"] for i in trace["context_store"][trace["plan"]["final"]]}
+        return names == set(record["answers"])
     return set(found) == set(record["answer_ids"])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--kb", choices=sorted(KBS), default="biomed")
     parser.add_argument("--label", default="after")
     parser.add_argument("--show-wrong", action="store_true")
     parser.add_argument("--held-out", action="store_true", help="print the held-out figures too")
@@ -68,10 +86,11 @@ def main() -> None:
     from ragkit.kgqa.store import NxTypedStore
     from ragkit.pipelines.kg import ask_kg
 
-    records = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    name, questions, kb = KBS[args.kb]
+    records = [json.loads(line) for line in questions.read_text(encoding="utf-8").splitlines() if line.strip()]
     with tempfile.TemporaryDirectory() as tmp:
-        store = NxTypedStore(Path(tmp) / "biomed.json.gz")
-        import_kg(ROOT / "data" / "biomed" / "nodes.csv", ROOT / "data" / "biomed" / "edges.csv", store)
+        store = NxTypedStore(Path(tmp) / f"{args.kb}.json.gz")
+        import_kg(kb / "nodes.csv", kb / "edges.csv", store)
         qa = KGQA(store)
         right: dict[tuple[str, str], list[bool]] = defaultdict(list)
         wrong, seconds = [], []
@@ -80,7 +99,7 @@ def main() -> None:
             answer = ask_kg(record["question"], qa, use_llm=False)
             seconds.append(time.perf_counter() - started)
             ok = judge(record, answer)
-            right[(record["split"], record["shape"])].append(ok)
+            right[(record["split"], shape_of(record))].append(ok)
             if not ok:
                 wrong.append({"id": record["id"], "split": record["split"], "question": record["question"],
                               "answer": answer.answer[:200]})
@@ -92,13 +111,15 @@ def main() -> None:
             if split in (s, "all"):
                 merged[shape].extend(oks)
         every = [ok for oks in merged.values() for ok in oks]
+        if not every:
+            continue
         result[split] = {"n": len(every), "exact_match": round(sum(every) / len(every), 3),
                          "by_shape": {shape: {"n": len(oks), "exact_match": round(sum(oks) / len(oks), 3)}
                                       for shape, oks in sorted(merged.items())}}
     result["wrong_dev"] = [w["id"] for w in wrong if w["split"] == "dev"]
-    write_labelled("kgqa_questions", args.label, result, questions=str(QUESTIONS.relative_to(ROOT)),
-                   n=len(records), command=f".venv/bin/python bench/kgqa_questions.py --label {args.label}")
-    for split in ("dev", "held_out") if args.held_out else ("dev",):
+    write_labelled(name, args.label, result, questions=str(questions.relative_to(ROOT)), n=len(records),
+                   command=f".venv/bin/python bench/kgqa_questions.py --kb {args.kb} --label {args.label}")
+    for split in [s for s in (("dev", "held_out") if args.held_out else ("dev",)) if s in result]:
         print(split, result[split]["exact_match"],
               {k: v["exact_match"] for k, v in result[split]["by_shape"].items()})
     if args.show_wrong:

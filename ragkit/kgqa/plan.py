@@ -37,13 +37,14 @@ import json
 import re
 from functools import lru_cache
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import InputError
-from ..text import ENGLISH_STOPWORDS
+from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS
 from ..text.question import QuestionReading
 from ..text.words import stem, terms
 from .filters import SAID, Comparison, comparisons
+from .linking import GraphLink, GraphLinker, embedder_linker, name_text
 from .resolve import Resolved
 from .store import SchemaEdge
 from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, ENUMERATE, EXCLUDE, NAME_FILLERS,
@@ -52,6 +53,12 @@ from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, ENU
 
 MAX_HOPS = 3
 ANAPHORS = {"them", "they", "those", "these", "it", "ones"}
+WHO = frozenset({"who", "whom", "ai"})     # a question that asks for a person (Vietnamese "ai")
+
+
+@lru_cache(maxsize=4)
+def _linker(language: str) -> GraphLinker:
+    return embedder_linker(language)
 
 
 class PlanError(InputError):
@@ -195,6 +202,15 @@ def property_words(prop: str) -> frozenset[tuple[str, ...]]:
     return frozenset(out)
 
 
+def agent_nouns(word: str) -> tuple[str, ...]:
+    """The agent nouns English makes of a verb in a relation name ("directed" -> director,
+    directer; "owns" -> owner): its base, without -ed, -ing or -s, with -or and -er."""
+    base = re.sub(r"(ed|ing|s)$", "", word)
+    if len(base) < 3:
+        return ()
+    return (base + "or", base + "er") if not base.endswith("e") else (base[:-1] + "or", base + "r")
+
+
 def plural(type_name: str) -> str:
     low = re.sub(r"(?<!^)(?=[A-Z])", "_", type_name).lower()
     if low.endswith("y") and not low.endswith(("ay", "ey", "oy", "uy")):
@@ -250,6 +266,8 @@ class Reading:
     filters: list[dict] = field(default_factory=list)   # comparisons, each with what it compares
     unlinked: list[str] = field(default_factory=list)   # comparisons the graph has nothing for
     optional: list[str] = field(default_factory=list)   # words a property filter reads, a chain need not
+    graph_links: list[GraphLink] = field(default_factory=list)   # words linked through the graph, not by name
+    unlinked_words: list[str] = field(default_factory=list)   # content words nothing in the graph reads
 
     @property
     def shape(self) -> str:
@@ -264,7 +282,8 @@ class Reading:
                 "types": sorted({t for m in self.mentions for t in m.types}),
                 "relations": sorted({r for m in self.mentions for r in m.relations}),
                 "words": [m.text for m in self.mentions],
-                **({"filters": self.filters} if self.filters else {})}
+                **({"filters": self.filters} if self.filters else {}),
+                **({"linked_through_graph": [g.to_dict() for g in self.graph_links]} if self.graph_links else {})}
 
 
 def _noun(mention: QuestionMention) -> bool:
@@ -302,8 +321,10 @@ class RulePlanner:
     EMPTY_START = 4     # an entity with no edge of a chain's first relation: as four other readings
 
     def __init__(self, schema: list[SchemaEdge], properties: dict[str, dict[str, str]] | None = None,
-                 reaches=None):
+                 reaches=None, linker_for: Callable[[str], GraphLinker] | None = None):
         self.schema = schema
+        # language -> what links the words no name reads through the graph (``linking``)
+        self.linker_for = linker_for or _linker
         # (node id, relation, direction) → whether the node has such an edge: when no word
         # decides between relations ("Which Nolan movies ..."), the one the entity has wins
         self.reaches = reaches
@@ -332,6 +353,9 @@ class RulePlanner:
                 add(tuple(_stem(w) for w in part), 1, s.relation)
                 for synonym in other_relation_words(part):
                     add(stems(synonym), 1, s.relation)
+            for word in content:     # its agent nouns: "directed" -> director, "owns" -> owner
+                for agent in agent_nouns(word):
+                    add((_stem(agent),), 1, s.relation)
         return {k: (frozenset(a), frozenset(b)) for k, (a, b) in names.items()}
 
     # ----------------------------------------------------------------- reading the question
@@ -370,7 +394,111 @@ class RulePlanner:
                 asked = self._asked(plain, entities, reading.mentions, spans)
                 if asked[0]:        # (a counted relation word may still: "which actors appeared in ...")
                     reading.asked, reading.asked_unknown = asked
+        if entities:
+            language = question_reading.language if question_reading else "en"    # (the ask always gives one)
+            written = list(question_reading.written_terms) if question_reading else tokens
+            kind = question_reading.shape.kind if question_reading else None
+            # a yes/no question asks for no node; one for a date or a number with no type asked
+            # asks for a value, which no relation to a node gives
+            no_node = kind == "yesno" or (kind in ("date", "number") and not reading.asked and not reading.count)
+            self._link_through_graph(reading, written, language, spans, no_node)
         return reading
+
+    # ----------------------------------------------------------------- words no name reads
+    def _link_through_graph(self, reading: Reading, shown: list[str], language: str, spans: set[int],
+                            no_node: bool) -> None:
+        """Links what the schema's names left unread through the graph (``ragkit.kgqa.linking``):
+        an asked word no type is named by ("which prizes") to the type nearest it; then, in a
+        question that names no relation, no type between its entities and the asked one
+        (those carry the path) and no comparison, the runs of unread content words to the relation, among those
+        whose types fit, that the words bring the question nearest. Runs left unlinked are
+        kept: such a question names something the graph does not hold. A question that
+        asks for no node (``no_node``: yes or no, a date or a number of no type) has none of
+        its words linked."""
+        linker = self.linker_for(language)
+        tokens = reading.tokens
+        if reading.asked_unknown and reading.asked is None and reading.asked_unknown in tokens:
+            # the types the question's relations lead to, past its entities' own; else any
+            ends = {t for s in self.schema if any(s.relation in m.relations for m in reading.mentions)
+                    for t in (s.source_type, s.target_type)} - {e.type for e in reading.entities}
+            link = linker.type(reading.asked_unknown, sorted(ends) or self.types)
+            if link is not None:
+                at = tokens.index(reading.asked_unknown)
+                reading.mentions.append(QuestionMention(at, at + 1, link.words, frozenset({link.name}), frozenset()))
+                reading.mentions.sort(key=lambda m: m.start)
+                reading.asked, reading.asked_unknown = link.name, None
+                reading.graph_links.append(link)
+        if any(m.relations for m in reading.mentions) or self._between_types(reading) or reading.filters \
+                or reading.unlinked:
+            return      # the path is named, or a comparison's words (read by its filter) stand around it
+        runs = self._unread_runs(reading, spans, language)
+        if no_node:
+            reading.unlinked_words += [" ".join(shown[a:b]) for a, b in runs]
+            return
+        candidates = self._fitting_edges(reading)
+        for start, end in runs:
+            typed = self._typed_words(reading, shown)
+            with_words = " ".join(w for w in typed if w)
+            without = " ".join(w for i, w in enumerate(typed) if w and not start <= i < end)
+            link = linker.relation(" ".join(shown[start:end]), with_words, without, candidates)
+            if link is None:
+                reading.unlinked_words.append(" ".join(shown[start:end]))
+                continue
+            reading.mentions.append(QuestionMention(start, end, " ".join(tokens[start:end]), frozenset(),
+                                                    frozenset({link.name})))
+            reading.graph_links.append(link)
+            candidates = [s for s in candidates if s.relation != link.name]
+        reading.mentions.sort(key=lambda m: m.start)
+
+    @staticmethod
+    def _between_types(reading: Reading) -> set[str]:
+        """The types the question names other than the asked one and its entities' own."""
+        own = {reading.asked} | {e.type for e in reading.entities}
+        return {t for m in reading.mentions for t in m.types} - own
+
+    def _fitting_edges(self, reading: Reading) -> list[SchemaEdge]:
+        """The schema's edges whose types fit the question: those that join an entity's type
+        to the asked type in one step; if none does, those on a schema path between them
+        (no type asked: those one step from an entity's type)."""
+        ends = {(e.type, reading.asked) for e in reading.entities}
+        direct = [s for s in self.schema
+                  if (s.source_type, s.target_type) in ends or (s.target_type, s.source_type) in ends]
+        if direct or not reading.asked:
+            own = {e.type for e in reading.entities}
+            return direct or [s for s in self.schema if own & {s.source_type, s.target_type}]
+        on_paths = {h.relation for e in reading.entities for p in self.paths(e.type, reading.asked) for h in p}
+        return [s for s in self.schema if s.relation in on_paths]
+
+    @staticmethod
+    def _unread_runs(reading: Reading, spans: set[int], language: str) -> list[tuple[int, int]]:
+        """(start, end) of each run of content words that no mention, entity, asking word or
+        filter read: consecutive ones, or with only function words between them."""
+        read = {i for m in reading.mentions for i in range(m.start, m.end)} | spans
+        optional = {w for text in reading.optional for w in text.split()}
+        asking = {w for phrase in (*ASK_BEFORE, *ASK_AFTER, *REQUEST, *COUNT, *ENUMERATE, *EXCLUDE, *UNION)
+                  for w in phrase.split()} | WHO
+        function = ENGLISH_STOPWORDS | (VIETNAMESE_FUNCTION_WORDS if language == "vi" else frozenset())
+        content = [i for i, t in enumerate(reading.tokens)
+                   if i not in read and t not in function and t not in asking and t not in optional
+                   and t != reading.asked_unknown
+                   and not t.isdigit() and len(t) > 1]
+        runs: list[tuple[int, int]] = []
+        for i in content:
+            if runs and all(j not in read and reading.tokens[j] in function for j in range(runs[-1][1], i)):
+                runs[-1] = (runs[-1][0], i + 1)
+            else:
+                runs.append((i, i + 1))
+        return runs
+
+    @staticmethod
+    def _typed_words(reading: Reading, shown: list[str]) -> list[str]:
+        """The question's words with each entity written as its type ("who is the boss of
+        company"); the entity's other words are blanked."""
+        typed = list(shown)
+        for e in reading.entities:
+            n = len(e.mention.split())
+            typed[e.start:e.start + n] = [name_text(e.type)] + [""] * (n - 1)
+        return typed
 
     # ----------------------------------------------------------------- comparisons
 
@@ -521,7 +649,7 @@ class RulePlanner:
             if start in ends and self._type_of(ends[start]):
                 return self._type_of(ends[start]), None
         people = [t for t in self.types if any(w in PERSON_TYPE_WORDS for w in name_words(t))]
-        if tokens and tokens[0] in ("who", "whom") and len(people) == 1:
+        if tokens and (tokens[0] in WHO or tokens[-1] == "ai") and len(people) == 1:
             return people[0], None      # "who directed ...": the schema's one type of person
         entity_edges = {e.start for e in entities} | {e.start + len(e.mention.split()) for e in entities}
         for m in mentions:
@@ -646,6 +774,10 @@ class RulePlanner:
                 plan.final = plan.steps[-1]["key"]
                 return plan
             raise NotMapped("plan: the question names nothing found in the graph", linked)
+        if reading.unlinked_words:
+            raise NotMapped(f"plan: {', '.join(repr(w) for w in reading.unlinked_words)} names no relation of the "
+                            f"graph that joins {', '.join(sorted({e.type for e in entities}))} to "
+                            f"{reading.asked or 'what the question asks'}", linked)
         if not reading.mentions:
             raise NotMapped("plan: the question names no type or relation of the graph to ask about", linked)
         best = self.choose(reading, alternatives or {})

@@ -5,10 +5,13 @@ place, so a new graph or a new language adds words, not code.
 ``TYPE_WORDS`` and ``RELATION_WORDS`` map a word (or phrase) that appears in type or relation
 names — "compound", "treat", "side effect" — to the other words people use for it, in English
 and in Vietnamese (written without tone marks: questions are matched after accents are
-removed). A schema
-whose names use none of these words is still read by its own names, split into words. They
-are read by the typed-KG planner (``ragkit.kgqa.plan``) only; the graph walk links a
-question's relation words through the relation names' embeddings, with no word list.
+removed). ``RELATION_WORDS`` holds the demo biomedical graph's domain words only: a schema
+whose names use none of these words is read by its own names, split into words, with their
+agent nouns ("directed" -> director), and the words no name reads are linked through the
+graph itself, by the types at each end of its relations and their embeddings
+(``ragkit.kgqa.linking``). They are read by the typed-KG planner (``ragkit.kgqa.plan``) only;
+the graph walk links a question's relation words through the relation names' embeddings,
+with no word list.
 """
 
 from __future__ import annotations
@@ -51,27 +54,6 @@ RELATION_WORDS: dict[str, tuple[str, ...]] = {
     "side effect": ("adverse effect", "adverse reaction", "adverse event", "tac dung phu"),
     # "X causes fever", "X presents with a rash": fever, a rash are symptoms of X
     "symptom": ("cause", "present with", "include"),
-    # relations common in general-knowledge graphs
-    "subsidiary": ("owned by", "parent company"),
-    "founded": ("founder", "started"),
-    "ceo": ("chief executive", "chief executive officer", "runs", "leads"),
-    "headquartered": ("headquarters", "based"),
-    "born": ("birthplace", "place of birth"),
-    "profession": ("occupation", "works as"),
-    "occupation": ("profession", "works as"),
-    "nationality": ("citizenship", "citizen"),
-    "spouse": ("wife", "husband", "married"),
-    "children": ("child", "son", "daughter", "kid", "offspring"),
-    "parents": ("parent", "father", "mother"),
-    "capital": ("capital city",),
-    "currency": ("money",),
-    "genre": ("kind", "type"),
-    "directed": ("director", "filmmaker"),
-    "starring": ("actor", "actress", "cast", "acted", "appeared"),
-    "acted": ("actor", "actress", "cast member", "starred", "appeared", "played"),
-    "produced": ("production company", "studio"),
-    "studied": ("alumni", "attended", "student"),
-    "makes": ("maker", "products"),
 }
 
 

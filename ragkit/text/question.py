@@ -23,7 +23,7 @@ from .descriptions import Description, question_descriptions
 from .shape import Shape, answer_shape, question_focus
 from .cues import PROCEDURE_QUESTION_CUES
 from .tokens import normalize, question_language
-from .words import negated, terms
+from .words import negated, terms, words
 
 # The words that join the items a question offers to choose between (English, Vietnamese).
 CHOICE_JOINERS = ("or", "hay", "hoặc")
@@ -204,6 +204,14 @@ class QuestionReading:
     @property
     def compares(self) -> bool:
         return bool(self.compared)
+
+    @property
+    def written_terms(self) -> tuple[str, ...]:
+        """``terms`` as the question writes them (accents kept: "đạo diễn", not "dao dien"),
+        where the two tokenizations agree word for word; else ``terms``. What an embedder
+        reads, where ``terms`` is what names and the schema are matched on."""
+        written = tuple(words(self.text))
+        return written if len(written) == len(self.terms) else self.terms
 
     @property
     def compared(self) -> tuple[str, ...]:
