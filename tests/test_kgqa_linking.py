@@ -144,3 +144,15 @@ def test_without_an_embedder_only_the_types_link(studio):
     assert [s["relation"] for s in plan.steps] == ["FILMED_IN"]
     with pytest.raises(Exception, match="'boss'"):       # CEO_OF and FOUNDED both join Company and Person
         planner.plan("Who is the boss of Ostrava Films?", studio.names.resolve("Who is the boss of Ostrava Films?"))
+
+
+def test_who_in_a_graph_without_people_links_nothing(kg_planner_biomed):
+    answer = ask_kg("Who first synthesised Aspirin?", kg_planner_biomed, use_llm=False)
+    assert answer.answer.startswith(NOT_MAPPED) and "'first synthesised'" in answer.answer
+
+
+@pytest.fixture(scope="module")
+def kg_planner_biomed(tmp_path_factory):
+    store = NxTypedStore(tmp_path_factory.mktemp("biomed") / "biomed.json.gz")
+    import_kg(ROOT / "data" / "biomed" / "nodes.csv", ROOT / "data" / "biomed" / "edges.csv", store)
+    return KGQA(store)

@@ -400,7 +400,9 @@ class RulePlanner:
             kind = question_reading.shape.kind if question_reading else None
             # a yes/no question asks for no node; one for a date or a number with no type asked
             # asks for a value, which no relation to a node gives
-            no_node = kind == "yesno" or (kind in ("date", "number") and not reading.asked and not reading.count)
+            # or "who" in a graph with no type of person
+            no_node = kind == "yesno" or (kind in ("date", "number") and not reading.asked and not reading.count) \
+                or (not reading.asked and bool(tokens) and (tokens[0] in WHO or tokens[-1] == "ai"))
             self._link_through_graph(reading, written, language, spans, no_node)
         return reading
 
@@ -413,8 +415,8 @@ class RulePlanner:
         (those carry the path) and no comparison, the runs of unread content words to the relation, among those
         whose types fit, that the words bring the question nearest. Runs left unlinked are
         kept: such a question names something the graph does not hold. A question that
-        asks for no node (``no_node``: yes or no, a date or a number of no type) has none of
-        its words linked."""
+        asks for no node of the graph (``no_node``: yes or no, a date or a number of no type,
+        a person where no type is one) has none of its words linked."""
         linker = self.linker_for(language)
         tokens = reading.tokens
         if reading.asked_unknown and reading.asked is None and reading.asked_unknown in tokens:
