@@ -34,6 +34,8 @@ variable                    what it sets
 ``NEO4J_PASSWORD``          its password (default ``ragkit-neo4j``, what tools/neo4j sets)
 ``NEO4J_DATABASE``          the Neo4j database (default: the server's default database)
 ``RAGKIT_API_KEY``          the key ``ragkit serve`` requires as a bearer token (needed beyond loopback; never logged)
+``RAGKIT_ALLOWED_HOSTS``    host names ``ragkit serve`` answers to beyond loopback and ``--host``
+                            (comma-separated; ``--allowed-host``)
 ``RAGKIT_KILL_AT``          ``<point>:<n>``: SIGKILL the process the n-th time it reaches that fault point
                             (fault tests only)
 ``RAGKIT_PROGRESS``         ``1`` or ``0``: progress bars on or off for library calls (default: automatic,
@@ -260,6 +262,7 @@ class Settings:
     neo4j_password: str | None = field(default=None, repr=False)   # NEO4J_PASSWORD
     neo4j_database: str | None = None                        # NEO4J_DATABASE
     api_key: str | None = field(default=None, repr=False)    # RAGKIT_API_KEY (ragkit serve)
+    allowed_hosts: tuple[str, ...] = ()                      # RAGKIT_ALLOWED_HOSTS (ragkit serve; comma-separated)
     kill_at: str | None = None                               # RAGKIT_KILL_AT (ragkit.testing.faults)
     progress: bool | None = None                             # RAGKIT_PROGRESS (ragkit.runtime.progress)
     shared: str | None = None                                # RAGKIT_SHARED (ragkit data check)
@@ -325,6 +328,7 @@ class Settings:
                    embed_backend=embed_backend, chroma_url=text("CHROMA_URL"),
                    neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),
                    neo4j_database=text("NEO4J_DATABASE"), api_key=text("RAGKIT_API_KEY"),
+                   allowed_hosts=tuple(h.strip() for h in (text("RAGKIT_ALLOWED_HOSTS") or "").split(",") if h.strip()),
                    kill_at=text("RAGKIT_KILL_AT"), progress=flag("RAGKIT_PROGRESS"), shared=text("RAGKIT_SHARED"),
                    ci=ci is not None and ci.strip().lower() not in ("0", "false", "no"),
                    cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"))

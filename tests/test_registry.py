@@ -65,7 +65,7 @@ def test_a_registered_pipeline_gets_the_server_and_the_profiler(tmp_path):
 
         service = Service(Sources(notes=os.environ["NOTES"]))
         # A fixed deadline: no model speed measured in the background (no model is asked here).
-        with TestClient(create_app(service, limits=ServeLimits(timeout_s=60))) as client:
+        with TestClient(create_app(service, limits=ServeLimits(timeout_s=60)), base_url="http://127.0.0.1") as client:
             schema = client.get("/openapi.json").json()["paths"]["/ask"]["post"]["requestBody"]["content"][
                 "application/json"]["schema"]["properties"]
             asked = client.post("/ask", json={"question": "Which note mentions the valve?", "pipeline": "notes",

@@ -165,6 +165,76 @@ def test_web_pages_of_other_origins_are_refused_and_cors_is_only_for_the_one_giv
     assert same.status_code == 200
 
 
+@pytest.fixture(scope="module")
+def keyless(tmp_path_factory):
+    """A loopback server without a key (``make serve``'s setup), answering also to one more name."""
+    from ragkit.kgqa.importer import import_kg
+    from ragkit.kgqa.store import open_typed_store
+
+    root = tmp_path_factory.mktemp("serve-keyless")
+    store = root / "biomed.json.gz"
+    with open_typed_store(str(store)) as graph:
+        import_kg("data/biomed/nodes.csv", "data/biomed/edges.csv", graph)
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("RAGKIT_API_KEY", "RAGKIT_ALLOWED_HOSTS")}
+    command = serve_command(port, "--store", str(store), "--allowed-host", "rag.internal")
+    with running_http(command, f"http://127.0.0.1:{port}/health", timeout=120, log=root / "server.log", env=env):
+        for _ in range(200):      # the KG loads in the background
+            if httpx.get(f"http://127.0.0.1:{port}/ready").status_code == 200:
+                break
+            time.sleep(0.1)
+        yield {"http": f"http://127.0.0.1:{port}", "ws": f"ws://127.0.0.1:{port}/ws", "port": port}
+
+
+@pytest.mark.parametrize("path, method", [("/ask", "post"), ("/v1/chat/completions", "post"), ("/ready", "get"),
+                                          ("/openapi.json", "get")])
+def test_a_dns_rebinding_page_is_refused_by_its_host_name(keyless, path, method):
+    # a page on evil.example that pointed its name at 127.0.0.1: the browser sends its own
+    # name as Host, and its Origin agrees with it
+    port = keyless["port"]
+    forged = {"Host": f"evil.example:{port}", "Origin": f"http://evil.example:{port}"}
+    body = kg(Q1) if path == "/ask" else {"model": "ragkit-kg-no-llm", "messages": [{"role": "user", "content": Q1}]}
+    kwargs = {"json": body} if method == "post" else {}
+    refused = httpx.request(method.upper(), keyless["http"] + path, headers=forged, timeout=60, **kwargs)
+    assert refused.status_code == 403, refused.text
+    message = refused.json()["error"]
+    message = message["message"] if isinstance(message, dict) else message
+    assert message == "host: 'evil.example' is not a name this server answers to (allow it with --allowed-host)"
+    plain = httpx.request(method.upper(), keyless["http"] + path, headers={"Host": f"EVIL.example.:{port}"},
+                          timeout=60, **kwargs)
+    assert plain.status_code == 403        # without an Origin too, whatever the case or a final dot
+
+
+def test_the_websocket_handshake_is_refused_by_its_host_name(keyless):
+    async def handshake():
+        try:
+            async with websockets.connect(keyless["ws"], additional_headers={
+                    "Host": f"evil.example:{keyless['port']}", "Origin": f"http://evil.example:{keyless['port']}"}):
+                return None
+        except websockets.InvalidStatus as exc:
+            return exc.response.status_code
+
+    assert asyncio.run(handshake()) == 403
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "LOCALHOST", "[::1]:{port}", "rag.internal",
+                                  "rag.internal:{port}"])
+def test_loopback_names_and_the_allowed_host_are_answered(keyless, host):
+    host = host.format(port=keyless["port"])
+    answer = httpx.post(keyless["http"] + "/ask", json=kg(Q1), headers={"Host": host}, timeout=60)
+    assert answer.status_code == 200 and answer.json()["citations"], answer.text
+    own_page = httpx.post(keyless["http"] + "/ask", json=kg(Q1), timeout=60,
+                          headers={"Host": host, "Origin": f"http://{host}"})
+    assert own_page.status_code == 200          # the server's own pages (/docs) by any allowed name
+
+
+def test_an_allowed_host_that_is_not_a_host_name_is_one_line_naming_it():
+    out = subprocess.run([sys.executable, "-m", "ragkit.cli", "serve", "--kg", "data/merged_knowledge_graph.json",
+                          "--allowed-host", "https://rag.internal/ask"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 3 and out.stderr.count("\n") == 1
+    assert out.stderr.startswith("ragkit: error: --allowed-host 'https://rag.internal/ask': must be a host name")
+
+
 def test_the_request_log_names_the_key_but_not_the_question(server):
     secret = "What symptoms do diseases treated by Ibuprofen have?"
     assert ask(server, kg(secret), key=KEY_B).status_code == 200
@@ -198,14 +268,14 @@ def raw_exchange(port, head, trickle=b"", every_s=0.5, limit_s=10):
 
 
 def test_headers_sent_a_byte_at_a_time_are_cut_off(server):
-    received, took = raw_exchange(server["port"], b"POST /ask HTTP/1.1\r\nHost: x\r\nX-Slow: ", b"y" * 40)
+    received, took = raw_exchange(server["port"], b"POST /ask HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ", b"y" * 40)
     assert received.startswith(b"HTTP/1.1 408 ")
     assert received.endswith(b'{"error": "request: headers not received within 2 s"}')
     assert took < READ_TIMEOUT_S + 2
 
 
 def test_a_body_sent_a_byte_at_a_time_is_cut_off(server):
-    head = (b"POST /ask HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY_A.encode() +
+    head = (b"POST /ask HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + KEY_A.encode() +
             b"\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n")
     received, took = raw_exchange(server["port"], head, b"{" + b" " * 100)
     assert received.startswith(b"HTTP/1.1 408 ") and b"connection: close" in received.lower()
@@ -214,7 +284,7 @@ def test_a_body_sent_a_byte_at_a_time_is_cut_off(server):
 
 
 def test_an_aborted_body_is_one_log_line_not_a_traceback(server):
-    head = (b"POST /ask HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY_A.encode() +
+    head = (b"POST /ask HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + KEY_A.encode() +
             b"\r\nContent-Length: 500\r\n\r\n{\"question\": ")
     sock = socket.create_connection(("127.0.0.1", server["port"]))
     sock.sendall(head)

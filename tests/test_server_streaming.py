@@ -101,7 +101,8 @@ def test_the_openai_stream_sends_the_answer_as_it_is_written_then_the_verdict():
 
 def test_a_replaced_answer_says_so_in_the_last_chunk():
     service = Writer(answer="Fever [1].", gated=False)
-    with TestClient(create_app(service, ServeLimits())) as c:
+    with TestClient(create_app(service, ServeLimits()),
+                    base_url="http://127.0.0.1") as c:
         body = c.post("/v1/chat/completions", json={"model": "ragkit-kg", "stream": True,
                                                     "messages": [{"role": "user", "content": "q"}]}).text
     events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: {")]
@@ -113,14 +114,16 @@ def test_a_replaced_answer_says_so_in_the_last_chunk():
 
 
 def test_an_answer_without_the_model_still_comes_in_pieces():
-    with TestClient(create_app(Writer(gated=False), ServeLimits())) as c:
+    with TestClient(create_app(Writer(gated=False), ServeLimits()),
+                    base_url="http://127.0.0.1") as c:
         body = c.post("/v1/chat/completions", json={"model": "ragkit-kg-no-llm", "stream": True,
                                                     "messages": [{"role": "user", "content": "q"}]}).text
     assert body.count('"content": "') >= 4 and '"replaced": false' in body
 
 
 def test_websocket_tokens_say_what_the_generation_writes():
-    with TestClient(create_app(Writer(gated=False), ServeLimits())) as c, c.websocket_connect("/ws") as ws:
+    with TestClient(create_app(Writer(gated=False), ServeLimits()),
+                    base_url="http://127.0.0.1") as c, c.websocket_connect("ws://127.0.0.1/ws") as ws:
         ws.send_json({"question": "q", "pipeline": "kg"})
         events = [ws.receive_json() for _ in range(7)]
     assert [e["type"] for e in events] == ["start", "token", "token", "token", "token", "token", "result"]
@@ -156,14 +159,16 @@ class Paced:
 
 def test_a_model_still_writing_past_a_derived_deadline_finishes():
     # 0.1 s floor, no speed measured (a stand-in has no model): 25 tokens 20 ms apart go past it.
-    with TestClient(create_app(Paced(tokens=25, gap=0.02), ServeLimits(min_timeout_s=0.1, stall_timeout_s=5.0))) as c:
+    with TestClient(create_app(Paced(tokens=25, gap=0.02), ServeLimits(min_timeout_s=0.1, stall_timeout_s=5.0)),
+                    base_url="http://127.0.0.1") as c:
         done = c.post("/ask", json={"question": "q", "pipeline": "kg"})
     assert done.status_code == 200 and done.json()["answer"] == "x"
 
 
 def test_a_model_that_stalls_past_a_derived_deadline_is_a_504_that_says_so():
     service = Paced(tokens=3, gap=0.02, silence=2.0)
-    with TestClient(create_app(service, ServeLimits(min_timeout_s=0.1, stall_timeout_s=0.3))) as c:
+    with TestClient(create_app(service, ServeLimits(min_timeout_s=0.1, stall_timeout_s=0.3)),
+                    base_url="http://127.0.0.1") as c:
         stalled = c.post("/ask", json={"question": "q", "pipeline": "kg"})
         assert stalled.status_code == 504
         assert stalled.json()["error"] == (
@@ -178,7 +183,8 @@ def test_a_model_that_stalls_past_a_derived_deadline_is_a_504_that_says_so():
     ({}, 60.0, "the model's speed is not measured: the 60 s floor"),
     ({"timeout_s": 120.0}, 120.0, "--timeout")])
 def test_the_index_reports_the_answer_deadline(limits, seconds, basis):
-    with TestClient(create_app(Paced(0, 0.0), ServeLimits(**limits))) as c:
+    with TestClient(create_app(Paced(0, 0.0), ServeLimits(**limits)),
+                    base_url="http://127.0.0.1") as c:
         index = c.get("/").json()
     assert index["answer_deadline"]["seconds"] == seconds and index["answer_deadline"]["basis"].startswith(basis)
     assert index["answer_deadline"]["model_speed"] is None and index["limits"]["timeout_s"] == limits.get("timeout_s")

@@ -59,7 +59,7 @@ class StandIn:
 
 def client(service, keys=(), cors_origins=(), log_questions=False, **limits):
     return TestClient(create_app(service, ServeLimits(**limits), keys=list(keys), cors_origins=list(cors_origins),
-                                 log_questions=log_questions))
+                                 log_questions=log_questions), base_url="http://127.0.0.1")
 
 
 def test_a_slow_answer_is_a_504_and_the_server_goes_on():
@@ -85,7 +85,7 @@ def test_errors_map_to_statuses_with_one_line(fail, status):
 
 def test_websocket_events_come_in_order_and_the_connection_is_a_session():
     service = StandIn()
-    with client(service) as c, c.websocket_connect("/ws") as ws:
+    with client(service) as c, c.websocket_connect("ws://127.0.0.1/ws") as ws:
         ws.send_json({"question": "one two three", "pipeline": "kg"})
         events = [ws.receive_json() for _ in range(6)]
         ws.send_json({"question": "again", "pipeline": "kg", "no_llm": True})
@@ -101,7 +101,7 @@ def test_websocket_events_come_in_order_and_the_connection_is_a_session():
 
 
 def test_a_websocket_timeout_is_an_error_event():
-    with client(StandIn(delay=1.0), timeout_s=0.2) as c, c.websocket_connect("/ws") as ws:
+    with client(StandIn(delay=1.0), timeout_s=0.2) as c, c.websocket_connect("ws://127.0.0.1/ws") as ws:
         ws.send_json({"question": "q", "pipeline": "kg"})
         assert ws.receive_json()["type"] == "start"
         assert ws.receive_json() == {"type": "error", "status": 504, "error": "request: no answer within 0.2 s"}
@@ -191,13 +191,13 @@ def test_odd_json_is_a_400_not_a_500(body, message):
 
 def test_binary_frames_and_bad_session_ids_on_the_websocket():
     with client(StandIn()) as c:
-        with c.websocket_connect("/ws") as ws:
+        with c.websocket_connect("ws://127.0.0.1/ws") as ws:
             ws.send_bytes(b'{"question": "q"}')
             assert ws.receive_json() == {"type": "error", "status": 400,
                                          "error": "request: send JSON as a text frame, not binary"}
             ws.send_json({"question": "q", "pipeline": "kg", "no_llm": True})
             assert ws.receive_json()["type"] == "start"
-        with c.websocket_connect("/ws?session=" + "x" * 65) as ws:
+        with c.websocket_connect("ws://127.0.0.1/ws?session=" + "x" * 65) as ws:
             assert ws.receive_json()["error"].startswith("session: must be 1-64")
 
 
@@ -277,7 +277,7 @@ def test_an_unexpected_error_mid_stream_closes_the_websocket_with_1011():
             answer.timings_ms = {"not json": {1}}       # send_json cannot write a set
             return answer
 
-    with client(Unsendable()) as c, c.websocket_connect("/ws") as ws:
+    with client(Unsendable()) as c, c.websocket_connect("ws://127.0.0.1/ws") as ws:
         ws.send_json({"question": "q", "pipeline": "kg", "no_llm": True})
         assert ws.receive_json()["type"] == "start"
         with pytest.raises(WebSocketDisconnect) as closed:

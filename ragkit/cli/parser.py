@@ -402,6 +402,10 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--cors-origin", action="append", metavar="ORIGIN",
                    help="a web origin (https://app.example) whose pages may call the server "
                         "(repeatable; default: none)")
+    p.add_argument("--allowed-host", action="append", metavar="NAME",
+                   help="a host name clients reach the server by (rag.example, 10.0.0.5), beyond the loopback "
+                        "names and --host; other Host headers get 403 (repeatable; default: "
+                        "$RAGKIT_ALLOWED_HOSTS, comma-separated; * for any)")
     p.add_argument("--log-questions", action="store_true", help="put each question's text in the request log")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     p.set_defaults(func=cmd_serve, json=False)

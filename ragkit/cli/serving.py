@@ -27,15 +27,17 @@ def _require_store_files(sources) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..config import LLMConfig
-    from ..server.access import check_exposure, check_keys
+    from ..server.access import check_allowed_hosts, check_exposure, check_keys
     from ..server import ServeLimits, serve
     from ..service import Service, Sources, build_demo_sources
 
     from ..config import Settings
 
-    env_key = Settings.from_env().api_key
+    settings = Settings.from_env()
+    env_key = settings.api_key
     keys = check_keys(args.api_key or ([env_key] if env_key else []))
     check_exposure(args.host, keys)      # before any source is built
+    hosts = check_allowed_hosts(args.allowed_host or list(settings.allowed_hosts))
     from ..pipelines import pipelines
 
     flags = {s.field: s.served_by for p in pipelines() for s in p.sources}
@@ -65,5 +67,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          read_timeout_s=args.read_timeout)
     serve(service, host=args.host, port=args.port, limits=limits, log_level=args.log_level, keys=keys,
           cors_origins=args.cors_origin or [], log_questions=args.log_questions,
-          embeddings_only=args.embeddings_only)
+          embeddings_only=args.embeddings_only, allowed_host=hosts)
     return 0

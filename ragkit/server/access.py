@@ -9,6 +9,11 @@ questions each key may have in flight.
   one answers only ``{"ready": ...}``.
 - Each key is a *principal* (``key:`` and 8 hex digits of its SHA-256; ``local`` when the
   server has no keys): conversations and limits belong to it, and logs name it, never the key.
+- A request must name the server by a host name it answers to (its ``Host`` header): a
+  loopback name (``localhost``, ``127.0.0.1``, ``::1``), the address it listens on, or one
+  given with ``--allowed-host``; any other gets 403 before any work is done. A web page that
+  rebinds its own DNS name to 127.0.0.1 (DNS rebinding) makes the browser send that name, so
+  it cannot reach a loopback server even though the page's origin and the Host agree.
 - A request from a web page (an ``Origin`` header) is refused unless that origin is the
   server's own or one given with ``--cors-origin``: a page in the local user's browser cannot
   drive a loopback server behind their back.
@@ -29,6 +34,8 @@ with requires_extra("server"):
     from fastapi.responses import JSONResponse
 
 LOCAL = "local"                      # the principal of a server without keys (loopback only)
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")    # the host names a loopback server answers to
+ANY_HOST = "*"
 OPEN_PATHS = {"/health", "/ready"}   # answered without a key (/ready: without its details)
 MIN_KEY_CHARS = 16
 KEY_HINT = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
@@ -61,6 +68,39 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def host_name(value: str) -> str:
+    """The name a ``Host`` header (or an ``--allowed-host``) gives, without its port, lower-cased,
+    without a trailing dot: ``LOCALHOST.:8000`` -> ``localhost``, ``[::1]:8000`` -> ``::1``."""
+    value = value.strip().lower()
+    if value.startswith("["):                     # an IPv6 address, maybe with a port
+        return value[1:value.find("]")] if "]" in value else value[1:]
+    if value.count(":") == 1:
+        value = value.split(":", 1)[0]
+    return value.rstrip(".")
+
+
+def allowed_hosts(listen_host: str, extra: Sequence[str] = ()) -> frozenset[str]:
+    """The host names a server listening on ``listen_host`` answers to: the loopback names, the
+    address it listens on (unless it is every address, ``0.0.0.0`` or ``::``), and ``extra``
+    (``--allowed-host``; ``*`` answers to any name)."""
+    names = set(LOOPBACK_NAMES) | {host_name(h) for h in extra if h.strip()}
+    listen = host_name(listen_host)
+    if listen not in ("0.0.0.0", "::", ""):
+        names.add(listen)
+    return frozenset(names)
+
+
+def check_allowed_hosts(values: Sequence[str]) -> list[str]:
+    """``--allowed-host`` values, each a host name or address without scheme or path (or ``*``);
+    InputError naming the first that is not."""
+    for value in values:
+        name = host_name(value)
+        if value.strip() != ANY_HOST and (not name or "/" in value or " " in name or not name.isascii()):
+            raise InputError(f"--allowed-host {value!r}: must be a host name or address (app.example, "
+                             f"10.0.0.5), without scheme, port or path, or * for any")
+    return list(values)
+
+
 def check_keys(keys: list[str]) -> list[str]:
     """The configured keys, each long enough and sendable in a header; InputError otherwise."""
     for key in keys:
@@ -90,14 +130,17 @@ def _bearer(headers: dict[bytes, bytes]) -> bytes | None:
 
 
 class AccessGuard:
-    """ASGI middleware: the key check (401) and the origin check (403) for HTTP and WebSocket
-    alike. It puts the request's principal in ``scope["ragkit.principal"]`` (None on an open
-    path reached without a valid key)."""
+    """ASGI middleware: the host check (403), the origin check (403) and the key check (401),
+    for HTTP and WebSocket alike; ``hosts``: the host names it answers to (``allowed_hosts``).
+    It puts the request's principal in ``scope["ragkit.principal"]`` (None on an open path
+    reached without a valid key)."""
 
-    def __init__(self, app, keys: Sequence[str] = (), origins: Sequence[str] = ()):
+    def __init__(self, app, keys: Sequence[str] = (), origins: Sequence[str] = (),
+                 hosts: Sequence[str] = LOOPBACK_NAMES):
         self.app = app
         self.keys = [(k.encode("ascii"), principal_of(k)) for k in keys]
         self.origins = set(origins)
+        self.hosts = frozenset(host_name(h) for h in hosts)
 
     def principal(self, headers: dict[bytes, bytes]) -> str | None:
         if not self.keys:
@@ -115,6 +158,13 @@ class AccessGuard:
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
         headers = dict(scope.get("headers") or [])
+        host = headers.get(b"host")
+        name = host_name(host.decode("latin-1")) if host is not None else None
+        if name is not None and ANY_HOST not in self.hosts and name not in self.hosts:
+            name = name[:100]
+            return await self.refuse(scope, receive, send, 403,
+                                     f"host: {name!r} is not a name this server answers to "
+                                     f"(allow it with --allowed-host)")
         origin = headers.get(b"origin")
         if origin is not None:
             text = origin.decode("latin-1")

@@ -21,7 +21,7 @@ from ..llm.base import generation_purpose
 from ..runtime.extras import requires_extra
 from ..pipelines import get_pipeline
 from ..service import AskRequest, Service, ask_request_model, request_type
-from .access import LOCAL, AccessGuard, InFlight, error_body
+from .access import LOCAL, LOOPBACK_NAMES, AccessGuard, InFlight, error_body
 from .deadlines import FLOOR_S, Deadlines, overdue, time_left
 from .protocol import HTTPProblem, check_session, decode_json, problem_for, replacement
 
@@ -167,9 +167,11 @@ class _BodyLimit:
 
 
 def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Sequence[str] = (),
-               cors_origins: Sequence[str] = (), log_questions: bool = False, embeddings_only: bool = False) -> FastAPI:
+               cors_origins: Sequence[str] = (), log_questions: bool = False, embeddings_only: bool = False,
+               hosts: Sequence[str] = LOOPBACK_NAMES) -> FastAPI:
     """The app; it owns ``service`` from start-up to shut-down. ``keys``: the API keys (none:
     loopback only, one local user); ``cors_origins``: web origins allowed to call it;
+    ``hosts``: the host names it answers to (``access.allowed_hosts``: loopback by default);
     ``log_questions``: put the question's text in the request log line; ``embeddings_only``:
     no pipelines, the embedding models loaded at start (``/ready`` waits for them)."""
     from contextlib import asynccontextmanager
@@ -209,7 +211,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
     app = FastAPI(title="ragkit", summary="Grounded question answering over local indexes and graphs",
                   lifespan=lifespan)
     app.add_middleware(_BodyLimit, max_body=limits.max_body, timeout_s=limits.read_timeout_s)
-    app.add_middleware(AccessGuard, keys=list(keys), origins=list(cors_origins))
+    app.add_middleware(AccessGuard, keys=list(keys), origins=list(cors_origins), hosts=list(hosts))
     if cors_origins:      # outermost: a browser's preflight carries no key
         with requires_extra("server"):
             from fastapi.middleware.cors import CORSMiddleware
@@ -603,9 +605,10 @@ def websocket_protocol():
 
 def serve(service: Service, host: str = "127.0.0.1", port: int = 8000, limits: ServeLimits | None = None,
           log_level: str = "info", keys: Sequence[str] = (), cors_origins: Sequence[str] = (),
-          log_questions: bool = False, embeddings_only: bool = False) -> None:
-    """Run the app with uvicorn until interrupted (beyond loopback only with a key)."""
-    from .access import check_exposure
+          log_questions: bool = False, embeddings_only: bool = False, allowed_host: Sequence[str] = ()) -> None:
+    """Run the app with uvicorn until interrupted (beyond loopback only with a key); it answers
+    to the loopback names, ``host`` and ``allowed_host``."""
+    from .access import allowed_hosts, check_exposure
 
     check_exposure(host, list(keys))
     limits = limits or ServeLimits()
@@ -617,7 +620,7 @@ def serve(service: Service, host: str = "127.0.0.1", port: int = 8000, limits: S
     # A WebSocket message over max_body gets a 413 event from parse_request; only one far
     # over it is refused by the protocol (close code 1009).
     uvicorn.run(create_app(service, limits, keys=keys, cors_origins=cors_origins, log_questions=log_questions,
-                           embeddings_only=embeddings_only),
+                           embeddings_only=embeddings_only, hosts=sorted(allowed_hosts(host, allowed_host))),
                 host=host, port=port, log_level=log_level, http=header_timeout_protocol(limits.read_timeout_s),
                 ws=websocket_protocol(),
                 ws_max_size=limits.max_body * limits.ws_max_message, timeout_graceful_shutdown=5)
