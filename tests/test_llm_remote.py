@@ -261,3 +261,38 @@ def test_a_server_that_refuses_that_form_gets_llama_cpp_pythons_form_from_then_o
         assert forms[1:] == [response_format(SCHEMA, "json_object")] * 2 == [{"type": "json_object", "schema": SCHEMA}] * 2
     finally:
         server.close()
+
+
+# --------------------------------------------------------------------------- malformed replies
+@pytest.mark.parametrize("event, why", [
+    ("{not json", "not JSON"),
+    ('["a", "list"]', "not of OpenAI's shape"),
+    ('{"choices": "text"}', "not of OpenAI's shape"),
+    ('{"choices": [{"delta": "text"}]}', "not of OpenAI's shape"),
+    ('{"choices": [{"delta": {"content": 7}}]}', "not of OpenAI's shape"),
+])
+def test_a_malformed_stream_event_is_one_line_naming_the_server(event, why):
+    first = json.dumps({"choices": [{"index": 0, "delta": {"content": "ye"}, "finish_reason": None}]})
+    server = chat_double((200, f"data: {first}\n\ndata: {event}\n\ndata: [DONE]\n\n",
+                          {"Content-Type": "text/event-stream"}))
+    try:
+        pieces: list[str] = []
+        with pytest.raises(GenerationError) as caught:
+            llm(server.url).chat(MESSAGES, max_tokens=4, on_token=pieces.append)
+        message = str(caught.value)
+        assert message == f"llm server {server.url}: a stream event it sent is malformed ({why})"
+        assert pieces == ["ye"]
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("body, why", [("<html>busy</html>", "not JSON"), ({"choices": []}, "not of OpenAI's shape"),
+                                       ({"id": "x"}, "no 'choices'")])
+def test_a_malformed_completion_is_one_line_naming_the_server(body, why):
+    server = chat_double((200, body, {}))
+    try:
+        with pytest.raises(GenerationError, match=r"^llm server http://127\.0\.0\.1:\d+: a chat completion it sent "
+                                                  r"is malformed \(" + why.replace("(", r"\(")):
+            llm(server.url).chat(MESSAGES, max_tokens=4)
+    finally:
+        server.close()

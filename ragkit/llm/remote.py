@@ -225,7 +225,8 @@ class ServerLLM:
             return None
         if not response.is_success:
             raise self._fail(response)
-        return int(response.json()["count"])
+        with self._malformed("a token count"):
+            return int(response.json()["count"])
 
     def _local_tokenizer(self):
         from .gguf import GGUFModel
@@ -307,14 +308,27 @@ class ServerLLM:
         response = self._completion(body, json_schema)
         if on_token is not None:
             return collect_stream(self._events(response), on_token)
-        out = response.json()
-        choice = out["choices"][0]
-        usage = out.get("usage") or {}
-        return Generation(text=(choice.get("message") or {}).get("content") or "",
-                          finish_reason=choice.get("finish_reason") or "",
-                          prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                          completion_tokens=int(usage.get("completion_tokens", 0)),
-                          extra=server_timings(out))
+        with self._malformed("a chat completion"):
+            out = response.json()
+            choice = out["choices"][0]
+            usage = out.get("usage") or {}
+            return Generation(text=(choice.get("message") or {}).get("content") or "",
+                              finish_reason=choice.get("finish_reason") or "",
+                              prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                              completion_tokens=int(usage.get("completion_tokens") or 0),
+                              extra=server_timings(out))
+
+    @contextlib.contextmanager
+    def _malformed(self, what: str) -> Iterator[None]:
+        """A reply that does not parse, or lacks what OpenAI's API puts in it, as a one-line
+        GenerationError naming the server and what was wrong (not a traceback, nor a 500 in
+        ``ragkit serve``)."""
+        try:
+            yield
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+            why = "not JSON" if isinstance(exc, ValueError) else f"no {exc}" if isinstance(exc, KeyError) else \
+                "not of OpenAI's shape"
+            raise GenerationError(f"llm server {self.url}: {what} it sent is malformed ({why})") from None
 
     def _completion(self, body: dict, json_schema: dict | None) -> httpx.Response:
         """The server's successful response to a chat completion request (open, when
@@ -354,7 +368,11 @@ class ServerLLM:
                     data = line[5:].strip()
                     if data == "[DONE]":
                         return
-                    yield json.loads(data)
+                    with self._malformed("a stream event"):
+                        event = json.loads(data)
+                        if not _is_chunk(event):
+                            raise TypeError("an event is not a chunk object")
+                    yield event
         finally:
             response.close()
 
@@ -362,6 +380,20 @@ class ServerLLM:
         self._http.close()
         if self._local is not None:
             self._local.close()
+
+
+def _is_chunk(event) -> bool:
+    """Whether a stream event has the shape of OpenAI's ``chat.completion.chunk`` as far as
+    ragkit reads it: choices, each with a delta whose content is text (or none)."""
+    if not isinstance(event, dict) or not isinstance(event.get("choices") or [], list):
+        return False
+    for choice in event.get("choices") or []:
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(choice, dict) or not isinstance(delta or {}, dict) or \
+                not isinstance((delta or {}).get("content") or "", str) or \
+                not isinstance(choice.get("finish_reason") or "", str):
+            return False
+    return True
 
 
 def server_timings(out: dict) -> dict:
