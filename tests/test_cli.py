@@ -96,7 +96,11 @@ def test_bad_inputs(tmp_path, index_dir):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".o.tmp")]
     refused("search", "--index", tmp_path, "--query", "x", match="not a ragkit BM25 index")
     refused("ask", "", "--index", index_dir, "--no-llm", match="question: is empty")
-    refused("ask", "máy " * 4000, "--index", index_dir, "--no-llm", match="too long")
+    refused("ask", "máy " * 4000, "--index", index_dir, "--no-llm", match="over the 2000-character limit")
+    for pipeline, source in (("kg", "--store"), ("graph", "--graph"), ("spec", "--store")):
+        # every pipeline alike: a page of text is not a question (a graph's would match every name in it)
+        refused("ask", "Who directed it? " * 600, "--pipeline", pipeline, source, tmp_path / "s", "--no-llm",
+                match="question: 10199 characters, over the 2000-character limit")
     fake = tmp_path / "fake.gguf"
     fake.write_text("not a model")
     refused("ask", "Các bước?", "--index", index_dir, "--model", fake, match="not a GGUF")

@@ -177,11 +177,19 @@ class Answer:
         return self.to_markdown()
 
 
-def check_question(question: str | None) -> str:
-    """The question stripped; an empty one is refused."""
+MAX_QUESTION_CHARS = 2000     # what ``ragkit serve`` takes too (its --max-body aside)
+
+
+def check_question(question: str | None, limit: int = MAX_QUESTION_CHARS) -> str:
+    """The question stripped; an empty one, or one over ``limit`` characters, is refused (every
+    pipeline alike: a page of text is not a question, and a graph pipeline would otherwise
+    match every name in it)."""
     if question is None or not question.strip():
         raise InputError("question: is empty")
-    return question.strip()
+    question = question.strip()
+    if len(question) > limit:
+        raise InputError(f"question: {len(question)} characters, over the {limit}-character limit")
+    return question
 
 
 @dataclass(frozen=True)

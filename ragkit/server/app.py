@@ -20,6 +20,7 @@ from ..errors import InputError
 from ..llm.base import generation_purpose
 from ..runtime.extras import requires_extra
 from ..pipelines import get_pipeline
+from ..pipelines.base import MAX_QUESTION_CHARS
 from ..service import AskRequest, Service, ask_request_model, request_type
 from .access import LOCAL, LOOPBACK_NAMES, AccessGuard, InFlight, error_body
 from .deadlines import FLOOR_S, Deadlines, overdue, time_left
@@ -48,7 +49,7 @@ HEALTH_TTL_S = 2.0       # /ready asks the sources again after this long
 @dataclass(frozen=True)
 class ServeLimits:
     max_body: int = 64 * 1024        # bytes in one request body or WebSocket message
-    max_question: int = 2000         # characters in a question
+    max_question: int = MAX_QUESTION_CHARS     # characters in a question
     timeout_s: float | None = None   # to answer one question; None: from the model's measured speed (deadlines)
     min_timeout_s: float = FLOOR_S   # the shortest derived deadline
     stall_timeout_s: float | None = None   # past a derived deadline: the longest wait for a token (None: derived)
