@@ -61,10 +61,11 @@ $(PANDOC):
 		|| ($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends pandoc)
 
 ## Neo4j for users: bolt://127.0.0.1:$(NEO4J_PORT), user neo4j, password $$NEO4J_PASSWORD
-## (default ragkit-neo4j), data in $(NEO4J_DATA). Ctrl-C stops it cleanly.
+## (default ragkit-neo4j; read from the environment, never put on the command line), data in
+## $(NEO4J_DATA). Ctrl-C stops it cleanly.
 neo4j: $(NEO4J_LAUNCHER)
 	java -cp "tools/neo4j/target/classes:tools/neo4j/target/lib/*" ragkit.neo4j.Launcher \
-		$(NEO4J_DATA) $(NEO4J_PORT) $${NEO4J_PASSWORD:-ragkit-neo4j}
+		$(NEO4J_DATA) $(NEO4J_PORT)
 
 ## The main job: the notebooks, headless with papermill, on the bundled demo data. The KG
 ## and index notebooks run through `ragkit rebuild`: skipped when nothing they read changed.

@@ -31,7 +31,10 @@ variable                    what it sets
 ``RAGKIT_SHARED``           the folder whose ``datasets/`` holds the public datasets, for ``ragkit data check``
                             (default ``../shared``)
 ``NEO4J_USER``              the Neo4j user for ``bolt://`` stores (default ``neo4j``)
-``NEO4J_PASSWORD``          its password (default ``ragkit-neo4j``, what tools/neo4j sets)
+``NEO4J_PASSWORD``          its password (default, for a Neo4j on this machine only: ``ragkit-neo4j``,
+                            what tools/neo4j sets; a Neo4j elsewhere has no default)
+``NEO4J_PASSWORD_FILE``     a file that holds the password instead (its first line; a secret mounted
+                            by Docker or Kubernetes)
 ``NEO4J_DATABASE``          the Neo4j database (default: the server's default database)
 ``RAGKIT_API_KEY``          the key ``ragkit serve`` requires as a bearer token (needed beyond loopback; never logged)
 ``RAGKIT_ALLOWED_HOSTS``    host names ``ragkit serve`` answers to beyond loopback and ``--host``
@@ -52,6 +55,7 @@ Neo4j), which ragkit does not.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass, field, fields, replace
@@ -326,7 +330,8 @@ class Settings:
                    threads=threads, n_gpu_layers=integer("RAGKIT_N_GPU_LAYERS"),
                    embed_urls=embed_urls, embed_api_key=text("RAGKIT_EMBED_API_KEY"), device=device,
                    embed_backend=embed_backend, chroma_url=text("CHROMA_URL"),
-                   neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD"),
+                   neo4j_user=text("NEO4J_USER"), neo4j_password=text("NEO4J_PASSWORD") or _secret_file(
+                       text("NEO4J_PASSWORD_FILE"), "NEO4J_PASSWORD_FILE"),
                    neo4j_database=text("NEO4J_DATABASE"), api_key=text("RAGKIT_API_KEY"),
                    allowed_hosts=tuple(h.strip() for h in (text("RAGKIT_ALLOWED_HOSTS") or "").split(",") if h.strip()),
                    kill_at=text("RAGKIT_KILL_AT"), progress=flag("RAGKIT_PROGRESS"), shared=text("RAGKIT_SHARED"),
@@ -345,6 +350,32 @@ def offline_hub_environment() -> None:
     embedding model is loaded, never at import: importing ragkit changes no variable."""
     for name, value in OFFLINE_HUB.items():
         os.environ.setdefault(name, value)
+
+
+def _secret_file(path: str | None, variable: str) -> str | None:
+    """The first line of the file a ``*_FILE`` variable names (None when unset); a file that
+    cannot be read, or is empty, is a one-line error naming the variable."""
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            value = f.readline().strip()
+    except OSError as exc:
+        raise InputError(f"{variable}: cannot read {path} ({exc.strerror or type(exc).__name__})") from None
+    _check(bool(value), variable, f"{path} is empty")
+    return value
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a listen address, or a URI's host) is reachable only from this
+    machine: ``localhost`` or a loopback IP. ``0.0.0.0``, ``::``, a LAN address or any other
+    name is not."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:

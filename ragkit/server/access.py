@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import threading
 from typing import Sequence
 
+from ..config import is_loopback
 from ..errors import InputError
 from ..runtime.extras import requires_extra
 
@@ -55,17 +55,6 @@ def error_body(path: str, status: int, message: str, code: str | None = None) ->
         return {"error": message}
     kind = OPENAI_ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a listen address) is reachable only from this machine: ``localhost``
-    or a loopback IP. ``0.0.0.0``, ``::``, a LAN address or any other name is not."""
-    if host.strip().lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def host_name(value: str) -> str:

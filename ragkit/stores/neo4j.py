@@ -14,8 +14,8 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
-from ..config import Settings
-from ..errors import StoreUnavailableError
+from ..config import Settings, is_loopback
+from ..errors import InputError, StoreUnavailableError
 from ..runtime.extras import requires_extra
 from ..testing.faults import fault_point
 
@@ -31,6 +31,22 @@ RATE_LIMITED = "Neo.ClientError.Security.AuthenticationRateLimit"
 DEFAULT_USER = "neo4j"
 DEFAULT_PASSWORD = "ragkit-neo4j"   # what tools/neo4j's launcher sets on a new data folder
 BOLT_SCHEMES = ("bolt://", "bolt+s://", "neo4j://", "neo4j+s://")
+
+
+def default_password(uri: str) -> str:
+    """The password of a Neo4j given none (``NEO4J_PASSWORD`` or ``NEO4J_PASSWORD_FILE`` unset):
+    ``DEFAULT_PASSWORD`` for one on this machine (what ``make neo4j`` and the tests start); a
+    Neo4j elsewhere has no default: InputError naming the URI and the variables."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(uri).hostname or ""
+    except ValueError:
+        host = ""
+    if is_loopback(host):
+        return DEFAULT_PASSWORD
+    raise InputError(f"store {uri}: a Neo4j beyond this machine needs its password in NEO4J_PASSWORD "
+                     f"or a file named by NEO4J_PASSWORD_FILE (ragkit has no default password for it)")
 
 
 def is_neo4j_uri(store: str) -> bool:
@@ -52,7 +68,7 @@ class Neo4jConnection:
         self.uri = uri
         self.database = database or settings.neo4j_database
         user = user or settings.neo4j_user or DEFAULT_USER
-        password = password or settings.neo4j_password or DEFAULT_PASSWORD
+        password = password or settings.neo4j_password or default_password(uri)
         # No server notifications: a query on an empty store names labels that do not exist
         # yet, and the driver would log that hint on stderr, where an error is one line.
         # Short timeouts and retries: a Neo4j that went away is an error in seconds, not

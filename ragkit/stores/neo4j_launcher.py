@@ -55,9 +55,10 @@ def running_neo4j_process(data_dir: str | os.PathLike, port: int | None = None, 
     port = port or free_port()
     proc = subprocess.Popen(
         ["java", "-cp", f"{LAUNCHER / 'classes'}:{LAUNCHER / 'lib'}/*", "ragkit.neo4j.Launcher",
-         str(data_dir), str(port), password],
+         str(data_dir), str(port)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=child_environment({"RAGKIT_NEO4J_WATCH_STDIN": "1"}))
+        # the password in the environment, never on the command line (which ps shows)
+        env=child_environment({"RAGKIT_NEO4J_WATCH_STDIN": "1", "NEO4J_PASSWORD": password}))
     try:
         deadline = time.time() + timeout
         line = ""

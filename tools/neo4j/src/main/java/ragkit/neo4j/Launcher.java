@@ -17,8 +17,10 @@ import org.neo4j.graphdb.GraphDatabaseService;
 /**
  * Starts an embedded Neo4j Community database with a Bolt connector on 127.0.0.1.
  *
- * <p>Arguments: DATA_DIR [PORT (7687)] [PASSWORD (ragkit-neo4j)]. Authentication is on: the
- * user "neo4j" gets PASSWORD the first time the data folder is used. The process prints
+ * <p>Arguments: DATA_DIR [PORT (7687)]. Authentication is on: the user "neo4j" gets the password
+ * in the environment variable NEO4J_PASSWORD (default ragkit-neo4j) the first time the data
+ * folder is used. The password is never an argument: a command line is visible to every user
+ * of the machine in ps. The process prints
  * "READY bolt://127.0.0.1:PORT" once Bolt accepts connections, and shuts the database down
  * cleanly on SIGTERM/SIGINT. With RAGKIT_NEO4J_WATCH_STDIN=1 (as the test fixture sets) it also
  * stops when standard input closes, so a test run that dies takes its database along.
@@ -27,13 +29,14 @@ public final class Launcher {
     private Launcher() {}
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 1) {
-            System.err.println("usage: Launcher DATA_DIR [PORT] [PASSWORD]");
+        if (args.length < 1 || args.length > 2) {
+            System.err.println("usage: Launcher DATA_DIR [PORT] (the password in NEO4J_PASSWORD, never an argument)");
             System.exit(2);
         }
         Path dataDir = Path.of(args[0]).toAbsolutePath();
         int port = args.length > 1 ? Integer.parseInt(args[1]) : 7687;
-        String password = args.length > 2 ? args[2] : "ragkit-neo4j";
+        String given = System.getenv("NEO4J_PASSWORD");
+        String password = given == null || given.isEmpty() ? "ragkit-neo4j" : given;
         if (password.length() < 8) {
             System.err.println("password: Neo4j needs at least 8 characters");
             System.exit(2);
