@@ -343,3 +343,26 @@ def test_every_websocket_question_is_one_log_line_even_when_its_client_left_at_o
     text = server["log"].read_text()
     assert ws_lines() - before == 11, text[-3000:]
     assert "ws 413 principal=" in text and "Traceback" not in text
+
+
+def test_errors_name_no_path_on_the_server(tmp_path):
+    hidden = tmp_path / "private-folder" / "lexical-index"
+    hidden.mkdir(parents=True)
+    (hidden / "notes.txt").write_text("not an index")
+    port = free_port()
+    with running_http(serve_command(port, "--index", str(hidden)), f"http://127.0.0.1:{port}/health", timeout=120,
+                      log=tmp_path / "server.log"):
+        for _ in range(100):        # the index is read in the background: /ready says when it failed
+            ready = httpx.get(f"http://127.0.0.1:{port}/ready", timeout=30)
+            if "error" in ready.text:
+                break
+            time.sleep(0.1)
+        asked = httpx.post(f"http://127.0.0.1:{port}/ask", json={"question": "What is it?", "pipeline": "lexical",
+                                                                "no_llm": True}, timeout=60)
+        chat = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", timeout=60, json={
+            "model": "ragkit-lexical-no-llm", "messages": [{"role": "user", "content": "What is it?"}]})
+    assert asked.status_code == 503 and asked.json()["error"].startswith("index lexical-index: not a ragkit BM25 index")
+    assert chat.status_code == 503 and "index lexical-index: not a ragkit BM25 index" in chat.text
+    assert "error: index lexical-index: not a ragkit BM25 index" in ready.json()["pipelines"]["lexical"]
+    for reply in (asked, chat, ready):
+        assert str(tmp_path) not in reply.text and "private-folder" not in reply.text

@@ -24,7 +24,7 @@ from ..pipelines.base import MAX_QUESTION_CHARS
 from ..service import AskRequest, Service, ask_request_model, request_type
 from .access import LOCAL, LOOPBACK_NAMES, AccessGuard, InFlight, error_body
 from .deadlines import FLOOR_S, Deadlines, overdue, time_left
-from .protocol import HTTPProblem, check_session, decode_json, problem_for, replacement
+from .protocol import HTTPProblem, check_session, decode_json, problem_for, replacement, without_paths
 
 with requires_extra("server"):
     import uvicorn
@@ -375,16 +375,19 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
 
     @app.get("/ready")
     async def ready(request: Request):
+        body: dict[str, Any]
         if embeddings_only:
             models = state["embedders"]
             body = {"ready": bool(models) and all(v == "ready" for v in models.values()),
-                    "embeddings": models or {"*": "loading"}}
+                    "embeddings": {m: without_paths(str(v)) for m, v in models.items()} if models else
+                    {"*": "loading"}}
             if request.scope.get("ragkit.principal") is None:
                 body = {"ready": body["ready"]}
             return JSONResponse(body, status_code=200 if body["ready"] else 503)
         warm = await current_health()
         body = {"ready": bool(warm and all(v == "ready" for v in warm.values())),
-                "pipelines": warm or {p: "loading" for p in service.available()},
+                "pipelines": {p: without_paths(str(v)) for p, v in warm.items()} if warm else
+                {p: "loading" for p in service.available()},
                 "llm": service.llm_config.server_url or "gguf in process"}
         if warm is not None and not warm:
             body["ready"], body["pipelines"] = False, {"*": "no source configured"}

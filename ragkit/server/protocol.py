@@ -22,18 +22,31 @@ class HTTPProblem(Exception):
         self.status, self.message, self.code = status, message, code
 
 
+# An absolute path of two or more parts ("/srv/ragkit/kg/biomed.json.gz"), not a URL's ("http://h:1/v1")
+_SERVER_PATH = re.compile(r"(?<![\w:/.~])/(?:[^/\s'\"(),:;=]+/)+([^/\s'\"(),:;=]+)")
+
+
+def without_paths(message: str) -> str:
+    """``message`` with each absolute path on the server cut to its last part ("store
+    biomed.json.gz: ..."): a client learns which source, not where the server keeps it."""
+    return _SERVER_PATH.sub(r"\1", message)
+
+
 def problem_for(exc: BaseException) -> HTTPProblem:
-    """The HTTP status and one-line message for an error raised while answering."""
+    """The HTTP status and one-line message for an error raised while answering; the message
+    names no path on the server (``without_paths``; the log has it whole)."""
     if isinstance(exc, HTTPProblem):
         return exc
+    if isinstance(exc, RagkitError) and _SERVER_PATH.search(str(exc)):
+        log.info("error with server paths: %s", exc)
     if isinstance(exc, InputError):
-        return HTTPProblem(400, str(exc))
+        return HTTPProblem(400, without_paths(str(exc)))
     if isinstance(exc, (IndexFormatError, StoreUnavailableError)):
-        return HTTPProblem(503, str(exc))
+        return HTTPProblem(503, without_paths(str(exc)))
     if isinstance(exc, ModelError):
-        return HTTPProblem(502, str(exc))
+        return HTTPProblem(502, without_paths(str(exc)))
     if isinstance(exc, RagkitError):
-        return HTTPProblem(503, str(exc))
+        return HTTPProblem(503, without_paths(str(exc)))
     log.exception("unexpected error", exc_info=exc)
     return HTTPProblem(500, f"internal error ({type(exc).__name__}); see the server log")
 
@@ -74,4 +87,4 @@ def replacement(written: dict[int, list[str]], data: dict) -> dict:
     return {"replaced": True, "replaced_because": why}
 
 
-__all__ = ["HTTPProblem", "SESSION_ID", "check_session", "decode_json", "problem_for", "replacement"]
+__all__ = ["HTTPProblem", "SESSION_ID", "check_session", "decode_json", "problem_for", "replacement", "without_paths"]
