@@ -366,3 +366,48 @@ def test_errors_name_no_path_on_the_server(tmp_path):
     assert "error: index lexical-index: not a ragkit BM25 index" in ready.json()["pipelines"]["lexical"]
     for reply in (asked, chat, ready):
         assert str(tmp_path) not in reply.text and "private-folder" not in reply.text
+
+
+def test_websocket_connections_are_capped_per_key_and_in_all(tmp_path):
+    from ragkit.kgqa.importer import import_kg
+    from ragkit.kgqa.store import open_typed_store
+
+    store = tmp_path / "biomed.json.gz"
+    with open_typed_store(str(store)) as graph:
+        import_kg("data/biomed/nodes.csv", "data/biomed/edges.csv", graph)
+    port = free_port()
+    command = serve_command(port, "--store", str(store), "--api-key", KEY_A, "--api-key", KEY_B,
+                            "--websockets-per-key", "2", "--websockets", "3", "--log-level", "info",
+                            "--timeout", "60")      # no model loaded to measure its speed (its load silences stderr)
+    url = f"ws://127.0.0.1:{port}/ws"
+
+    async def scenario():
+        async def refusal(key):
+            try:
+                async with websockets.connect(url, additional_headers=auth(key), open_timeout=10):
+                    return None
+            except websockets.InvalidStatus as exc:
+                return exc.response.status_code, json.loads(exc.response.body)["error"]
+
+        first = [await websockets.connect(url, additional_headers=auth(KEY_A)) for _ in range(2)]
+        per_key = await refusal(KEY_A)
+        other = await websockets.connect(url, additional_headers=auth(KEY_B))      # the third in all
+        in_all = await refusal(KEY_B)
+        await first[0].close()
+        await asyncio.sleep(0.3)
+        again = await websockets.connect(url, additional_headers=auth(KEY_B))      # a place came free
+        await again.send(json.dumps(kg(Q1)))
+        events = []
+        while not events or events[-1]["type"] not in ("result", "error"):
+            events.append(json.loads(await again.recv()))
+        for ws in (first[1], other, again):
+            await ws.close()
+        return per_key, in_all, events[-1]
+
+    with running_http(command, f"http://127.0.0.1:{port}/health", timeout=120, log=tmp_path / "server.log"):
+        per_key, in_all, last = asyncio.run(scenario())
+    assert per_key == (429, "connections: 2 WebSocket connections of this key are open; close one "
+                            "(or ask several questions on one)")
+    assert in_all == (429, "connections: the server has 3 WebSocket connections open; try again later")
+    assert last["type"] == "result" and last["citations"]
+    assert "ws 429 principal=key:" in (tmp_path / "server.log").read_text()

@@ -54,7 +54,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          "or --embeddings-only)")
     _require_store_files(sources)        # a mistyped path fails now, not as a "ready" empty store
     for flag, value in (("--port", args.port), ("--workers", args.workers), ("--max-body", args.max_body),
-                        ("--sessions-per-key", args.sessions_per_key), ("--questions-per-key", args.questions_per_key)):
+                        ("--sessions-per-key", args.sessions_per_key), ("--questions-per-key", args.questions_per_key),
+                        ("--websockets-per-key", args.websockets_per_key), ("--websockets", args.websockets)):
         if value < (0 if flag == "--port" else 1):
             raise InputError(f"{flag}: must be positive, got {value}")
     for flag, value in (("--timeout", args.timeout), ("--read-timeout", args.read_timeout)):
@@ -64,7 +65,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                       flags={s.field: s.served_by for p in pipelines() for s in p.sources})
     limits = ServeLimits(max_body=args.max_body, timeout_s=args.timeout, workers=args.workers,
                          sessions_per_key=args.sessions_per_key, questions_per_key=args.questions_per_key,
-                         read_timeout_s=args.read_timeout)
+                         read_timeout_s=args.read_timeout, websockets_per_key=args.websockets_per_key,
+                         websockets=args.websockets)
     serve(service, host=args.host, port=args.port, limits=limits, log_level=args.log_level, keys=keys,
           cors_origins=args.cors_origin or [], log_questions=args.log_questions,
           embeddings_only=args.embeddings_only, allowed_host=hosts)

@@ -201,3 +201,29 @@ class InFlight:
             self._count[principal] -= 1
             if not self._count[principal]:
                 del self._count[principal]
+
+
+class Connections:
+    """Open WebSocket connections, per principal and in all; ``open`` refuses past either
+    limit, with the reason (None: opened)."""
+
+    def __init__(self, per_key: int, total: int):
+        self.per_key, self.total = per_key, total
+        self._count: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def open(self, principal: str) -> str | None:
+        with self._lock:
+            if sum(self._count.values()) >= self.total:
+                return f"connections: the server has {self.total} WebSocket connections open; try again later"
+            if self._count.get(principal, 0) >= self.per_key:
+                return (f"connections: {self.per_key} WebSocket connections of this key are open; close one "
+                        f"(or ask several questions on one)")
+            self._count[principal] = self._count.get(principal, 0) + 1
+            return None
+
+    def close(self, principal: str) -> None:
+        with self._lock:
+            self._count[principal] -= 1
+            if not self._count[principal]:
+                del self._count[principal]

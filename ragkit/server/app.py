@@ -22,7 +22,7 @@ from ..runtime.extras import requires_extra
 from ..pipelines import get_pipeline
 from ..pipelines.base import MAX_QUESTION_CHARS
 from ..service import AskRequest, Service, ask_request_model, request_type
-from .access import LOCAL, LOOPBACK_NAMES, AccessGuard, InFlight, error_body
+from .access import LOCAL, LOOPBACK_NAMES, AccessGuard, Connections, InFlight, error_body
 from .deadlines import FLOOR_S, Deadlines, overdue, time_left
 from .protocol import HTTPProblem, check_session, decode_json, problem_for, replacement, without_paths
 
@@ -60,6 +60,8 @@ class ServeLimits:
     read_timeout_s: float = 10.0     # to send a request's headers, then its body (408 after)
     ws_max_message: int = 16         # times max_body: a WebSocket message over it closes (1009)
     max_inputs: int = 256            # texts in one /v1/embeddings request
+    websockets_per_key: int = 8      # WebSocket connections one key holds open (429 over)
+    websockets: int = 64             # WebSocket connections open in all (429 over)
 
 
 class Cancelled(BaseException):
@@ -184,6 +186,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
     limits = limits or ServeLimits()
     sessions = Sessions(limits.sessions_per_key, limits.max_turns)
     in_flight = InFlight(limits.questions_per_key)
+    connections = Connections(limits.websockets_per_key, limits.websockets)
     pool = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="ragkit-ask")
     state: dict[str, Any] = {"started": time.time(), "warm": None, "served": 0, "embedders": None}
     deadlines = Deadlines(limits.timeout_s, limits.min_timeout_s, limits.stall_timeout_s,
@@ -433,8 +436,22 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
 
     @app.websocket("/ws")
     async def ws(socket: WebSocket):
-        await socket.accept()
         principal = principal_of(socket.scope)
+        refused = connections.open(principal)
+        if refused is not None:      # the handshake's answer is a 429 (uvicorn sends one)
+            log.info(f"ws 429 principal={principal} refused: {refused}")
+            try:
+                await socket.send_denial_response(JSONResponse({"error": refused}, status_code=429))
+            except RuntimeError:     # a server without HTTP answers to a handshake: a close
+                await socket.close(1013, refused[:120])
+            return
+        try:
+            await ws_session(socket, principal)
+        finally:
+            connections.close(principal)
+
+    async def ws_session(socket: WebSocket, principal: str) -> None:
+        await socket.accept()
         code = 1000
         try:
             try:
