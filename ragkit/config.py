@@ -39,6 +39,8 @@ variable                    what it sets
 ``RAGKIT_API_KEY``          the key ``ragkit serve`` requires as a bearer token (needed beyond loopback; never logged)
 ``RAGKIT_ALLOWED_HOSTS``    host names ``ragkit serve`` answers to beyond loopback and ``--host``
                             (comma-separated; ``--allowed-host``)
+``RAGKIT_WRITER_WAIT_S``    how long a build waits for another build writing the same output (default 600;
+                            ``ragkit.stores.writers``)
 ``RAGKIT_KILL_AT``          ``<point>:<n>``: SIGKILL the process the n-th time it reaches that fault point
                             (fault tests only)
 ``RAGKIT_PROGRESS``         ``1`` or ``0``: progress bars on or off for library calls (default: automatic,
@@ -267,6 +269,7 @@ class Settings:
     neo4j_database: str | None = None                        # NEO4J_DATABASE
     api_key: str | None = field(default=None, repr=False)    # RAGKIT_API_KEY (ragkit serve)
     allowed_hosts: tuple[str, ...] = ()                      # RAGKIT_ALLOWED_HOSTS (ragkit serve; comma-separated)
+    writer_wait_s: float = 600.0                             # RAGKIT_WRITER_WAIT_S (ragkit.stores.writers)
     kill_at: str | None = None                               # RAGKIT_KILL_AT (ragkit.testing.faults)
     progress: bool | None = None                             # RAGKIT_PROGRESS (ragkit.runtime.progress)
     shared: str | None = None                                # RAGKIT_SHARED (ragkit data check)
@@ -319,6 +322,9 @@ class Settings:
         device = (text("RAGKIT_DEVICE") or "auto").strip().lower()
         _check(device in ("auto", "cpu", "mps") or re.fullmatch(r"cuda(:\d+)?", device) is not None,
                "RAGKIT_DEVICE", f"must be auto, cpu, cuda, cuda:N or mps, got {device!r}")
+        writer_wait = number("RAGKIT_WRITER_WAIT_S")
+        _check(writer_wait is None or writer_wait >= 0, "RAGKIT_WRITER_WAIT_S",
+               f"must be 0 or more seconds, got {writer_wait}")
         threads = integer("RAGKIT_THREADS")
         _check(threads is None or threads >= 1, "RAGKIT_THREADS", f"must be at least 1, got {threads}")
         embed_backend = (text("RAGKIT_EMBED_BACKEND") or "auto").strip().lower()
@@ -334,6 +340,7 @@ class Settings:
                        text("NEO4J_PASSWORD_FILE"), "NEO4J_PASSWORD_FILE"),
                    neo4j_database=text("NEO4J_DATABASE"), api_key=text("RAGKIT_API_KEY"),
                    allowed_hosts=tuple(h.strip() for h in (text("RAGKIT_ALLOWED_HOSTS") or "").split(",") if h.strip()),
+                   writer_wait_s=600.0 if writer_wait is None else writer_wait,
                    kill_at=text("RAGKIT_KILL_AT"), progress=flag("RAGKIT_PROGRESS"), shared=text("RAGKIT_SHARED"),
                    ci=ci is not None and ci.strip().lower() not in ("0", "false", "no"),
                    cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"))

@@ -130,7 +130,7 @@ def test_a_killed_kg_build_to_a_file_leaves_the_previous_store(tmp_path):
 
     ok("kg", "build", "--specs", *SPECS, "--store", store)
     assert store.read_bytes() != before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json.gz"]   # the next run cleaned up
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".s.json.gz.lock", "s.json.gz"]   # the next run cleaned up
 
 
 def test_a_killed_kg_import_leaves_the_previous_store(tmp_path):
@@ -148,7 +148,8 @@ def test_a_killed_kg_import_leaves_the_previous_store(tmp_path):
     assert json.loads(ok(*question).stdout)["answer"] == before
 
     ok("kg", "import", "--nodes", nodes, "--edges", fewer, "--store", store)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["edges.csv", "kg.json.gz"]
+    # (and its writer lock's empty file, which stays: ragkit.stores.writers)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".kg.json.gz.lock", "edges.csv", "kg.json.gz"]
 
 
 @pytest.mark.slow
@@ -499,3 +500,115 @@ def test_a_killed_rebuild_leaves_the_previous_artifacts_and_the_next_one_runs(tm
     left = [p.name for p in tmp_path.iterdir() if TEMPORARY.search(p.name)]
     versions = [p.name for p in tmp_path.iterdir() if ".v-" in p.name]
     assert not left and len(versions) <= 4, sorted(p.name for p in tmp_path.iterdir())
+
+
+# --------------------------------------------------------------------------- two writers
+@pytest.mark.parametrize("point", ["index.files:1", "swap:1"])
+def test_two_builders_into_one_index_with_one_killed_leave_one_complete_index(tmp_path, other_corpus, point):
+    from ragkit.retrieval.bm25 import BM25Index
+
+    out = tmp_path / "ix"
+
+    def ids() -> set[str]:
+        return {d.doc_id for d in BM25Index.load(out).docs}
+
+    ok("index", "build", "--corpus", MANUALS, "--out", out)
+    first_ids = ids()
+    errors, loads, done = [], [0], threading.Event()
+
+    def read():
+        while not done.is_set():
+            try:
+                assert ids() in (first_ids, {f"7568{i:02d}" for i in range(8)})
+                loads[0] += 1
+            except Exception as exc:  # noqa: BLE001 - any failure is the finding
+                errors.append(repr(exc))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        def start(corpus, kill_at=None):
+            extra = {"RAGKIT_KILL_AT": kill_at} if kill_at else {}
+            return subprocess.Popen([sys.executable, "-m", "ragkit.cli", "index", "build", "--corpus", str(corpus),
+                                     "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env={**ENV, **extra}, cwd=ROOT)
+
+        doomed, survivor = start(other_corpus, point), start(MANUALS)
+        doomed_err = doomed.communicate(timeout=600)[1]
+        survivor_err = survivor.communicate(timeout=600)[1]
+    finally:
+        done.set()
+        reader.join()
+    assert doomed.returncode == -9, doomed_err[-1000:]
+    assert survivor.returncode == 0, survivor_err[-1000:]
+    assert not errors, f"{len(errors)} failed loads of {loads[0] + len(errors)}: {errors[:3]}"
+    assert ids() == first_ids       # the survivor's build is the live one
+    assert out.is_symlink() and (out.parent / os.readlink(out)).is_dir()      # nothing dangles
+    ok("index", "build", "--corpus", MANUALS, "--out", out)       # the next build clears what the killed one left
+    assert not leftovers(tmp_path, "ix"), sorted(p.name for p in tmp_path.iterdir())
+
+
+def test_a_second_writer_waits_for_the_first_then_says_who_holds_it(tmp_path, other_corpus):
+    out = tmp_path / "ix"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom ragkit.stores.writers import writer_lock\n"
+                               f"with writer_lock({str(out)!r}):\n    print('held', flush=True)\n    time.sleep(60)\n"],
+                              stdout=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        proc = ragkit("index", "build", "--corpus", other_corpus, "--out", out, env={"RAGKIT_WRITER_WAIT_S": "1"})
+    finally:
+        holder.kill()
+        holder.wait()
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and not out.exists()
+    assert lines[0] == f"ragkit: waiting for pid {holder.pid}, '-c', since " + lines[0].split("since ")[1].split(" to")[0] \
+        + f" to finish writing {out}"
+    assert lines[-1].startswith(f"ragkit: error: {out}: another build is writing it (pid {holder.pid}, ") \
+        and lines[-1].endswith("still busy after 1 s (RAGKIT_WRITER_WAIT_S)")
+    ok("index", "build", "--corpus", other_corpus, "--out", out)       # its holder gone, the lock is free
+
+
+def test_two_importers_into_one_store_with_one_killed_leave_one_complete_store(tmp_path):
+    from ragkit.kgqa.store import NxTypedStore
+
+    store = tmp_path / "kg.json.gz"
+    nodes, edges = BIOMED / "nodes.csv", BIOMED / "edges.csv"
+    fewer = tmp_path / "edges.csv"
+    fewer.write_text("".join(edges.read_text(encoding="utf-8").splitlines(keepends=True)[:4]), encoding="utf-8")
+    ok("kg", "import", "--nodes", nodes, "--edges", edges, "--store", store)
+
+    def edge_count() -> int:
+        return NxTypedStore(store).graph.number_of_edges()
+
+    whole = edge_count()
+    errors, loads, done = [], [0], threading.Event()
+
+    def read():
+        while not done.is_set():
+            try:
+                assert edge_count() in (whole, 3)
+                loads[0] += 1
+            except Exception as exc:  # noqa: BLE001 - any failure is the finding
+                errors.append(repr(exc))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        def start(edge_file, kill_at=None):
+            extra = {"RAGKIT_KILL_AT": kill_at} if kill_at else {}
+            return subprocess.Popen([sys.executable, "-m", "ragkit.cli", "kg", "import", "--nodes", str(nodes),
+                                     "--edges", str(edge_file), "--store", str(store)], stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env={**ENV, **extra}, cwd=ROOT)
+
+        doomed, survivor = start(fewer, "write:1"), start(edges)
+        doomed_err = doomed.communicate(timeout=600)[1]
+        survivor_err = survivor.communicate(timeout=600)[1]
+    finally:
+        done.set()
+        reader.join()
+    assert doomed.returncode == -9, doomed_err[-1000:]
+    assert survivor.returncode == 0, survivor_err[-1000:]
+    assert not errors, f"{len(errors)} failed loads of {loads[0] + len(errors)}: {errors[:3]}"
+    assert edge_count() == whole
+    ok("kg", "import", "--nodes", nodes, "--edges", edges, "--store", store)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".kg.json.gz.lock", "edges.csv", "kg.json.gz"]

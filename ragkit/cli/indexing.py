@@ -31,10 +31,13 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
                      bigrams=args.bigrams, params=BM25Params(k1=args.k1, b=args.b, idf=args.idf),
                      dense=args.dense, concepts=args.concepts,
                      concept_vectors=getattr(args, "concept_vectors", False), dedupe=getattr(args, "dedupe", None))
+    from ..stores.writers import output_lock
+
     corpus = read_corpus(spec.corpus, spec.dedupe)
     if corpus.skipped:
         print(f"ragkit: warning: {skipped_line(args.corpus, corpus.skipped)}", file=sys.stderr)
-    info = build(spec, docs=corpus.docs, concept_store=concept_store, progress=_progress(args)).to_dict()
+    with output_lock(args.out):     # one writer: the live index's unchanged chunks are reused
+        info = build(spec, docs=corpus.docs, concept_store=concept_store, progress=_progress(args)).to_dict()
     if corpus.skipped:
         info["skipped"] = [s.to_dict() for s in corpus.skipped]
     return info
@@ -169,8 +172,10 @@ def cmd_graph_build(args: argparse.Namespace) -> int:
         if value is not None:
             raise InputError(f"{flag}: goes with --corpus (a concept graph), not --edges")
     from ..multihop.graph import GraphRAG
+    from ..stores.writers import output_lock
 
-    report = GraphRAG.build(args.edges, args.out, progress=_progress(args), embedder=args.embedder or "minilm")
+    with output_lock(args.out):     # one writer: the live graph's node vectors are reused
+        report = GraphRAG.build(args.edges, args.out, progress=_progress(args), embedder=args.embedder or "minilm")
     info = {"graph": str(args.out), **asdict(report)}
     _emit(info, args.json, f"built {report.nodes} nodes, {report.edges} edges into {args.out} "
                            f"({report.embedded} embedded, {report.reused} reused) in {report.seconds} s")

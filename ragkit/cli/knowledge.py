@@ -12,8 +12,10 @@ from .output import _emit, _progress
 def cmd_kg_build(args: argparse.Namespace) -> int:
     from ..specs import open_store
     from ..specs.build import build_kg
+    from ..stores.writers import output_lock
 
-    with open_store(args.store) as store:  # every spec is read before anything is written
+    # one writer at a time: the store is read, then written back with this build's specs
+    with output_lock(args.store), open_store(args.store) as store:  # every spec is read before anything is written
         info = build_kg(args.specs, store, progress=_progress(args))
     replaced = f" (replacing the stored {', '.join(info['replaced'])})" if info["replaced"] else ""
     _emit(info, args.json, f"built {', '.join(info['specs'])} into {info['store']}{replaced}: "
@@ -24,8 +26,9 @@ def cmd_kg_build(args: argparse.Namespace) -> int:
 def cmd_kg_import(args: argparse.Namespace) -> int:
     from ..kgqa.importer import import_kg
     from ..kgqa.store import open_typed_store
+    from ..stores.writers import output_lock
 
-    with open_typed_store(args.store) as store:   # both files are checked before anything is written
+    with output_lock(args.store), open_typed_store(args.store) as store:   # both files checked before a write
         info = import_kg(args.nodes, args.edges, store, dedupe=args.dedupe, progress=_progress(args))
         info["counts"] = store.counts()
     removed = (f" (replacing the stored graph: {info['nodes_removed']} nodes and {info['edges_removed']} "

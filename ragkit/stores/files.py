@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..errors import InputError, output_error
 from ..testing.faults import fault_point
+from .writers import writer_lock
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -52,6 +53,14 @@ def atomic_dir(target: str | os.PathLike) -> Iterator[Path]:
     dead runs beside ``target`` are removed first (``clean_leftovers``).
     """
     target = Path(target)
+    with writer_lock(target):
+        with _new_version(target) as tmp:
+            yield tmp
+
+
+@contextlib.contextmanager
+def _new_version(target: Path) -> Iterator[Path]:
+    """``atomic_dir``'s body, under the writer lock."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         clean_leftovers(target)
@@ -152,7 +161,9 @@ def clean_leftovers(target: str | os.PathLike, previous: str | None = None) -> l
     """Remove the temporary files and folders beside ``target`` that a process now gone made
     for it (their names carry its pid), half-written versions included, and the complete
     versions of a folder artifact other than the current one and the one before it
-    (``previous``, the version a switch just replaced; else the newest); the paths removed."""
+    (``previous``, the version a switch just replaced; else the newest), and a version newer
+    than the current one whose writer still runs (named, not yet switched to); the paths
+    removed."""
     target = Path(target)
     if not target.parent.is_dir():
         return []
@@ -176,10 +187,13 @@ def clean_leftovers(target: str | os.PathLike, previous: str | None = None) -> l
                 removed.append(Path(entry.path))
     versions.sort(key=lambda n: int(n.rsplit("-", 2)[-2]))
     keep = previous if previous in versions else (versions[-1] if versions and current else None)
+    newest_live = int(current.rsplit("-", 2)[-2]) if current and re.search(r"\.v-\d+-\d+$", current) else 0
     for name in versions:
-        if name != keep:
-            remove_path(target.parent / name)
-            removed.append(target.parent / name)
+        ns, pid = (int(x) for x in name.rsplit("-", 2)[-2:])
+        if name == keep or (ns > newest_live and pid != os.getpid() and pid_alive(pid)):
+            continue        # a writer's new version it has not switched the link to yet
+        remove_path(target.parent / name)
+        removed.append(target.parent / name)
     return removed
 
 
@@ -232,6 +246,12 @@ def swap_into_place(staged: str | os.PathLike, target: str | os.PathLike) -> boo
     staged, target = Path(staged), Path(target)
     if not staged.exists():
         return False
+    with writer_lock(target):
+        return _swap(staged, target)
+
+
+def _swap(staged: Path, target: Path) -> bool:
+    """``swap_into_place``'s body, under the writer lock."""
     publish_mode(staged)
     target.parent.mkdir(parents=True, exist_ok=True)
     if not staged.is_dir():

@@ -10,7 +10,6 @@ during a rebuild reads the previous artifacts, and a failed or killed rebuild le
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import time
@@ -31,25 +30,30 @@ class RebuildBusy(RagkitError):
 
 @contextlib.contextmanager
 def rebuild_lock(out_root: str | Path) -> Iterator[Path]:
-    """Hold the rebuild lock (``out_root/.rebuild.lock``) or fail at once, saying who has it.
-    The OS releases it when the holder exits, however it exits."""
+    """Hold the rebuild lock (``out_root/.rebuild.lock``, through ``filelock``: POSIX and
+    Windows alike) or fail at once, saying who has it (``out_root/.rebuild.holder``). The OS
+    releases it when the holder exits, however it exits."""
+    from filelock import FileLock, Timeout
+
     path = Path(out_root) / LOCK_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = path.open("a+")
+    holder_file = path.with_name(".rebuild.holder")
+    lock = FileLock(str(path), thread_local=False, fallback_to_soft=False)
     try:
+        lock.acquire(timeout=0)
+    except Timeout:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "another process"
-            raise RebuildBusy(f"rebuild: another rebuild is running ({holder}); lock {path}") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()} since {time.strftime('%Y-%m-%dT%H:%M:%S')}")
-        handle.flush()
+            holder = holder_file.read_text().strip() or "another process"
+        except OSError:
+            holder = "another process"
+        raise RebuildBusy(f"rebuild: another rebuild is running ({holder}); lock {path}") from None
+    try:
+        holder_file.write_text(f"pid {os.getpid()} since {time.strftime('%Y-%m-%dT%H:%M:%S')}")
         yield path
     finally:
-        handle.close()
+        with contextlib.suppress(OSError):
+            holder_file.unlink()
+        lock.release()
 
 
 def last_good_run(out_root: str | Path, notebook: Path) -> dict | None:
