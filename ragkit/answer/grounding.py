@@ -20,6 +20,7 @@ from ..text.cues import (ANAPHORS, ANSWER_WORDS, DROPPING_PAIRS, DROPPING_VERBS,
                          REFUSAL_WORDS, SOURCE_NOUNS, SOURCE_NOUNS_VI)
 from .claims import Claim, split_claims, without_brackets
 from ..llm.injection import suspicious_evidence
+from ..llm.prompts import inert_for
 
 MIN_DISTINCT_TRIGRAMS = 0.5
 _ENUMERATION_MAX = 20  # small integers are list numbering ("1)", "Bước 2"), not claims
@@ -922,10 +923,15 @@ _JUDGE_SYSTEM = ("You judge whether a passage supports a statement. "
                  "Reply with one word: Yes or No.")
 
 
-def judge_prompt(claim: str, span: str) -> str:
+def judge_prompt(claim: str, span: str, clean=None) -> str:
     """The ChatML prompt asking whether ``span`` supports ``claim``, ending where the
-    assistant's one-word reply starts (the reranker's format, ``retrieval.rerank``)."""
-    user = f"Passage: {span}\n\nStatement: {claim}\n\nDoes the passage support the statement? Reply Yes or No."
+    assistant's one-word reply starts (the reranker's format, ``retrieval.rerank``); ``clean``
+    makes both plain text (``llm.prompts.inert_for`` the judge; default ``inert``)."""
+    from ..llm.prompts import inert
+
+    clean = clean or inert
+    user = (f"Passage: {clean(span)}\n\nStatement: {clean(claim)}\n\n"
+            "Does the passage support the statement? Reply Yes or No.")
     return (f"<|im_start|>system\n{_JUDGE_SYSTEM}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
             "<|im_start|>assistant\n")
 
@@ -942,8 +948,8 @@ def judge_borderline(details: dict, judge) -> tuple[dict, list[dict]]:
     for i, claim in enumerate(claims):
         if not claim.get("borderline"):
             continue
-        logodds = yes_no_logodds(judge.choice_logprobs(judge_prompt(claim["text"], claim["support"]["span"]),
-                                                       YES + NO))
+        prompt = judge_prompt(claim["text"], claim["support"]["span"], clean=lambda t: inert_for(judge, t))
+        logodds = yes_no_logodds(judge.choice_logprobs(prompt, YES + NO))
         judged.append({"claim": i + 1, "logodds": round(logodds, 4)})
         if logodds > 0:
             claims[i] = {**claim, "verdict": "supported", "supported": True, "borderline": False,

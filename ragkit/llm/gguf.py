@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -150,6 +151,8 @@ class GGUFModel:
         self.prefix_hits = 0            # chats whose system turn was already in the KV cache
         self.threads = 0                # llama.cpp's threads now (set when the model loads)
         self.chat_format = self.config.chat_format
+        self._specials: tuple[str, ...] | None = None        # special_texts, read once
+        self._special_pattern: re.Pattern | None = None
         # Close llama.cpp handles before interpreter teardown (their __del__ fails late).
         atexit.register(self.close)
 
@@ -187,6 +190,38 @@ class GGUFModel:
             llama.chat_handler = None
         self.chat_format = llama.chat_format or "gguf-template"
         return llama
+
+    def special_texts(self) -> tuple[str, ...]:
+        """The text of every control or user-defined token in the loaded model's vocabulary
+        that a text could spell out (``<|im_end|>``, ``</s>``, ``[INST]``, ``<start_of_turn>``,
+        ``<|fim_prefix|>``, ...; not the empty ones, nor ordinary words), longest first: what
+        its template and tokenizer (which parses special tokens in the prompt) would read as
+        control, wherever it stands in a message."""
+        if self._specials is None:
+            with requires_extra("llm"):
+                import llama_cpp
+
+            vocab = llama_cpp.llama_model_get_vocab(self.llama._model.model)
+            wanted = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+            found = set()
+            for token in range(llama_cpp.llama_vocab_n_tokens(vocab)):
+                if llama_cpp.llama_vocab_get_attr(vocab, token) & wanted:
+                    text = (llama_cpp.llama_vocab_get_text(vocab, token) or b"").decode("utf-8", "replace")
+                    if len(text) >= 2 and not text.isalnum() and not text.isspace():
+                        found.add(text)
+            self._specials = tuple(sorted(found, key=lambda t: (-len(t), t)))
+        return self._specials
+
+    def defang(self, text: str) -> str:
+        """``text`` with each of the model's special tokens (``special_texts``) broken by a
+        WORD JOINER (U+2060) after its first character: the reader sees the same characters,
+        the tokenizer no control token."""
+        specials = self.special_texts()
+        if not specials or not text:
+            return text
+        if self._special_pattern is None:
+            self._special_pattern = re.compile("|".join(re.escape(t) for t in specials))
+        return self._special_pattern.sub(lambda m: m.group()[0] + "\u2060" + m.group()[1:], text)
 
     def _fit_threads(self) -> None:
         """Unless a thread count is set (``RAGKIT_THREADS``, ``LLMConfig.n_threads``), run
@@ -264,6 +299,9 @@ class GGUFModel:
         with self._generating:  # one llama.cpp context: one generation at a time
             self.native_timings(reset=True)
             self._fit_threads()
+            # the messages' text (questions, evidence, history) cannot close a turn or open one
+            messages = [{**m, "content": self.defang(m["content"])} if isinstance(m.get("content"), str) else m
+                        for m in messages]
             self._start(messages)
             try:
                 out = self.llama.create_chat_completion(

@@ -58,6 +58,16 @@ def inert(text: str) -> str:
     return _BREAKOUT.sub(lambda m: _INERT[m.group()], text)
 
 
+def inert_for(model, text: str) -> str:
+    """``text`` made plain for ``model``: the fences and ChatML's markers (``inert``), then the
+    special tokens of its own vocabulary (``defang``, a GGUF in process; a server's vocabulary
+    is not known here). For prompts written as raw text with the template's own markers in
+    them (the reranker's and the judge's), whose questions and passages must not add any."""
+    text = inert(text)
+    defang = getattr(model, "defang", None)
+    return defang(text) if callable(defang) else text
+
+
 def quoted_evidence(text: str, language: str) -> str:
     """``text`` (the retrieved documents, made ``inert``) between the fences the rule line
     names."""

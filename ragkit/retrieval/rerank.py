@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Protocol, Sequence
+from functools import partial
+from typing import Callable, Protocol, Sequence
 
 from ..config import RERANKS
 from ..errors import InputError
+from ..llm.prompts import inert, inert_for
 from .fusion import rrf
 
 DEFAULT_DEPTH = 20
@@ -42,12 +44,14 @@ class Judge(Protocol):
     def choice_logprobs(self, prompt: str, choices: Sequence[str]) -> list[float]: ...
 
 
-def rerank_prompt(question: str, title: str, text: str, words: int = PASSAGE_WORDS) -> str:
-    """The ChatML prompt for one candidate, ending where the
-    assistant's one-word reply starts."""
+def rerank_prompt(question: str, title: str, text: str, words: int = PASSAGE_WORDS,
+                  clean: Callable[[str], str] = inert) -> str:
+    """The ChatML prompt for one candidate, ending where the assistant's one-word reply
+    starts; ``clean`` makes the question and the passage plain text (``llm.prompts.inert_for``
+    the model asked: no marker of its template in them)."""
     body = " ".join(text.split()[:words])
-    passage = f"{title}\n{body}" if title and not body.startswith(title) else body
-    user = (f"Question: {question}\n\nPassage: {passage}\n\n"
+    passage = clean(f"{title}\n{body}" if title and not body.startswith(title) else body)
+    user = (f"Question: {clean(question)}\n\nPassage: {passage}\n\n"
             "Is the passage relevant to the question? Reply Yes or No.")
     return (f"<|im_start|>system\n{_SYSTEM}<|im_end|>\n<|im_start|>user\n{user}<|im_end|>\n"
             "<|im_start|>assistant\n")
@@ -85,7 +89,8 @@ class LLMReranker:
 
     def scores(self, question: str, passages: Sequence[tuple[str, str]]) -> list[float]:
         """The Yes/No log-odds of each (title, text) passage for ``question``."""
-        return [yes_no_logodds(self.judge.choice_logprobs(rerank_prompt(question, title, text), YES + NO))
+        clean = partial(inert_for, self.judge)
+        return [yes_no_logodds(self.judge.choice_logprobs(rerank_prompt(question, title, text, clean=clean), YES + NO))
                 for title, text in passages]
 
     def order(self, question: str, passages: Sequence[tuple[str, str]]) -> tuple[list[tuple[int, float]], list[float]]:
