@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
+from ..runtime.cancel import checkpoint
 from ..config import LLMConfig
 from ..runtime.threads import generation_threads, usable_cores
 from ..errors import GenerationError, ModelError
@@ -288,6 +289,7 @@ class GGUFModel:
         ``response_format={"type": "json_object", "schema": ...}`` does, but checked and kept
         like any grammar (that path would fall back to any JSON, silently, on a schema it
         cannot convert)."""
+        checkpoint()        # a request out of time asks the model nothing more
         if grammar is not None and json_schema is not None:
             raise ValueError("chat: give a grammar or a json_schema, not both")
         if json_schema is not None:
@@ -439,6 +441,7 @@ class GGUFModel:
         instructions and question)."""
         import numpy as np
 
+        checkpoint()        # between a reranker's candidates and a judge's claims
         with self._generating:
             llama = self.llama
             tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)

@@ -29,6 +29,7 @@ import time
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ..config import LLMConfig
+from ..runtime.cancel import checkpoint
 from ..errors import GenerationError, ModelError, RagkitError
 from ..runtime.extras import requires_extra
 from .base import Generation, collect_stream
@@ -264,6 +265,7 @@ class ServerLLM:
         """Log-probabilities that the token after ``prompt`` is each choice, from the
         server's top ``top`` next tokens (``/v1/completions`` with ``logprobs``). A choice
         outside that list gets the lowest listed value, an upper bound."""
+        checkpoint()        # between a reranker's candidates and a judge's claims
         response = self._post("/v1/completions", {"model": self.model(), "prompt": prompt, "max_tokens": 1,
                                                    "temperature": 0.0, "logprobs": top, "seed": 42})
         if not response.is_success:
@@ -295,6 +297,7 @@ class ServerLLM:
           form that server reads (``{"type": "json_object", "schema": ...}``), and that form
           is kept for the server.
         """
+        checkpoint()        # a request out of time asks the model nothing more
         if grammar is not None and json_schema is not None:
             raise ValueError("chat: give a grammar or a json_schema, not both")
         body = {"model": self.model(GenerationError), "messages": list(messages), "max_tokens": max_tokens,

@@ -7,6 +7,8 @@ import contextlib
 import time
 from typing import Iterator
 
+from .cancel import checkpoint
+
 
 class Profiler:
     """Accumulates wall time per named stage, in the order stages first ran."""
@@ -16,6 +18,7 @@ class Profiler:
 
     @contextlib.contextmanager
     def stage(self, name: str) -> Iterator[None]:
+        checkpoint()            # a request that has run out of time stops before the next stage
         started = time.perf_counter()
         try:
             yield

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 from ..errors import InputError
 from ..llm.base import generation_purpose
+from ..runtime.cancel import cancellable
 from ..runtime.extras import requires_extra
 from ..pipelines import get_pipeline
 from ..pipelines.base import MAX_QUESTION_CHARS
@@ -62,6 +63,9 @@ class ServeLimits:
     max_inputs: int = 256            # texts in one /v1/embeddings request
     websockets_per_key: int = 8      # WebSocket connections one key holds open (429 over)
     websockets: int = 64             # WebSocket connections open in all (429 over)
+
+
+RERANK_PROMPT_TOKENS = 320      # one candidate's rerank prompt: its passage (160 words) and the question
 
 
 class Cancelled(BaseException):
@@ -271,7 +275,10 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
                       prepare=None) -> dict:
         if session is not None and get_pipeline(request.pipeline).conversational and request.history is None:
             request.history = sessions.history(principal, session)
-        deadline = await deadlines.for_answer(not request.no_llm, request.max_tokens)
+        # an LLM rerank reads one prompt per candidate first: its time is in the deadline
+        reranking = getattr(request, "rerank", None) == "llm"
+        rerank_tokens = RERANK_PROMPT_TOKENS * int(getattr(request, "rerank_depth", 0) or 0) if reranking else 0
+        deadline = await deadlines.for_answer(not request.no_llm or reranking, request.max_tokens, rerank_tokens)
         stop = threading.Event()
         last_token: list[float] = []          # when the model last wrote (time.monotonic)
 
@@ -282,10 +289,15 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
             if on_token is not None:
                 on_token(piece, call, generation_purpose())
 
+        def must_stop() -> None:      # every stage and model call asks (runtime.cancel)
+            if stop.is_set():
+                raise Cancelled()
+
         def work():
-            if prepare is not None:
-                prepare(request)
-            return service.answer(request, tokens)
+            with cancellable(must_stop):
+                if prepare is not None:
+                    prepare(request)
+                return service.answer(request, tokens)
 
         loop = asyncio.get_running_loop()
         modelled = not request.no_llm

@@ -116,11 +116,12 @@ def time_left(now: float, started: float, deadline: Deadline, last_token: float 
 
 
 def model_deadline(speed: ModelSpeed | None, *, n_ctx: int, max_tokens: int, ahead: int = 0,
-                   floor_s: float = FLOOR_S, stall_s: float | None = None) -> Deadline:
+                   floor_s: float = FLOOR_S, stall_s: float | None = None, rerank_tokens: int = 0) -> Deadline:
     """The deadline of one model answer of at most ``max_tokens`` in a context of ``n_ctx``
-    (its prompt at most the rest), ``ahead`` model answers before it; ``stall_s`` None: the
-    derived stall timeout."""
-    prompt = max(n_ctx - max_tokens, 0)
+    (its prompt at most the rest), ``ahead`` model answers before it, and ``rerank_tokens``
+    of prompts the model reads first to rerank the candidates; ``stall_s`` None: the derived
+    stall timeout."""
+    prompt = max(n_ctx - max_tokens, 0) + rerank_tokens
     seconds = answer_deadline(speed, prompt, max_tokens, ahead=ahead, floor_s=floor_s)
     stall = stall_s if stall_s is not None else stall_timeout(speed, prompt)
     if speed is None or not _known(speed):
@@ -200,8 +201,9 @@ class Deadlines:
         return model_deadline(self.meter.current(), n_ctx=self.n_ctx, max_tokens=self.max_tokens,
                               floor_s=self.floor_s, stall_s=self.stall_s)
 
-    async def for_answer(self, uses_model: bool, max_tokens: int | None = None) -> Deadline:
-        """The deadline of one answer (``max_tokens``: the request's, None: the configured)."""
+    async def for_answer(self, uses_model: bool, max_tokens: int | None = None, rerank_tokens: int = 0) -> Deadline:
+        """The deadline of one answer (``max_tokens``: the request's, None: the configured;
+        ``rerank_tokens``: the prompts of an LLM rerank before it)."""
         if self.timeout_s is not None:
             return Deadline(self.timeout_s)
         if not uses_model:
@@ -209,7 +211,8 @@ class Deadlines:
         if self._measured is not None:
             await self._measured.wait()
         return model_deadline(self.meter.current(), n_ctx=self.n_ctx, max_tokens=max_tokens or self.max_tokens,
-                              ahead=self.in_flight, floor_s=self.floor_s, stall_s=self.stall_s)
+                              ahead=self.in_flight, floor_s=self.floor_s, stall_s=self.stall_s,
+                              rerank_tokens=rerank_tokens)
 
     def observe(self, generation: dict) -> None:
         """One model answer's ``trace.generation``: its rates join the measurements."""
