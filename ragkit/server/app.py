@@ -184,6 +184,7 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
     from contextlib import asynccontextmanager
 
     with requires_extra("server"):
+        from starlette.exceptions import HTTPException as StarletteHTTPException
         from starlette.requests import ClientDisconnect
         from starlette.websockets import WebSocketState
 
@@ -233,6 +234,16 @@ def create_app(service: Service, limits: ServeLimits | None = None, *, keys: Seq
         headers = {"Connection": "close"} if exc.status == 408 else None
         return JSONResponse(error_body(request.url.path, exc.status, exc.message, exc.code),
                             status_code=exc.status, headers=headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _routing(request: Request, exc: StarletteHTTPException):
+        # the router's own refusals (an unknown path, a method a path does not take) in the
+        # same one-line shape as every other error
+        what = {404: "no such endpoint (GET / lists them)", 405: "method not allowed here"}.get(
+            exc.status_code, str(exc.detail))
+        message = f"{request.method} {request.url.path}: {what}"
+        return JSONResponse(error_body(request.url.path, exc.status_code, message), status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
 
     def principal_of(scope) -> str:
         return scope.get("ragkit.principal") or LOCAL

@@ -58,7 +58,7 @@ def parse_embeddings(data: Any, max_inputs: int) -> EmbeddingRequest:
     if not isinstance(data, dict):
         raise HTTPProblem(400, f"request: must be a JSON object, got {type(data).__name__}")
     model = data.get("model")
-    if model not in EMBEDDING_MODELS:
+    if not isinstance(model, str) or model not in EMBEDDING_MODELS:     # (a dict or list is not hashable)
         listed = ", ".join(EMBEDDING_MODELS)
         if not isinstance(model, str) or not model:
             raise HTTPProblem(400, f"model: must be one of {listed}, got {model!r}")
