@@ -57,7 +57,7 @@ def test_generated_requests_find_no_500_no_hang_and_only_one_line_errors(sources
                    "--no-shrink", "--warnings", "off"]
         if keyed:
             command += ["-H", f"Authorization: Bearer {KEY}"]
-        run = subprocess.run(command, capture_output=True, text=True, timeout=BUDGET_S * 4, cwd=ROOT,
+        run = subprocess.run(command, capture_output=True, text=True, timeout=BUDGET_S * 4, cwd=tmp_path,
                              env={**env, "SCHEMATHESIS_HOOKS": "fuzz_checks",
                                   "PYTHONPATH": str(ROOT / "tests") + os.pathsep + env.get("PYTHONPATH", "")})
     generated = re.search(r"(\d+) generated", run.stdout)
