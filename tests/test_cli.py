@@ -117,10 +117,9 @@ def test_rebuild_replaces_index_atomically(tmp_path):
     first = (out / "meta.json").read_text()
     ragkit("index", "build", "--corpus", MANUALS, "--out", out, "--idf", "okapi")
     assert (out / "meta.json").read_text() != first
-    # ix is a symlink to its current version; the one before stays for readers that opened it
-    # (and the writer lock's empty file).
+    # ix is a symlink to its current version; the one before stays for readers that opened it.
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert [n for n in names if not n.startswith(".ix.v-")] == [".ix.lock", "ix"] and len(names) == 4
+    assert [n for n in names if not n.startswith(".ix.v-")] == ["ix"] and len(names) == 3
     assert out.is_symlink() and os.readlink(out) in names
 
 

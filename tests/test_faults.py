@@ -130,7 +130,7 @@ def test_a_killed_kg_build_to_a_file_leaves_the_previous_store(tmp_path):
 
     ok("kg", "build", "--specs", *SPECS, "--store", store)
     assert store.read_bytes() != before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".s.json.gz.lock", "s.json.gz"]   # the next run cleaned up
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json.gz"]   # the next run cleaned up
 
 
 def test_a_killed_kg_import_leaves_the_previous_store(tmp_path):
@@ -148,8 +148,7 @@ def test_a_killed_kg_import_leaves_the_previous_store(tmp_path):
     assert json.loads(ok(*question).stdout)["answer"] == before
 
     ok("kg", "import", "--nodes", nodes, "--edges", fewer, "--store", store)
-    # (and its writer lock's empty file, which stays: ragkit.stores.writers)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".kg.json.gz.lock", "edges.csv", "kg.json.gz"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["edges.csv", "kg.json.gz"]
 
 
 @pytest.mark.slow
@@ -598,4 +597,4 @@ def test_two_importers_into_one_store_with_one_killed_leave_one_complete_store(t
          ["kg", "import", "--nodes", nodes, "--edges", edges, "--store", store], "write:1", check)
     assert edge_count() == whole
     ok("kg", "import", "--nodes", nodes, "--edges", edges, "--store", store)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".kg.json.gz.lock", "edges.csv", "kg.json.gz"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["edges.csv", "kg.json.gz"]

@@ -4,9 +4,11 @@ reads what is there to the moment its new version is in place.
 
 The lock is a file beside the artifact, ``.<name>.lock``, taken with the ``filelock``
 package (``flock`` on POSIX, ``msvcrt`` on Windows), so the operating system releases it when
-its holder exits, however it exits: a builder killed by SIGKILL leaves no lock held. The
-empty lock file stays beside the artifact (one per artifact; on POSIX a lock file removed on
-release could be locked by two processes at once). A run's private staging names
+its holder exits, however it exits: a builder killed by SIGKILL leaves no lock held (its
+empty lock file stays until the next writer's release). The holder removes the lock file
+before it releases it; a waiter that had opened it finds it unlinked once it holds it, and
+takes a new one (``filelock`` checks the link count after ``flock``), so two processes never
+hold it at once and nothing is left beside the artifact. A run's private staging names
 (``.staging-<pid>-...``, one writer by design) take no lock. Beside
 it, ``.<name>.writer.json`` says who holds it (pid, command, since when), for the message a
 second writer gets. A second writer waits for the first (``RAGKIT_WRITER_WAIT_S``, default
@@ -92,8 +94,7 @@ def writer_lock(target: str | os.PathLike, wait_s: float | None = None) -> Itera
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         pass                        # the write that follows says why it cannot
-    # an OS lock only: no "soft" lock file that a killed holder would leave locked (the lock
-    # file itself stays, empty: on POSIX a lock file unlinked on release could be locked twice)
+    # an OS lock only: no "soft" lock file that a killed holder would leave locked
     lock = FileLock(key[0], thread_local=False, fallback_to_soft=False)
     try:
         try:
@@ -120,6 +121,11 @@ def writer_lock(target: str | os.PathLike, wait_s: float | None = None) -> Itera
             del _HELD[key]          # the outermost hold ends here
         with contextlib.suppress(OSError):
             who.unlink()
+        with contextlib.suppress(OSError):
+            # removed while still held: a waiter that opened this file finds it unlinked once it
+            # has the lock and takes a new one (filelock checks), so nothing is left beside the
+            # artifact and no two processes hold it at once
+            path.unlink()
         lock.release()
 
 
