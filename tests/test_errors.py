@@ -104,7 +104,7 @@ def test_kg_refuses_an_over_long_question_like_the_other_pipelines(kg_store_file
     proc = subprocess.run([*RAGKIT, "ask", question, "--pipeline", "kg", "--store", str(kg_store_file)],
                           capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=120)
     assert proc.returncode == 3 and proc.stdout == "", proc.stdout[:300]
-    assert proc.stderr.startswith("ragkit: error: question: too long for the model's context (")
+    assert proc.stderr.startswith("ragkit: error: question: 39024 characters, over the 2000-character limit")
     assert len(proc.stderr.strip().splitlines()) == 1
 
 

@@ -399,9 +399,9 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
                    help="kg conversations a key keeps open (opening one more drops its least recent)")
     p.add_argument("--questions-per-key", type=int, default=16,
                    help="questions of one key answered or waiting at once (429 over)")
-    p.add_argument("--websockets-per-key", type=int, default=8,
+    p.add_argument("--websockets-per-key", type=int, default=32,
                    help="WebSocket connections one key holds open at once (429 over)")
-    p.add_argument("--websockets", type=int, default=64, help="WebSocket connections open at once in all (429 over)")
+    p.add_argument("--websockets", type=int, default=256, help="WebSocket connections open at once in all (429 over)")
     p.add_argument("--cors-origin", action="append", metavar="ORIGIN",
                    help="a web origin (https://app.example) whose pages may call the server "
                         "(repeatable; default: none)")

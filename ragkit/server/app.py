@@ -61,8 +61,8 @@ class ServeLimits:
     read_timeout_s: float = 10.0     # to send a request's headers, then its body (408 after)
     ws_max_message: int = 16         # times max_body: a WebSocket message over it closes (1009)
     max_inputs: int = 256            # texts in one /v1/embeddings request
-    websockets_per_key: int = 8      # WebSocket connections one key holds open (429 over)
-    websockets: int = 64             # WebSocket connections open in all (429 over)
+    websockets_per_key: int = 32     # WebSocket connections one key holds open (429 over)
+    websockets: int = 256            # WebSocket connections open in all (429 over)
 
 
 RERANK_PROMPT_TOKENS = 320      # one candidate's rerank prompt: its passage (160 words) and the question

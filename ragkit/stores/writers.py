@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..config import Settings
-from ..errors import OutputError
+from ..errors import OutputError, output_error
 
 _HELD: dict[tuple[str, int], int] = {}      # (lock path, thread) -> how deep it is held, in this process
 _GUARD = threading.Lock()
@@ -105,9 +105,8 @@ def writer_lock(target: str | os.PathLike, wait_s: float | None = None) -> Itera
     except Timeout:
         raise OutputError(f"{Path(target)}: another build is writing it ({_holder(path)}); still busy after "
                           f"{wait_s:g} s (RAGKIT_WRITER_WAIT_S)") from None
-    except OSError as exc:          # a folder where no lock can be made: the write will fail too
-        raise OutputError(f"{Path(target)}: cannot take its writer lock ({exc.strerror or type(exc).__name__})") \
-            from None
+    except OSError as exc:          # a folder where no lock can be made: no write could be either
+        raise output_error(Path(target), exc) from None
     who = path.with_name(path.name.removesuffix(".lock") + ".writer.json")
     with contextlib.suppress(OSError):
         who.write_text(json.dumps({"pid": os.getpid(), "command": _command(),
