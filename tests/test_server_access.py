@@ -25,15 +25,21 @@ FOLLOW_UP = "and which of them affect the liver?"
 READ_TIMEOUT_S = 2
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def biomed_store(folder) -> str:
+    """The demo biomedical KG imported into a typed store in ``folder``."""
     from ragkit.kgqa.importer import import_kg
     from ragkit.kgqa.store import open_typed_store
 
+    store = folder / "biomed.json.gz"
+    with open_typed_store(str(store)) as graph:
+        import_kg("data/biomed/nodes.csv", "data/biomed/edges.csv", graph)
+    return str(store)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("serve-access")
-    store = root / "biomed.json.gz"
-    with open_typed_store(str(store)) as kg:
-        import_kg("data/biomed/nodes.csv", "data/biomed/edges.csv", kg)
+    store = biomed_store(root)
     port = free_port()
     log = root / "server.log"
     command = serve_command(port, "--store", str(store), "--api-key", KEY_A, "--api-key", KEY_B,
@@ -168,13 +174,8 @@ def test_web_pages_of_other_origins_are_refused_and_cors_is_only_for_the_one_giv
 @pytest.fixture(scope="module")
 def keyless(tmp_path_factory):
     """A loopback server without a key (``make serve``'s setup), answering also to one more name."""
-    from ragkit.kgqa.importer import import_kg
-    from ragkit.kgqa.store import open_typed_store
-
     root = tmp_path_factory.mktemp("serve-keyless")
-    store = root / "biomed.json.gz"
-    with open_typed_store(str(store)) as graph:
-        import_kg("data/biomed/nodes.csv", "data/biomed/edges.csv", graph)
+    store = biomed_store(root)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("RAGKIT_API_KEY", "RAGKIT_ALLOWED_HOSTS")}
     command = serve_command(port, "--store", str(store), "--allowed-host", "rag.internal")
@@ -369,12 +370,7 @@ def test_errors_name_no_path_on_the_server(tmp_path):
 
 
 def test_websocket_connections_are_capped_per_key_and_in_all(tmp_path):
-    from ragkit.kgqa.importer import import_kg
-    from ragkit.kgqa.store import open_typed_store
-
-    store = tmp_path / "biomed.json.gz"
-    with open_typed_store(str(store)) as graph:
-        import_kg("data/biomed/nodes.csv", "data/biomed/edges.csv", graph)
+    store = biomed_store(tmp_path)
     port = free_port()
     command = serve_command(port, "--store", str(store), "--api-key", KEY_A, "--api-key", KEY_B,
                             "--websockets-per-key", "2", "--websockets", "3", "--log-level", "info",
@@ -418,15 +414,11 @@ def test_a_timed_out_rerank_frees_its_worker_for_the_next_question(tmp_path):
     the 10 s deadline, then a question without the model: the rerank stops at its next model
     call after the 504, so the worker is free and the cheap question is answered (before, it
     waited behind the rerank's remaining calls and timed out too)."""
-    from ragkit.kgqa.importer import import_kg
-    from ragkit.kgqa.store import open_typed_store
     from ragkit.llm.catalog import installed_path
 
-    index, store = tmp_path / "manuals", tmp_path / "biomed.json.gz"
+    index, store = tmp_path / "manuals", biomed_store(tmp_path)
     subprocess.run([sys.executable, "-m", "ragkit.cli", "index", "build", "--corpus", "data/manuals", "--out",
                     str(index)], check=True, capture_output=True, timeout=300)
-    with open_typed_store(str(store)) as graph:
-        import_kg("data/biomed/nodes.csv", "data/biomed/edges.csv", graph)
     port = free_port()
     command = serve_command(port, "--index", str(index), "--store", str(store), "--workers", "1", "--timeout", "10",
                             "--model", str(installed_path("smollm2-135m")), "--log-level", "info")

@@ -438,8 +438,8 @@ class RulePlanner:
             reading.unlinked_words += [" ".join(shown[a:b]) for a, b in runs]
             return
         candidates = self._fitting_edges(reading)
+        typed = self._typed_words(reading, shown)
         for start, end in runs:
-            typed = self._typed_words(reading, shown)
             with_words = " ".join(w for w in typed if w)
             without = " ".join(w for i, w in enumerate(typed) if w and not start <= i < end)
             link = linker.relation(" ".join(shown[start:end]), with_words, without, candidates)

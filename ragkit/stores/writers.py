@@ -47,11 +47,16 @@ def lock_path(target: str | os.PathLike) -> Path:
     return target.with_name(f".{target.name}.lock")
 
 
+def _writer_file(path: Path) -> Path:
+    """``.<name>.writer.json`` beside the lock file ``.<name>.lock``: who holds it."""
+    return path.with_name(path.name.removesuffix(".lock") + ".writer.json")
+
+
 def _holder(path: Path) -> str:
     """Who holds the lock at ``path``, as its writer file says ("pid 4242, 'ragkit index build
     ...', since 12:00:03"), or "another process"."""
     try:
-        who = json.loads(path.with_name(path.name.removesuffix(".lock") + ".writer.json").read_text())
+        who = json.loads(_writer_file(path).read_text())
         return f"pid {who['pid']}, {who['command']!r}, since {who['since']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "another process"
@@ -107,7 +112,7 @@ def writer_lock(target: str | os.PathLike, wait_s: float | None = None) -> Itera
                           f"{wait_s:g} s (RAGKIT_WRITER_WAIT_S)") from None
     except OSError as exc:          # a folder where no lock can be made: no write could be either
         raise output_error(Path(target), exc) from None
-    who = path.with_name(path.name.removesuffix(".lock") + ".writer.json")
+    who = _writer_file(path)
     with contextlib.suppress(OSError):
         who.write_text(json.dumps({"pid": os.getpid(), "command": _command(),
                                    "since": time.strftime("%Y-%m-%dT%H:%M:%S")}))
