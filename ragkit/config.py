@@ -15,6 +15,7 @@ variable                    what it sets
 ``RAGKIT_LLM_API_KEY``      the bearer token sent to that server (never logged)
 ``RAGKIT_LLM_MODEL``        the model asked of that server (default: the first one its ``/v1/models`` lists)
 ``RAGKIT_LLM_RETRY_S``      seconds a request to that server may take in all, retries included (default 30)
+``RAGKIT_LLM_TIMEOUT``      seconds one try of a request to that server (or an embedding server) may take (default 120)
 ``RAGKIT_N_CTX``            the model's context size in tokens (default 2048)
 ``RAGKIT_THREADS``          threads of llama.cpp, ONNX Runtime and the BM25 batch (default: the cores this process
                             may use; a model answer takes those idle when it starts)
@@ -229,12 +230,13 @@ class LLMConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> "LLMConfig":
         """Defaults, then ``RAGKIT_GGUF`` / ``RAGKIT_LLM_URL`` / ``RAGKIT_LLM_API_KEY`` /
-        ``RAGKIT_LLM_MODEL`` / ``RAGKIT_LLM_RETRY_S`` / ``RAGKIT_N_CTX`` / ``RAGKIT_THREADS`` /
+        ``RAGKIT_LLM_MODEL`` / ``RAGKIT_LLM_RETRY_S`` / ``RAGKIT_LLM_TIMEOUT`` / ``RAGKIT_N_CTX`` / ``RAGKIT_THREADS`` /
         ``RAGKIT_N_GPU_LAYERS`` (``Settings``), then overrides."""
         settings = Settings.from_env(env)
         values: dict[str, Any] = {"model_path": settings.gguf, "server_url": settings.llm_url,
                                   "api_key": settings.llm_api_key, "server_model": settings.llm_model,
-                                  "retry_deadline": settings.llm_retry_s, "n_ctx": settings.n_ctx,
+                                  "retry_deadline": settings.llm_retry_s, "server_timeout": settings.llm_timeout_s,
+                                  "n_ctx": settings.n_ctx,
                                   "n_threads": settings.threads, "n_gpu_layers": settings.n_gpu_layers}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**{k: v for k, v in values.items() if v is not None})
@@ -256,6 +258,7 @@ class Settings:
     llm_api_key: str | None = field(default=None, repr=False)  # RAGKIT_LLM_API_KEY
     llm_model: str | None = None                             # RAGKIT_LLM_MODEL
     llm_retry_s: float | None = None                         # RAGKIT_LLM_RETRY_S
+    llm_timeout_s: float | None = None                       # RAGKIT_LLM_TIMEOUT
     n_ctx: int | None = None                                 # RAGKIT_N_CTX
     threads: int | None = None                               # RAGKIT_THREADS
     n_gpu_layers: int | None = None                          # RAGKIT_N_GPU_LAYERS
@@ -325,6 +328,9 @@ class Settings:
         writer_wait = number("RAGKIT_WRITER_WAIT_S")
         _check(writer_wait is None or writer_wait >= 0, "RAGKIT_WRITER_WAIT_S",
                f"must be 0 or more seconds, got {writer_wait}")
+        llm_timeout = number("RAGKIT_LLM_TIMEOUT")
+        _check(llm_timeout is None or llm_timeout > 0, "RAGKIT_LLM_TIMEOUT",
+               f"must be more than 0 seconds, got {llm_timeout}")
         threads = integer("RAGKIT_THREADS")
         _check(threads is None or threads >= 1, "RAGKIT_THREADS", f"must be at least 1, got {threads}")
         embed_backend = (text("RAGKIT_EMBED_BACKEND") or "auto").strip().lower()
@@ -332,7 +338,7 @@ class Settings:
                f"must be {', '.join(EMBED_BACKENDS)}, got {embed_backend!r}")
         return cls(gguf=text("RAGKIT_GGUF"), models_dir=text("RAGKIT_MODELS"), llm_url=url.rstrip("/") if url else None,
                    llm_api_key=text("RAGKIT_LLM_API_KEY"), llm_model=text("RAGKIT_LLM_MODEL"),
-                   llm_retry_s=number("RAGKIT_LLM_RETRY_S"), n_ctx=integer("RAGKIT_N_CTX"),
+                   llm_retry_s=number("RAGKIT_LLM_RETRY_S"), llm_timeout_s=llm_timeout, n_ctx=integer("RAGKIT_N_CTX"),
                    threads=threads, n_gpu_layers=integer("RAGKIT_N_GPU_LAYERS"),
                    embed_urls=embed_urls, embed_api_key=text("RAGKIT_EMBED_API_KEY"), device=device,
                    embed_backend=embed_backend, chroma_url=text("CHROMA_URL"),

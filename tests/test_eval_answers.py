@@ -121,6 +121,40 @@ def test_question_files_are_checked(tmp_path):
         load_questions(tmp_path / "missing.jsonl")
 
 
+@pytest.mark.parametrize("line, answers", [
+    ('{"question": "Q?", "answers": "Paris"}', ["Paris"]),                 # one answer, not five letters
+    ('{"question": "Q?", "answers": [1969, "1969 AD"]}', ["1969", "1969 AD"]),
+    ('{"question": "Q?", "answers": [], "answer": 7, "answer_aliases": "seven"}', ["7", "seven"]),
+    ('{"question": "Q?", "answer": "A", "answer_aliases": 3}', ["A", "3"]),
+])
+def test_gold_answers_of_every_shape(tmp_path, line, answers):
+    path = tmp_path / "q.jsonl"
+    path.write_text(line + "\n")
+    assert load_questions(path)[0]["answers"] == answers
+
+
+@pytest.mark.parametrize("line", ['{"question": "Q?", "answers": {"text": "A"}}',
+                                  '{"question": "Q?", "answer": ["A"], "answers": null}',
+                                  '{"question": "Q?", "answers": [["A"]]}'])
+def test_an_answer_that_is_a_list_or_object_is_one_line(tmp_path, line):
+    path = tmp_path / "q.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(InputError, match=rf"^questions {path}: item 1: an answer must be text or a number"):
+        load_questions(path)
+
+
+@pytest.mark.parametrize("text", ["null", "3", '"text"', "[]"])
+def test_a_questions_file_of_one_plain_value_holds_no_questions(tmp_path, text):
+    from ragkit.eval.mcq import load_mcq
+
+    path = tmp_path / "q.json"
+    path.write_text(text)
+    with pytest.raises(InputError, match=rf"^questions {path}: holds no questions"):
+        load_questions(path)
+    with pytest.raises(InputError, match=rf"^questions {path}: holds no questions"):
+        load_mcq(path)
+
+
 def test_cli_on_the_vietnamese_manual_questions(tmp_path):
     index = tmp_path / "index"
     run = lambda *a: subprocess.run([sys.executable, "-m", "ragkit.cli", *map(str, a)], capture_output=True,

@@ -218,6 +218,22 @@ def test_quoted_fields_in_nodes_and_weather(tmp_path):
     assert load_weather(weather)["relative_humidity"].tolist() == [91]
 
 
+@pytest.mark.parametrize("table", [b"year,month,day,TEMP\n2013,1,9,-7\n2013,Jan,10,-6\n",
+                                   b"year,month,day,TEMP\n2013,2,30,-7\n",
+                                   b"time,TEMP\n2013-01-09 00:00,-7\nsoon,-6\n"])
+def test_a_weather_date_that_is_no_date_is_one_line(tmp_path, table):
+    weather = write(tmp_path / "weather.csv", table)
+    with pytest.raises(InputError, match=rf"^weather {weather}: some time values cannot be read as dates$"):
+        load_weather(weather)
+
+
+def test_weather_times_of_mixed_forms_are_read_without_a_warning(tmp_path, recwarn):
+    weather = write(tmp_path / "weather.csv", b"time,TEMP\n2013-01-09 00:00,-7\n2013-01-09T01:00,-6\n"
+                                              b"Jan 9 2013 02:00,-5\n")
+    assert load_weather(weather)["temperature"].tolist() == [-7, -6, -5]
+    assert not [w for w in recwarn if "infer format" in str(w.message)]
+
+
 # ----------------------------------------------------------------- files that cannot be read
 @pytest.mark.parametrize("flag", ["--kg", "--weather"])
 def test_a_folder_given_as_a_file_is_named(tmp_path, capsys, flag):

@@ -230,6 +230,29 @@ def test_the_retry_deadline_setting_is_checked():
         LLMConfig.from_env({"RAGKIT_LLM_RETRY_S": "-1"})
 
 
+def test_the_timeout_setting_bounds_one_try_and_is_checked():
+    """RAGKIT_LLM_TIMEOUT: a server that takes the connection and never answers is one line
+    after that many seconds (the listening socket never accepts: the kernel's backlog does)."""
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    try:
+        config = LLMConfig.from_env({"RAGKIT_LLM_URL": url, "RAGKIT_LLM_MODEL": "m", "RAGKIT_LLM_TIMEOUT": "0.5"})
+        assert config.server_timeout == 0.5
+        with pytest.raises(GenerationError, match=rf"^llm server {url}: no reply within 0.5 s$"):
+            ServerLLM(config).chat(MESSAGES, max_tokens=4)
+    finally:
+        silent.close()
+    assert LLMConfig.from_env({}).server_timeout == 120.0
+    with pytest.raises(InputError, match="^RAGKIT_LLM_TIMEOUT: must be more than 0 seconds, got 0.0$"):
+        Settings.from_env({"RAGKIT_LLM_TIMEOUT": "0"})
+    with pytest.raises(InputError, match="^RAGKIT_LLM_TIMEOUT: expected a number of seconds, got 'long'$"):
+        Settings.from_env({"RAGKIT_LLM_TIMEOUT": "long"})
+
+
 # --------------------------------------------------------------------------- JSON schemas
 SCHEMA = {"title": "answer", "type": "object", "properties": {"yes": {"type": "boolean"}}, "required": ["yes"],
           "additionalProperties": False}

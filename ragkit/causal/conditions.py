@@ -70,11 +70,13 @@ def load_weather(path: str | Path) -> pd.DataFrame:
     cols = {c.lower(): c for c in raw.columns}
     out = pd.DataFrame()
     if {"year", "month", "day"} <= set(cols):
-        parts = {k: raw[cols[k]] for k in ("year", "month", "day")}
-        parts["hour"] = raw[cols["hour"]] if "hour" in cols else 0
-        out.index = pd.to_datetime(pd.DataFrame(parts))
+        # a value that is not a number, or a day its month does not have, is NaT (refused below)
+        parts = {k: pd.to_numeric(raw[cols[k]], errors="coerce") for k in ("year", "month", "day")}
+        parts["hour"] = pd.to_numeric(raw[cols["hour"]], errors="coerce") if "hour" in cols else 0
+        out.index = pd.to_datetime(pd.DataFrame(parts), errors="coerce")
     elif "time" in cols or "date" in cols:
-        out.index = pd.to_datetime(raw[cols.get("time") or cols["date"]], errors="coerce")
+        # each value read on its own ("mixed"): a column may mix forms, and pandas would warn
+        out.index = pd.to_datetime(raw[cols.get("time") or cols["date"]], errors="coerce", format="mixed")
     else:
         raise InputError(f"weather {path}: needs year/month/day(/hour) columns or a time/date column")
     if out.index.isna().any():

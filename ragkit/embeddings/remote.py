@@ -145,8 +145,9 @@ class RemoteEmbedder(Embedder):
         local = EMBEDDERS[kind]
         defaults = LLMConfig()      # the same timeout and retry deadline as a chat server's
         deadline = settings.llm_retry_s if settings.llm_retry_s is not None else defaults.retry_deadline
+        timeout = settings.llm_timeout_s if settings.llm_timeout_s is not None else defaults.server_timeout
         embedder = cls(settings.embed_urls, local.name, dim=local.dim, input_types=local.input_types,
-                       api_key=settings.embed_api_key, timeout=defaults.server_timeout, retry_deadline=deadline)
+                       api_key=settings.embed_api_key, timeout=timeout, retry_deadline=deadline)
         embedder.same_thing_floor, embedder.unrelated_cosine = local.same_thing_floor, local.unrelated_cosine
         return embedder
 

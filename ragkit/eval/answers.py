@@ -147,7 +147,12 @@ def load_questions(path: str | Path) -> list[dict]:
     for i, item in enumerate(data, 1):
         if not isinstance(item, dict) or not str(item.get("question") or "").strip():
             raise InputError(f"questions {path}: item {i} has no 'question'")
-        golds = item.get("answers") or [item.get("answer")] + _aliases(item.get("answer_aliases"))
+        golds = item.get("answers")
+        golds = golds if isinstance(golds, list) else [golds]
+        if not any(g is not None and str(g).strip() for g in golds):
+            golds = [item.get("answer")] + _aliases(item.get("answer_aliases"))
+        if any(isinstance(g, (dict, list)) for g in golds):
+            raise InputError(f"questions {path}: item {i}: an answer must be text or a number, not a list or object")
         golds = [str(g) for g in golds if g is not None and str(g).strip()]
         if not golds:
             raise InputError(f"questions {path}: item {i} has no 'answers' (or 'answer')")
@@ -167,9 +172,11 @@ def _aliases(value) -> list:
 
         try:
             value = ast.literal_eval(value) if value.strip().startswith("[") else [value]
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
             value = [value]
-    return list(value or [])
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def evaluate_answers(items: list[dict], service, request_options: dict, progress: bool | None = None) -> dict:

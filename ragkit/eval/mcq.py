@@ -46,6 +46,8 @@ def load_mcq(path: str | Path) -> list[dict]:
     data = read_json_or_lines(path, "questions")
     if isinstance(data, dict):
         data = [data] if "question" in data else list(data.values())
+    if not isinstance(data, list) or not data:
+        raise InputError(f"questions {path}: holds no questions (a list of them, or one per line)")
     items = []
     for i, item in enumerate(data, 1):
         if not isinstance(item, dict) or not str(item.get("question", "")).strip():

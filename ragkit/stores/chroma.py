@@ -6,13 +6,15 @@ download a model) is never used."""
 from __future__ import annotations
 
 import atexit
+import contextlib
+import functools
 import hashlib
 import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Iterator, ParamSpec, Sequence, TypeVar
 from urllib.parse import urlparse
 
 import numpy as np
@@ -45,6 +47,64 @@ def readable_copy(location: str) -> str:
 
 _COPIES: dict[str, str] = {}
 
+# A Chroma server's requests are bounded (chromadb's own client waits without limit): 5 s to
+# connect, then CHROMA_TIMEOUT_S for each reply, ample for a batch of 4,000 vectors.
+CHROMA_CONNECT_S = 5.0
+CHROMA_TIMEOUT_S = 120.0
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _answering(location: str) -> None:
+    """Nothing when the server at ``location`` answers its heartbeat within the timeouts
+    (any HTTP status: an older server serves another path); else a one-line error. chromadb's
+    client asks the server for its tenant while it is made, unbounded, so this asks first."""
+    import httpx
+
+    try:
+        httpx.get(f"{location.rstrip('/')}/api/v2/heartbeat", trust_env=False,
+                  timeout=httpx.Timeout(CHROMA_TIMEOUT_S, connect=CHROMA_CONNECT_S))
+    except httpx.TimeoutException:
+        raise StoreUnavailableError(f"chroma {location}: no reply within {CHROMA_TIMEOUT_S:g} s") from None
+    except httpx.HTTPError as exc:
+        raise StoreUnavailableError(f"chroma {location}: server not reachable ({type(exc).__name__}); "
+                                    f"start one with 'chroma run --host 127.0.0.1' or unset CHROMA_URL") from None
+
+
+def _bounded(client) -> None:
+    """Give the HTTP session under chromadb's ``HttpClient`` the timeouts above."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        session.timeout = httpx.Timeout(CHROMA_TIMEOUT_S, connect=CHROMA_CONNECT_S)
+
+
+@contextlib.contextmanager
+def _served(location: str) -> Iterator[None]:
+    """A Chroma server that stops answering mid-request, as one line naming it."""
+    import httpx
+
+    try:
+        yield
+    except httpx.TimeoutException:
+        raise StoreUnavailableError(f"chroma {location}: no reply within {CHROMA_TIMEOUT_S:g} s") from None
+    except httpx.TransportError as exc:
+        raise StoreUnavailableError(f"chroma {location}: server stopped answering ({type(exc).__name__})") from None
+
+
+def _remote(method: Callable[P, T]) -> Callable[P, T]:
+    """``method`` of ``ChromaVectors`` with a server's transport errors as one line."""
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> T:
+        self = args[0]
+        if not isinstance(self, ChromaVectors) or not self.remote:
+            return method(*args, **kwargs)
+        with _served(self.location):
+            return method(*args, **kwargs)
+    return call
+
 
 @dataclass
 class VectorHits:
@@ -61,11 +121,14 @@ class ChromaVectors:
 
         settings = chromadb.Settings(anonymized_telemetry=False)
         self.location = location
-        if location.startswith(("http://", "https://")):
+        self.remote = location.startswith(("http://", "https://"))
+        if self.remote:
             url = urlparse(location)
+            _answering(location)
             try:
                 self.client = chromadb.HttpClient(host=url.hostname or "", port=url.port or 8000,
                                                   ssl=url.scheme == "https", settings=settings)
+                _bounded(self.client)
                 self.client.heartbeat()
             except Exception as exc:  # chromadb raises several connection error types
                 raise StoreUnavailableError(f"chroma {location}: server not reachable ({type(exc).__name__}); "
@@ -73,11 +136,12 @@ class ChromaVectors:
         else:
             Path(location).mkdir(parents=True, exist_ok=True)
             self.client = chromadb.PersistentClient(path=readable_copy(location), settings=settings)
-        if create:
-            self.collection = self.client.get_or_create_collection(
-                collection, embedding_function=None, metadata={"hnsw:space": "cosine"})
-        else:
-            self.collection = self.client.get_collection(collection, embedding_function=None)
+        with _served(location) if self.remote else contextlib.nullcontext():
+            if create:
+                self.collection = self.client.get_or_create_collection(
+                    collection, embedding_function=None, metadata={"hnsw:space": "cosine"})
+            else:
+                self.collection = self.client.get_collection(collection, embedding_function=None)
 
     @classmethod
     def existing(cls, directory: str | Path, collection: str) -> "ChromaVectors | None":
@@ -96,6 +160,7 @@ class ChromaVectors:
         except Exception:        # chromadb: no such collection (its error type varies by version)
             return None
 
+    @_remote
     def records(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray, list[dict], list[str]]:
         """(ids, vectors, metadatas, documents) of the stored ``ids`` (those present)."""
         if not ids:
@@ -129,9 +194,11 @@ class ChromaVectors:
         tag = hashlib.sha1(final_path(directory).encode()).hexdigest()[:12]
         return cls(url, f"{collection}-{tag}")
 
+    @_remote
     def count(self) -> int:
         return self.collection.count()
 
+    @_remote
     def fingerprints(self) -> dict[str, str]:
         """id → the ``fingerprint`` metadata of every stored vector (for incremental builds)."""
         out: dict[str, str] = {}
@@ -142,6 +209,7 @@ class ChromaVectors:
             out.update({i: str((m or {}).get("fingerprint", "")) for i, m in zip(got["ids"], metadatas)})
         return out
 
+    @_remote
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[dict],
                documents: Sequence[str], batch: int = 4000) -> None:
         for start in range(0, len(ids), batch):
@@ -149,10 +217,12 @@ class ChromaVectors:
             self.collection.upsert(ids=list(ids[start:end]), embeddings=vectors[start:end].tolist(),
                                    metadatas=list(metadatas[start:end]), documents=list(documents[start:end]))
 
+    @_remote
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
             self.collection.delete(ids=list(ids))
 
+    @_remote
     def vectors(self, ids: Sequence[str]) -> np.ndarray:
         """The stored vectors of ``ids``, one row each in that order (MMR's cosine)."""
         if not ids:
@@ -166,6 +236,7 @@ class ChromaVectors:
                              "(the index changed since its vectors were built; build it again)")
         return np.asarray([by_id[i] for i in ids], dtype=np.float32)
 
+    @_remote
     def query(self, vector: np.ndarray, k: int) -> VectorHits:
         k = min(k, self.count())
         if k <= 0:

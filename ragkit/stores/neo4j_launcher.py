@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import socket
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -37,6 +39,33 @@ def running_neo4j(data_dir: str | os.PathLike, port: int | None = None,
         yield uri
 
 
+def _first_line_until_ready(proc: subprocess.Popen, timeout: float) -> str:
+    """The launcher's ``READY`` line, or the last line it wrote before it exited or
+    ``timeout`` seconds passed. A thread reads its output to the end, so the wait is bounded
+    even when the launcher hangs without a word, and the pipe never fills under a database
+    that keeps writing."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def drain() -> None:
+        for text in proc.stdout or ():
+            lines.put(text)
+        lines.put(None)
+
+    threading.Thread(target=drain, daemon=True, name="neo4j-launcher-output").start()
+    deadline, last = time.monotonic() + timeout, ""
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            break
+        if line is None:
+            break
+        last = line if line.strip() else last
+        if line.startswith("READY"):
+            return line
+    return last
+
+
 @contextlib.contextmanager
 def running_neo4j_process(data_dir: str | os.PathLike, port: int | None = None, password: str = DEFAULT_PASSWORD,
                           timeout: float = 180.0) -> Iterator[tuple[str, subprocess.Popen]]:
@@ -60,14 +89,10 @@ def running_neo4j_process(data_dir: str | os.PathLike, port: int | None = None, 
         # the password in the environment, never on the command line (which ps shows)
         env=child_environment({"RAGKIT_NEO4J_WATCH_STDIN": "1", "NEO4J_PASSWORD": password}))
     try:
-        deadline = time.time() + timeout
-        line = ""
-        while time.time() < deadline:
-            line = proc.stdout.readline() if proc.stdout else ""     # a pipe: stdout=PIPE
-            if line.startswith("READY") or (not line and proc.poll() is not None):
-                break
+        line = _first_line_until_ready(proc, timeout)
         if not line.startswith("READY"):
-            raise RagkitError(f"neo4j launcher: did not start on port {port} ({line.strip() or 'no output'})")
+            raise RagkitError(f"neo4j launcher: did not start on port {port} within {timeout:g} s "
+                              f"({line.strip() or 'no output'})")
         yield f"bolt://127.0.0.1:{port}", proc
     finally:
         if proc.stdin:
