@@ -280,6 +280,14 @@ class ServerLLM:
         floor = min(listed.values())
         return [float(listed.get(c, floor)) for c in choices]
 
+    @staticmethod
+    def defang(text: str) -> str:
+        """``text`` with every special token of the common chat templates (``SPECIAL_SHAPES``)
+        broken by a WORD JOINER (U+2060) after its first character, as the GGUF in process
+        does with its own vocabulary's: a server's vocabulary is not known here, and its
+        template's tokenizer would read them as control wherever they stand."""
+        return SPECIAL_SHAPES.sub(lambda m: m.group()[0] + "\u2060" + m.group()[1:], text) if text else text
+
     # ----------------------------------------------------------------- generation
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
              temperature: float = 0.0, seed: int = 42, on_token: Callable[[str], None] | None = None,
@@ -300,6 +308,9 @@ class ServerLLM:
         checkpoint()        # a request out of time asks the model nothing more
         if grammar is not None and json_schema is not None:
             raise ValueError("chat: give a grammar or a json_schema, not both")
+        # the messages' text (questions, evidence, history) cannot close a turn or open one
+        messages = [{**m, "content": self.defang(m["content"])} if isinstance(m.get("content"), str) else m
+                    for m in messages]
         body = {"model": self.model(GenerationError), "messages": list(messages), "max_tokens": max_tokens,
                 "temperature": temperature, "seed": seed, "stop": list(dict.fromkeys([*stop, CHATML_STOP])),
                 "stream": on_token is not None}
@@ -383,6 +394,18 @@ class ServerLLM:
         self._http.close()
         if self._local is not None:
             self._local.close()
+
+
+# The special tokens of the chat templates in common use, by shape: ChatML, Llama 3, Phi and
+# Qwen (``<|im_end|>``, ``<|eot_id|>``, ``<|end|>``), DeepSeek's full-width bars
+# (``<｜end▁of▁sentence｜>``), Llama 2 and Mistral (``<s>``, ``[INST]``, ``<<SYS>>``,
+# ``[TOOL_CALLS]``), SentencePiece's own (``<unk>``), and any lower-case word in angle brackets
+# (Gemma's ``<start_of_turn>``, ``<tool_call>``, ``<think>``, StarCoder's ``<filename>``; an
+# HTML tag in a document only gains an invisible character).
+SPECIAL_SHAPES = re.compile(
+    r"<\|[^|<>\s]{1,48}\|>|<｜[^｜<>]{1,48}｜>|</?s>|<(?:unk|pad|bos|eos|mask|sep|cls)>"
+    r"|\[/?(?:INST|SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_CALLS|TOOL_RESULTS|TOOL_CONTENT|IMG|IMG_BREAK|IMG_END"
+    r"|PREFIX|MIDDLE|SUFFIX)\]|<</?SYS>>|</?[a-z][a-z_]{2,23}>")
 
 
 def _is_chunk(event) -> bool:
