@@ -72,15 +72,16 @@ def retry_after_s(response: httpx.Response) -> float | None:
 
 
 @contextlib.contextmanager
-def transport_errors(what: str, timeout: float, error: type[RagkitError] = ModelError) -> Iterator[None]:
+def transport_errors(what: str, timeout: float, error: type[RagkitError] = ModelError,
+                     hint: str = "") -> Iterator[None]:
     """httpx's timeouts and connection errors as one-line ``error``s that start with ``what``
-    (``llm server http://...``)."""
+    (``llm server http://...``); ``hint`` (what to do) ends the not-reachable line."""
     try:
         yield
     except httpx.TimeoutException:
         raise error(f"{what}: no reply within {timeout:g} s") from None
     except httpx.HTTPError as exc:
-        raise error(f"{what}: not reachable ({type(exc).__name__}: {exc})") from None
+        raise error(f"{what}: not reachable ({type(exc).__name__}: {' '.join(str(exc).split())}){hint}") from None
 
 
 def refusal(response: httpx.Response, what: str, error: type[RagkitError] = ModelError) -> RagkitError:

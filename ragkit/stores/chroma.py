@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, ParamSpec, Sequence, TypeVar
+from typing import Callable, ParamSpec, Sequence, TypeVar
 from urllib.parse import urlparse
 
 import numpy as np
@@ -62,14 +62,9 @@ def _answering(location: str) -> None:
     client asks the server for its tenant while it is made, unbounded, so this asks first."""
     import httpx
 
-    try:
+    with _served(location, hint="; start one with 'chroma run --host 127.0.0.1' or unset CHROMA_URL"):
         httpx.get(f"{location.rstrip('/')}/api/v2/heartbeat", trust_env=False,
                   timeout=httpx.Timeout(CHROMA_TIMEOUT_S, connect=CHROMA_CONNECT_S))
-    except httpx.TimeoutException:
-        raise StoreUnavailableError(f"chroma {location}: no reply within {CHROMA_TIMEOUT_S:g} s") from None
-    except httpx.HTTPError as exc:
-        raise StoreUnavailableError(f"chroma {location}: server not reachable ({type(exc).__name__}); "
-                                    f"start one with 'chroma run --host 127.0.0.1' or unset CHROMA_URL") from None
 
 
 def _bounded(client) -> None:
@@ -81,17 +76,11 @@ def _bounded(client) -> None:
         session.timeout = httpx.Timeout(CHROMA_TIMEOUT_S, connect=CHROMA_CONNECT_S)
 
 
-@contextlib.contextmanager
-def _served(location: str) -> Iterator[None]:
-    """A Chroma server that stops answering mid-request, as one line naming it."""
-    import httpx
+def _served(location: str, hint: str = "") -> contextlib.AbstractContextManager[None]:
+    """A Chroma server that does not answer, or stops mid-request, as one line naming it."""
+    from ..llm.remote import transport_errors
 
-    try:
-        yield
-    except httpx.TimeoutException:
-        raise StoreUnavailableError(f"chroma {location}: no reply within {CHROMA_TIMEOUT_S:g} s") from None
-    except httpx.TransportError as exc:
-        raise StoreUnavailableError(f"chroma {location}: server stopped answering ({type(exc).__name__})") from None
+    return transport_errors(f"chroma {location}", CHROMA_TIMEOUT_S, StoreUnavailableError, hint)
 
 
 def _remote(method: Callable[P, T]) -> Callable[P, T]:
