@@ -168,3 +168,33 @@ def test_a_run_s_kernel_talks_over_private_unix_sockets_and_says_nothing_about_t
     transport, folder, mode = json.loads((tmp_path / "transport.txt").read_text())
     assert transport == "ipc" and mode == 0o700 and Path(folder).name.startswith("ragkit-kernel-")
     assert not Path(folder).exists()
+
+
+def test_a_cell_past_the_cell_timeout_fails_the_run_and_keeps_the_artifact(tmp_path):
+    """``--cell-timeout``: a scheduled rebuild whose cell hangs stops, says which cell, and
+    leaves the previous artifact; without it a cell may run as long as it needs."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [nbformat.v4.new_code_cell('out: str = "result.txt"  # [artifact] where to write\nwait: float = 0.0',
+                                          metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("import pathlib, time\ntime.sleep(wait)\npathlib.Path(out).write_text('new')")]
+    notebook = tmp_path / "slow.ipynb"
+    nbformat.write(nb, notebook)
+    artifact = tmp_path / "result.txt"
+    artifact.write_text("old")
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "ragkit.cli", "run", str(notebook), "--out", str(tmp_path / "runs"),
+                           "-p", "out", str(artifact), "-p", "wait", "120", "--cell-timeout", "3", "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert time.monotonic() - started < 100
+    manifest = json.loads(done.stdout)
+    assert done.returncode == 1 and manifest["status"] == "failed", done.stderr
+    assert manifest["error"] == "a cell ran longer than --cell-timeout 3 s (cell 2: import pathlib, time)"
+    assert artifact.read_text() == "old" and leftovers(tmp_path) == []
+    assert run_notebook(notebook, {"out": str(artifact), "wait": "4"}, out_root=tmp_path / "runs",
+                        progress=False)["status"] == "ok"
+    assert artifact.read_text() == "new"
+    with pytest.raises(InputError, match="^--cell-timeout: must be more than 0 seconds, got 0$"):
+        run_notebook(notebook, {}, out_root=tmp_path / "runs", cell_timeout=0)

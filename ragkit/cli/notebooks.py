@@ -39,7 +39,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..workbench.runs import run_notebook
 
     params = {name: value for name, value in (args.param or [])}
-    manifest = run_notebook(args.notebook, params, out_root=args.out, progress=_progress(args))
+    manifest = run_notebook(args.notebook, params, out_root=args.out, progress=_progress(args),
+                            cell_timeout=args.cell_timeout)
     _emit(manifest, args.json, run_line(Path(args.notebook).name, manifest))
     return 0 if manifest["status"] == "ok" else 1
 
@@ -49,6 +50,6 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
     params = {name: value for name, value in (args.param or [])}
     results = rebuild(args.notebooks or DEFAULT_NOTEBOOKS, params, out_root=args.out, force=args.force,
-                      progress=_progress(args))
+                      progress=_progress(args), cell_timeout=args.cell_timeout)
     _emit({"results": results}, args.json, "\n".join(run_line(r["notebook"], r) for r in results))
     return 0 if all(r["status"] in ("ok", "up to date") for r in results) else 1

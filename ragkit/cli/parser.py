@@ -366,6 +366,8 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
     p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"))
     p.add_argument("--force", action="store_true", help="run even when nothing changed")
     p.add_argument("--out", default="outputs/runs")
+    p.add_argument("--cell-timeout", type=float, metavar="S",
+                   help="fail the run when a cell runs longer than S seconds (default: no limit)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_rebuild)
 
@@ -425,6 +427,8 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
     p.add_argument("notebook")
     p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"))
     p.add_argument("--out", default="outputs/runs")
+    p.add_argument("--cell-timeout", type=float, metavar="S",
+                   help="fail the run when a cell runs longer than S seconds (default: no limit)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_run)
 

@@ -60,7 +60,8 @@ def _answering(location: str) -> None:
     """Nothing when the server at ``location`` answers its heartbeat within the timeouts
     (any HTTP status: an older server serves another path); else a one-line error. chromadb's
     client asks the server for its tenant while it is made, unbounded, so this asks first."""
-    import httpx
+    with requires_extra("dense"):       # chromadb's own HTTP client
+        import httpx
 
     with _served(location, hint="; start one with 'chroma run --host 127.0.0.1' or unset CHROMA_URL"):
         httpx.get(f"{location.rstrip('/')}/api/v2/heartbeat", trust_env=False,
@@ -69,7 +70,8 @@ def _answering(location: str) -> None:
 
 def _bounded(client) -> None:
     """Give the HTTP session under chromadb's ``HttpClient`` the timeouts above."""
-    import httpx
+    with requires_extra("dense"):
+        import httpx
 
     session = getattr(getattr(client, "_server", None), "_session", None)
     if isinstance(session, httpx.Client):

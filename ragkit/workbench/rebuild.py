@@ -89,9 +89,11 @@ def why_rebuild(notebook: Path, params: Mapping[str, Any], out_root: str | Path)
 
 
 def rebuild(notebooks: Sequence[str | Path] = DEFAULT_NOTEBOOKS, params: Mapping[str, Any] | None = None, *,
-            out_root: str | Path = "outputs/runs", force: bool = False, progress: bool = False) -> list[dict]:
+            out_root: str | Path = "outputs/runs", force: bool = False, progress: bool = False,
+            cell_timeout: float | None = None) -> list[dict]:
     """Run each notebook whose inputs changed (all with ``force``), in order, under the lock.
-    ``params`` go to every notebook that declares them. Stops at the first failure."""
+    ``params`` go to every notebook that declares them. Stops at the first failure; a cell
+    longer than ``cell_timeout`` seconds is one."""
     paths = [Path(n) for n in notebooks]
     params = dict(params or {})
     declared = {n: declared_parameters(n) for n in paths}
@@ -108,7 +110,7 @@ def rebuild(notebooks: Sequence[str | Path] = DEFAULT_NOTEBOOKS, params: Mapping
                 results.append({"notebook": notebook.name, "status": "up to date",
                                 "last_good_run": last.get("started"), "output_notebook": last.get("output_notebook")})
                 continue
-            manifest = run_notebook(notebook, mine, out_root=out_root, progress=progress)
+            manifest = run_notebook(notebook, mine, out_root=out_root, progress=progress, cell_timeout=cell_timeout)
             results.append({"notebook": notebook.name, "status": manifest["status"], "reason": reason,
                             "output_notebook": manifest["output_notebook"], "duration_s": manifest["duration_s"],
                             **({"error": manifest["error"]} if "error" in manifest else {})})

@@ -11,6 +11,7 @@ import ast
 import contextlib
 import hashlib
 import json
+import math
 import os
 import shutil
 import socket
@@ -228,13 +229,31 @@ def cell_timings(output: Path) -> list[dict]:
     return rows
 
 
+def _running_cell(output: Path) -> str:
+    """The last cell papermill started in ``output`` (the one a timeout stopped): "cell N:
+    its first line"."""
+    with requires_extra("notebooks"):
+        import nbformat
+
+    with contextlib.suppress(Exception):       # a notebook cut off mid-write: say less
+        started = [(i, cell) for i, cell in enumerate(nbformat.read(output, as_version=4).cells)
+                   if cell.get("metadata", {}).get("papermill", {}).get("start_time")]
+        if started:
+            i, cell = started[-1]
+            first = next((line for line in cell.source.splitlines() if line.strip()), "")
+            return f"cell {i}: {first[:80]}"
+    return "the cell that was running"
+
+
 class Terminated(BaseException):
     """SIGTERM arrived during a run (a scheduler stopping it, a user's kill)."""
 
 
 def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, *,
-                 out_root: str | Path = "outputs/runs", progress: bool = True) -> dict:
-    """Execute ``notebook`` with papermill; return (and save) the run's manifest.
+                 out_root: str | Path = "outputs/runs", progress: bool = True,
+                 cell_timeout: float | None = None) -> dict:
+    """Execute ``notebook`` with papermill; return (and save) the run's manifest. A cell that
+    runs longer than ``cell_timeout`` seconds (None: no limit) fails the run.
 
     Paths the notebook writes (parameters marked ``[artifact]``) are written under a
     staging name and moved into place only when the whole run succeeded, so a failed or
@@ -246,6 +265,8 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
         import papermill
 
     notebook = Path(notebook)
+    if cell_timeout is not None and not cell_timeout > 0:
+        raise InputError(f"--cell-timeout: must be more than 0 seconds, got {cell_timeout:g}")
     checked = check_parameters(notebook, params or {})
     declared = declared_parameters(notebook)
     effective = effective_parameters(notebook, checked)
@@ -287,13 +308,20 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
                                    parameters=checked | {k: str(v) for k, v in staging.items()},
                                    kernel_name=KERNEL, progress_bar=progress,
                                    kernel_manager_class="ragkit.workbench.kernels.LocalKernelManager",
-                                   cwd=str(notebook.parent))
+                                   cwd=str(notebook.parent),
+                                   execution_timeout=None if cell_timeout is None else max(1, math.ceil(cell_timeout)))
         for name, staged in staging.items():
             fault_point("run.swap")
             swap_into_place(staged, targets[name])
         manifest["status"] = "ok"
     except papermill.PapermillExecutionError as exc:
         manifest.update(status="failed", error=f"cell {exc.exec_count}: {exc.ename}: {exc.evalue}")
+    except TimeoutError as exc:   # nbclient's CellTimeoutError: a cell ran past cell_timeout
+        if cell_timeout is None:
+            manifest.update(status="failed", error=f"{type(exc).__name__}: {' '.join(str(exc).split())}")
+            raise
+        manifest.update(status="failed", error=f"a cell ran longer than --cell-timeout {cell_timeout:g} s "
+                                               f"({_running_cell(output)})")
     except (Terminated, KeyboardInterrupt) as exc:
         manifest.update(status="failed", error="terminated by SIGTERM" if isinstance(exc, Terminated)
                         else "interrupted")
