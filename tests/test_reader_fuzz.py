@@ -324,11 +324,15 @@ def replaced_somewhere(value, draw):
     return draw(JSON_VALUES)
 
 
+@cache
+def demo_kg() -> str:
+    return (ROOT / "data/merged_knowledge_graph.json").read_text(encoding="utf-8")
+
+
 @given(data=st.data())
 @FUZZ
 def test_evidence_kg_json(tmp_path_factory, data):
-    original = json.loads((ROOT / "data/merged_knowledge_graph.json").read_text(encoding="utf-8"))
-    changed = replaced_somewhere(original, data.draw)
+    changed = replaced_somewhere(json.loads(demo_kg()), data.draw)
     text = json.dumps(changed).encode()
     if data.draw(st.integers(0, 4)) == 0:
         text = mutated(text, data.draw)

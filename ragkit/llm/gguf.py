@@ -28,6 +28,7 @@ from ..runtime.threads import generation_threads, usable_cores
 from ..errors import GenerationError, ModelError
 from ..runtime.extras import requires_extra
 from .base import Generation, collect_stream
+from .prompts import broken_at
 
 if TYPE_CHECKING:
     from llama_cpp import Llama
@@ -222,7 +223,7 @@ class GGUFModel:
             return text
         if self._special_pattern is None:
             self._special_pattern = re.compile("|".join(re.escape(t) for t in specials))
-        return self._special_pattern.sub(lambda m: m.group()[0] + "\u2060" + m.group()[1:], text)
+        return broken_at(self._special_pattern, text)
 
     def _fit_threads(self) -> None:
         """Unless a thread count is set (``RAGKIT_THREADS``, ``LLMConfig.n_threads``), run

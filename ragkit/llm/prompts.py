@@ -58,6 +58,13 @@ def inert(text: str) -> str:
     return _BREAKOUT.sub(lambda m: _INERT[m.group()], text)
 
 
+def broken_at(pattern: re.Pattern, text: str) -> str:
+    """``text`` with each match of ``pattern`` (a model's special tokens) broken by a WORD
+    JOINER (U+2060) after its first character: the reader sees the same characters, the
+    tokenizer no control token."""
+    return pattern.sub(lambda m: m.group()[0] + "\u2060" + m.group()[1:], text) if text else text
+
+
 def inert_for(model, text: str) -> str:
     """``text`` made plain for ``model``: the fences and ChatML's markers (``inert``), then the
     special tokens of its own vocabulary (``defang``, a GGUF in process; a server's vocabulary

@@ -33,6 +33,7 @@ from ..runtime.cancel import checkpoint
 from ..errors import GenerationError, ModelError, RagkitError
 from ..runtime.extras import requires_extra
 from .base import Generation, collect_stream
+from .prompts import broken_at
 from .gguf import CHATML_STOP
 
 if TYPE_CHECKING:
@@ -287,7 +288,7 @@ class ServerLLM:
         broken by a WORD JOINER (U+2060) after its first character, as the GGUF in process
         does with its own vocabulary's: a server's vocabulary is not known here, and its
         template's tokenizer would read them as control wherever they stand."""
-        return SPECIAL_SHAPES.sub(lambda m: m.group()[0] + "\u2060" + m.group()[1:], text) if text else text
+        return broken_at(SPECIAL_SHAPES, text)
 
     # ----------------------------------------------------------------- generation
     def chat(self, messages: Sequence[dict], *, max_tokens: int, stop: Sequence[str] = (),
