@@ -82,6 +82,42 @@ def test_abstentions_are_counted_apart_from_the_answers():
     assert result["f1"] == pytest.approx(right / 4, abs=1e-4)
 
 
+def test_a_yes_or_no_gold_answer_is_left_out_of_the_gold_in_evidence_shares():
+    """"Yes" or "no" is read off two facts and quoted by no evidence: such a question counts
+    in neither gold share, and abstaining on one is wrong when the reader saw every gold
+    document, right when it missed one."""
+    from ragkit.answer.stage import Check, Outcome
+    from ragkit.pipelines.base import Citation, Trace
+
+    class Cited:
+        def __init__(self, *answers):
+            self.answers = list(answers)
+
+        def answer(self, request):
+            text, evidence, cited = self.answers.pop(0)
+            return Answer(request.question, "lexical", text, trace=Trace(outcome=Outcome(text, "model", Check(True))),
+                          evidence=evidence, citations=[Citation(n, d) for n, d in enumerate(cited, 1)])
+
+    facts = ["The Vesna press is made in Ostrava.", "The Kora lathe is made in Brno."]
+    items = [{"id": "a", "question": "Is the Vesna press made in Ostrava?", "answers": ["Yes"], "evidence": ["d1"]},
+             {"id": "b", "question": "Are both made in Brno?", "answers": ["no"], "evidence": ["d1", "d2"]},
+             {"id": "c", "question": "Are both made in Ostrava?", "answers": ["no"], "evidence": ["d1", "d2"]},
+             {"id": "d", "question": "Where is the Vesna press made?", "answers": ["Ostrava"], "evidence": ["d1"]},
+             {"id": "e", "question": "Is the Kora lathe a No Name part?", "answers": ["No Name"], "evidence": None}]
+    service = Cited(("Yes [1].", facts[:1], ["d1"]),
+                    ("The documents do not hold enough information to answer.", facts, ["d1", "d2"]),   # saw both
+                    ("The documents do not hold enough information to answer.", facts[:1], ["d1"]),     # missed d2
+                    ("Ostrava [1].", facts[:1], ["d1"]),
+                    ("Brno [1].", facts[1:], ["d2"]))
+    result = evaluate_answers(items, service, {}, progress=False)
+    rows = result["details"]
+    assert [r["gold_in_evidence"] for r in rows] == [None, None, None, True, False]   # "No Name" is a span
+    assert [r["gold_in_retrieved"] for r in rows] == [None, None, None, True, False]
+    assert result["gold_checked"] == 2 and result["gold_in_evidence"] == 0.5
+    assert [r.get("abstention_right") for r in rows] == [None, False, True, None, None]
+    assert (result["abstained"], result["abstention_right"], result["abstention_wrong"]) == (2, 1, 1)
+
+
 def test_the_kg_pipeline_abstains_rightly_on_what_the_graph_cannot_map(nx_kg):
     """The real kg pipeline behind the real Service: a question whose type the graph lacks
     is an abstention, and a right one (no evidence holds the gold answer)."""

@@ -191,6 +191,25 @@ def test_generation_uses_every_available_core(gguf):
     assert llama.context_params.n_threads == llama.context_params.n_threads_batch == available_cores() >= 1
 
 
+def test_the_kept_system_turns_drop_the_least_recently_used(gguf, monkeypatch):
+    """With room for two system turns, a turn used again stays kept and the one unused
+    longest is dropped: asking with it again evaluates it anew, while the other is put back."""
+    import ragkit.llm.gguf as gguf_module
+
+    monkeypatch.setattr(gguf_module, "PREFIXES_KEPT", 2)
+    monkeypatch.setattr(gguf, "_prefix_cache", {})
+    chats = {name: [{"role": "system", "content": f"Answer as the {name} desk, in one word."},
+                    {"role": "user", "content": "Which colour is the sky?"}] for name in ("north", "south", "east")}
+    for name in ("north", "south", "north", "east"):    # north is used again before east comes
+        gguf.chat(chats[name], max_tokens=1)
+    hits = gguf.prefix_hits
+    gguf.chat(chats["north"], max_tokens=1)             # kept: put back
+    assert gguf.prefix_hits == hits + 1
+    gguf.chat(chats["south"], max_tokens=1)             # dropped: evaluated again
+    assert gguf.prefix_hits == hits + 1
+    assert len(gguf._prefix_cache) == 2
+
+
 @pytest.mark.slow
 def test_the_system_turn_is_evaluated_once_and_answers_stay_the_same(gguf):
     """A chat that opens with a system turn met before evaluates only its own tokens (the

@@ -20,7 +20,9 @@ Per question and overall:
   share whose evidence (what the reader saw) held a gold answer, beside
   ``gold_in_retrieved``: the share whose retrieved chunks, whole, held one (the gap between
   the two is what the sentence cut and the token budget lost; ``median_context_tokens``:
-  what the evidence cost in the prompt), and with gold evidence ids,
+  what the evidence cost in the prompt), both over the ``gold_checked`` questions whose gold
+  answer is a span (a bare yes or no is read off facts, never quoted: those questions are
+  left out of both shares), and with gold evidence ids,
   ``evidence_recall``: the share of gold documents among those the reader saw;
 - citation precision and recall against the gold evidence ids: the cited documents are those
   whose ``[n]`` the answer writes (all the answer's citations when it writes none);
@@ -34,7 +36,8 @@ Per question and overall:
   sentence with a common refusal phrase: ``answer.grounding.is_refusal``) is an abstention,
   not a wrong answer. It is ``abstention_right`` when the evidence the answer stage had
   (``Answer.evidence``) lacks every gold answer (no normalised gold answer occurs, as whole
-  words, in its normalised text), wrong when the evidence held one. Overall: how many
+  words, in its normalised text), wrong when the evidence held one (for a yes-or-no gold
+  answer with gold evidence ids: right when the reader missed a gold document). Overall: how many
   abstained, how many of them rightly, and exact match and F1 over the answered questions
   (``answered_*``) beside the figures over all of them.
 
@@ -123,6 +126,16 @@ def holds_gold(evidence: list[str], golds: list[str]) -> bool:
     return any(f" {normalize_answer(g)} " in text for g in golds if normalize_answer(g))
 
 
+# A bare "yes" or "no" (English, Vietnamese) answers a question; no evidence quotes it.
+YES_NO = frozenset({"yes", "no", "có", "không"})
+
+
+def quotable(golds: list[str]) -> bool:
+    """Whether a gold answer is something evidence can hold word for word: not a bare yes or
+    no (those are read off two facts, so gold in the evidence cannot be judged by text)."""
+    return any(normalize_answer(g) not in YES_NO for g in golds if normalize_answer(g))
+
+
 def cited_documents(answer: str, citations: list[dict]) -> list[str]:
     """The documents the answer cites by ``[n]``; all its citations when it cites none."""
     by_id = {c["id"]: c["doc_id"] for c in citations}
@@ -194,6 +207,7 @@ def evaluate_answers(items: list[dict], service, request_options: dict, progress
         short = data["trace"].get("short_answer")
         scored = short if short else said      # no short answer: the whole answer is scored
         steps = data["trace"].get("steps") or []
+        spans = quotable(item["answers"])
         row = {"id": item["id"], "question": item["question"], "answer": answer, "gold": item["answers"],
                "short_answer": short,
                "em": best_of(exact_match, said, item["answers"]),
@@ -201,8 +215,8 @@ def evaluate_answers(items: list[dict], service, request_options: dict, progress
                "short_em": best_of(exact_match, scored, item["answers"]),
                "short_f1": round(best_of(token_f1, scored, item["answers"]), 4),
                "steps": len(steps) or 1,
-               "gold_in_evidence": holds_gold(typed.evidence, item["answers"]),
-               "gold_in_retrieved": holds_gold(typed.retrieved or typed.evidence, item["answers"]),
+               "gold_in_evidence": holds_gold(typed.evidence, item["answers"]) if spans else None,
+               "gold_in_retrieved": holds_gold(typed.retrieved or typed.evidence, item["answers"]) if spans else None,
                "context_tokens": data["trace"].get("context_tokens"),
                "contains_gold": any(normalize_answer(g) in normalize_answer(said) for g in item["answers"]),
                "answer_source": data["trace"].get("answer_source", ""),
@@ -228,6 +242,8 @@ def evaluate_answers(items: list[dict], service, request_options: dict, progress
             seen = {base_document(d) for step in steps for d in step.get("hits", ())} or \
                 {base_document(d) for d in data["trace"].get("selected") or ()} or cited
             row["evidence_recall"] = round(len(seen & gold) / len(gold), 4) if gold else None
+            if row["abstained"] and not spans and gold:     # yes or no: right only if a gold document was unseen
+                row["abstention_right"] = not gold <= seen
         rows.append(row)
     return summarize(rows)
 
@@ -253,6 +269,7 @@ def summarize(rows: list[dict]) -> dict:
            "short_answers": sum(1 for r in rows if r.get("short_answer")),
            "gold_in_evidence": mean("gold_in_evidence"),
            "gold_in_retrieved": mean("gold_in_retrieved"),
+           "gold_checked": sum(1 for r in rows if r.get("gold_in_evidence") is not None),
            "steps": {str(k): v for k, v in sorted(Counter(r["steps"] for r in rows).items())},
            "exact_match": mean("em"), "contains_gold": mean("contains_gold"),
            "answered": len(answered), "answered_exact_match": _mean(answered, "em"),

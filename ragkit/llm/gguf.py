@@ -38,7 +38,9 @@ GGUF_MAGIC = b"GGUF"
 # ChatML's end-of-turn marker: stops the model before it writes the next turn.
 CHATML_STOP = "<|im_end|>"
 GRAMMARS_KEPT = 64      # checked grammars a model keeps, by text
-PREFIXES_KEPT = 8       # system turns whose KV cache a model keeps (one per pipeline and language)
+PREFIXES_KEPT = 16      # opening turns whose KV cache a model keeps, the least recently used dropped
+                        # first (~7 MB each for the 1.5B: a factoid prompt's five answer shapes, with
+                        # and without the refusal, in one language, and the pipelines' own)
 
 
 def default_model_path() -> Path:
@@ -346,6 +348,7 @@ class GGUFModel:
         llama.reset()
         key = tuple(prefix)
         if key in self._prefix_cache and self._restore(prefix, self._prefix_cache[key]):
+            self._prefix_cache[key] = self._prefix_cache.pop(key)    # now the most recently used
             self.prefix_hits += 1
             return
         llama.eval(prefix)
