@@ -13,10 +13,10 @@ export ANONYMIZED_TELEMETRY := False
 export CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
 PYTEST_NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
-# The suite runs on every core (pytest-xdist; conftest.py groups what must share a worker)
-# and prints its 25 slowest tests.
+# The suite runs on every core (pytest-xdist; tests marked with one xdist_group share a
+# worker, and so a module fixture's one run) and prints its 25 slowest tests.
 TEST_WORKERS ?= auto
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --durations=25
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --durations=25
 NEO4J_LAUNCHER := tools/neo4j/target/.built
 NEO4J_PORT ?= 7687
 NEO4J_DATA ?= outputs/neo4j-data

@@ -241,6 +241,13 @@ class LLMConfig:
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**{k: v for k, v in values.items() if v is not None})
 
+    @classmethod
+    def for_model(cls, llm: Any) -> "LLMConfig":
+        """The configuration prompts are sized by when ``llm`` answers: the model's own (its
+        context window and answer length), else the environment's (``from_env``)."""
+        own = getattr(llm, "config", None)
+        return own if isinstance(own, cls) else cls.from_env()
+
 
 # How an in-process embedder computes: "onnx" (ONNX Runtime, int8 weights), "reference" (the
 # model's own runtime) or "auto" (onnx on a CPU, the reference runtime on a GPU).

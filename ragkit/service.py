@@ -183,7 +183,7 @@ class Service:
             raise InputError(f"{unknown[0]}: no pipeline reads such a source (known: "
                              f"{', '.join(registered_sources())})")
         self.sources = sources
-        self.llm_config = llm_config or LLMConfig.from_env()
+        self.llm_config = llm_config or LLMConfig.for_model(llm)
         self._llm = llm
         self.flags = flags or {}          # Sources field -> the option that names it
         self._loaded: dict[str, Any] = {}

@@ -124,14 +124,16 @@ def gguf():
 @pytest.fixture(scope="session")
 def instruct_model():
     """Qwen2.5-Coder-1.5B-Instruct, assembled from its PyPI wheels by ``make model`` (which
-    ``make test`` runs first), loaded once."""
+    ``make test`` runs first), loaded once, in a 1,024-token window with answers of up to 160
+    tokens (the pipelines size their prompts by the model's own window: the answers take
+    seconds, not minutes)."""
     from ragkit.config import LLMConfig
     from ragkit.llm.gguf import GGUFModel
     from ragkit.llm.catalog import installed_path
 
     path = installed_path("qwen2.5-coder-1.5b")
     assert path is not None, "qwen2.5-coder-1.5b is not installed: run 'make model'"
-    model = GGUFModel(LLMConfig(model_path=str(path)))
+    model = GGUFModel(LLMConfig(model_path=str(path), n_ctx=1024, max_tokens=160))
     yield model
     model.close()
 

@@ -8,6 +8,7 @@ from ragkit.answer.stage import ANSWER_SOURCES, Check, Draft, Outcome, answer, g
 from ragkit.config import LLMConfig
 from ragkit.errors import GenerationError
 from ragkit.llm.base import Generation
+from ragkit.llm.gguf import GGUFModel
 from ragkit.answer.claims import citations, strip_citations
 from ragkit.llm.remote import ServerLLM
 from ragkit.pipelines import PIPELINES, REGISTRY, get_pipeline
@@ -292,6 +293,28 @@ def test_the_instruct_model_answers_every_pipeline_with_citations_and_a_check(pi
     assert trace["generation"]["generation_tokens_per_s"] > 0 and trace["finish_reason"] in ("stop", "length")
     if trace["answer_source"] == "model" and pipeline != "kg":
         assert citations(data["answer"]), "a model answer keeps its citations"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pipeline, window, answer", [("lexical", 1536, 48), ("causal", 2048, 64)])
+def test_the_prompts_are_sized_by_the_given_models_own_window(pipeline, window, answer, demo_sources):
+    """A model loaded with its own window and answer length gets prompts that fit them, not
+    prompts sized by the environment's defaults (2,048 and 320): the lexical pipeline keeps
+    fewer chunks; the causal one, whose whole prompt takes about 2,900 of the tests' model's
+    tokens, shows fewer chains. Before, both failed with llama.cpp's "exceed context window"."""
+    small = GGUFModel(LLMConfig(n_ctx=window, max_tokens=answer, n_threads=2))
+    service = Service(demo_sources, llm=small)
+    try:
+        data = service.ask(AskRequest(QUESTIONS[pipeline], pipeline))
+    finally:
+        service.close()
+        small.close()
+    trace = data["trace"]
+    assert "context window" not in trace["check"]["reason"], trace["check"]["reason"]
+    assert trace["finish_reason"] in ("stop", "length")
+    assert 0 < trace["generation"]["prompt_tokens"] <= window - answer
+    if pipeline == "lexical":
+        assert 0 < trace["context_budget"] <= window - answer
 
 
 @pytest.mark.slow

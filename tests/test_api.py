@@ -146,42 +146,59 @@ def test_type_checkers_see_every_exported_name():
     assert all(seen[name] == (module, name) for name, module in ragkit._EXPORTS.items())
 
 
-@pytest.mark.slow
-def test_mypy_reads_the_library_functions_types(tmp_path):
-    script = tmp_path / "user.py"
-    script.write_text("import ragkit\nfrom ragkit import Answer, ask_kg\n\n"
-                      "answer: Answer = ragkit.ask('Máy tiện?', index='manuals-index', no_llm=True)\n"
-                      "short: str | None = answer.trace.short_answer\n"
-                      "reveal_type(ragkit.ask)\nreveal_type(ask_kg)\n", encoding="utf-8")
-    config = tmp_path / "mypy.ini"
-    # strict for the user's script; ragkit itself is read as an installed package is (its own
-    # errors are not the user's)
-    config.write_text("[mypy]\nstrict = True\n\n[mypy-ragkit.*]\nfollow_imports = silent\n", encoding="utf-8")
-    out = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(config), "--cache-dir",
-                          str(tmp_path / "cache"), str(script)], capture_output=True, text=True, cwd=tmp_path,
-                         env={**os.environ, "MYPYPATH": str(ROOT)})
-    revealed = [line.split("Revealed type is ", 1)[1] for line in out.stdout.splitlines() if "Revealed type" in line]
-    assert len(revealed) == 2 and all(r.startswith('"def (question: str') for r in revealed), out.stdout
-    assert revealed[0].endswith('-> ragkit.pipelines.base.Answer"'), revealed[0]
-    assert "error" not in out.stdout.replace("Revealed", ""), out.stdout
-
-
-@pytest.mark.slow
-def test_the_documented_examples_type_check_strictly(tmp_path):
-    """docs/api.md's examples, as a user's script (the doctest lines in order), pass mypy
-    --strict against the package's types."""
+def documented_examples() -> list[str]:
+    """docs/api.md's examples as a user's script: the doctest lines in order."""
     lines = []
     for line in (ROOT / "docs" / "api.md").read_text(encoding="utf-8").splitlines():
         if line.startswith((">>> ", "... ")):
             lines.append(line[4:])
         elif line in (">>>", "..."):
             lines.append("")
-    assert len(lines) > 40
-    script = tmp_path / "examples.py"
-    script.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    config = tmp_path / "mypy.ini"
+    return lines
+
+
+@pytest.fixture(scope="module")
+def strict_mypy(tmp_path_factory) -> dict[str, list[str]]:
+    """mypy --strict over two users' scripts at once (a script that reveals the library
+    functions' types, and docs/api.md's examples), ragkit read as an installed package is
+    (its own errors are not the user's): each script's output lines, and ``exit`` with the
+    status. One run: the package's types are read once for both."""
+    folder = tmp_path_factory.mktemp("strict-mypy")
+    (folder / "user.py").write_text("import ragkit\nfrom ragkit import Answer, ask_kg\n\n"
+                                    "answer: Answer = ragkit.ask('Máy tiện?', index='manuals-index', no_llm=True)\n"
+                                    "short: str | None = answer.trace.short_answer\n"
+                                    "reveal_type(ragkit.ask)\nreveal_type(ask_kg)\n", encoding="utf-8")
+    (folder / "examples.py").write_text("\n".join(documented_examples()) + "\n", encoding="utf-8")
+    config = folder / "mypy.ini"
     config.write_text("[mypy]\nstrict = True\n\n[mypy-ragkit.*]\nfollow_imports = silent\n", encoding="utf-8")
     out = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(config), "--cache-dir",
-                          str(tmp_path / "cache"), str(script)], capture_output=True, text=True, cwd=tmp_path,
-                         env={**os.environ, "MYPYPATH": str(ROOT)})
-    assert out.returncode == 0 and "Success" in out.stdout, out.stdout
+                          str(folder / "cache"), "user.py", "examples.py"], capture_output=True, text=True,
+                         cwd=folder, env={**os.environ, "MYPYPATH": str(ROOT)})
+    lines: dict[str, list[str]] = {"user.py": [], "examples.py": [], "exit": [str(out.returncode)]}
+    for line in out.stdout.splitlines():
+        name = line.split(":", 1)[0]
+        lines.setdefault(name, []).append(line)
+    lines["all"] = out.stdout.splitlines() + out.stderr.splitlines()
+    return lines
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("strict-mypy")
+def test_mypy_reads_the_library_functions_types(strict_mypy):
+    out = "\n".join(strict_mypy["all"])
+    revealed = [line.split("Revealed type is ", 1)[1] for line in strict_mypy["user.py"] if "Revealed type" in line]
+    assert len(revealed) == 2 and all(r.startswith('"def (question: str') for r in revealed), out
+    assert revealed[0].endswith('-> ragkit.pipelines.base.Answer"'), revealed[0]
+    assert not [line for line in strict_mypy["user.py"] if "error" in line.replace("Revealed", "")], out
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("strict-mypy")
+def test_the_documented_examples_type_check_strictly(strict_mypy):
+    """docs/api.md's examples, as a user's script (the doctest lines in order), pass mypy
+    --strict against the package's types."""
+    assert len(documented_examples()) > 40
+    out = "\n".join(strict_mypy["all"])
+    assert strict_mypy["examples.py"] == [], out
+    # the run's only findings are the user script's two revealed types (notes, not errors)
+    assert strict_mypy["exit"] == ["0"] and "Success: no issues found in 2 source files" in out, out

@@ -3,6 +3,7 @@ synonym merge, condition checks, the empirical check on the real Beijing series,
 anti-hallucination check."""
 
 import json
+import re
 
 import pytest
 
@@ -293,6 +294,8 @@ def test_anti_hallucination_flags_new_causes_numbers_and_sources():
     assert "number not in the evidence: 300" in hallucinations(ok + " PM2.5 tăng 300 %.", kg, chains, [], [])
     assert any("source not in the evidence" in p
                for p in hallucinations(ok + " Xem doi:10.9999/invented.", kg, chains, [], []))
+    uncited = re.sub(r"\s*\[\d+\]", "", ok)           # the same statements, no [n]
+    assert hallucinations(uncited, kg, chains, [], []) == ["the answer cites none of its sources"]
 
 
 def test_llm_answer_that_adds_a_cause_falls_back_to_the_template(gguf):

@@ -197,9 +197,12 @@ def test_words_that_name_no_relation_are_split_for_vietnamese():
 
 
 def test_hub_edges_are_taken_by_relation_not_read_in_full(tmp_path):
-    """A node with 20,000 'knows' edges and one nationality: the cap of 12 candidates
-    still holds the nationality edge, and the path walk stays within its budget."""
-    rows = [("Hub_Person", "knows", f"Member_{i}") for i in range(20_000)]
+    """A node with more 'knows' edges than the path walk may expand (its budget, plus a
+    thousand) and one nationality: the cap of 12 candidates still holds the nationality
+    edge, and the path walk stays within its budget."""
+    from ragkit.config import GraphConfig
+
+    rows = [("Hub_Person", "knows", f"Member_{i}") for i in range(GraphConfig.path_budget + 1000)]
     rows += [("Hub_Person", "nationality", "Iceland"), ("Member_7", "spouse", "Lone_Wolf")]
     GraphRAG.build(write_edges(tmp_path / "edges.csv", rows), tmp_path / "g", progress=False)
     rag = GraphRAG.load(tmp_path / "g")

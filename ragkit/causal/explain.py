@@ -137,14 +137,17 @@ def _chain_blocks(kg: EvidenceKG, chains: list[Chain], name: str, number: dict[s
 
 def prompt_messages(question: str, kg: EvidenceKG, chains: list[Chain], uncertainties: list[str],
                     opposing: Sequence[Chain] = (), factors: Sequence[dict] = (),
-                    empirical: Sequence[dict] = ()) -> list[dict]:
+                    empirical: Sequence[dict] = (), numbered: Sequence[str] = ()) -> list[dict]:
     """The prompt's input blocks: the question, the chains with their mechanisms, the
     supporting factors, the opposing chains (when some go against the asked direction), the
     open conditions, what the measured series say of each chain, and the numbered sources
     every line cites, so the model has each of its four sections' material and cites it as
-    the template answer does."""
+    the template answer does. ``numbered``: the sources of everything selected, in order,
+    when the prompt shows only part of it (a small model's window): a source keeps its number
+    in the answer's citations."""
     refs = sources(chains, list(factors), opposing=list(opposing))
-    number = {r: i for i, r in enumerate(refs, 1)}
+    order = {r: i for i, r in enumerate(numbered or refs, 1)}
+    number = {r: order[r] for r in refs if r in order}
     user = f"CÂU HỎI: {question}\n\nCHUỖI NHÂN QUẢ:\n" + "\n".join(_chain_blocks(kg, chains, "Chuỗi", number))
     user += "\n\nYẾU TỐ BỔ TRỢ:\n" + ("\n".join(
         f"- {f['label']} {RELATION_VI.get(f['relation'], f['relation'])} PM2.5 "
@@ -170,7 +173,8 @@ def _allowed_numbers(chains: list[Chain], factors: list[dict], uncertainties: li
 def hallucinations(answer: str, kg: EvidenceKG, chains: list[Chain], factors: list[dict],
                    uncertainties: list[str], question: str = "", opposing: Sequence[Chain] = ()) -> list[str]:
     """What the answer says that the selected chains do not: a cause (a KG node that is in
-    no selected chain or factor), a number, or a source. Empty means the answer passes.
+    no selected chain or factor), a number, or a source; and an answer that cites none of
+    the sources it was given. Empty means the answer passes.
 
     Names are compared with their diacritics ("mưa" is not "mùa"), longest first ("Sưởi
     ấm mùa đông" does not also name the season); the uncertainty lines, which the answer may
@@ -192,6 +196,8 @@ def hallucinations(answer: str, kg: EvidenceKG, chains: list[Chain], factors: li
     # Citation marks [n] are numbers of sources, not claims: one past the sources is made up.
     marks = {int(n) for n in re.findall(r"\[(\d+)\]", answer)}
     problems += [f"source not in the evidence: [{n}]" for n in sorted(marks) if not 1 <= n <= len(refs)]
+    if refs and not marks:      # every statement is to cite its sources, as the template's do
+        problems.append("the answer cites none of its sources")
     numbers = set(re.findall(r"\d+(?:[.,]\d+)?", re.sub(r"\[\d+\]", " ", answer)))
     numbers -= _allowed_numbers(chains, factors, uncertainties)
     numbers -= {str(i) for i in range(0, 10)} | set(re.findall(r"\d+", question))  # list numbering

@@ -16,6 +16,16 @@ from typing import Callable, Sequence
 from .prompts import CHUNK_SEPARATOR
 
 
+# Template tokens around each chat message (role markers, newlines) that a plain count of
+# the message text does not see.
+TEMPLATE_OVERHEAD = 16
+
+
+def messages_tokens(messages: Sequence[dict], count_tokens: Callable[[str], int]) -> int:
+    """The tokens a chat prompt of ``messages`` takes: their texts and the template's share."""
+    return sum(count_tokens(m["content"]) for m in messages) + TEMPLATE_OVERHEAD * len(messages)
+
+
 @dataclass(frozen=True)
 class BudgetedContext:
     text: str

@@ -291,7 +291,7 @@ class AskContext:
     def __init__(self, llm_config: LLMConfig | None = None, use_llm: bool = True,
                  llm: "LLM | None" = None, profiler: Profiler | None = None,
                  make_llm: "Callable[[], LLM] | None" = None):
-        self.llm_config = llm_config or LLMConfig.from_env()
+        self.llm_config = llm_config or LLMConfig.for_model(llm)
         self.use_llm = use_llm
         self._llm = llm
         self._make_llm = make_llm

@@ -96,7 +96,8 @@ class CausalPipeline(Pipeline):
     def gather(self, question: str, source, query: "CausalQuery | None", ctx: AskContext) -> Gathered:
         from ..causal.chains import (ChainConfig, analyse_question, opposing_factors, pick_chains,
                                      question_categories, rank_chains, split_by_direction, supporting_factors)
-        from ..causal.explain import hallucinations, prompt_messages, template_answer
+        from ..causal.explain import hallucinations, prompt_messages, sources, template_answer
+        from ..llm.budget import messages_tokens
 
         kg, weather = source
         query = query or CausalQuery()
@@ -128,10 +129,26 @@ class CausalPipeline(Pipeline):
             problems = hallucinations(text, kg, chains, factors, uncertainties, question, opposing)
             return Check(not problems, "; ".join(problems), {"problems": problems})
 
-        prompt = (lambda _model: (prompt_messages(question, kg, chains, uncertainties, opposing, factors,
-                                                  empirical), None)) if chains else None
+        window = ctx.llm_config.n_ctx - ctx.llm_config.max_tokens
+
+        def prompt(model) -> tuple[list[dict], None]:
+            """The chains, factors and measurements, fitted to the model's window: while the
+            prompt is too long, the opposing chains go, then the last chain (with its
+            measurements), down to the strongest one. The check still reads them all."""
+            shown, against = list(chains), list(opposing)
+            numbered = sources(chains, factors, opposing=opposing)     # the citations' numbers
+            while True:
+                measured = empirical[: len(shown)]      # one per chain, in order
+                messages = prompt_messages(question, kg, shown, uncertainties, against, factors, measured, numbered)
+                if messages_tokens(messages, model.count_tokens) <= window or (len(shown) == 1 and not against):
+                    return messages, None
+                if against:
+                    against = []
+                else:
+                    shown.pop()
+
         draft = Draft(evidence_answer=template_answer(kg, chains, factors, uncertainties, opposing, asked),
-                      check=check, prompt=prompt, language="vi",
+                      check=check, prompt=prompt if chains else None, language="vi",
                       evidence=[json.dumps([trace.selected_chains, factors, trace.opposing_factors, uncertainties],
                                            ensure_ascii=False)])
         return Gathered(draft, source_citations(chains, factors, opposing), trace)

@@ -19,7 +19,7 @@ from ..answer.stage import Check, Draft, Outcome, answer, grounding_check
 from ..config import CONCEPT_METHODS, GRAPH_METHODS, METHODS, RERANKS, LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError, InputError
 from ..llm.base import LLM
-from ..llm.budget import fit_context, token_prefix
+from ..llm.budget import fit_context, messages_tokens, token_prefix
 from ..answer.bridges import bridge_documents, item_documents
 from ..answer.hops import follow_up
 from ..answer.both import JoinedVerdict, judge_joined
@@ -45,9 +45,6 @@ from ..text.words import name_key
 from .base import (NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace,
                    check_question)
 
-# Template tokens around each chat message (role markers, newlines) that a plain count of
-# the message text does not see.
-_TEMPLATE_OVERHEAD = 16
 _REPLACED_NOTE = {"vi": "(Câu trả lời của mô hình không bám sát tài liệu nên đã được thay bằng "
                         "trích dẫn trực tiếp.)",
                   "en": "(The model's answer did not keep to the documents, so they are quoted instead.)"}
@@ -242,8 +239,7 @@ class LexicalPipeline(Pipeline):
         with profiler.stage("token_counting"):
             # The prompt without documents, their fences included (" " stands for them).
             empty_prompt = lexical_messages(question, " ", [], language)
-            prompt_tokens = sum(model.count_tokens(m["content"]) for m in empty_prompt) \
-                + _TEMPLATE_OVERHEAD * len(empty_prompt)
+            prompt_tokens = messages_tokens(empty_prompt, model.count_tokens)
             limit = llm_config.n_ctx - llm_config.max_tokens
             if limit - prompt_tokens <= 0:
                 raise ContextTooLongError(
@@ -484,7 +480,7 @@ class LexicalPipeline(Pipeline):
         model, llm_config = ctx.model, ctx.llm_config
         with ctx.profiler.stage("token_counting"):
             empty = answer_messages(THEMES_TASK[language], question, "", language, None)
-            prompt_tokens = sum(model.count_tokens(m["content"]) for m in empty) + _TEMPLATE_OVERHEAD * len(empty)
+            prompt_tokens = messages_tokens(empty, model.count_tokens)
             if llm_config.n_ctx - llm_config.max_tokens - prompt_tokens <= 0:
                 raise ContextTooLongError(
                     f"question: too long for the model's context ({prompt_tokens} prompt tokens + "
@@ -496,7 +492,7 @@ class LexicalPipeline(Pipeline):
                 items = len({cid for h in kept for cid in h.community.cited_chunks()})
                 messages = answer_messages(THEMES_TASK[language], question, numbered_evidence(evidence[:items]),
                                            language, None)
-                tokens = sum(model.count_tokens(m["content"]) for m in messages) + _TEMPLATE_OVERHEAD * len(messages)
+                tokens = messages_tokens(messages, model.count_tokens)
                 if tokens <= llm_config.n_ctx - llm_config.max_tokens or len(kept) == 1:
                     return messages, items
                 kept = kept[:-1]
@@ -612,7 +608,7 @@ def _fit_lexical_prompt(question: str, chunks: list[str], language: str, model, 
     for _ in range(4):
         context = fit_context(chunks, model.count_tokens, budget, extra=lambda kept: _cited_outline(kept))
         messages = lexical_messages(question, context.text, context.extra.splitlines(), language)
-        tokens = sum(model.count_tokens(m["content"]) for m in messages) + _TEMPLATE_OVERHEAD * len(messages)
+        tokens = messages_tokens(messages, model.count_tokens)
         if tokens <= limit or budget <= 64:
             return context
         budget -= tokens - limit
