@@ -1,5 +1,6 @@
 """The package layout shows the architecture: no import cycles between ragkit's modules (imports
-inside functions count), stores apart from what they store, and one home for the environment."""
+inside functions count), stores apart from what they store, one home for the environment, and
+no page or docstring naming a module the tree lacks."""
 
 import ast
 import os
@@ -211,3 +212,46 @@ def test_a_question_is_read_in_text_and_through_the_context():
                 if name in QUESTION_READERS:
                     found.setdefault(relative, set()).add(name)
     assert found == STILL_READ_ELSEWHERE
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``ragkit.<dotted>`` names a module, or an attribute of one."""
+    import importlib
+
+    parts = dotted.split(".")
+    for i in range(len(parts), -1, -1):
+        try:
+            found = importlib.import_module(".".join(["ragkit", *parts[:i]]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(found, attr):
+                return False
+            found = getattr(found, attr)
+        return True
+    return False
+
+
+def test_every_module_the_docs_and_docstrings_name_exists():
+    """A file or module named in code quotes, in the docs (``docs/``, the README) and in the
+    package's docstrings and comments, is in the tree: ``llm/budget.py`` and
+    ``ragkit/llm/budget.py`` are files under ``ragkit/``; ``answer.grounding.is_refusal`` (in
+    the docs) and ``ragkit.answer.grounding`` (anywhere) resolve to a module or one of its
+    attributes. Docstrings name sibling modules relative to their package; those are read
+    by the import test, not here."""
+    packages = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    modules = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    path = re.compile(r"`(?:ragkit/)?((?:%s)/[\w/]*\.py)`" % "|".join(packages))
+    dotted_in_docs = re.compile(r"`(?:ragkit\.)?((?:%s)(?:\.\w+)+)`" % "|".join(packages + modules))
+    dotted_anywhere = re.compile(r"`ragkit\.(\w+(?:\.\w+)*)`")
+    extensions = {"py", "jsonl", "json", "md", "csv", "txt", "gz", "ini", "toml", "cfg"}
+    pages = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
+    missing = []
+    for source in [*pages, *sorted(PACKAGE.rglob("*.py"))]:
+        text = source.read_text(encoding="utf-8")
+        where = source.relative_to(ROOT)
+        missing += [f"{where}: {m.group(0)}" for m in path.finditer(text) if not (PACKAGE / m.group(1)).is_file()]
+        dotted = dotted_in_docs if source.suffix == ".md" else dotted_anywhere
+        missing += [f"{where}: {m.group(0)}" for m in dotted.finditer(text)
+                    if m.group(1).rsplit(".", 1)[-1] not in extensions and not _resolves(m.group(1))]
+    assert len(pages) > 10 and not missing, "\n".join(missing)

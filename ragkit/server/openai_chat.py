@@ -4,7 +4,7 @@ client (the ``openai`` package, chat UIs, agent frameworks) can ask ragkit.
 - ``GET /v1/models``: two models per served pipeline: ``ragkit-<pipeline>`` (the model
   writes the answer, checked as in ``/ask``) and ``ragkit-<pipeline>-no-llm`` (answered from
   the evidence, as ``"no_llm": true``); then the embedding models of ``POST /v1/embeddings``
-  (``ragkit.openai_embeddings``).
+  (``ragkit.server.openai_embeddings``).
 - ``POST /v1/chat/completions``: the ``model`` picks the pipeline, the last user message is
   the question. The answer is the message's ``content``; what ``/ask`` adds (citations,
   trace, timings, session) rides in an extra ``ragkit`` field. The request may carry
