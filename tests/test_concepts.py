@@ -587,6 +587,7 @@ def test_cli_graph_build_refuses_bad_input_and_writes_nothing(concept_store, neo
 
 
 # ------------------------------------------------------------------ vector linking
+@pytest.mark.slow
 def test_concept_vectors_link_a_phrase_the_corpus_names_otherwise(tmp_path, musique):
     """Real MiniLM vectors: built beside the graph by the CLI, kept on a rebuild, and used by
     search to link "Novair Intl Airways" to "Novair International Airways"."""

@@ -180,6 +180,7 @@ def _pytest_one_dataset_test(tmp_path, require: bool) -> subprocess.CompletedPro
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_a_missing_dataset_skips_with_one_line_or_fails_when_required(tmp_path):
     line = (f"dataset pm25 (UCI Beijing PM2.5) not found at {tmp_path}/datasets/pm25/"
             f"PRSA_data_2010.1.1-2014.12.31.csv: see docs/datasets.md")

@@ -68,6 +68,7 @@ def other_corpus(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["dense.batch:1", "index.files:1", "swap:1"])
 def test_a_killed_dense_rebuild_leaves_the_previous_index_answering(tmp_path, other_corpus, point):
     out = tmp_path / "ix"
@@ -92,6 +93,7 @@ def graph_answer(folder: Path, question: str) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["graph.batch:1", "swap:1"])
 def test_a_killed_graph_rebuild_leaves_the_previous_graph_answering(tmp_path, point):
     from ragkit.multihop.graph import GraphRAG
@@ -198,6 +200,7 @@ def mounted(tmp_path):
         subprocess.run(["umount", "-l", str(point)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_a_read_only_target_is_an_error_and_leaves_the_index(tmp_path, other_corpus, mounted):
     src = tmp_path / "src"
     ok("index", "build", "--corpus", MANUALS, "--out", src / "ix", "--dense", "minilm")
@@ -217,6 +220,7 @@ def used_k(disk: Path) -> int:
                               text=True).stdout.split()[-1])
 
 
+@pytest.mark.slow
 def test_a_full_disk_leaves_the_index_and_the_graph(tmp_path, other_corpus, mounted):
     disk = mounted("-t", "tmpfs", "-o", "size=64m", "tmpfs", tmp_path / "disk")
     ok("index", "build", "--corpus", MANUALS, "--out", disk / "ix", "--dense", "minilm")

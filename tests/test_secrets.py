@@ -48,6 +48,7 @@ def test_a_password_file_is_read_and_a_missing_one_named(tmp_path):
         Settings.from_env({"NEO4J_PASSWORD_FILE": str(tmp_path / "empty")})
 
 
+@pytest.mark.slow
 def test_the_launched_neo4j_has_no_password_on_its_command_line(neo4j_uri):
     port = neo4j_uri.rsplit(":", 1)[1]
     launched = []

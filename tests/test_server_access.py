@@ -409,6 +409,7 @@ def test_websocket_connections_are_capped_per_key_and_in_all(tmp_path):
     assert "ws 429 principal=key:" in (tmp_path / "server.log").read_text()
 
 
+@pytest.mark.slow
 def test_a_timed_out_rerank_frees_its_worker_for_the_next_question(tmp_path):
     """One worker, an LLM rerank of 100 candidates (one model call each) that cannot finish in
     the 10 s deadline, then a question without the model: the rerank stops at its next model

@@ -34,6 +34,7 @@ def sources(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keyed", [False, True], ids=["no-key", "key"])
 def test_generated_requests_find_no_500_no_hang_and_only_one_line_errors(sources, tmp_path, keyed):
     port = free_port()

@@ -58,6 +58,7 @@ def _ask(store, question):
     return ask_spec(question, store, use_llm=False)
 
 
+@pytest.mark.slow
 def test_a_release_keeps_the_evidence_to_its_documents(nx_spec_store):
     # SCP is the Service Communication Proxy in TS 23.501 (Rel-16) and TS 29.500 (Rel-18), and
     # the Service Control Point in TR 21.905 (Rel-17)
@@ -70,12 +71,14 @@ def test_a_release_keeps_the_evidence_to_its_documents(nx_spec_store):
     assert rel17.trace.analysis["constraint"] == {"release": "17", "spec": "", "latest": False}
 
 
+@pytest.mark.slow
 def test_a_named_spec_keeps_the_evidence_to_it(nx_spec_store):
     answer = _ask(nx_spec_store, "According to TS 29.500, what is the SCP?")
     assert {c.spec_id for c in answer.citations} == {"ts_29.500@18.10.0"}
     assert "Service Communication Proxy" in answer.answer
 
 
+@pytest.mark.slow
 def test_an_absent_release_or_spec_is_said_plainly(nx_spec_store):
     for question in ("What is the AMF in Rel-15?", "What does TS 23.502 say about the AMF?"):
         answer = _ask(nx_spec_store, question)

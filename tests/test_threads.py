@@ -72,6 +72,7 @@ def test_a_generation_takes_the_cores_idle_when_it_starts(monkeypatch):
         assert threads.generation_threads() == expected
 
 
+@pytest.mark.slow
 def test_the_gguf_runs_on_the_threads_chosen_unless_they_are_set(monkeypatch):
     """A real GGUF: llama.cpp's thread count follows ``generation_threads`` per answer, and a
     count set in the config stays."""
