@@ -158,11 +158,11 @@ def documented_examples() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def strict_mypy(tmp_path_factory) -> dict[str, list[str]]:
-    """mypy --strict over two users' scripts at once (a script that reveals the library
-    functions' types, and docs/api.md's examples), ragkit read as an installed package is
-    (its own errors are not the user's): each script's output lines, and ``exit`` with the
-    status. One run: the package's types are read once for both."""
+def strict_mypy(tmp_path_factory) -> subprocess.CompletedProcess:
+    """mypy --strict over two users' scripts at once (``user.py`` reveals the library
+    functions' types, ``examples.py`` is docs/api.md's examples), ragkit read as an installed
+    package is (its own errors are not the user's). One run: the package's types are read
+    once for both."""
     folder = tmp_path_factory.mktemp("strict-mypy")
     (folder / "user.py").write_text("import ragkit\nfrom ragkit import Answer, ask_kg\n\n"
                                     "answer: Answer = ragkit.ask('Máy tiện?', index='manuals-index', no_llm=True)\n"
@@ -171,25 +171,23 @@ def strict_mypy(tmp_path_factory) -> dict[str, list[str]]:
     (folder / "examples.py").write_text("\n".join(documented_examples()) + "\n", encoding="utf-8")
     config = folder / "mypy.ini"
     config.write_text("[mypy]\nstrict = True\n\n[mypy-ragkit.*]\nfollow_imports = silent\n", encoding="utf-8")
-    out = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(config), "--cache-dir",
-                          str(folder / "cache"), "user.py", "examples.py"], capture_output=True, text=True,
-                         cwd=folder, env={**os.environ, "MYPYPATH": str(ROOT)})
-    lines: dict[str, list[str]] = {"user.py": [], "examples.py": [], "exit": [str(out.returncode)]}
-    for line in out.stdout.splitlines():
-        name = line.split(":", 1)[0]
-        lines.setdefault(name, []).append(line)
-    lines["all"] = out.stdout.splitlines() + out.stderr.splitlines()
-    return lines
+    return subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(config), "--cache-dir",
+                           str(folder / "cache"), "user.py", "examples.py"], capture_output=True, text=True,
+                          cwd=folder, env={**os.environ, "MYPYPATH": str(ROOT)})
+
+
+def lines_of(run: subprocess.CompletedProcess, script: str) -> list[str]:
+    return [line for line in run.stdout.splitlines() if line.startswith(f"{script}:")]
 
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("strict-mypy")
 def test_mypy_reads_the_library_functions_types(strict_mypy):
-    out = "\n".join(strict_mypy["all"])
-    revealed = [line.split("Revealed type is ", 1)[1] for line in strict_mypy["user.py"] if "Revealed type" in line]
-    assert len(revealed) == 2 and all(r.startswith('"def (question: str') for r in revealed), out
+    user = lines_of(strict_mypy, "user.py")
+    revealed = [line.split("Revealed type is ", 1)[1] for line in user if "Revealed type" in line]
+    assert len(revealed) == 2 and all(r.startswith('"def (question: str') for r in revealed), strict_mypy.stdout
     assert revealed[0].endswith('-> ragkit.pipelines.base.Answer"'), revealed[0]
-    assert not [line for line in strict_mypy["user.py"] if "error" in line.replace("Revealed", "")], out
+    assert not [line for line in user if "error" in line.replace("Revealed", "")], strict_mypy.stdout
 
 
 @pytest.mark.slow
@@ -198,7 +196,7 @@ def test_the_documented_examples_type_check_strictly(strict_mypy):
     """docs/api.md's examples, as a user's script (the doctest lines in order), pass mypy
     --strict against the package's types."""
     assert len(documented_examples()) > 40
-    out = "\n".join(strict_mypy["all"])
-    assert strict_mypy["examples.py"] == [], out
+    assert lines_of(strict_mypy, "examples.py") == [], strict_mypy.stdout
     # the run's only findings are the user script's two revealed types (notes, not errors)
-    assert strict_mypy["exit"] == ["0"] and "Success: no issues found in 2 source files" in out, out
+    assert strict_mypy.returncode == 0 and "Success: no issues found in 2 source files" in strict_mypy.stdout, \
+        strict_mypy.stdout + strict_mypy.stderr

@@ -4,7 +4,7 @@ import pytest
 
 from ragkit.config import LLMConfig
 from ragkit.errors import InputError, ModelError
-from ragkit.llm.budget import fit_context, token_prefix
+from ragkit.llm.budget import first_fitting, fit_context, messages_tokens, token_prefix
 from ragkit.llm.gguf import GGUFModel, check_gguf, default_model_path
 from ragkit.llm.postprocess import filter_think_tags, looks_english
 from ragkit.llm.prompts import extract_outline, lexical_messages
@@ -189,6 +189,19 @@ def test_generation_uses_every_available_core(gguf):
 
     llama = gguf._llama or gguf._load()
     assert llama.context_params.n_threads == llama.context_params.n_threads_batch == available_cores() >= 1
+
+
+def test_the_first_prompt_that_fits_the_window_is_taken_else_the_barest():
+    def words(text):
+        return len(text.split())
+
+    prompts = [([{"role": "user", "content": " ".join(["w"] * n)}], n) for n in (40, 20, 5)]
+    assert messages_tokens(prompts[1][0], words) == 20 + 16      # the template's share per message
+    assert first_fitting(iter(prompts), words, 40)[1] == 20
+    assert first_fitting(iter(prompts), words, 100)[1] == 40
+    assert first_fitting(iter(prompts), words, 10)[1] == 5          # none fits: the barest
+    with pytest.raises(ValueError):
+        first_fitting(iter([]), words, 10)
 
 
 def test_the_kept_system_turns_drop_the_least_recently_used(gguf, monkeypatch):

@@ -737,11 +737,16 @@ def as_evidence_writes(span: str, texts: Sequence[str]) -> str | None:
     return None
 
 
+# A bare yes or no (English, Vietnamese, lower case): it answers a question and quotes nothing.
+BARE_YES_NO = frozenset({"yes", "no", "có", "không"})
+_BARE_YES_NO_PLAIN = frozenset(map(_plain, BARE_YES_NO))       # as typed without accents too
+
+
 def in_evidence(span: str, texts: Sequence[str]) -> bool:
     """Whether ``span`` occurs in ``texts``, compared word for word after lower-casing and
     accent stripping (yes and no always do: they answer, they quote nothing)."""
     plain = _plain(span)
-    if not plain or plain in ("yes", "no", "co", "khong"):
+    if not plain or plain in _BARE_YES_NO_PLAIN:
         return bool(plain)
     return any(f" {plain} " in f" {_plain(t)} " for t in texts)
 
@@ -773,7 +778,7 @@ def yes_no(text: str) -> str | None:
     return None
 
 
-__all__ = ["Coverage", "FACTOID_SHAPES", "MIN_SHARE", "SHAPES", "Sentence", "Shape", "ShortAnswer", "Weigher",
-           "answer_shape", "as_evidence_writes", "bound_asked", "bounded", "coverage", "date_candidates",
+__all__ = ["BARE_YES_NO", "Coverage", "FACTOID_SHAPES", "MIN_SHARE", "SHAPES", "Sentence", "Shape", "ShortAnswer",
+           "Weigher", "answer_shape", "as_evidence_writes", "bound_asked", "bounded", "coverage", "date_candidates",
            "in_evidence", "name_candidates", "number_candidates", "parse_short_answer", "range_end",
            "relevant_sentences", "score_sentences", "short_answer", "yes_no"]

@@ -59,6 +59,7 @@ from ..errors import InputError
 from ..answer.claims import strip_citations
 from ..text.words import plain
 from ..answer.grounding import is_refusal
+from ..answer.reading import BARE_YES_NO
 from .datasets import read_json_or_lines
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -126,14 +127,10 @@ def holds_gold(evidence: list[str], golds: list[str]) -> bool:
     return any(f" {normalize_answer(g)} " in text for g in golds if normalize_answer(g))
 
 
-# A bare "yes" or "no" (English, Vietnamese) answers a question; no evidence quotes it.
-YES_NO = frozenset({"yes", "no", "có", "không"})
-
-
 def quotable(golds: list[str]) -> bool:
     """Whether a gold answer is something evidence can hold word for word: not a bare yes or
     no (those are read off two facts, so gold in the evidence cannot be judged by text)."""
-    return any(normalize_answer(g) not in YES_NO for g in golds if normalize_answer(g))
+    return any(normalize_answer(g) not in BARE_YES_NO for g in golds if normalize_answer(g))
 
 
 def cited_documents(answer: str, citations: list[dict]) -> list[str]:

@@ -11,10 +11,12 @@ against the same budget through ``extra``, so dropping a chunk also drops its st
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence, TypeVar
 
 from .prompts import CHUNK_SEPARATOR
 
+
+T = TypeVar("T")
 
 # Template tokens around each chat message (role markers, newlines) that a plain count of
 # the message text does not see.
@@ -24,6 +26,20 @@ TEMPLATE_OVERHEAD = 16
 def messages_tokens(messages: Sequence[dict], count_tokens: Callable[[str], int]) -> int:
     """The tokens a chat prompt of ``messages`` takes: their texts and the template's share."""
     return sum(count_tokens(m["content"]) for m in messages) + TEMPLATE_OVERHEAD * len(messages)
+
+
+def first_fitting(prompts: Iterable[tuple[list[dict], T]], count_tokens: Callable[[str], int],
+                  window: int) -> tuple[list[dict], T]:
+    """The first of ``prompts`` (messages, and what the caller needs with them), from the
+    fullest to the barest, whose messages take at most ``window`` tokens; the barest when
+    none does."""
+    found = None
+    for found in prompts:
+        if messages_tokens(found[0], count_tokens) <= window:
+            return found
+    if found is None:
+        raise ValueError("no prompt to fit")
+    return found
 
 
 @dataclass(frozen=True)

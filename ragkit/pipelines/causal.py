@@ -97,7 +97,7 @@ class CausalPipeline(Pipeline):
         from ..causal.chains import (ChainConfig, analyse_question, opposing_factors, pick_chains,
                                      question_categories, rank_chains, split_by_direction, supporting_factors)
         from ..causal.explain import hallucinations, prompt_messages, sources, template_answer
-        from ..llm.budget import messages_tokens
+        from ..llm.budget import first_fitting
 
         kg, weather = source
         query = query or CausalQuery()
@@ -135,17 +135,15 @@ class CausalPipeline(Pipeline):
             """The chains, factors and measurements, fitted to the model's window: while the
             prompt is too long, the opposing chains go, then the last chain (with its
             measurements), down to the strongest one. The check still reads them all."""
-            shown, against = list(chains), list(opposing)
             numbered = sources(chains, factors, opposing=opposing)     # the citations' numbers
-            while True:
-                measured = empirical[: len(shown)]      # one per chain, in order
-                messages = prompt_messages(question, kg, shown, uncertainties, against, factors, measured, numbered)
-                if messages_tokens(messages, model.count_tokens) <= window or (len(shown) == 1 and not against):
-                    return messages, None
-                if against:
-                    against = []
-                else:
-                    shown.pop()
+
+            def fewer():
+                shown = [(len(chains), opposing)] * bool(opposing) + [(n, ()) for n in range(len(chains), 0, -1)]
+                for n, against in shown:        # empirical: one measurement per chain, in order
+                    yield prompt_messages(question, kg, chains[:n], uncertainties, against, factors,
+                                          empirical[:n], numbered), None
+
+            return first_fitting(fewer(), model.count_tokens, window)
 
         draft = Draft(evidence_answer=template_answer(kg, chains, factors, uncertainties, opposing, asked),
                       check=check, prompt=prompt if chains else None, language="vi",

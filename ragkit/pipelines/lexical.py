@@ -19,7 +19,7 @@ from ..answer.stage import Check, Draft, Outcome, answer, grounding_check
 from ..config import CONCEPT_METHODS, GRAPH_METHODS, METHODS, RERANKS, LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError, InputError
 from ..llm.base import LLM
-from ..llm.budget import fit_context, messages_tokens, token_prefix
+from ..llm.budget import first_fitting, fit_context, messages_tokens, token_prefix
 from ..answer.bridges import bridge_documents, item_documents
 from ..answer.hops import follow_up
 from ..answer.both import JoinedVerdict, judge_joined
@@ -487,15 +487,13 @@ class LexicalPipeline(Pipeline):
                     f"{llm_config.max_tokens} for the answer > n_ctx {llm_config.n_ctx})")
 
         def prompt(model: LLM):
-            kept = hits
-            while True:       # the last themes leave until the prompt fits the context
-                items = len({cid for h in kept for cid in h.community.cited_chunks()})
-                messages = answer_messages(THEMES_TASK[language], question, numbered_evidence(evidence[:items]),
-                                           language, None)
-                tokens = messages_tokens(messages, model.count_tokens)
-                if tokens <= llm_config.n_ctx - llm_config.max_tokens or len(kept) == 1:
-                    return messages, items
-                kept = kept[:-1]
+            def fewer():        # the last themes leave until the prompt fits the context
+                for n in range(len(hits), 0, -1):
+                    items = len({cid for h in hits[:n] for cid in h.community.cited_chunks()})
+                    yield answer_messages(THEMES_TASK[language], question, numbered_evidence(evidence[:items]),
+                                          language, None), items
+
+            return first_fitting(fewer(), model.count_tokens, llm_config.n_ctx - llm_config.max_tokens)
 
         trace = LexicalTrace(
             query_tokens=index.tokenizer(question), method="communities", method_reason=routed.reason,
