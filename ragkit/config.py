@@ -46,6 +46,8 @@ variable                    what it sets
                             (fault tests only)
 ``RAGKIT_PROGRESS``         ``1`` or ``0``: progress bars on or off for library calls (default: automatic,
                             ``ragkit.runtime.progress``)
+``RAY_ADDRESS``             the Ray cluster ``index build --engine ray`` runs on when ``--address`` is not
+                            given (default: a cluster started on this machine for the build)
 ``CI``                      set (to anything but ``0``/``false``) by CI services: no progress bars by default
 ``CUDA_VISIBLE_DEVICES``    empty or ``-1``: no GPU is visible, so ``RAGKIT_DEVICE=auto`` is the CPU
 ``HF_HUB_OFFLINE``,         set to 1 by ``offline_hub_environment`` unless already set: models
@@ -283,6 +285,7 @@ class Settings:
     kill_at: str | None = None                               # RAGKIT_KILL_AT (ragkit.testing.faults)
     progress: bool | None = None                             # RAGKIT_PROGRESS (ragkit.runtime.progress)
     shared: str | None = None                                # RAGKIT_SHARED (ragkit data check)
+    ray_address: str | None = None                           # RAY_ADDRESS (index build --engine ray)
     ci: bool = False                                         # CI
     cuda_visible_devices: str | None = None                  # CUDA_VISIBLE_DEVICES ("" hides every GPU)
 
@@ -355,6 +358,7 @@ class Settings:
                    allowed_hosts=tuple(h.strip() for h in (text("RAGKIT_ALLOWED_HOSTS") or "").split(",") if h.strip()),
                    writer_wait_s=600.0 if writer_wait is None else writer_wait,
                    kill_at=text("RAGKIT_KILL_AT"), progress=flag("RAGKIT_PROGRESS"), shared=text("RAGKIT_SHARED"),
+                   ray_address=text("RAY_ADDRESS"),
                    ci=ci is not None and ci.strip().lower() not in ("0", "false", "no"),
                    cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"))
 
@@ -401,6 +405,14 @@ def is_loopback(host: str) -> bool:
 def child_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a child process (a server, Neo4j): this process's, plus ``extra``."""
     return {**os.environ, **(extra or {})}
+
+
+def worker_environment() -> dict[str, str]:
+    """The variables a Ray worker of a build gets from the driver: ragkit's own (``RAGKIT_*``)
+    and ``OFFLINE_HUB``; one thread per worker (it holds one CPU) unless ``RAGKIT_THREADS``
+    says otherwise."""
+    env = {name: value for name, value in os.environ.items() if name.startswith("RAGKIT_") or name in OFFLINE_HUB}
+    return {**OFFLINE_HUB, "RAGKIT_THREADS": "1", **env}
 
 
 def override(config, **values: Any):

@@ -15,11 +15,14 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from .errors import InputError
 from .inputs import first_of_each, lines, read_text
 from .text import cut_to_length
+
+if TYPE_CHECKING:
+    from .runtime.ray_engine import RayEngine
 
 DOCUMENT_SUFFIXES = (".md", ".txt")                          # cut along "#" headings
 DOCUMENT_TYPES = (".md", ".markdown", ".txt", ".docx", ".pdf")  # every document type read
@@ -441,11 +444,23 @@ def skipped_line(where: str | Path, skipped: list[Skipped]) -> str:
             f"{_skipped_names(skipped)}")
 
 
-def read_document_folder(path: str | Path, *, max_chars: int = 1200) -> Corpus:
+def _read_files(jobs: list[tuple[str, str, int]]) -> list[list[Doc] | None]:
+    """Each (file, its path in the corpus, chunk size) job's chunks; None for a file with no text."""
+    out: list[list[Doc] | None] = []
+    for file, relative, max_chars in jobs:
+        try:
+            out.append(load_document(file, source=relative, max_chars=max_chars))
+        except NoText:
+            out.append(None)
+    return out
+
+
+def read_document_folder(path: str | Path, *, max_chars: int = 1200, engine: RayEngine | None = None) -> Corpus:
     """Every document below ``path`` (.md, .markdown, .txt, .docx, .pdf; sorted, so ids are
     stable) into chunks, and the files passed over: other types, and a .docx or PDF with no
     text (a scan). Dot files and dot folders are passed over without a word. A folder with
-    no document is an error naming it."""
+    no document is an error naming it. ``engine``: a ``RayEngine`` whose workers read and
+    chunk the files (the chunks are the same, in the same order)."""
     root = _require_file(Path(path), "corpus")
     found = sorted(root.rglob("*"))
     files = [p for p in found if p.suffix.lower() in DOCUMENT_TYPES]
@@ -453,14 +468,19 @@ def read_document_folder(path: str | Path, *, max_chars: int = 1200) -> Corpus:
                if p.suffix.lower() not in DOCUMENT_TYPES and p.is_file() and not _hidden(p.relative_to(root))]
     docs: list[Doc] = []
     read = 0
-    for file in files:
-        relative = file.relative_to(root).as_posix()
-        try:
-            docs.extend(load_document(file, source=relative, max_chars=max_chars))
-            read += 1
-        except NoText:
-            skipped.append(Skipped(relative, "no extractable text (a scan?)" if _type_of(file) == ".pdf"
+    jobs = [(str(file), file.relative_to(root).as_posix(), max_chars) for file in files]
+    if engine is None:
+        chunked = _read_files(jobs)
+    else:        # the workers' working folder is not this process's
+        chunked = engine.map(_read_files, [(str(Path(file).resolve()), relative, size)
+                                           for file, relative, size in jobs], stage="read", unit="file", batch=8)
+    for (file, relative, _), chunks in zip(jobs, chunked):
+        if chunks is None:
+            skipped.append(Skipped(relative, "no extractable text (a scan?)" if _type_of(Path(file)) == ".pdf"
                                    else "no text"))
+        else:
+            docs.extend(chunks)
+            read += 1
     skipped.sort(key=lambda s: s.path)
     if not read:
         what = "no document with text" if files else f"no {'/'.join(DOCUMENT_TYPES)} documents"
@@ -493,14 +513,14 @@ def _looks_like_json_lines(path: Path) -> bool:
     return head.removeprefix(b"\xef\xbb\xbf").lstrip()[:1] in (b"", b"{")
 
 
-def read_corpus(path: str | Path, dedupe: str | None = None) -> Corpus:
-    """The corpus at ``path``: a folder of documents (``read_document_folder``), one
-    document file (.md, .markdown, .txt, .docx, .pdf), or a BEIR ``corpus.jsonl`` (a .jsonl
-    or .json file, or any other file that starts with a JSON object); ``dedupe`` as in
-    ``load_beir_corpus``."""
+def read_corpus(path: str | Path, dedupe: str | None = None, *, engine: RayEngine | None = None) -> Corpus:
+    """The corpus at ``path``: a folder of documents (``read_document_folder``, its files
+    read by ``engine``'s workers when given), one document file (.md, .markdown, .txt,
+    .docx, .pdf), or a BEIR ``corpus.jsonl`` (a .jsonl or .json file, or any other file that
+    starts with a JSON object); ``dedupe`` as in ``load_beir_corpus``."""
     path = Path(path)
     if path.is_dir():
-        return read_document_folder(path)
+        return read_document_folder(path, engine=engine)
     if path.is_file() and path.suffix.lower() in DOCUMENT_TYPES:
         docs = load_document(path)
         if not docs:

@@ -74,6 +74,19 @@ class StoreUnavailableError(RagkitError):
     exit_code = DEPENDENCY
 
 
+class ClusterError(RagkitError):
+    """A Ray cluster that cannot be reached, or a build stage it could not finish (past
+    Ray's own retries); the message names the address or the stage."""
+
+    exit_code = DEPENDENCY
+
+
+class ClusterLost(ClusterError):
+    """A Ray cluster that stopped answering during a build stage: the stage's work is gone
+    and so is this process's connection (Ray's threads are left in a state only the end of
+    the process clears; the command line ends at once after its one line)."""
+
+
 class OutputError(RagkitError):
     """A place ragkit cannot write to: a read-only folder, a full disk, no permission."""
 

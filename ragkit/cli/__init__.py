@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Sequence
 
-from ..errors import BAD_INPUT, OTHER, InputError, RagkitError, UsageError
+from ..errors import BAD_INPUT, OTHER, ClusterLost, InputError, RagkitError, UsageError
 from .asking import cmd_ask, cmd_check, cmd_explain, read_evidence
 from .evaluation import (RANKING_OPTIONS, cmd_eval_answers, cmd_eval_compare, cmd_eval_graphqa, cmd_eval_mcq,
                          cmd_eval_retrieval)
@@ -77,7 +78,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         _read_stdin(args)
         return args.func(args)
     except RagkitError as exc:
-        return _fail(str(exc), type(exc).__name__, exc.exit_code, as_json)
+        code = _fail(str(exc), type(exc).__name__, exc.exit_code, as_json)
+        if isinstance(exc, ClusterLost):
+            # The lost cluster's Ray threads would print tracebacks on the way down; the
+            # build's staging is already removed, so nothing is left to finish.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return code
     except ValueError as exc:  # a parameter our dataclasses refused
         return _fail(str(exc), "InputError", BAD_INPUT, as_json)
     except OSError as exc:     # a file the commands did not name themselves: still one line

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import asdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from ..config import CONCEPT_METHODS, DEFAULT_LANG, GRAPH_METHODS
 from ..errors import InputError
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     from ..concepts.neo4j_store import Neo4jConceptStore
+    from ..runtime.ray_engine import RayEngine
 
 
 def build_index(args: argparse.Namespace, concept_store=None) -> dict:
@@ -33,14 +35,33 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
                      concept_vectors=getattr(args, "concept_vectors", False), dedupe=getattr(args, "dedupe", None))
     from ..stores.writers import output_lock
 
-    corpus = read_corpus(spec.corpus, spec.dedupe)
-    if corpus.skipped:
-        print(f"ragkit: warning: {skipped_line(args.corpus, corpus.skipped)}", file=sys.stderr)
-    with output_lock(args.out):     # one writer: the live index's unchanged chunks are reused
-        info = build(spec, docs=corpus.docs, concept_store=concept_store, progress=_progress(args)).to_dict()
+    with _engine(args) as engine:
+        corpus = read_corpus(spec.corpus, spec.dedupe, engine=engine)
+        if corpus.skipped:
+            print(f"ragkit: warning: {skipped_line(args.corpus, corpus.skipped)}", file=sys.stderr)
+        with output_lock(args.out):     # one writer: the live index's unchanged chunks are reused
+            info = build(spec, docs=corpus.docs, concept_store=concept_store, progress=_progress(args),
+                         engine=engine).to_dict()
+    info["engine"] = engine.report() if engine is not None else {"name": "local"}
     if corpus.skipped:
         info["skipped"] = [s.to_dict() for s in corpus.skipped]
     return info
+
+
+@contextmanager
+def _engine(args: argparse.Namespace) -> Iterator[RayEngine | None]:
+    """``--engine``: None for this process, or a connected ``RayEngine`` (``--address``)."""
+    if getattr(args, "engine", "local") != "ray":
+        if getattr(args, "address", None):
+            raise InputError("--address: names a Ray cluster, for --engine ray only")
+        yield None
+        return
+    from ..runtime.ray_engine import RayEngine
+
+    # Ray prints what its workers report (one died and was retried) on stdout: on stderr
+    # here, where --json's stdout holds the one JSON object.
+    with redirect_stdout(sys.stderr), RayEngine(args.address, progress=_progress(args)) as engine:
+        yield engine
 
 
 def _index_line(info: dict) -> str:

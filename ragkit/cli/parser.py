@@ -156,6 +156,11 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
                         "hybrid+graph; a rebuild re-extracts only the chunks that changed")
     p.add_argument("--concept-vectors", action="store_true", help=CONCEPT_VECTORS_HELP)
     _add_dedupe_option(p, "_id")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="where the per-chunk work runs: this process (default), or a Ray cluster (reading, "
+                        "tokenizing, vectors and concepts as Ray Data stages; the same index)")
+    p.add_argument("--address", help="--engine ray: the cluster's host:port (default: RAY_ADDRESS, else a "
+                                     "cluster started on this machine for the build)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_index_build)
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain, islice
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,6 +45,9 @@ from ..runtime.progress import progress_bar
 from ..stores.files import atomic_dir
 from ..text import document_language
 from .extract import abbreviations, extract_concepts
+
+if TYPE_CHECKING:
+    from ..runtime.ray_engine import RayEngine
 
 FORMAT = "ragkit-concepts"
 VERSION = 1
@@ -156,15 +159,15 @@ class ConceptGraph:
     @classmethod
     def build(cls, docs: Sequence[Doc], *, previous: Mapping[str, dict] | None = None,
               terms: Sequence[str] = (), hub_share: float = HUB_SHARE,
-              progress: bool | None = None, what: str = "corpus",
-              workers: int | None = None) -> tuple["ConceptGraph", "ExtractionRows", ConceptGraphReport]:
+              progress: bool | None = None, what: str = "corpus", workers: int | None = None,
+              engine: RayEngine | None = None) -> tuple["ConceptGraph", "ExtractionRows", ConceptGraphReport]:
         """Extract (or reuse, from ``previous``: {chunk id: extraction row}) every chunk's
         concepts and make the graph. Returns the graph, the extraction rows to keep
         (``ExtractionRows``), and a report. An empty corpus, or one where no chunk has a
         concept, is an error naming ``what``.
         ``workers``: processes extracting at once (None: one per usable core, or
         ``RAGKIT_THREADS``; a corpus of fewer than ``PARALLEL_FROM`` chunks to extract is
-        done in this process)."""
+        done in this process); ``engine``: a ``RayEngine`` whose workers extract instead."""
         started = time.perf_counter()
         docs = list(docs)
         if not docs:
@@ -184,7 +187,9 @@ class ConceptGraph:
                 else:
                     todo.append(doc)
                     digests[doc.doc_id] = digest
-            for doc, text in zip(todo, _extract_all(todo, tuple(terms), progress, workers)):
+            extracted_texts = engine.map(partial(_extract_batch, terms=tuple(terms)), todo, stage="concepts") \
+                if engine is not None and todo else _extract_all(todo, tuple(terms), progress, workers)
+            for doc, text in zip(todo, extracted_texts):
                 texts[doc.doc_id] = f'{{"hash": "{digests[doc.doc_id]}", {text[1:]}'
             extracted = len(todo)
             rows = ExtractionRows({d.doc_id: texts[d.doc_id] for d in docs})     # in the corpus's order

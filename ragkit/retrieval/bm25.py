@@ -15,10 +15,11 @@ import shutil
 import tempfile
 import time
 from collections import Counter
+from functools import partial
 from itertools import chain, islice
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,6 +34,9 @@ from ..text import LanguageChoice, Tokenizer, choose_language, tokenizer_for
 from .boosting import is_procedural_query, structural_boost_scores
 from .docs_file import BLOCK_TABLE, BLOCKS_FILE, DocBlocks, DocBlockWriter, DocsFile, write_doc_blocks
 from .scoring import select_idf, tf_saturation
+
+if TYPE_CHECKING:
+    from ..runtime.ray_engine import RayEngine
 
 FORMAT_VERSION = 2     # 2: the default IDF is named robertson
 _FILES = ("meta.json", "vocab.json", "idf.npy", "doc_len.npy", "boost.npy")
@@ -103,15 +107,23 @@ class BM25Index:
     # ------------------------------------------------------------------ building
     @classmethod
     def build(cls, docs: Sequence[Doc], tokenizer: Tokenizer | None = None,
-              params: BM25Params | None = None, *, progress: bool | None = None) -> "BM25Index":
-        """Tokenize ``docs`` and precompute their BM25 weights."""
+              params: BM25Params | None = None, *, progress: bool | None = None,
+              engine: RayEngine | None = None) -> "BM25Index":
+        """Tokenize ``docs`` (here, or by ``engine``'s workers: the same token lists) and
+        precompute their BM25 weights."""
         tokenizer = tokenizer or Tokenizer()
         docs = list(docs)
         if not docs:
             raise InputError("corpus: holds no documents")
         started = time.perf_counter()
-        tokens = (tokenizer(d.full_text) for d in
-                  progress_bar(docs, desc="tokenize", unit="doc", progress=progress))
+        tokens: Iterable[Sequence[str]]
+        if engine is not None:
+            token_lists: list[list[str]] = engine.map(partial(_tokenize, tokenizer), [d.full_text for d in docs],
+                                                      stage="tokenize", batch=512)
+            tokens = token_lists
+        else:
+            tokens = (tokenizer(d.full_text) for d in
+                      progress_bar(docs, desc="tokenize", unit="doc", progress=progress))
         index = cls.from_tokens(tokens, params, docs=docs, tokenizer=tokenizer)
         index.meta["build_s"] = round(time.perf_counter() - started, 4)
         return index
@@ -119,14 +131,15 @@ class BM25Index:
     @classmethod
     def for_corpus(cls, docs: Sequence[Doc], lang: str = "auto", *, accents: bool = False,
                    bigrams: bool | None = None, tokenizer: Tokenizer | None = None,
-                   params: BM25Params | None = None, progress: bool | None = None) -> "BM25Index":
+                   params: BM25Params | None = None, progress: bool | None = None,
+                   engine: RayEngine | None = None) -> "BM25Index":
         """``build`` with the tokenizer ``--lang`` selects: "auto" takes the documents'
         language (``text.detect_language``), a given ``tokenizer`` wins over ``lang``. The
         choice, and the languages the documents are in, are kept in ``meta["language"]``."""
         docs = list(docs)
         choice = choose_language(tokenizer.lang if tokenizer else lang, [d.full_text for d in docs])
         tokenizer = tokenizer or tokenizer_for(choice.lang, accents=accents, bigrams=bigrams)
-        index = cls.build(docs, tokenizer, params, progress=progress)
+        index = cls.build(docs, tokenizer, params, progress=progress, engine=engine)
         index.meta["language"] = choice.to_dict()
         return index
 
@@ -537,6 +550,10 @@ class BM25Index:
                    weights=weights, boost=np.load(directory / "boost.npy", mmap_mode="r"), meta=meta)
         index.loaded_from = directory        # the version read: its vectors belong to it
         return index
+
+
+def _tokenize(tokenizer: Tokenizer, texts: list[str]) -> list[list[str]]:
+    return [tokenizer(text) for text in texts]
 
 
 def _block_docs(doc_iter, kept: Sequence[Doc] | None, start: int, n: int,

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..config import DEFAULT_LANG
 from ..corpus import Doc
 from ..errors import InputError
 from .bm25 import BM25Index, BM25Params
+
+if TYPE_CHECKING:
+    from ..runtime.ray_engine import RayEngine
 
 
 @dataclass(frozen=True)
@@ -78,18 +81,24 @@ class BuildReport:
 
 
 def build_index(spec: IndexSpec, *, docs: Sequence[Doc] | None = None, concept_store=None,
-                progress: bool | None = None) -> BuildReport:
+                progress: bool | None = None, engine: RayEngine | None = None) -> BuildReport:
     """Build ``spec``'s index into ``spec.out``. ``docs``, when given, are the corpus's
     documents already in memory (generated ones; ``spec.corpus`` then only names them).
     ``concept_store`` (a ``Neo4jConceptStore``) also gets the concept graph, before any local
-    file is written: a store that fails leaves the folder as it was."""
-    from ..corpus import load_corpus
+    file is written: a store that fails leaves the folder as it was. ``engine``: a
+    ``runtime.ray_engine.RayEngine`` that runs the per-chunk stages (reading, tokenizing,
+    vectors, concepts) on a Ray cluster; this process assembles the same files."""
+    from ..corpus import load_corpus, read_corpus
     from ..stores.files import atomic_dir
     from .search import dense_dir_for
 
-    docs = list(docs) if docs is not None else load_corpus(spec.corpus, spec.dedupe)
+    if docs is not None:
+        docs = list(docs)
+    else:
+        docs = load_corpus(spec.corpus, spec.dedupe) if engine is None else \
+            read_corpus(spec.corpus, spec.dedupe, engine=engine).docs
     index = BM25Index.for_corpus(docs, spec.lang, accents=spec.keep_accents, bigrams=spec.bigrams,
-                                 params=spec.params, progress=progress)
+                                 params=spec.params, progress=progress, engine=engine)
     index.meta["corpus"] = str(Path(spec.corpus).resolve())
     language = index.language
     dense_info = concepts_info = None
@@ -102,13 +111,15 @@ def build_index(spec: IndexSpec, *, docs: Sequence[Doc] | None = None, concept_s
 
             name, reason = choose_embedder(spec.dense, language.lang)
             dense_index = DenseIndex(dense_dir_for(staging), name)
-            report = dense_index.build(docs, progress=progress, previous=dense_dir_for(live.resolve()))
+            report = dense_index.build(docs, progress=progress, previous=dense_dir_for(live.resolve()),
+                                       engine=engine)
             embedder = dense_index.embedder
             index.meta["dense"] = {"embedder": name}
             dense_info = {"embedder": name, "embedder_reason": reason, "dir": str(dense_dir_for(live)),
                           **asdict(report)}
         if spec.concepts:
-            concepts_info = _build_concepts(spec, docs, index, staging, live, embedder, concept_store, progress)
+            concepts_info = _build_concepts(spec, docs, index, staging, live, embedder, concept_store, progress,
+                                            engine)
         index.write_files(staging, keep_from=live)
     return BuildReport(index_dir=str(spec.out), docs=len(index), vocab=len(index.vocab),
                        postings=int(index.weights.nnz), build_s=index.meta.get("build_s"), lang=language.lang,
@@ -118,7 +129,7 @@ def build_index(spec: IndexSpec, *, docs: Sequence[Doc] | None = None, concept_s
 
 
 def _build_concepts(spec: IndexSpec, docs: list[Doc], index: BM25Index, staging: Path, live: Path,
-                    embedder, concept_store, progress: bool | None) -> dict:
+                    embedder, concept_store, progress: bool | None, engine: RayEngine | None) -> dict:
     """The concept graph, its communities and (``spec.concept_vectors``) its label vectors,
     written into the staging version; only the chunks whose text changed since the live
     folder (or else the store) last kept them are extracted again."""
@@ -131,7 +142,7 @@ def _build_concepts(spec: IndexSpec, docs: list[Doc], index: BM25Index, staging:
     if previous is None and concept_store is not None:
         previous = concept_store.extractions()
     graph, rows, report = ConceptGraph.build(docs, previous=previous, progress=progress,
-                                             what=f"corpus {spec.corpus}")
+                                             what=f"corpus {spec.corpus}", engine=engine)
     info: dict[str, Any] = {"dir": str(concepts_dir_for(live)), **asdict(report)}
     labels = None
     if spec.concept_vectors:

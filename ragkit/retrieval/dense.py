@@ -10,8 +10,11 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
+
+import numpy as np
 
 from ..corpus import Doc
 from ..errors import InputError
@@ -21,7 +24,19 @@ from ..config import Settings
 from ..stores.chroma import ChromaVectors
 from ..stores.vector_file import VectorFile, copy_collection
 
+if TYPE_CHECKING:
+    from ..runtime.ray_engine import RayEngine
+
 COPY = "vectors"        # the chunk vectors' copy in the folder (stores.vector_file), small indexes
+
+
+def _passage_encoder(kind: str) -> Callable[[list[str]], list[np.ndarray]]:
+    """The passage encoder of embedder ``kind`` (loaded once, on a Ray actor): texts to vectors."""
+    embedder = default_embedder(kind)
+
+    def encode(texts: list[str]) -> list[np.ndarray]:
+        return list(embedder.encode_passages(texts, progress=False))
+    return encode
 
 
 @dataclass
@@ -63,13 +78,14 @@ class DenseIndex:
         return hashlib.sha1(f"{self.embedder.vectors_id}|{doc.full_text}".encode("utf-8")).hexdigest()[:16]
 
     def build(self, docs: Sequence[Doc], progress: bool | None = None, batch: int = 512,
-              previous: str | Path | None = None) -> DenseBuild:
+              previous: str | Path | None = None, engine: RayEngine | None = None) -> DenseBuild:
         """Embed the chunks whose text (or model) changed since the last build; drop the rest.
 
         With ``previous`` (the live index's ``dense`` folder) this folder is a new one: the
         unchanged vectors are copied from ``previous``, which is only read, so a build that
         fails or is killed leaves the live vectors as they were. Without it the vectors here
-        are updated in place."""
+        are updated in place. ``engine``: a ``RayEngine`` whose actors embed the changed
+        chunks (each loads the model once; the vectors are the ones this process makes)."""
         started = time.perf_counter()
         if not docs:
             raise InputError("corpus: has no documents to embed")
@@ -85,12 +101,15 @@ class DenseIndex:
             self.vectors.delete(stale)
         from ..runtime.progress import progress_bar
 
+        computed = iter(engine.map_with(partial(_passage_encoder, self.embedder_kind), [d.full_text for d in todo],
+                                        stage="dense", batch=32)) if engine is not None and todo else None
         with progress_bar(total=len(todo), desc=f"embedding ({self.embedder.name})", unit="chunk",
                           progress=progress, disable=not todo) as bar:
             for start in range(0, len(todo), batch):
                 part = todo[start:start + batch]
                 # progress=False: this bar counts the chunks, the embedder draws none of its own
-                vectors = self.embedder.encode_passages([d.full_text for d in part], progress=False)
+                vectors = self.embedder.encode_passages([d.full_text for d in part], progress=False) \
+                    if computed is None else np.stack([next(computed) for _ in part])
                 self.vectors.upsert([d.doc_id for d in part], vectors,
                                     [{"fingerprint": wanted[d.doc_id]} for d in part], [d.title for d in part])
                 fault_point("dense.batch")

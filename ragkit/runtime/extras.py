@@ -28,7 +28,7 @@ from ..errors import MissingExtraError
 DISTRIBUTION = "ragkit-workbench"
 
 EXTRAS = ("llm", "dense", "reference", "neo4j", "server", "notebooks", "fast", "langchain", "llamaindex",
-          "neo4j-graphrag", "bench", "dev", "all")
+          "neo4j-graphrag", "ray", "bench", "dev", "all")
 
 # Import names whose distribution on PyPI is called otherwise.
 DISTRIBUTIONS = {
