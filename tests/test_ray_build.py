@@ -126,6 +126,24 @@ def test_a_cluster_rebuild_reuses_the_unchanged_chunks_as_a_local_one_does(clust
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("ray-cluster")
+def test_the_index_notebook_takes_the_engine_as_a_papermill_parameter(cluster, corpus, local_build, tmp_path):
+    out = tmp_path / "index"
+    done = subprocess.run(cluster.command([
+        *RAGKIT, "run", str(ROOT / "notebooks" / "03_index_build.ipynb"), "--out", str(tmp_path / "runs"), "--json",
+        "-p", "corpus", str(corpus), "-p", "index_dir", str(out), "-p", "dense", "minilm",
+        "-p", "engine", "ray", "-p", "ray_address", cluster.address]), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # The notebook builds no concept graph: everything else is the command line's local build.
+    local = local_build[0]
+    assert [d for d in index_differences(local, out) if not d.startswith(f"only in {local.resolve()}: concepts/")] \
+        == ["differs: meta.json"]
+    metas = [json.loads((where / "meta.json").read_text()) for where in (local, out)]
+    assert metas[0].pop("concepts")
+    assert {k: v for k, v in metas[0].items() if k != "build_s"} == {k: v for k, v in metas[1].items() if k != "build_s"}
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("ray-cluster")
 def test_a_worker_killed_mid_build_is_retried_and_the_index_is_the_same(cluster, corpus, local_build, tmp_path):
     out = tmp_path / "index"
     build = subprocess.Popen(cluster.command([*RAGKIT, *BUILD, "--corpus", str(corpus), "--out", str(out),

@@ -56,7 +56,9 @@ class IndexSpec:
 @dataclass
 class BuildReport:
     """What a build made; ``to_dict`` is ``ragkit index build --json``'s object. ``dense`` and
-    ``concepts`` are None when not built; ``index`` is the BM25 index itself (not printed)."""
+    ``concepts`` are None when not built; ``engine`` is where the per-chunk work ran (a Ray
+    cluster's address, nodes and per-stage timings, ``RayEngine.report``); ``index`` is the
+    BM25 index itself (not printed)."""
 
     index_dir: str
     docs: int
@@ -71,13 +73,14 @@ class BuildReport:
     params: dict
     dense: dict | None = None
     concepts: dict | None = None
+    engine: dict = field(default_factory=lambda: {"name": "local"})
     index: BM25Index | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index_dir, "docs": self.docs, "vocab": self.vocab, "postings": self.postings,
                 "build_s": self.build_s, "lang": self.lang, "lang_detected": self.lang_detected,
                 "lang_reason": self.lang_reason, "languages": self.languages, "tokenizer": self.tokenizer,
-                "params": self.params, "dense": self.dense, "concepts": self.concepts}
+                "params": self.params, "dense": self.dense, "concepts": self.concepts, "engine": self.engine}
 
 
 def build_index(spec: IndexSpec, *, docs: Sequence[Doc] | None = None, concept_store=None,
@@ -125,7 +128,8 @@ def build_index(spec: IndexSpec, *, docs: Sequence[Doc] | None = None, concept_s
                        postings=int(index.weights.nnz), build_s=index.meta.get("build_s"), lang=language.lang,
                        lang_detected=language.detected, lang_reason=language.reason,
                        languages=list(language.languages), tokenizer=index.tokenizer.to_dict(),
-                       params=asdict(spec.params), dense=dense_info, concepts=concepts_info, index=index)
+                       params=asdict(spec.params), dense=dense_info, concepts=concepts_info,
+                       engine=engine.report() if engine is not None else {"name": "local"}, index=index)
 
 
 def _build_concepts(spec: IndexSpec, docs: list[Doc], index: BM25Index, staging: Path, live: Path,

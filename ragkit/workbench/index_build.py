@@ -16,6 +16,9 @@ from ..retrieval.search import load_index
 from .checks import check_type
 
 
+ENGINES = ("local", "ray")
+
+
 @dataclass(frozen=True)
 class IndexBuildParams:
     """Parameters of ``03_index_build``."""
@@ -27,11 +30,17 @@ class IndexBuildParams:
     idf: str = BM25Params.idf
     dense: str = "auto"                  # chunk vectors for dense/hybrid search: auto (multilingual
                                          # E5 for vi, MiniLM for en), an embedder, or "" for none
+    engine: str = "local"                # local (this kernel), or ray: the per-chunk work on a Ray cluster
+    ray_address: str = ""                # engine ray: host:port ("": RAY_ADDRESS, else a cluster started here)
 
     def __post_init__(self) -> None:
         for name, kind in (("corpus", str), ("index_dir", str), ("lang", str),
-                           ("bigrams", bool), ("idf", str), ("dense", str)):
+                           ("bigrams", bool), ("idf", str), ("dense", str), ("engine", str), ("ray_address", str)):
             check_type(name, getattr(self, name), kind)
+        if self.engine not in ENGINES:
+            raise InputError(f"parameter engine: expected one of {', '.join(map(repr, ENGINES))}, got {self.engine!r}")
+        if self.ray_address and self.engine != "ray":
+            raise InputError("parameter ray_address: names a Ray cluster, for engine 'ray' only")
         if self.dense not in ("", *EMBEDDER_CHOICES):
             choices = ", ".join(repr(c) for c in ("", *EMBEDDER_CHOICES))
             raise InputError(f"parameter dense: expected one of {choices}, got {self.dense!r}")
@@ -48,7 +57,13 @@ def build_index(p: IndexBuildParams, progress: bool | None = None) -> BM25Index:
 
     spec = IndexSpec(corpus=p.corpus, out=p.index_dir, lang=p.lang, bigrams=p.bigrams,
                      params=BM25Params(idf=p.idf), dense=p.dense or None)
-    index = build(spec, progress=progress).index
+    if p.engine == "ray":
+        from ..runtime.ray_engine import RayEngine
+
+        with RayEngine(p.ray_address or None, progress=progress) as engine:
+            index = build(spec, progress=progress, engine=engine).index
+    else:
+        index = build(spec, progress=progress).index
     assert index is not None            # build_index returns the index it wrote
     return index
 
