@@ -177,6 +177,33 @@ def test_a_file_a_worker_cannot_read_is_one_line_naming_it(cluster, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("ray-cluster")
+def test_bm25_shards_on_the_cluster_rank_as_the_whole_index_ties_included(cluster, tmp_path):
+    corpus = tmp_path / "docs"
+    shutil.copytree(HANDBOOK, corpus)
+    # A copy sorted last: its chunks score as the originals do, in another shard.
+    shutil.copy(corpus / "leave.md", corpus / "zz_leave_copy.md")
+    index = tmp_path / "index"
+    subprocess.run([*RAGKIT, "index", "build", "--corpus", str(corpus), "--out", str(index)], check=True,
+                   capture_output=True, timeout=300)
+    queries = tmp_path / "queries.txt"
+    queries.write_text("how many days off do I get each year\nwho signs off a hotel bill from a trip\n"
+                       "may I keep a present from a supplier\nmy laptop was stolen, what now\n"
+                       "steps to ask for parental leave\n", encoding="utf-8")
+    search = ["search", "--index", str(index), "--queries", str(queries), "--method", "bm25", "--k", "6", "--json"]
+    whole = json.loads(subprocess.run([*RAGKIT, *search], capture_output=True, text=True, timeout=300,
+                                      check=True).stdout)
+    done = subprocess.run(cluster.command([*RAGKIT, *search, "--engine", "ray", "--address", cluster.address,
+                                           "--shards", "3"]), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == whole
+    # The ties were there to break: a page and its copy, equal scores, the earlier one first.
+    tied = [(a["doc_id"], b["doc_id"]) for hits in whole["results"].values() for a, b in zip(hits, hits[1:])
+            if a["score"] == b["score"] and b["doc_id"] == "zz_leave_copy.md" + a["doc_id"].removeprefix("leave.md")]
+    assert len(tied) >= 2, whole
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("ray-cluster")
 def test_a_cluster_lost_mid_build_names_the_stage_and_leaves_the_live_index(cluster, corpus, local_build, tmp_path):
     """Last of the module: it stops the cluster."""
     out = tmp_path / "index"
@@ -257,3 +284,18 @@ def test_index_differences_sees_a_changed_array_and_not_a_timing(tmp_path):
     (tmp_path / "a" / "meta.json").write_text(json.dumps({"n": 4, "build_s": 0.1}))
     assert index_differences(tmp_path / "a", tmp_path / "b") == [
         f"only in {tmp_path / 'b'}: extra.txt", "differs: idf.npy", "differs: meta.json"]
+
+
+def test_shards_and_engines_belong_to_a_batch_on_a_cluster(tmp_path):
+    queries = tmp_path / "q.txt"
+    queries.write_text("leave days\n", encoding="utf-8")
+    index = ROOT / "data" / "handbook"
+    for args, line in (
+            (["--query", "leave", "--engine", "ray"], "--engine, --shards: for a batch of queries (--queries) ranked by BM25"),
+            (["--queries", str(queries), "--method", "bm25", "--shards", "2"],
+             "--shards: the index is split across a Ray cluster's actors: give --engine ray"),
+            (["--queries", str(queries), "--method", "bm25", "--engine", "ray"],
+             "--engine ray: a batch is scored on the cluster in shards: give --shards N")):
+        done = subprocess.run([*RAGKIT, "search", "--index", str(index), *args], capture_output=True, text=True,
+                              timeout=300)
+        assert (done.returncode, done.stderr.strip()) == (3, f"ragkit: error: {line}")

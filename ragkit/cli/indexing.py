@@ -42,7 +42,6 @@ def build_index(args: argparse.Namespace, concept_store=None) -> dict:
         with output_lock(args.out):     # one writer: the live index's unchanged chunks are reused
             info = build(spec, docs=corpus.docs, concept_store=concept_store, progress=_progress(args),
                          engine=engine).to_dict()
-    info["engine"] = engine.report() if engine is not None else {"name": "local"}
     if corpus.skipped:
         info["skipped"] = [s.to_dict() for s in corpus.skipped]
     return info
@@ -119,9 +118,19 @@ def search_batch(args: argparse.Namespace) -> int:
         raise InputError("--queries: a batch is ranked by BM25 alone (give --method bm25, without --mmr or --rerank)")
     if args.threads < 1:
         raise InputError(f"--threads: must be at least 1, got {args.threads}")
+    if args.shards is not None and args.engine != "ray":
+        raise InputError("--shards: the index is split across a Ray cluster's actors: give --engine ray")
+    if args.engine == "ray" and args.shards is None:
+        raise InputError("--engine ray: a batch is scored on the cluster in shards: give --shards N")
     queries = read_queries(args.queries)
     index = load_index(args.index)
-    ranked = index.search_many(list(queries.values()), k=args.k, threads=args.threads)
+    if args.shards is not None:
+        from ..retrieval.bm25_shards import ShardedBM25
+
+        with _engine(args):
+            ranked = ShardedBM25(index, args.shards).search_many(list(queries.values()), k=args.k)
+    else:
+        ranked = index.search_many(list(queries.values()), k=args.k, threads=args.threads)
     results = {qid: [{"doc_id": h.doc_id, "score": round(h.score, 6), "title": h.title, "source": h.source}
                      for h in hits] for qid, hits in zip(queries, ranked)}
     human = "\n".join(f"{qid}\t{i + 1}\t{r['score']:.3f}\t{r['doc_id']}"
@@ -138,6 +147,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     if args.queries:
         return search_batch(args)
+    if args.shards is not None or args.engine != "local":
+        raise InputError("--engine, --shards: for a batch of queries (--queries) ranked by BM25")
     query = check_question(args.query)
     index = load_index(args.index)
     config = LexicalConfig(k=args.k, mmr=args.mmr,

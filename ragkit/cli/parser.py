@@ -133,6 +133,12 @@ def _fill_help(parser: argparse.ArgumentParser) -> None:
             action.help = SHARED_HELP[action.dest]
 
 
+def _add_engine_options(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--engine", choices=("local", "ray"), default="local", help=what)
+    p.add_argument("--address", help="--engine ray: the cluster's host:port (default: RAY_ADDRESS, else a "
+                                     "cluster started on this machine for the command)")
+
+
 def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
     """The command line. ``with_pipelines=False`` leaves out the flags that each pipeline
     declares (``ask`` and ``eval answers``), so that other commands need not import the
@@ -156,11 +162,8 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
                         "hybrid+graph; a rebuild re-extracts only the chunks that changed")
     p.add_argument("--concept-vectors", action="store_true", help=CONCEPT_VECTORS_HELP)
     _add_dedupe_option(p, "_id")
-    p.add_argument("--engine", choices=("local", "ray"), default="local",
-                   help="where the per-chunk work runs: this process (default), or a Ray cluster (reading, "
-                        "tokenizing, vectors and concepts as Ray Data stages; the same index)")
-    p.add_argument("--address", help="--engine ray: the cluster's host:port (default: RAY_ADDRESS, else a "
-                                     "cluster started on this machine for the build)")
+    _add_engine_options(p, "where the per-chunk work runs: this process (default), or a Ray cluster (reading, "
+                           "tokenizing, vectors and concepts as Ray Data stages; the same index)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_index_build)
 
@@ -172,6 +175,10 @@ def build_parser(with_pipelines: bool = True) -> argparse.ArgumentParser:
                        help="many queries as one batch (BM25 alone: --method bm25, no --mmr or --rerank): "
                             "a BEIR queries.jsonl, or a text file with one query per line")
     p.add_argument("--threads", type=int, default=1, help="--queries: threads for the batch (default %(default)s)")
+    p.add_argument("--shards", type=int, help="--queries with --engine ray: split the index into this many shards "
+                                              "held by the cluster's actors (the same hits, ties included)")
+    _add_engine_options(p, "--queries: where the batch is scored: this process (default), or shards on a Ray "
+                           "cluster (--shards)")
     p.add_argument("--k", type=int, default=SEARCH_K)
     p.add_argument("--mmr", action="store_true", help="diversify the top 50 with MMR")
     p.add_argument("--mmr-lambda", type=float, default=LEXICAL.mmr_lambda)

@@ -255,23 +255,7 @@ class BM25Index:
         from zero, so the sums are the same to the last bit.
         """
         idx, w = self._postings(query_tokens)
-        n_docs = len(self.docs)
-        if idx.size * 8 >= n_docs:
-            scores = np.bincount(idx, weights=w, minlength=n_docs)
-            mask = np.zeros(n_docs, dtype=bool)
-            mask[idx] = True
-            matched = np.flatnonzero(mask)
-            return matched, scores[matched]
-        if idx.size == 0:
-            return np.empty(0, dtype=np.intp), np.empty(0)
-        order = np.argsort(idx, kind="stable")      # the terms' runs are sorted already: merge sort is fastest
-        by_doc = idx[order]
-        first = np.empty(by_doc.size, dtype=bool)
-        first[0] = True
-        np.not_equal(by_doc[1:], by_doc[:-1], out=first[1:])
-        slot = np.empty(idx.size, dtype=np.intp)
-        slot[order] = np.cumsum(first) - 1
-        return by_doc[first].astype(np.intp, copy=False), np.bincount(slot, weights=w)
+        return matched_scores(idx, w, len(self.docs))
 
     def score_tokens(self, query_tokens: Sequence[str]) -> np.ndarray:
         """BM25 score of every document for a tokenized query (zeros where nothing matches)."""
@@ -550,6 +534,27 @@ class BM25Index:
                    weights=weights, boost=np.load(directory / "boost.npy", mmap_mode="r"), meta=meta)
         index.loaded_from = directory        # the version read: its vectors belong to it
         return index
+
+
+def matched_scores(idx: np.ndarray, w: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """The documents among ``n_docs`` that postings ``idx`` (weights ``w``) reach, ascending,
+    and their summed scores (``BM25Index._scores``; a shard of the index sums the same way)."""
+    if idx.size * 8 >= n_docs:
+        scores = np.bincount(idx, weights=w, minlength=n_docs)
+        mask = np.zeros(n_docs, dtype=bool)
+        mask[idx] = True
+        matched = np.flatnonzero(mask)
+        return matched, scores[matched]
+    if idx.size == 0:
+        return np.empty(0, dtype=np.intp), np.empty(0)
+    order = np.argsort(idx, kind="stable")      # the terms' runs are sorted already: merge sort is fastest
+    by_doc = idx[order]
+    first = np.empty(by_doc.size, dtype=bool)
+    first[0] = True
+    np.not_equal(by_doc[1:], by_doc[:-1], out=first[1:])
+    slot = np.empty(idx.size, dtype=np.intp)
+    slot[order] = np.cumsum(first) - 1
+    return by_doc[first].astype(np.intp, copy=False), np.bincount(slot, weights=w)
 
 
 def _tokenize(tokenizer: Tokenizer, texts: list[str]) -> list[list[str]]:

@@ -164,6 +164,7 @@ def running_ray_cluster(nodes: int = 2, cpus: int = 1, *, timeout: float = 180.0
             # Short: Ray's socket paths under it must fit in 107 bytes.
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="rk-ray-"))
         root = Path(folder)
+        root.mkdir(parents=True, exist_ok=True)
         port = free_port()
         cluster = RayCluster(f"127.0.0.1:{port}", root, network=_network_of_its_own(stack))
         stack.callback(cluster.stop)
