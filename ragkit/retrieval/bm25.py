@@ -319,6 +319,12 @@ class BM25Index:
 
         return top_k_many(self, queries, k, threads=threads, compiled=compiled)
 
+    @staticmethod
+    def takes_boost(query: str, boost: bool | None = None) -> bool:
+        """Whether ``query`` is ranked with the structural boost: ``boost`` when given, else
+        when the query asks for steps or a procedure."""
+        return is_procedural_query(query) if boost is None else boost
+
     def search(self, query: str, k: int = 10, *, boost: bool | None = None,
                candidates: int | None = None) -> list[Hit]:
         """The ``k`` best documents for ``query``.
@@ -332,8 +338,7 @@ class BM25Index:
         matched, bm25 = self._scores(self.tokenizer(query))
         if matched.size == 0:
             return []
-        if boost is None:
-            boost = is_procedural_query(query)
+        boost = self.takes_boost(query, boost)
         extra = self.boost[matched] if boost else np.zeros(matched.size)
         # ranked by position in ``matched``, which is ascending: ties still go to the
         # earlier document
@@ -355,7 +360,7 @@ class BM25Index:
         ranked alone by ``search``."""
         if k < 1:
             raise InputError(f"k: must be at least 1, got {k}")
-        boosted = [boost if boost is not None else is_procedural_query(q) for q in queries]
+        boosted = [self.takes_boost(q, boost) for q in queries]
         plain = [i for i, b in enumerate(boosted) if not b]
         ranked = self.top_k_many([self.tokenizer(queries[i]) for i in plain], k, threads=threads)
         out: list[list[Hit]] = [[] for _ in queries]

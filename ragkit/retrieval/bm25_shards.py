@@ -25,7 +25,6 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from ..runtime.extras import requires_extra
-from .boosting import is_procedural_query
 from .bm25 import BM25Index, Hit, _top_k, matched_scores
 
 
@@ -102,7 +101,7 @@ class ShardedBM25:
         """``BM25Index.search`` of every query (the boost as it decides), scored on the shards."""
         if k < 1:
             raise InputError(f"k: must be at least 1, got {k}")
-        boosted = [boost if boost is not None else is_procedural_query(q) for q in queries]
+        boosted = [self.index.takes_boost(q, boost) for q in queries]
         ranked = self.top_k_many([(self.index.tokenizer(q), b) for q, b in zip(queries, boosted)], k)
         out = []
         for (docs, scores, bm25), b in zip(ranked, boosted):
