@@ -68,9 +68,10 @@ def test_the_core_is_small_and_the_extras_are_complete():
                        "jupyterlab", "papermill", "rank-bm25", "bm25s", "pytest"}
     extras = project["optional-dependencies"]
     assert {"llm", "dense", "neo4j", "server", "notebooks", "fast", "langchain", "llamaindex", "neo4j-graphrag",
-            "all", "bench", "dev"} <= set(extras)
+            "ray", "all", "bench", "dev"} <= set(extras)
     assert "reference" in extras and "reference" not in extras["all"][0]
-    assert extras["all"] == ["ragkit-workbench[llm,dense,neo4j,server,notebooks,fast,langchain,llamaindex,neo4j-graphrag]"]
+    assert extras["all"] == [
+        "ragkit-workbench[llm,dense,neo4j,server,notebooks,fast,langchain,llamaindex,neo4j-graphrag,ray]"]
 
 
 def test_environment_yml_names_the_same_packages_as_pyproject():

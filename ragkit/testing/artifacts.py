@@ -78,7 +78,10 @@ def _chroma_records(folder: Path) -> list[tuple[str, tuple]]:
 
 
 def _collection_names(folder: Path) -> list[str]:
-    import chromadb
+    from ..runtime.extras import requires_extra
+
+    with requires_extra("dense"):
+        import chromadb
 
     client = chromadb.PersistentClient(path=str(folder), settings=chromadb.Settings(anonymized_telemetry=False))
     return sorted(c.name for c in client.list_collections())

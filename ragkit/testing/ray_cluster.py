@@ -161,17 +161,19 @@ def running_ray_cluster(nodes: int = 2, cpus: int = 1, *, timeout: float = 180.0
     """A head and ``nodes - 1`` worker nodes of ``cpus`` CPUs each, stopped on exit."""
     with contextlib.ExitStack() as stack:
         if folder is None:
-            # Short: Ray's socket paths under it must fit in 107 bytes.
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="rk-ray-"))
         root = Path(folder)
         root.mkdir(parents=True, exist_ok=True)
+        # Ray's own folder holds its sockets, whose paths must fit in 107 bytes: a short one.
+        sessions = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rkr-", dir="/tmp",
+                                                                    ignore_cleanup_errors=True)))
         port = free_port()
         cluster = RayCluster(f"127.0.0.1:{port}", root, network=_network_of_its_own(stack))
         stack.callback(cluster.stop)
         cluster.nodes.append(_start_node(cluster,
             ["--head", "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={cpus}",
              "--include-dashboard=false", f"--ray-client-server-port={free_port()}",
-             f"--dashboard-agent-listen-port={free_port()}", f"--temp-dir={root / 't'}"], root / "head.log", timeout))
+             f"--dashboard-agent-listen-port={free_port()}", f"--temp-dir={sessions}"], root / "head.log", timeout))
         for n in range(1, nodes):
             cluster.nodes.append(_start_node(cluster,
                 [f"--address={cluster.address}", "--node-ip-address=127.0.0.1", f"--num-cpus={cpus}",
