@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from ..config import Settings, worker_environment
@@ -93,12 +94,6 @@ def _applied(fn: Callable[[list], list], rows: dict) -> dict:
     return {"i": rows["i"], "y": np.array(out, dtype=object)}
 
 
-def _task(fn: Callable[[list], list]) -> Callable[[dict], dict]:
-    def apply(rows: dict) -> dict:
-        return _applied(fn, rows)
-    return apply
-
-
 def _actor(factory: Callable[[], Callable[[list], list]]) -> type:
     """A class for Ray Data's actor pool: each actor makes its function once (a model loaded
     once per actor). The factory is the class's own attribute, not a constructor argument,
@@ -134,6 +129,7 @@ class RayEngine:
         self.cpus = 0
         self.nodes = 0
         self._started_here = False
+        self._show = False
         self.lost = False
         self._stopped: threading.Event | None = None
 
@@ -170,9 +166,9 @@ class RayEngine:
             raise ClusterError(f"--address {where}: no Ray cluster reachable there "
                                f"({type(exc).__name__}: {_last_line(exc)})") from None
         self._started_here = True
-        self._watch()
         self.dashboard = getattr(context, "dashboard_url", None) or None
         self.address = getattr(context, "address_info", {}).get("gcs_address") or self.address
+        self._watch()
         self.cpus = int(ray.cluster_resources().get("CPU", 0))
         self.nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
         data = ray.data.DataContext.get_current()
@@ -190,22 +186,21 @@ class RayEngine:
         the stage running fails naming itself (Ray alone would end this process a minute
         later with a message of its own)."""
         self.lost = False
-        if not self.address:
+        head = _head(self.address) if self.address else None
+        if head is None:
             return
-        host, _, port = self.address.rpartition(":")
         stopped = self._stopped = threading.Event()
 
         def watch() -> None:
             silent_since = None
             while not stopped.wait(WATCH_S):
-                try:
-                    socket.create_connection((host, int(port)), timeout=CONNECT_S).close()
+                if _refusal(head) is None:
                     silent_since = None
-                except OSError:
-                    silent_since = silent_since or time.monotonic()
-                    if time.monotonic() - silent_since >= LOST_S and not stopped.is_set():
-                        self.lost = True
-                        return
+                    continue
+                silent_since = silent_since or time.monotonic()
+                if time.monotonic() - silent_since >= LOST_S and not stopped.is_set():
+                    self.lost = True
+                    return
 
         threading.Thread(target=watch, name="ragkit-ray-watch", daemon=True).start()
 
@@ -225,7 +220,7 @@ class RayEngine:
         order. ``fn`` takes a list and returns one result per item (a module-level function
         or a ``functools.partial`` of one, so that the workers can import it)."""
         return self._run(items, stage, unit, batch, lambda ds: ds.map_batches(
-            _task(fn), batch_size=1, batch_format="numpy"))
+            partial(_applied, fn), batch_size=1, batch_format="numpy"))
 
     def map_with(self, factory: Callable[[], Callable[[list[T]], list[R]]], items: Sequence[T], *,
                  stage: str, unit: str = "chunk", batch: int = BATCH) -> list[R]:
@@ -300,17 +295,30 @@ class RayEngine:
                 "nodes": self.nodes, "stages": [timing.to_dict() for timing in self.stages]}
 
 
-def _answering(address: str) -> None:
-    """A cluster's ``host:port`` (or ``ray://host:port``) that takes no connection within
-    ``CONNECT_S`` is a one-line error: Ray itself would keep trying for minutes."""
+def _head(address: str) -> tuple[str, int] | None:
+    """The (host, port) of a cluster's ``host:port`` or ``ray://host:port``; None for "auto"
+    or another form Ray reads itself."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        return                               # "auto", or a form Ray reads itself
+    return (host.strip("[]"), int(port)) if host and port.isdigit() else None
+
+
+def _refusal(head: tuple[str, int]) -> OSError | None:
+    """Why the head takes no connection within ``CONNECT_S``; None when it takes one."""
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S).close()
+        socket.create_connection(head, timeout=CONNECT_S).close()
     except OSError as exc:
+        return exc
+    return None
+
+
+def _answering(address: str) -> None:
+    """A cluster's address whose head takes no connection is a one-line error: Ray itself
+    would keep trying for minutes."""
+    head = _head(address)
+    refused = _refusal(head) if head is not None else None
+    if refused is not None:
         raise ClusterError(f"--address {address}: no Ray cluster answers there "
-                           f"({exc.strerror or type(exc).__name__}; start one with 'ray start --head')") from None
+                           f"({refused.strerror or type(refused).__name__}; start one with 'ray start --head')")
 
 
 def _last_line(exc: BaseException) -> str:

@@ -50,24 +50,9 @@ class RayCluster:
     def worker_pids(self, name: str) -> list[int]:
         """The cluster's worker processes whose title holds ``name`` (a Ray worker's title
         is ``ray::<task or actor>``), for a test that kills one."""
-        pids = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if title.startswith("ray::") and name in title and self._ours(int(entry.name)):
-                pids.append(int(entry.name))
-        return pids
-
-    def _ours(self, pid: int) -> bool:
-        """Whether ``pid`` descends from one of this cluster's nodes (its session)."""
-        try:
-            return os.getsid(pid) in {node.pid for node in self.nodes}
-        except OSError:
-            return False
+        sessions = {node.pid for node in self.nodes}
+        return [pid for pid, sid, title in _processes()
+                if sid in sessions and title.startswith("ray::") and name in title]
 
     def kill_worker(self, name: str) -> int | None:
         """SIGKILL one worker process whose title holds ``name``; its pid, None if none runs."""
@@ -144,15 +129,18 @@ def _stop(node: subprocess.Popen) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _session(sid: int) -> list[int]:
-    """The live processes of session ``sid``."""
-    pids = []
+def _processes() -> Iterator[tuple[int, int, str]]:
+    """Every live process: its pid, its session and its title (command line)."""
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
-                if os.getsid(int(entry.name)) == sid:
-                    pids.append(int(entry.name))
-    return pids
+                title = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                yield int(entry.name), os.getsid(int(entry.name)), title
+
+
+def _session(sid: int) -> list[int]:
+    """The live processes of session ``sid``."""
+    return [pid for pid, session, _ in _processes() if session == sid]
 
 
 @contextlib.contextmanager
