@@ -25,7 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from ..config import child_environment
 from ..errors import RagkitError
@@ -94,8 +94,22 @@ def _network_of_its_own(stack: contextlib.ExitStack) -> str | None:
     return None
 
 
-def _start_node(cluster: RayCluster, args: list[str], log: Path, timeout: float) -> subprocess.Popen:
-    """``ray start --block`` with ``args``; returns once it says it started (its output to ``log``)."""
+def _start_node(cluster: RayCluster, args: Callable[[], list[str]], log: Path, timeout: float,
+                attempts: int = 3) -> subprocess.Popen:
+    """``ray start --block`` with ``args()``; returns once it says it started (its output to
+    ``log``). Ray gives a new node a fixed 30 s to register with the head, which a busy
+    machine can miss: such a start is stopped, with what it left running, and tried again
+    with fresh arguments (new ports), up to ``attempts`` times."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return _start_once(cluster, args(), log, timeout)
+        except RagkitError:
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _start_once(cluster: RayCluster, args: list[str], log: Path, timeout: float) -> subprocess.Popen:
     out = log.open("wb")
     node = subprocess.Popen(cluster.command([*_ray_command(), "start", "--block", "--disable-usage-stats", *args]),
                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
@@ -107,6 +121,7 @@ def _start_node(cluster: RayCluster, args: list[str], log: Path, timeout: float)
         if STARTED in text:
             return node
         if node.poll() is not None:
+            _stop(node)
             raise RagkitError(f"ray start exited with {node.returncode}: {text.strip().splitlines()[-1:]}")
         time.sleep(0.5)
     _stop(node)
@@ -155,15 +170,21 @@ def running_ray_cluster(nodes: int = 2, cpus: int = 1, *, timeout: float = 180.0
         # Ray's own folder holds its sockets, whose paths must fit in 107 bytes: a short one.
         sessions = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rkr-", dir="/tmp",
                                                                     ignore_cleanup_errors=True)))
-        port = free_port()
-        cluster = RayCluster(f"127.0.0.1:{port}", root, network=_network_of_its_own(stack))
+        cluster = RayCluster("", root, network=_network_of_its_own(stack))
         stack.callback(cluster.stop)
-        cluster.nodes.append(_start_node(cluster,
-            ["--head", "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={cpus}",
-             "--include-dashboard=false", f"--ray-client-server-port={free_port()}",
-             f"--dashboard-agent-listen-port={free_port()}", f"--temp-dir={sessions}"], root / "head.log", timeout))
+
+        def head() -> list[str]:
+            port = free_port()
+            cluster.address = f"127.0.0.1:{port}"
+            return ["--head", "--node-ip-address=127.0.0.1", f"--port={port}", f"--num-cpus={cpus}",
+                    "--include-dashboard=false", f"--ray-client-server-port={free_port()}",
+                    f"--dashboard-agent-listen-port={free_port()}", f"--temp-dir={sessions}"]
+
+        def worker() -> list[str]:
+            return [f"--address={cluster.address}", "--node-ip-address=127.0.0.1", f"--num-cpus={cpus}",
+                    f"--dashboard-agent-listen-port={free_port()}"]
+
+        cluster.nodes.append(_start_node(cluster, head, root / "head.log", timeout))
         for n in range(1, nodes):
-            cluster.nodes.append(_start_node(cluster,
-                [f"--address={cluster.address}", "--node-ip-address=127.0.0.1", f"--num-cpus={cpus}",
-                 f"--dashboard-agent-listen-port={free_port()}"], root / f"node{n}.log", timeout))
+            cluster.nodes.append(_start_node(cluster, worker, root / f"node{n}.log", timeout))
         yield cluster
