@@ -305,3 +305,30 @@ def test_shards_and_engines_belong_to_a_batch_on_a_cluster(tmp_path):
         done = subprocess.run([*RAGKIT, "search", "--index", str(index), *args], capture_output=True, text=True,
                               timeout=300)
         assert (done.returncode, done.stderr.strip()) == (3, f"ragkit: error: {line}")
+
+
+def test_a_node_that_misses_its_start_is_stopped_and_started_again(tmp_path, monkeypatch):
+    """Ray gives a node a fixed time to register; a start that misses it is tried again with
+    fresh arguments, and one that never starts is the last attempt's error."""
+    from ragkit.errors import RagkitError
+    from ragkit.testing import ray_cluster
+
+    tries = tmp_path / "tries"
+    fake = tmp_path / "ray"
+    fake.write_text("#!/bin/sh\necho \"$@\" >> " + str(tries) + "\n"
+                    "[ $(wc -l < " + str(tries) + ") -ge 2 ] || { echo 'timed out during startup'; exit 1; }\n"
+                    "echo 'Ray runtime started.'\nexec sleep 60\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(ray_cluster, "_ray_command", lambda: [str(fake)])
+    ports = iter(range(7000, 7010))
+    cluster = ray_cluster.RayCluster("", tmp_path)
+    node = ray_cluster._start_node(cluster, lambda: [f"--port={next(ports)}"], tmp_path / "node.log", timeout=30)
+    try:
+        assert [line.split()[-1] for line in tries.read_text().splitlines()] == ["--port=7000", "--port=7001"]
+        assert node.poll() is None
+    finally:
+        ray_cluster._stop(node)
+
+    fake.write_text("#!/bin/sh\necho 'The current node timed out during startup.'\nexit 1\n")
+    with pytest.raises(RagkitError, match="exited with 1.*timed out during startup"):
+        ray_cluster._start_node(cluster, lambda: [], tmp_path / "node.log", timeout=30, attempts=2)
