@@ -83,9 +83,11 @@ def manual_docs():
 @pytest.fixture(scope="session")
 def manual_index(manual_docs):
     from ragkit.retrieval.bm25 import BM25Index
+    from ragkit.retrieval.boosting import structural_boost_scores
     from ragkit.text import Tokenizer
 
-    return BM25Index.build(manual_docs, Tokenizer(bigrams=True), progress=False)
+    return BM25Index.build(manual_docs, Tokenizer(bigrams=True), progress=False,
+                           boost_scores=structural_boost_scores)
 
 
 @pytest.fixture(scope="session")

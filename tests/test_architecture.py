@@ -189,10 +189,10 @@ def test_settings_come_from_the_environment_given():
 # them on a raw question (each with why). A new call elsewhere should read the question's
 # reading from the context (``AskContext.reading``) instead.
 QUESTION_READERS = ("answer_shape", "question_descriptions", "question_focus", "alternatives", "joined",
-                    "question_language", "asks_for_steps", "is_procedural_query", "read_question")
+                    "question_language", "asks_for_steps", "read_question")
 STILL_READ_ELSEWHERE = {
     "ragkit/retrieval/search.py": {"question_language"},     # resolve_method without a reading (search, eval)
-    "ragkit/retrieval/bm25.py": {"is_procedural_query"},     # the index's own boost of a procedural query
+    "ragkit/retrieval/boosting.py": {"asks_for_steps"},      # the lexical boost's default (search, eval: no reading)
     "ragkit/pipelines/base.py": {"read_question"},           # AskContext.reading: the one place a reading is made
 }
 

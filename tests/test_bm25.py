@@ -10,7 +10,7 @@ from ragkit.corpus import Doc
 from ragkit.errors import IndexFormatError, InputError
 from ragkit.retrieval import bm25 as bm25_module
 from ragkit.retrieval.bm25 import BM25Index, BM25Params
-from ragkit.retrieval.boosting import is_procedural_query, structural_boost
+from ragkit.retrieval.boosting import structural_boost, takes_boost
 from ragkit.retrieval.scoring import idf_lucene, idf_okapi, idf_robertson, select_idf
 from ragkit.text import Tokenizer
 
@@ -113,16 +113,22 @@ def test_search_only_returns_documents_sharing_a_term(manual_index):
     assert manual_index.search("xyzzy", k=10) == []
 
 
-def test_structural_boost_for_procedural_questions(manual_index):
-    assert is_procedural_query("Các bước vận hành máy phay?")
-    assert is_procedural_query("quy trinh bao duong")  # typed without accents
-    assert not is_procedural_query("Máy phay là gì?")
+def test_structural_boost_for_procedural_questions(manual_index, manual_docs):
+    assert takes_boost("Các bước vận hành máy phay?")
+    assert takes_boost("quy trinh bao duong")  # typed without accents
+    assert not takes_boost("Máy phay là gì?")
+    assert takes_boost("Máy phay là gì?", asked=True) and not takes_boost("các bước", asked=False)
     assert structural_boost("Bước 1: Làm sạch\nBước 2: Gá phôi") == pytest.approx(0.3)
     assert structural_boost("Quy trình gồm:\nBước 1: x") == pytest.approx(0.45)
-    boosted = manual_index.search("Các bước vận hành máy phay", k=3)
+    boosted = manual_index.search("Các bước vận hành máy phay", k=3, boost=True)
     assert boosted[0].boost > 0 and boosted[0].score == pytest.approx(boosted[0].bm25 + boosted[0].boost)
-    plain = manual_index.search("Các bước vận hành máy phay", k=3, boost=False)
+    plain = manual_index.search("Các bước vận hành máy phay", k=3)     # the index decides nothing itself
     assert all(h.boost == 0 and h.score == h.bm25 for h in plain)
+    # Built without boost scores, an index has none, and a boosted search ranks as a plain one.
+    bare = BM25Index.build(manual_docs, manual_index.tokenizer, progress=False)
+    assert not bare.boost.any()
+    assert [(h.doc_id, h.score) for h in bare.search("Các bước vận hành máy phay", k=5, boost=True)] == \
+        [(h.doc_id, h.score) for h in manual_index.search("Các bước vận hành máy phay", k=5)]
 
 
 def test_save_and_load_round_trip(manual_index, manual_index_dir):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Iterator
 from ..config import CONCEPT_METHODS, DEFAULT_LANG, GRAPH_METHODS
 from ..errors import InputError
 from ..retrieval.bm25 import BM25Params
+from ..retrieval.boosting import takes_boost
 from .output import _emit, _progress
 
 if TYPE_CHECKING:
@@ -124,13 +125,14 @@ def search_batch(args: argparse.Namespace) -> int:
         raise InputError("--engine ray: a batch is scored on the cluster in shards: give --shards N")
     queries = read_queries(args.queries)
     index = load_index(args.index)
+    boosted = [takes_boost(q) for q in queries.values()]      # the lexical default: procedural questions
     if args.shards is not None:
         from ..retrieval.bm25_shards import ShardedBM25
 
         with _engine(args):
-            ranked = ShardedBM25(index, args.shards).search_many(list(queries.values()), k=args.k)
+            ranked = ShardedBM25(index, args.shards).search_many(list(queries.values()), k=args.k, boost=boosted)
     else:
-        ranked = index.search_many(list(queries.values()), k=args.k, threads=args.threads)
+        ranked = index.search_many(list(queries.values()), k=args.k, boost=boosted, threads=args.threads)
     results = {qid: [{"doc_id": h.doc_id, "score": round(h.score, 6), "title": h.title, "source": h.source}
                      for h in hits] for qid, hits in zip(queries, ranked)}
     human = "\n".join(f"{qid}\t{i + 1}\t{r['score']:.3f}\t{r['doc_id']}"

@@ -18,6 +18,7 @@ from ..config import DEFAULT_LANG, FUSIONS, GRAPH_METHODS, METHODS, LexicalConfi
 from ..corpus import load_beir_queries, load_corpus, load_qrels
 from ..errors import InputError
 from ..retrieval.bm25 import BM25Index, BM25Params, Hit
+from ..retrieval.boosting import structural_boost_scores, takes_boost
 from ..text import Tokenizer
 from .metrics import METRICS, mean_metrics, per_query_metrics
 from .trec import drop_identical_ids, read_trec_run, write_trec_run
@@ -115,7 +116,7 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     # The BM25 index is built for every method: it holds the documents the hits point to.
     started = time.perf_counter()
     index = BM25Index.for_corpus(docs, lang, accents=accents, bigrams=bigrams, tokenizer=tokenizer,
-                                 params=params, progress=progress)
+                                 params=params, progress=progress, boost_scores=structural_boost_scores)
     index_s = time.perf_counter() - started
     language = index.language
     dense = build = None
@@ -143,7 +144,8 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     if method == "bm25" and not config.mmr and reranker is None:
         # one batch: the same hits retrieve gives (the ranking's top k), far faster
         batch = dict(zip(judged, index.search_many([all_queries[q] for q in judged], k=config.k,
-                                                   boost=config.boost, threads=threads)))
+                                                   boost=[takes_boost(all_queries[q], config.boost)
+                                                          for q in judged], threads=threads)))
     for qid in progress_bar(judged, desc="queries", unit="q", progress=progress):
         steps: dict = {"method": "bm25", "ranked": batch.get(qid, [])}
         if qid in batch:

@@ -19,7 +19,7 @@ from functools import partial
 from itertools import chain, islice
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -31,7 +31,6 @@ from ..errors import IndexFormatError, InputError
 from ..testing.faults import fault_point
 from ..stores.files import atomic_dir
 from ..text import LanguageChoice, Tokenizer, choose_language, tokenizer_for
-from .boosting import is_procedural_query, structural_boost_scores
 from .docs_file import BLOCK_TABLE, BLOCKS_FILE, DocBlocks, DocBlockWriter, DocsFile, write_doc_blocks
 from .scoring import select_idf, tf_saturation
 
@@ -47,6 +46,9 @@ BUILD_BLOCK = 65_536       # documents whose postings are counted together while
 # The weight matrix's arrays, each memory-mapped at load (an index of an earlier ragkit has
 # them in one weights.npz, read whole).
 WEIGHT_ARRAYS = ("weights.indptr.npy", "weights.indices.npy", "weights.data.npy")
+# A score for each of a block of document texts, kept as the index's ``boost`` and added to
+# their BM25 scores when a search asks (the lexical pipeline's structural boost: boosting.py).
+DocScores = Callable[[Sequence[str]], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -108,9 +110,9 @@ class BM25Index:
     @classmethod
     def build(cls, docs: Sequence[Doc], tokenizer: Tokenizer | None = None,
               params: BM25Params | None = None, *, progress: bool | None = None,
-              engine: RayEngine | None = None) -> "BM25Index":
+              engine: RayEngine | None = None, boost_scores: DocScores | None = None) -> "BM25Index":
         """Tokenize ``docs`` (here, or by ``engine``'s workers: the same token lists) and
-        precompute their BM25 weights."""
+        precompute their BM25 weights (and ``boost_scores`` of their texts, else no boost)."""
         tokenizer = tokenizer or Tokenizer()
         docs = list(docs)
         if not docs:
@@ -124,7 +126,7 @@ class BM25Index:
         else:
             tokens = (tokenizer(d.full_text) for d in
                       progress_bar(docs, desc="tokenize", unit="doc", progress=progress))
-        index = cls.from_tokens(tokens, params, docs=docs, tokenizer=tokenizer)
+        index = cls.from_tokens(tokens, params, docs=docs, tokenizer=tokenizer, boost_scores=boost_scores)
         index.meta["build_s"] = round(time.perf_counter() - started, 4)
         return index
 
@@ -132,14 +134,14 @@ class BM25Index:
     def for_corpus(cls, docs: Sequence[Doc], lang: str = "auto", *, accents: bool = False,
                    bigrams: bool | None = None, tokenizer: Tokenizer | None = None,
                    params: BM25Params | None = None, progress: bool | None = None,
-                   engine: RayEngine | None = None) -> "BM25Index":
+                   engine: RayEngine | None = None, boost_scores: DocScores | None = None) -> "BM25Index":
         """``build`` with the tokenizer ``--lang`` selects: "auto" takes the documents'
         language (``text.detect_language``), a given ``tokenizer`` wins over ``lang``. The
         choice, and the languages the documents are in, are kept in ``meta["language"]``."""
         docs = list(docs)
         choice = choose_language(tokenizer.lang if tokenizer else lang, [d.full_text for d in docs])
         tokenizer = tokenizer or tokenizer_for(choice.lang, accents=accents, bigrams=bigrams)
-        index = cls.build(docs, tokenizer, params, progress=progress, engine=engine)
+        index = cls.build(docs, tokenizer, params, progress=progress, engine=engine, boost_scores=boost_scores)
         index.meta["language"] = choice.to_dict()
         return index
 
@@ -155,7 +157,7 @@ class BM25Index:
     @classmethod
     def from_tokens(cls, corpus_tokens: Iterable[Sequence[str]], params: BM25Params | None = None,
                     *, docs: Iterable[Doc] | None = None,
-                    tokenizer: Tokenizer | None = None) -> "BM25Index":
+                    tokenizer: Tokenizer | None = None, boost_scores: DocScores | None = None) -> "BM25Index":
         """Build from token lists (benchmarks feed every library the same; ``build`` feeds
         them as it tokenizes). Both ``corpus_tokens`` and ``docs`` are read once, in step,
         a block of documents at a time: the postings of a block become three flat arrays
@@ -163,7 +165,8 @@ class BM25Index:
         postings' final arrays and their sort, not a Python object per posting. ``docs``
         given as a list stay the index's documents; given as any other iterable (a
         generator) they are written, compressed, to a file beside the process and read back
-        by offset, so they are never all in memory."""
+        by offset, so they are never all in memory. ``boost_scores`` gives each document's
+        boost from its text (a block at a time); without it every boost is zero."""
         params = params or BM25Params()
         vocab: dict[str, int] = {}
         spool = tempfile.TemporaryDirectory(prefix="ragkit-docs-") if docs is not None and \
@@ -190,8 +193,8 @@ class BM25Index:
                 counts_part.append(counts.astype(np.int32))
                 lengths_part.append(lengths)
                 texts = _block_docs(doc_iter, kept, n_docs, len(block), writer)
-                boost_part.append(structural_boost_scores([d.full_text for d in texts]) if texts is not None
-                                  else np.zeros(len(block)))
+                boost_part.append(np.asarray(boost_scores([d.full_text for d in texts]), dtype=np.float64)
+                                  if boost_scores is not None and texts is not None else np.zeros(len(block)))
                 n_docs += len(block)
             if doc_iter is not None and kept is None and next(doc_iter, None) is not None:
                 raise InputError("corpus: more documents than token lists")
@@ -319,18 +322,11 @@ class BM25Index:
 
         return top_k_many(self, queries, k, threads=threads, compiled=compiled)
 
-    @staticmethod
-    def takes_boost(query: str, boost: bool | None = None) -> bool:
-        """Whether ``query`` is ranked with the structural boost: ``boost`` when given, else
-        when the query asks for steps or a procedure."""
-        return is_procedural_query(query) if boost is None else boost
-
-    def search(self, query: str, k: int = 10, *, boost: bool | None = None,
+    def search(self, query: str, k: int = 10, *, boost: bool = False,
                candidates: int | None = None) -> list[Hit]:
         """The ``k`` best documents for ``query``.
 
-        boost: add the structural boost (``boosting.py``); None applies it when the query
-            asks for steps or a procedure ("các bước", "quy trình", "trình tự").
+        boost: add each document's boost (given at build, ``boost_scores``) to its score.
         candidates: rank this many (at least k) before cutting, e.g. 50 for MMR.
         """
         if k < 1:
@@ -338,7 +334,6 @@ class BM25Index:
         matched, bm25 = self._scores(self.tokenizer(query))
         if matched.size == 0:
             return []
-        boost = self.takes_boost(query, boost)
         extra = self.boost[matched] if boost else np.zeros(matched.size)
         # ranked by position in ``matched``, which is ascending: ties still go to the
         # earlier document
@@ -352,15 +347,14 @@ class BM25Index:
                             title=d.title, source=d.source))
         return hits
 
-    def search_many(self, queries: Sequence[str], k: int = 10, *, boost: bool | None = None,
+    def search_many(self, queries: Sequence[str], k: int = 10, *, boost: bool | Sequence[bool] = False,
                     threads: int = 1) -> list[list[Hit]]:
-        """``search(query, k, boost=boost)`` for every query, the same hits, ranked as one
-        batch (``top_k_many``: compiled with ``ragkit-workbench[fast]``, on ``threads`` cores). A query
-        that takes the structural boost (``boost=True``, or None and it asks for steps) is
-        ranked alone by ``search``."""
+        """``search(query, k, boost=...)`` for every query, the same hits, ranked as one
+        batch (``top_k_many``: compiled with ``ragkit-workbench[fast]``, on ``threads`` cores).
+        ``boost`` is one for all or one per query; a boosted query is ranked alone by ``search``."""
         if k < 1:
             raise InputError(f"k: must be at least 1, got {k}")
-        boosted = [self.takes_boost(q, boost) for q in queries]
+        boosted = per_query(boost, len(queries))
         plain = [i for i, b in enumerate(boosted) if not b]
         ranked = self.top_k_many([self.tokenizer(queries[i]) for i in plain], k, threads=threads)
         out: list[list[Hit]] = [[] for _ in queries]
@@ -636,6 +630,15 @@ _QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")     # "(painter)" after a title's 
 
 def _title_key(title: str) -> str:
     return " ".join(re.findall(r"\w+", title.casefold()))
+
+
+def per_query(boost: bool | Sequence[bool], n: int) -> list[bool]:
+    """``boost`` for each of ``n`` queries: one value for all, or one each."""
+    if isinstance(boost, bool):
+        return [boost] * n
+    if len(boost) != n:
+        raise InputError(f"boost: {len(boost)} values for {n} queries")
+    return [bool(b) for b in boost]
 
 
 def _top_k(indices: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from ..runtime.extras import requires_extra
-from .bm25 import BM25Index, Hit, _top_k, matched_scores
+from .bm25 import BM25Index, Hit, _top_k, matched_scores, per_query
 
 
 Ranked = tuple[np.ndarray, np.ndarray, np.ndarray]     # documents, scores, BM25 scores (best first)
@@ -97,11 +97,13 @@ class ShardedBM25:
         parts = ray.get([shard.top_k.remote(list(queries), k) for shard in self.actors])
         return [merged_top_k(per_shard, k) for per_shard in zip(*parts)]
 
-    def search_many(self, queries: Sequence[str], k: int = 10, *, boost: bool | None = None) -> list[list[Hit]]:
-        """``BM25Index.search`` of every query (the boost as it decides), scored on the shards."""
+    def search_many(self, queries: Sequence[str], k: int = 10, *,
+                    boost: bool | Sequence[bool] = False) -> list[list[Hit]]:
+        """``BM25Index.search_many`` of every query (``boost``: one for all or one each),
+        scored on the shards."""
         if k < 1:
             raise InputError(f"k: must be at least 1, got {k}")
-        boosted = [self.index.takes_boost(q, boost) for q in queries]
+        boosted = per_query(boost, len(queries))
         ranked = self.top_k_many([(self.index.tokenizer(q), b) for q, b in zip(queries, boosted)], k)
         out = []
         for (docs, scores, bm25), b in zip(ranked, boosted):

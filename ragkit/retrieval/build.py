@@ -22,6 +22,7 @@ from ..config import DEFAULT_LANG
 from ..corpus import Doc
 from ..errors import InputError
 from .bm25 import BM25Index, BM25Params
+from .boosting import structural_boost_scores
 
 if TYPE_CHECKING:
     from ..runtime.ray_engine import RayEngine
@@ -101,7 +102,8 @@ def build_index(spec: IndexSpec, *, docs: Sequence[Doc] | None = None, concept_s
         docs = load_corpus(spec.corpus, spec.dedupe) if engine is None else \
             read_corpus(spec.corpus, spec.dedupe, engine=engine).docs
     index = BM25Index.for_corpus(docs, spec.lang, accents=spec.keep_accents, bigrams=spec.bigrams,
-                                 params=spec.params, progress=progress, engine=engine)
+                                 params=spec.params, progress=progress, engine=engine,
+                                 boost_scores=structural_boost_scores)
     index.meta["corpus"] = str(Path(spec.corpus).resolve())
     language = index.language
     dense_info = concepts_info = None

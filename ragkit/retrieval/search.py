@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..runtime.profiler import Profiler
 from ..text.question import question_language
 from .bm25 import BM25Index, Hit
+from .boosting import takes_boost
 from .mmr import mmr_rerank
 
 
@@ -149,7 +150,7 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
     ranked: list[Hit] = []
     if method != "dense":
         with profiler.stage("retrieval"):
-            ranked = index.search(question, k=depth, boost=config.boost)
+            ranked = index.search(question, k=depth, boost=takes_boost(question, config.boost))
     if method != "bm25":
         if dense is None:
             raise InputError(f"--method {method}: this index has no dense vectors "
