@@ -13,7 +13,8 @@ import json
 
 from _common import ROOT, SHARED, write
 from pathquestion import convert
-from ragkit.multihop.graph import GraphQueryParams, GraphRAG
+from ragkit.config import GraphConfig
+from ragkit.multihop.graph import GraphRAG
 
 MARGINS = (0.01, 0.02, 0.03, 0.05)
 
@@ -26,7 +27,7 @@ def main() -> None:
     edges, questions = convert(SHARED / "pathquestion" / "2H-kb.txt", SHARED / "pathquestion" / "PQ-2H.txt", work)
     GraphRAG.build(edges, work / "graph", progress=False)
     rag = GraphRAG.load(work / "graph")
-    widest = GraphQueryParams(ambiguity_margin=max(MARGINS))
+    widest = GraphConfig(ambiguity_margin=max(MARGINS))
     rows = []
     for line in questions.read_text(encoding="utf-8").splitlines()[::args.every]:
         item = json.loads(line)
@@ -43,7 +44,7 @@ def main() -> None:
                                   1 for right, g in noted if not right and any(ok for _, ok in g))}
     result = {"questions": len(rows), "right": sum(1 for right, _ in rows if right),
               "wrong": sum(1 for right, _ in rows if not right), "by_margin": table,
-              "default_margin": GraphQueryParams().ambiguity_margin}
+              "default_margin": GraphConfig().ambiguity_margin}
     print(json.dumps(result, indent=1))
     write("ambiguity", result)
 

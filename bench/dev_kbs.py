@@ -28,7 +28,8 @@ from collections import Counter, defaultdict
 
 from _common import OUT, ROOT, write
 from threehop import write_edges
-from ragkit.multihop.graph import GraphQueryParams, GraphRAG
+from ragkit.config import GraphConfig
+from ragkit.multihop.graph import GraphRAG
 
 SEED = 7
 SYLLABLES = ("ka", "lo", "ver", "mi", "tan", "sor", "el", "dri", "ba", "nu", "qui", "res", "ol", "fen", "ga", "th",
@@ -327,7 +328,7 @@ def questions(kb: str, triples, vocabulary: dict, per_hops: int) -> list[dict]:
     return out
 
 
-def measure(rag: GraphRAG, items: list[dict], params: GraphQueryParams | None = None) -> dict:
+def measure(rag: GraphRAG, items: list[dict], params: GraphConfig | None = None) -> dict:
     for item in items[:5]:                          # load the embedder, fill the memos
         rag.query(item["question"], params)
     hits, times, misses = 0, [], []
@@ -373,10 +374,10 @@ def main() -> None:
     parser.add_argument("--kbs", nargs="+", default=list(KBS), choices=list(KBS))
     parser.add_argument("--reuse", action="store_true", help="query the graphs an earlier run built (same seed)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                        help="a query parameter other than its default (GraphQueryParams), e.g. type_weight=0")
+                        help="a query parameter other than its default (GraphConfig), e.g. type_weight=0")
     args = parser.parse_args()
     work = ROOT / "outputs" / "dev_kbs"
-    params = GraphQueryParams(**{k: float(v) if "." in v else int(v) for k, v in (p.split("=", 1) for p in args.param)})
+    params = GraphConfig(**{k: float(v) if "." in v else int(v) for k, v in (p.split("=", 1) for p in args.param)})
     result: dict = {}
     for kb in args.kbs:
         make, vocabulary = KBS[kb]

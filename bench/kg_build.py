@@ -17,7 +17,7 @@ from _common import SHARED, median_time, write
 from ragkit.stores.neo4j_launcher import running_neo4j
 from ragkit.specs.neo4j_store import Neo4jStore
 from ragkit.specs.nx_store import NetworkXStore
-from ragkit.pipelines.spec import resolve_term
+from ragkit.specs.evidence import resolve_term
 from ragkit.specs.build import parse_specs
 
 SPECS = ["21905-h20.docx", "29500-ia0.docx", "23501-g40.pdf"]

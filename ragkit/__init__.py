@@ -36,7 +36,7 @@ _EXPORTS: dict[str, str] = {
     "BuildReport": "retrieval.build",
     # configs
     "LexicalConfig": "config", "GraphConfig": "config", "LLMConfig": "config", "Settings": "config",
-    "SpecConfig": "pipelines.spec",
+    "SpecConfig": "config", "ChainConfig": "config", "CausalConfig": "config", "KGConfig": "config",
     # the pipelines and their answers
     "Answer": "pipelines.base", "Citation": "pipelines.base", "Trace": "pipelines.base",
     "Sources": "pipelines.base", "Pipeline": "pipelines", "PIPELINES": "pipelines", "get_pipeline": "pipelines",
@@ -57,7 +57,8 @@ if TYPE_CHECKING:      # what a type checker sees ("x as x": exported); at run t
     # imported on first use
     __version__: str
     from .config import (
-        GraphConfig as GraphConfig, LexicalConfig as LexicalConfig, LLMConfig as LLMConfig, Settings as Settings)
+        CausalConfig as CausalConfig, ChainConfig as ChainConfig, GraphConfig as GraphConfig, KGConfig as KGConfig,
+        LexicalConfig as LexicalConfig, LLMConfig as LLMConfig, Settings as Settings, SpecConfig as SpecConfig)
     from .corpus import (
         chunk_markdown as chunk_markdown, Doc as Doc, load_beir_corpus as load_beir_corpus,
         load_beir_queries as load_beir_queries, load_corpus as load_corpus,
@@ -74,7 +75,7 @@ if TYPE_CHECKING:      # what a type checker sees ("x as x": exported); at run t
     from .pipelines.graph_rag import ask_graph as ask_graph
     from .pipelines.kg import ask_kg as ask_kg
     from .pipelines.lexical import ask_lexical as ask_lexical
-    from .pipelines.spec import ask_spec as ask_spec, SpecConfig as SpecConfig
+    from .pipelines.spec import ask_spec as ask_spec
     from .retrieval.bm25 import BM25Index as BM25Index, BM25Params as BM25Params, Hit as Hit
     from .retrieval.build import build_index as build_index, BuildReport as BuildReport, IndexSpec as IndexSpec
     from .retrieval.dense import DenseIndex as DenseIndex

@@ -170,6 +170,66 @@ class GraphConfig:
             _check(getattr(self, name) >= 1, name, f"must be at least 1, got {getattr(self, name)}")
 
 
+@dataclass(frozen=True)
+class SpecConfig:
+    """Spec questions: how many chunks of each kind the evidence takes."""
+
+    section_chunks: int = 2       # dedicated-section chunks per entity
+    function_chunks: int = 2      # function/role chunks per entity
+    relation_chunks: int = 2      # comparison: chunks that name both entities
+    bm25_chunks: int = 5          # other questions
+    description_terms: int = 3    # reverse lookups: dictionary entries whose definitions match
+
+    def __post_init__(self) -> None:
+        for name in ("section_chunks", "function_chunks", "relation_chunks", "bm25_chunks", "description_terms"):
+            _check(getattr(self, name) >= 0, name, f"must be at least 0, got {getattr(self, name)}")
+
+
+CONFIDENCES = ("HIGH", "MEDIUM", "LOW")      # an evidence KG edge's confidence, best first
+
+
+@dataclass(frozen=True)
+class ChainConfig:
+    """Causal questions: the chain search's limits and filters."""
+
+    k_hops: int = 3                  # subgraph radius in hops (2..4)
+    min_edges: int = 2
+    max_edges: int = 4
+    max_chains: int = 3
+    min_confidence: str = "MEDIUM"   # HIGH first, then MEDIUM; LOW only when asked for
+    max_tier: int = 2                # tier_1 / tier_2 sources
+    categories: tuple[str, ...] = ()  # empty: every category
+    max_neighbours: int = 16         # per node, when growing the k-hop subgraph
+    max_predecessors: int = 8        # per node, in the backward chain search
+    max_candidates: int = 2000
+    max_supporting: int = 3
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.k_hops <= 4:
+            raise ValueError(f"k_hops: expected 2..4, got {self.k_hops}")
+        if not 1 <= self.min_edges <= self.max_edges <= 4:
+            raise ValueError(f"chain length: need 1 <= min_edges <= max_edges <= 4, got "
+                             f"{self.min_edges}..{self.max_edges}")
+        if self.min_confidence not in CONFIDENCES:
+            raise ValueError(f"min_confidence: expected HIGH, MEDIUM or LOW, got {self.min_confidence!r}")
+
+
+@dataclass(frozen=True)
+class CausalConfig:
+    """What a causal question may add: when to check conditions, and the chain limits."""
+
+    at: Any = None                      # a time in the weather table (default: its last row)
+    chains: ChainConfig | None = None   # None: ChainConfig's defaults
+
+
+@dataclass(frozen=True)
+class KGConfig:
+    """What a typed-KG question may add: the earlier turns, and whether the model plans."""
+
+    history: tuple = ()
+    llm_planner: bool = False
+
+
 # The ranges a question's options may take (ragkit ask, POST /ask, the notebooks): one table,
 # checked by ``check_range``.
 LIMITS: dict[str, tuple[int, int]] = {
@@ -282,7 +342,7 @@ class Settings:
     api_key: str | None = field(default=None, repr=False)    # RAGKIT_API_KEY (ragkit serve)
     allowed_hosts: tuple[str, ...] = ()                      # RAGKIT_ALLOWED_HOSTS (ragkit serve; comma-separated)
     writer_wait_s: float = 600.0                             # RAGKIT_WRITER_WAIT_S (ragkit.stores.writers)
-    kill_at: str | None = None                               # RAGKIT_KILL_AT (ragkit.testing.faults)
+    kill_at: str | None = None                               # RAGKIT_KILL_AT (ragkit.runtime.faults)
     progress: bool | None = None                             # RAGKIT_PROGRESS (ragkit.runtime.progress)
     shared: str | None = None                                # RAGKIT_SHARED (ragkit data check)
     ray_address: str | None = None                           # RAY_ADDRESS (index build --engine ray)

@@ -261,7 +261,7 @@ def _docx_sections(path: Path) -> list[_Section]:
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
-    from .specs.ingest import docx_segments, docx_text
+    from .documents import docx_segments, docx_text
 
     try:
         document = docx.Document(str(path))
@@ -308,7 +308,7 @@ def _pdf_sections(path: Path) -> list[_Section]:
     specifications. Numbered headings ("1 Introduction", "2.1 Data") that continue the
     numbering from 1 start sections; text before the first one, and a PDF without them, is
     cut page by page."""
-    from .specs.ingest import (is_body_line, is_clause_heading, joins_paragraph, open_pdf, page_furniture,
+    from .documents import (is_body_line, is_clause_heading, joins_paragraph, open_pdf, page_furniture,
                                section_key, split_heading)
 
     _, pages = open_pdf(path, "corpus")

@@ -96,6 +96,63 @@ def test_no_import_cycles():
             visit(node, [node])
 
 
+# The layers docs/architecture.md draws, top to bottom. A module imports only from its own
+# package and from the layers below its package's (imports inside functions count). The
+# package root (``__version__``, the public names imported on first use) stands above all.
+LAYERS = (
+    ("__main__",),
+    ("cli",),
+    ("server", "workbench", "eval", "adapters"),          # entry points
+    ("service",),                                         # the one code path
+    ("pipelines",),                                       # the family and its registry
+    ("specs", "causal", "multihop", "kgqa", "testing"),   # what each pipeline knows
+    ("answer",),                                          # the answer stage
+    ("retrieval",),                                       # lexical, dense and graph retrieval
+    ("concepts",),                                        # the concept graph retrieval walks
+    ("embeddings",),
+    ("llm",),
+    ("stores",),                                          # where things are kept
+    ("corpus",),
+    ("documents", "text", "inputs"),                      # file formats, words, input files
+    ("runtime",),
+    ("config",),
+    ("errors",),
+)
+
+
+def upward_imports(graph: dict[str, set[str]], layers=LAYERS) -> list[str]:
+    """The imports in ``graph`` (module → modules) that go to the same layer's other
+    packages or up, as "a -> b"; a package no layer names is reported too."""
+    rank = {package: i for i, layer in enumerate(layers) for package in layer}
+    found = []
+    for name, targets in sorted(graph.items()):
+        if name == "ragkit":
+            continue
+        source = name.split(".")[1]
+        if source not in rank:
+            found.append(f"{name}: in no layer")
+            continue
+        for target in sorted(targets):
+            package = target.split(".")[1] if target != "ragkit" else None
+            if package is None or package == source:
+                continue
+            if rank.get(package, -1) <= rank[source]:
+                found.append(f"{name} -> {target}")
+    return found
+
+
+def test_imports_point_down_between_the_layers():
+    assert upward_imports({"ragkit.cli.x": {"ragkit.llm.base"}, "ragkit.llm.base": {"ragkit.cli.x"},
+                           "ragkit.eval.a": {"ragkit.server.b"}, "ragkit.newpart.c": set(),
+                           "ragkit.text.w": {"ragkit", "ragkit.text.v"}}) == \
+        ["ragkit.eval.a -> ragkit.server.b", "ragkit.llm.base -> ragkit.cli.x", "ragkit.newpart.c: in no layer"]
+    assert upward_imports(import_graph()) == []
+    drawn = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for layer in LAYERS:
+        for package in layer:
+            assert f"{package}/" in drawn or f"{package}.py" in drawn, f"docs/architecture.md: {package} not drawn"
+
+
 def test_the_top_level_holds_few_modules():
     """The package is grouped by what things are: besides its packages, the top level holds
     only the entry points and what every part uses."""
@@ -117,6 +174,23 @@ def test_the_specs_and_the_typed_kg_do_not_reach_into_each_other():
             assert not any(t.startswith("ragkit.specs") for t in targets), name
         if name.startswith("ragkit.specs"):
             assert not any(t.startswith("ragkit.kgqa") for t in targets), name
+
+
+def test_every_config_is_frozen_and_lives_in_config():
+    """A pipeline's or a stage's options are a ``<name>Config``, frozen, in ``ragkit/config.py``."""
+    import dataclasses
+
+    import ragkit.config
+
+    elsewhere = [f"{path.relative_to(ROOT)}: {node.name}" for path in sorted(PACKAGE.rglob("*.py"))
+                 if path != PACKAGE / "config.py"
+                 for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                 if isinstance(node, ast.ClassDef) and node.name.endswith("Config")]
+    assert elsewhere == []
+    configs = [v for k, v in vars(ragkit.config).items() if k.endswith("Config") and isinstance(v, type)]
+    assert len(configs) >= 7
+    for config in configs:
+        assert dataclasses.is_dataclass(config) and config.__dataclass_params__.frozen, config.__name__
 
 
 # ------------------------------------------------------------------ the environment

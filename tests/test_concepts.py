@@ -13,6 +13,7 @@ from ragkit.concepts.graph import ConceptGraph, read_extractions
 from ragkit.concepts.ppr import personalized_pagerank
 from ragkit.concepts.search import ConceptSearcher
 from ragkit.retrieval.fusion import weighted
+from ragkit.retrieval.search import fuse_with_walk
 from ragkit.corpus import Doc, load_beir_corpus
 from ragkit.errors import InputError
 
@@ -119,7 +120,7 @@ def test_a_saved_graph_keeps_its_linker_keys_for_this_key_version_only(tmp_path,
     another KEY_VERSION are computed again; a count that does not match the names is a
     one-line IndexFormatError."""
     from ragkit.errors import IndexFormatError
-    from ragkit.retrieval.linking import KEY_VERSION, surface_keys
+    from ragkit.text.linking import KEY_VERSION, surface_keys
 
     docs = [musique[f"p{i}"] for i in range(60)]
     graph, rows, _ = ConceptGraph.build(docs, progress=False)
@@ -279,10 +280,10 @@ def test_hybrid_graph_fusion_keeps_the_base_head_and_weighs_the_walk_by_names():
     assert searcher.name_share([]) == 0.0
     base = [("d3", 0.9), ("d4", 0.8), ("d1", 0.1)]
     walked = [("d2", 1.0), ("d1", 0.9), ("d3", 0.1)]
-    ranking, weight = searcher.fuse(base, walked, 1.0)
+    ranking, weight = fuse_with_walk(searcher.params, base, walked, 1.0)
     assert weight == searcher.params.weight
     assert [d for d, _ in ranking][:3] == ["d3", "d4", "d2"]      # the base's first two stay first
-    assert [d for d, _ in searcher.fuse(base, walked, 0.0)[0]] == ["d3", "d4", "d1", "d2"]
+    assert [d for d, _ in fuse_with_walk(searcher.params, base, walked, 0.0)[0]] == ["d3", "d4", "d1", "d2"]
 
 
 def test_a_title_is_the_subject_of_its_chunk(musique):

@@ -1,5 +1,5 @@
 """Faults during writes: a process killed with SIGKILL part-way (``RAGKIT_KILL_AT``, see
-``ragkit/testing/faults.py``), a read-only target and a full disk (a small tmpfs). After each, the
+``ragkit/runtime/faults.py``), a read-only target and a full disk (a small tmpfs). After each, the
 previous artifact loads and answers, the next run succeeds and leaves no temporary file, and
 a reader never sees a moment without an index."""
 

@@ -12,7 +12,8 @@ import pytest
 
 from ragkit.config import LLMConfig
 from ragkit.errors import InputError, StoreUnavailableError
-from ragkit.multihop.graph import GraphQueryParams, GraphRAG
+from ragkit.config import GraphConfig
+from ragkit.multihop.graph import GraphRAG
 from ragkit.pipelines.graph_rag import ask_graph
 
 from .conftest import ROOT, shared, write_edges
@@ -34,7 +35,7 @@ def test_one_anchor_two_hop_path(nobel):
     assert result["entities"] == ["marie curie"] and result["anchors"][0]["node"] == "Marie_Curie"
     assert result["paths"][0]["relations"] == ["spouse", "nationality"] and result["answer"] == "France"
     assert all(n["text"].startswith("Cạnh: ") for n in result["neighbours"])
-    assert len(result["neighbours"]) <= GraphQueryParams().neighbor_top_k
+    assert len(result["neighbours"]) <= GraphConfig().neighbor_top_k
 
 
 def test_two_anchors_are_joined_by_a_path(nobel):

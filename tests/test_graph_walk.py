@@ -8,7 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from ragkit.multihop.graph import AskedWords, GraphQueryParams, GraphRAG, monotone_alignment, question_units
+from ragkit.config import GraphConfig
+from ragkit.multihop.graph import AskedWords, GraphRAG, monotone_alignment, question_units
 
 from .conftest import ROOT, shared, write_edges
 
@@ -73,7 +74,7 @@ def test_three_hops_need_the_beam(mentors):
     assert result["paths"][0]["text"] == ("Ada Lind -[mentor]-> Cy Moss ; Cy Moss -[spouse]-> Di Park ; "
                                           "Di Park -[nationality]-> Norway")
     # keeping only the best first hop follows nationality and stops at Ada's own
-    greedy = mentors.query(question, GraphQueryParams(beam_width=1))
+    greedy = mentors.query(question, GraphConfig(beam_width=1))
     assert greedy["answer"] != "Norway"
 
 
@@ -90,7 +91,7 @@ def test_beam_width_must_be_positive():
     from ragkit.errors import InputError
 
     with pytest.raises(InputError, match="beam_width"):
-        GraphQueryParams(beam_width=0)
+        GraphConfig(beam_width=0)
 
 
 # --------------------------------------------------------------------------- two hops unchanged

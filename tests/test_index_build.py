@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from ragkit import workbench as wb
-from ragkit.eval.generated import generated_corpus
+from ragkit.testing.generated import generated_corpus
 from ragkit.pipelines import get_pipeline
 from ragkit.retrieval.build import BuildReport, IndexSpec, build_index
 

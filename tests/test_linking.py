@@ -1,7 +1,7 @@
-"""Entity linking (ragkit.retrieval.linking): spans of a question matched to what a store knows,
+"""Entity linking (ragkit.text.linking): spans of a question matched to what a store knows,
 tolerant of case, plurals, punctuation, diacritics written or not, and small typos."""
 
-from ragkit.retrieval.linking import Linker, Surface, singular
+from ragkit.text.linking import Linker, Surface, singular
 
 SURFACES = [
     Surface("Service Communication Proxy", "scp-name", "term"),
@@ -82,7 +82,7 @@ def test_saved_keys_carry_the_version_of_the_key_function():
     KEY_VERSION with it, so keys saved by an earlier ragkit are computed again."""
     import hashlib
 
-    from ragkit.retrieval.linking import KEY_VERSION, surface_keys
+    from ragkit.text.linking import KEY_VERSION, surface_keys
 
     digest = hashlib.sha256("\n".join(surface_keys(KEY_SAMPLES)).encode()).hexdigest()[:16]
     assert (KEY_VERSION, digest) == (1, DIGEST_AT_VERSION_1), surface_keys(KEY_SAMPLES)
@@ -94,7 +94,7 @@ DIGEST_AT_VERSION_1 = "b6ce22d124ec52ac"
 def test_a_linker_given_saved_keys_links_as_one_that_computes_them():
     import pytest
 
-    from ragkit.retrieval.linking import surface_keys
+    from ragkit.text.linking import surface_keys
 
     given = Linker(SURFACES, kinds_order=("term", "abbreviation"), keys=surface_keys(s.text for s in SURFACES))
     for question in ("What does the SCP do?", "operating bands of NR", "elementary files (EF)",

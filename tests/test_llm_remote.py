@@ -14,7 +14,8 @@ import pytest
 
 from ragkit.config import LLMConfig, Settings
 from ragkit.errors import GenerationError, InputError, ModelError
-from ragkit.llm.remote import ServerLLM, backoff_s, response_format
+from ragkit.llm.remote import ServerLLM, response_format
+from ragkit.runtime.http import backoff_s
 
 MODELS = {"object": "list", "data": [{"id": "/models/served.gguf", "object": "model"}, {"id": "other"}]}
 MESSAGES = [{"role": "user", "content": "Say yes."}]

@@ -6,7 +6,9 @@ from ragkit.config import LexicalConfig, LLMConfig
 from ragkit.errors import InputError
 from ragkit.llm.base import Generation
 from ragkit.pipelines.base import NOT_ENOUGH_VI
-from ragkit.pipelines.lexical import ask_lexical, extractive_answer, split_sentences
+from ragkit.answer.extractive import extractive_answer
+from ragkit.pipelines.lexical import ask_lexical
+from ragkit.text import split_sentences
 
 SEED_STAGES = {"load_index", "retrieval", "mmr", "token_counting", "generation", "postprocessing"}
 

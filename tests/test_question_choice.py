@@ -11,7 +11,8 @@ from ragkit.answer.stage import Check
 from ragkit.config import LexicalConfig
 from ragkit.corpus import Doc
 from ragkit.pipelines.base import AskContext
-from ragkit.pipelines.lexical import LexicalPipeline, reading_check
+from ragkit.answer.extractive import reading_check
+from ragkit.pipelines.lexical import LexicalPipeline
 from ragkit.retrieval.bm25 import BM25Index
 from ragkit.text.question import alternatives, chosen, read_question
 

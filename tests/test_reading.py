@@ -203,7 +203,7 @@ def test_steps_are_traced_and_bounded(handbook):
 
 def test_reading_check_both_ways():
     from ragkit.answer.stage import grounding_check
-    from ragkit.pipelines.lexical import reading_check
+    from ragkit.answer.extractive import reading_check
     from ragkit.answer.reading import score_sentences
 
     question = "Who is the data protection officer?"
@@ -223,7 +223,7 @@ def test_reading_check_both_ways():
 def test_an_answer_from_evidence_that_does_not_bear_on_the_question_fails():
     from ragkit.answer.stage import grounding_check
     from ragkit.answer.reading import score_sentences
-    from ragkit.pipelines.lexical import reading_check
+    from ragkit.answer.extractive import reading_check
 
     question = "How many employees work in the Oslo branch?"     # the evidence knows no Oslo, no branch
     evidence = ["Larkspur has four offices with about 245 employees in total."]
@@ -356,7 +356,7 @@ def test_a_nested_question_is_read_inside_out(handbook):
 
 
 def test_resupport_puts_the_evidence_sentence_under_the_model_span():
-    from ragkit.pipelines.lexical import resupport
+    from ragkit.answer.extractive import resupport
 
     question = "Who is the data protection officer?"
     shape = answer_shape(question)
@@ -392,7 +392,7 @@ def test_name_parts_leave_out_the_opening_word_and_acronyms():
 
 
 def test_a_sentence_s_capitalised_first_word_is_no_name(manuals):
-    from ragkit.pipelines.lexical import written_lower
+    from ragkit.answer.extractive import written_lower
 
     assert "quy" in written_lower(manuals, ["Quy định an toàn chung của xưởng."])
     assert written_lower(manuals, ["Sofia Ferreira là quản đốc."]) == set()

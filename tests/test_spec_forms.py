@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from ragkit.errors import InputError
-from ragkit.pipelines.spec import Evidence
+from ragkit.pipelines.spec import cite
+from ragkit.specs.evidence import Evidence
 from ragkit.specs.build import build_kg, parse_specs
 from ragkit.specs.ingest import (header_info, load_spec, markdown_blocks, markdown_text, release_of,
                                  split_entries)
@@ -156,11 +157,11 @@ def test_two_versions_of_one_spec_do_not_collide(tmp_path):
 def test_citations_carry_version_and_page():
     chunk = Chunk("ts_23.501@16.4.0:6.2.19:1", "ts_23.501@16.4.0", "6.2.19", "SCP", "text", "function", 0.5,
                   pages=[344, 345])
-    citation = Evidence(chunk, "text", "section").cite(1)
+    citation = cite(Evidence(chunk, "text", "section"), 1)
     assert (citation.spec_id, citation.version, citation.page) == ("ts_23.501@16.4.0", "16.4.0", 344)
     assert citation.source == "ts_23.501@16.4.0 §6.2.19, p. 344"
     markdown = Evidence(Chunk("demo_5gc:4.5:1", "demo_5gc", "4.5", "SCP", "t", "function", 0.5), "t", "section")
-    assert (markdown.cite(2).version, markdown.cite(2).page, markdown.cite(2).source) == ("", 0, "demo_5gc §4.5")
+    assert (cite(markdown, 2).version, cite(markdown, 2).page, cite(markdown, 2).source) == ("", 0, "demo_5gc §4.5")
 
 
 def test_bad_folders_and_markdown_that_is_not_a_spec(tmp_path):

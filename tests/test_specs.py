@@ -9,9 +9,11 @@ import pytest
 
 from ragkit.errors import InputError, StoreUnavailableError
 from ragkit.specs.nx_store import NetworkXStore
-from ragkit.pipelines.spec import analyze_question, ask_spec
+from ragkit.pipelines.spec import ask_spec
+from ragkit.specs.evidence import analyze_question
 from ragkit.specs.build import parse_specs
-from ragkit.specs.ingest import continues, load_spec, section_key, spec_id_from_name
+from ragkit.documents import continues, section_key
+from ragkit.specs.ingest import load_spec, spec_id_from_name
 from ragkit.specs.terms import acronyms_in, split_abbreviation_line, split_definition
 
 from .conftest import DEMO_SPEC, ROOT, shared
@@ -109,7 +111,7 @@ def test_counts(spec_store, parsed_specs):
 
 
 def test_resolution_puts_5g_expansions_first(spec_store):
-    from ragkit.pipelines.spec import resolve_term
+    from ragkit.specs.evidence import resolve_term
 
     scp = resolve_term(spec_store, "SCP")
     # TR 21.905 also expands SCP (read since .docx smart tags no longer hide the abbreviation).

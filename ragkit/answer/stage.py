@@ -52,6 +52,9 @@ from ..text.words import plain
 
 ANSWER_SOURCES = ("model", "fallback", "evidence")
 
+# What an answer without the model says when the evidence is not enough (Vietnamese).
+NOT_ENOUGH_VI = "Không đủ thông tin trong tài liệu để trả lời câu hỏi này."
+
 
 @dataclass(frozen=True)
 class Check:

@@ -25,6 +25,7 @@ from typing import Iterable
 
 import networkx as nx
 
+from ..config import ChainConfig
 from ..text import normalize
 from ..text.cues import HEDGES
 from .direction import OUTCOME_WORDS, AskedDirection, asked_direction, net_direction
@@ -41,32 +42,6 @@ _CATEGORY_WORDS = {
     "seasonal": ("season", "mua dong", "mua he", "winter", "summer"),
     "transport": ("transport", "van chuyen", "long-range", "regional"),
 }
-
-
-@dataclass(frozen=True)
-class ChainConfig:
-    """The chain search's limits and filters."""
-
-    k_hops: int = 3                  # subgraph radius in hops (2..4)
-    min_edges: int = 2
-    max_edges: int = 4
-    max_chains: int = 3
-    min_confidence: str = "MEDIUM"   # HIGH first, then MEDIUM; LOW only when asked for
-    max_tier: int = 2                # tier_1 / tier_2 sources
-    categories: tuple[str, ...] = ()  # empty: every category
-    max_neighbours: int = 16         # per node, when growing the k-hop subgraph
-    max_predecessors: int = 8        # per node, in the backward chain search
-    max_candidates: int = 2000
-    max_supporting: int = 3
-
-    def __post_init__(self) -> None:
-        if not 2 <= self.k_hops <= 4:
-            raise ValueError(f"k_hops: expected 2..4, got {self.k_hops}")
-        if not 1 <= self.min_edges <= self.max_edges <= 4:
-            raise ValueError(f"chain length: need 1 <= min_edges <= max_edges <= 4, got "
-                             f"{self.min_edges}..{self.max_edges}")
-        if self.min_confidence not in CONFIDENCE_POINTS:
-            raise ValueError(f"min_confidence: expected HIGH, MEDIUM or LOW, got {self.min_confidence!r}")
 
 
 @dataclass

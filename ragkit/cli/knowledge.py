@@ -42,7 +42,7 @@ def cmd_kg_import(args: argparse.Namespace) -> int:
 
 def cmd_terms_resolve(args: argparse.Namespace) -> int:
     from ..specs import open_store
-    from ..pipelines.spec import resolve_term
+    from ..specs.evidence import resolve_term
 
     term = _check_term(args.term)
     with open_store(args.store, must_exist=True) as store:

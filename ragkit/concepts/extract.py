@@ -30,7 +30,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..retrieval.linking import singular
+from ..text.linking import singular
 from ..text import (ENGLISH_STOPWORDS, LIST_MARKER, VIETNAMESE_FUNCTION_WORDS, document_language, sentence_spans,
                     strip_accents)
 

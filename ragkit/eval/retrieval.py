@@ -229,7 +229,7 @@ def answer_figures(questions: Mapping[str, str], hits: Mapping[str, Sequence[Hit
     sentences that share the most words with the question, citations removed), the best
     over the gold answers."""
     from ..answer.claims import strip_citations
-    from ..pipelines.lexical import extractive_answer
+    from ..answer.extractive import extractive_answer
     from .answers import best_of, exact_match, holds_gold, token_f1
 
     rows = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..retrieval.linking import Linker, Surface
+from ..text.linking import Linker, Surface
 from ..text.words import terms
 
 
@@ -22,7 +22,7 @@ class Resolved:
 
 
 class NameIndex:
-    """Node names and aliases as linkable surfaces (``ragkit.retrieval.linking``): the question's
+    """Node names and aliases as linkable surfaces (``ragkit.text.linking``): the question's
     spans that name a node, longest first, exact before alias before a misspelling."""
 
     def __init__(self, nodes: list[dict], fuzzy_cutoff: float = 0.85):

@@ -38,14 +38,14 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 from ..runtime.progress import progress_bar
 
-from ..retrieval.linking import Linker, Surface
+from ..text.linking import Linker, Surface
 from ..embeddings import default_embedder
 from ..stores.chroma import ChromaVectors
 from ..stores.vector_file import VectorFile, copy_collection
 from ..config import GraphConfig, Settings
 from ..errors import InputError
 from ..inputs import csv_rows
-from ..testing.faults import fault_point
+from ..runtime.faults import fault_point
 from ..stores.files import atomic_dir
 from ..runtime.profiler import Profiler
 from ..text import normalize, strip_accents
@@ -322,7 +322,7 @@ class GraphRAG:
                 if m.group().lower() not in skip and len(m.group()) > 2]
 
     def _exact_entities(self, question: str) -> list[str]:
-        """Node names the question writes (``ragkit.retrieval.linking``: case, plurals, possessives,
+        """Node names the question writes (``ragkit.text.linking``: case, plurals, possessives,
         punctuation and missing diacritics tolerated), longest first, in question order."""
         found = []
         for link in self.linker.link(question):
@@ -331,7 +331,7 @@ class GraphRAG:
                 found.append(key)
         return found
 
-    def anchors(self, entities: list[str], params: GraphQueryParams) -> list[dict]:
+    def anchors(self, entities: list[str], params: GraphConfig) -> list[dict]:
         out: list[dict] = []
         floor = self.embedder.same_thing_floor if params.min_anchor_score is None else params.min_anchor_score
         exact = {n for entity in entities for n in self._names.get(_key(entity), [])}
@@ -367,7 +367,7 @@ class GraphRAG:
             return {}
         return dict(zip(relations, (self.embedder.encode([display(r) for r in relations]) @ question_vec).tolist()))
 
-    def neighbours(self, question_vec: np.ndarray, anchors: list[str], params: GraphQueryParams) -> list[dict]:
+    def neighbours(self, question_vec: np.ndarray, anchors: list[str], params: GraphConfig) -> list[dict]:
         """Edges of the radius-``depth`` neighbourhood of the anchors (their ego graph),
         at most ``neighbor_candidate_multiplier × neighbor_top_k`` of them, reranked by cosine
         to the question. Each node's edges are taken relation by relation, the relations
@@ -400,7 +400,7 @@ class GraphRAG:
             frontier = following
         return self._rerank(edges, question_vec, params.neighbor_top_k)
 
-    def paths_between(self, question_vec: np.ndarray, anchors: list[str], params: GraphQueryParams) -> list[dict]:
+    def paths_between(self, question_vec: np.ndarray, anchors: list[str], params: GraphConfig) -> list[dict]:
         """Simple paths between anchor pairs in the undirected view, up to ``max_hops`` edges:
         ``path_candidate_multiplier × top_k_paths`` candidates, reranked.
         The walk is bounded: at most ``branch_limit`` neighbours per node are followed and
@@ -470,7 +470,7 @@ class GraphRAG:
                 "relations": [str(h) for h in hops] if hops is not None else [r for _, r, _ in steps],
                 "text": " ; ".join(f"{display(s)} -[{r}]-> {display(t)}" for s, r, t in steps)}
 
-    def paths_from(self, question: str, anchor: str, params: GraphQueryParams,
+    def paths_from(self, question: str, anchor: str, params: GraphConfig,
                    profiler: Profiler | None = None, reading: QuestionReading | None = None) -> list[dict]:
         """Paths that start at the one anchor. Candidate relation sequences
         (up to ``max_hops`` relations) come from a beam search over the anchor's out-relations
@@ -509,7 +509,7 @@ class GraphRAG:
             return walks
 
     def _near_equal(self, anchor: str, ranked: list[tuple[Hop, ...]], scores: dict[tuple[Hop, ...], float],
-                    best: dict, params: GraphQueryParams,
+                    best: dict, params: GraphConfig,
                     follows: dict[tuple[Hop, ...], Counter] | None = None) -> list[dict]:
         """Walks of other relation sequences that score within ``ambiguity_margin`` of the best
         one and end at a node it does not reach: answers the graph supports about as well."""
@@ -638,7 +638,7 @@ class GraphRAG:
         return max((float(self._word_vecs[w] @ asked) - base) / (1.0 - base) for w in known) >= KIND_SIMILARITY
 
     def _walks(self, anchor: str, ranked: list[tuple[Hop, ...]], scores: dict[tuple[Hop, ...], float],
-               params: GraphQueryParams, follows: dict[tuple[Hop, ...], Counter] | None = None) -> list[dict]:
+               params: GraphConfig, follows: dict[tuple[Hop, ...], Counter] | None = None) -> list[dict]:
         """The best sequence's walks from ``anchor`` (with the votes of their ends), then the
         best walk of each following sequence, ``top_k_paths`` in all."""
         out: list[dict] = []
@@ -660,7 +660,7 @@ class GraphRAG:
                 break     # other sequences: their best walk only
         return out
 
-    def relation_beam(self, words: AskedWords, anchor: str, params: GraphQueryParams) -> list[tuple[Hop, ...]]:
+    def relation_beam(self, words: AskedWords, anchor: str, params: GraphConfig) -> list[tuple[Hop, ...]]:
         """Relation sequences that leave ``anchor``, each hop along its edges or against them
         (:meth:`_hops_from`), up to ``max_hops`` long,
         found by beam search rather than listed in full (their number grows as the out-degree
@@ -842,7 +842,7 @@ class GraphRAG:
         return out
 
     # ----------------------------------------------------------------- answer
-    def query(self, question: str, params: GraphQueryParams | None = None,
+    def query(self, question: str, params: GraphConfig | None = None,
               more_entities: list[str] | None = None, profiler: Profiler | None = None,
               reading: QuestionReading | None = None) -> dict:
         """Anchors, neighbours, paths and the answer for ``question``. ``more_entities``
@@ -850,7 +850,7 @@ class GraphRAG:
         ``reading``: the question's reading (the ask's context carries one).
         Each stage is timed in ``profiler`` (entities, anchors, neighbours, paths between
         anchors; with one entity, the walk's relation_beam, sequence_ranking, path_follow)."""
-        params = params or GraphQueryParams()
+        params = params or GraphConfig()
         profiler = profiler or Profiler()
         with profiler.stage("entities"):
             entities = self.extract_entities(question)

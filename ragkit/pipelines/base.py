@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from ..answer.stage import Check, Draft, Outcome, answer
+from ..answer.stage import NOT_ENOUGH_VI, Check, Draft, Outcome, answer
 from ..config import LLMConfig
 from ..errors import InputError
 from ..answer.claims import add_citations, renumber_citations, split_claims
@@ -27,7 +27,6 @@ from ..text.question import QuestionReading, read_question
 if TYPE_CHECKING:
     from ..llm.base import LLM
 
-NOT_ENOUGH_VI = "Không đủ thông tin trong tài liệu để trả lời câu hỏi này."
 
 # The words of an answer's Markdown (``Answer.to_markdown``), by language.
 MARKDOWN_LABELS = {

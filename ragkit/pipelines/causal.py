@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..answer.stage import Check, Draft
-from ..config import LLMConfig
+from ..config import CausalConfig, ChainConfig, LLMConfig
 from ..errors import InputError
 from ..llm.base import LLM
 from .base import Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace
 
 if TYPE_CHECKING:
-    from ..causal.chains import Chain, ChainConfig
+    from ..causal.chains import Chain
     from ..causal.kg import EvidenceKG
 
 # The evidence KG and its chains (networkx) and the condition checks (pandas) are imported
@@ -64,7 +64,7 @@ class CausalPipeline(Pipeline):
 
     def build_sized(self, size: int, data: Path, workdir: Path) -> tuple[dict[str, str], tuple[str, ...]]:
         """The demo evidence KG grown to about ``size`` edges with invented factors."""
-        from ..eval.generated import generated_evidence_kg
+        from ..testing.generated import generated_evidence_kg
 
         kg = generated_evidence_kg(size, data / "merged_knowledge_graph.json", workdir / f"evidence-{size}.json")
         return {"evidence_kg": str(kg)}, self.sample_questions
@@ -90,17 +90,17 @@ class CausalPipeline(Pipeline):
     def close(self, loaded) -> None:
         pass
 
-    def config_from(self, request) -> CausalQuery:
-        return CausalQuery(at=request.at)
+    def config_from(self, request) -> CausalConfig:
+        return CausalConfig(at=request.at)
 
-    def gather(self, question: str, source, query: "CausalQuery | None", ctx: AskContext) -> Gathered:
-        from ..causal.chains import (ChainConfig, analyse_question, opposing_factors, pick_chains,
+    def gather(self, question: str, source, query: "CausalConfig | None", ctx: AskContext) -> Gathered:
+        from ..causal.chains import (analyse_question, opposing_factors, pick_chains,
                                      question_categories, rank_chains, split_by_direction, supporting_factors)
         from ..causal.explain import hallucinations, prompt_messages, sources, template_answer
         from ..llm.budget import first_fitting
 
         kg, weather = source
-        query = query or CausalQuery()
+        query = query or CausalConfig()
         profiler = ctx.profiler
         with profiler.stage("entities"):
             entities, asked = analyse_question(kg, question)
@@ -150,14 +150,6 @@ class CausalPipeline(Pipeline):
                       evidence=[json.dumps([trace.selected_chains, factors, trace.opposing_factors, uncertainties],
                                            ensure_ascii=False)])
         return Gathered(draft, source_citations(chains, factors, opposing), trace)
-
-
-@dataclass(frozen=True)
-class CausalQuery:
-    """What a causal question may add: when to check conditions, and the chain limits."""
-
-    at: Any = None                      # a time in the weather table (default: its last row)
-    chains: ChainConfig | None = None   # None: ChainConfig's defaults
 
 
 def condition_checks(kg: EvidenceKG, chains: list[Chain], weather, at) -> tuple[list[dict], list[str]]:
@@ -216,7 +208,7 @@ def explain(question: str, kg: EvidenceKG | str | Path, *, weather=None, at=None
         kg = kg if isinstance(kg, EvidenceKG) else load_kg(kg)
         if weather is not None and not hasattr(weather, "columns"):
             weather = load_weather(weather)
-    return CausalPipeline().ask(question, (kg, weather), CausalQuery(at=at, chains=config), ctx)
+    return CausalPipeline().ask(question, (kg, weather), CausalConfig(at=at, chains=config), ctx)
 
 
 def chain_empirical(chain, weather) -> list[dict]:

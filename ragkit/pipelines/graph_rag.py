@@ -22,7 +22,8 @@ from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .base import Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace
 
 if TYPE_CHECKING:
-    from ..multihop.graph import GraphQueryParams, GraphRAG
+    from ..config import GraphConfig
+from ..multihop.graph import GraphRAG
 
 # The graph (networkx, the vector store) is imported when a question is asked, not when the
 # pipeline is declared: ``ragkit ask`` with another pipeline pays nothing for it.
@@ -104,7 +105,7 @@ class GraphPipeline(Pipeline):
 
     def build_sized(self, size: int, data: Path, workdir: Path) -> tuple[dict[str, str], tuple[str, ...]]:
         """A graph of ``size`` edges between invented people, places, prizes and employers."""
-        from ..eval.generated import generated_edges
+        from ..testing.generated import generated_edges
         from ..multihop.graph import GraphRAG
 
         GraphRAG.build(generated_edges(size, workdir / f"edges-{size}.csv"), workdir / f"graph-{size}",
@@ -121,12 +122,12 @@ class GraphPipeline(Pipeline):
     def close(self, loaded) -> None:
         pass
 
-    def config_from(self, request) -> GraphQueryParams:
-        from ..multihop.graph import GraphQueryParams
+    def config_from(self, request) -> GraphConfig:
+        from ..config import GraphConfig
 
-        return GraphQueryParams(depth=request.depth, max_hops=request.max_hops, top_k_paths=request.top_k_paths)
+        return GraphConfig(depth=request.depth, max_hops=request.max_hops, top_k_paths=request.top_k_paths)
 
-    def gather(self, question: str, rag: GraphRAG, params: GraphQueryParams | None, ctx: AskContext) -> Gathered:
+    def gather(self, question: str, rag: GraphRAG, params: GraphConfig | None, ctx: AskContext) -> Gathered:
         from ..multihop.graph import NOT_ENOUGH, display
 
         refusal = refusals()
@@ -185,7 +186,7 @@ class GraphPipeline(Pipeline):
         return Gathered(draft, citations, trace)
 
 
-def ask_graph(question: str, graph: GraphRAG | str | Path, *, params: GraphQueryParams | None = None,
+def ask_graph(question: str, graph: GraphRAG | str | Path, *, params: GraphConfig | None = None,
               use_llm: bool = True, llm: LLM | None = None, llm_config: LLMConfig | None = None) -> Answer:
     """Answer ``question`` from a built graph: anchors, neighbours and paths as evidence."""
     from ..multihop.graph import GraphRAG

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import LLMConfig
+from ..config import KGConfig, LLMConfig
 from ..errors import InputError
 from ..llm.base import LLM
 from .base import Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace
@@ -45,14 +45,6 @@ class KGTrace(Trace):
     facts: list = field(default_factory=list)       # property values a filter compared
     turn: dict | None = None
     history: list = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class KGQuery:
-    """What a KG question may add: the earlier turns, and whether the model plans."""
-
-    history: tuple = ()
-    llm_planner: bool = False
 
 
 TURN_KEYS = {"question", "standalone", "plan", "context_store"}
@@ -105,7 +97,7 @@ class KGPipeline(Pipeline):
 
     def build_sized(self, size: int, data: Path, workdir: Path) -> tuple[dict[str, str], tuple[str, ...]]:
         """A KG of ``size`` edges in the demo KG's schema, between invented entities."""
-        from ..eval.generated import generated_typed_kg
+        from ..testing.generated import generated_typed_kg
 
         nodes, edges = generated_typed_kg(size, workdir / f"kg-{size}")
         _import(nodes, edges, workdir / f"kg-{size}.json.gz")
@@ -132,14 +124,14 @@ class KGPipeline(Pipeline):
     def ping(self, loaded: KGQA) -> None:
         loaded.store.ping()
 
-    def config_from(self, request) -> KGQuery:
-        return KGQuery(history=tuple(request.history or ()), llm_planner=request.llm_planner)
+    def config_from(self, request) -> KGConfig:
+        return KGConfig(history=tuple(request.history or ()), llm_planner=request.llm_planner)
 
-    def gather(self, question: str, qa: KGQA, query: KGQuery | None, ctx: AskContext) -> Gathered:
+    def gather(self, question: str, qa: KGQA, query: KGConfig | None, ctx: AskContext) -> Gathered:
         from ..kgqa.answer import answer_draft, not_mapped_draft
         from ..kgqa.flow import Turn, turn_from_dict
 
-        query = query or KGQuery()
+        query = query or KGConfig()
         if ctx.use_llm:
             check_fits(question, ctx)
         turns = [t if isinstance(t, Turn) else turn_from_dict(t) for t in query.history]
@@ -210,7 +202,7 @@ def ask_kg(question: str, store: str | Path | TypedStore | KGQA, *, history: lis
             qa = store
         else:
             qa = KGQA(open_typed_store(str(store), must_exist=True) if isinstance(store, (str, Path)) else store)
-    return KGPipeline().ask(question, qa, KGQuery(tuple(history or ()), llm_planner), ctx)
+    return KGPipeline().ask(question, qa, KGConfig(tuple(history or ()), llm_planner), ctx)
 
 
 __all__ = ["KGPipeline", "KGTrace", "ask_kg", "citations_for"]

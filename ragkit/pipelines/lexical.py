@@ -15,32 +15,32 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..answer.stage import Check, Draft, Outcome, answer, grounding_check
+from ..answer.stage import Draft, Outcome, answer, grounding_check
 from ..config import CONCEPT_METHODS, GRAPH_METHODS, METHODS, RERANKS, LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError, InputError
 from ..llm.base import LLM
 from ..llm.budget import first_fitting, fit_context, messages_tokens, token_prefix
 from ..answer.bridges import bridge_documents, item_documents
+from ..answer.extractive import (NOT_FOUND_SHARE, WRONG_REFUSAL_SHARE, complete_short_answer, extractive_answer,
+                                 rare_name, reading_check, resupport, unknown_names, written_lower)
 from ..answer.hops import follow_up
-from ..answer.both import JoinedVerdict, judge_joined
+from ..answer.themes import THEMES_TASK, community_summary, themes_answer, themes_check
+from ..answer.both import judge_joined
 from ..answer.choice import choose
 from ..answer.claims import citations as claim_citations
 from ..answer.claims import strip_citations
-from ..answer.grounding import is_refusal
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
                            lexical_messages, numbered_evidence, short_answer_messages)
-from ..answer.reading import (Shape, ShortAnswer, Weigher, coverage, in_evidence, lower_case_words,
+from ..answer.reading import (ShortAnswer, Weigher, coverage, lower_case_words,
                               name_candidates,
-                              of_asked_kind, parse_short_answer,
+                              parse_short_answer,
                        relevant_sentences, score_sentences, short_answer,
-                       sub_question, trim_short_answer, unnamed, writes, yes_no,
-                       question_names)
+                       sub_question, unnamed, writes, question_names)
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.rerank import make_reranker
-from ..retrieval.community_search import CommunityHit, Route, load_communities, rank_communities, route
+from ..retrieval.community_search import Route, load_communities, rank_communities, route
 from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
-from ..text import VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences, tokenize
-from ..text.question import chosen
+from ..text import normalize
 from ..text.words import name_key
 from .base import (NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace,
                    check_question)
@@ -130,7 +130,7 @@ class LexicalPipeline(Pipeline):
 
     def build_sized(self, size: int, data: Path, workdir: Path) -> tuple[dict[str, str], tuple[str, ...]]:
         """An index of ``size`` chunks recombined from the manuals' sentences."""
-        from ..eval.generated import generated_corpus
+        from ..testing.generated import generated_corpus
         from ..retrieval.build import IndexSpec, build_index
 
         out = workdir / f"index-{size}"
@@ -286,7 +286,7 @@ class LexicalPipeline(Pipeline):
             # question's rarest name ("ISO 23125") bears on it, whatever share it holds.
             best = max(sentences, key=lambda x: x.share)
             title = used[best.item - 1].title if best.item - 1 < len(used) else ""
-            if any(_rare(name, weigher) and writes([f"{title} {best.text}"], name)
+            if any(rare_name(name, weigher) and writes([f"{title} {best.text}"], name)
                    for name in question_names(prompted)):
                 best_share = NOT_FOUND_SHARE
         # A later step asks of a bridge; the names the question itself gives are still no answer.
@@ -500,7 +500,7 @@ class LexicalPipeline(Pipeline):
             selected=order, prompt_tokens=prompt_tokens, model=getattr(model, "name", type(model).__name__),
             chat_format=getattr(model, "chat_format", None), answer_language=language,
             broad={**routed.broad.to_dict(), "route": routed.reason} if routed.broad else None,
-            communities=[_community_summary(h, communities.chunks) for h in hits])
+            communities=[community_summary(h, communities.chunks) for h in hits])
         draft = Draft(evidence_answer=themes_answer(hits, number, language),
                       check=themes_check(evidence, question), prompt=prompt if evidence else None,
                       language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
@@ -509,65 +509,6 @@ class LexicalPipeline(Pipeline):
 
 
 # A question about the whole corpus: the model writes the themes from their summaries.
-THEMES_TASK = {
-    "en": ("You describe the main themes of a document collection. The evidence is sentences taken from "
-           "its documents, grouped by theme, the largest theme first. Write one sentence for each theme, "
-           "in the evidence's own words."),
-    "vi": ("Bạn mô tả các chủ đề chính của một bộ tài liệu. Bằng chứng là các câu trích từ tài liệu, "
-           "xếp theo chủ đề, chủ đề lớn nhất trước. Viết một câu cho mỗi chủ đề, dùng chính từ ngữ của bằng chứng."),
-}
-_THEMES_HEAD = {"en": "Main themes:", "vi": "Các chủ đề chính:"}
-_LEAD_IN_WORDS = 4      # a theme's lead-in ("Kentucky, West Virginia, Ohio:") names, claims nothing
-
-
-def themes_check(evidence: list[str], question: str):
-    """The grounding check, and one thing more: some claim must be supported by an evidence
-    item it cites. Theme names the model makes up ("Geographical features and borders") are
-    claims no sentence supports; what is left once they are dropped must still say
-    something from the documents, not only repeat the question ("The main themes are:")."""
-    check = grounding_check(evidence, question)
-
-    def judge(text: str) -> Check:
-        verdict = check(text)
-        if verdict.passed and not any(c.get("verdict") == "supported" and c.get("cited")
-                                      for c in verdict.details.get("claims", ())):
-            return Check(False, "no claim cites the evidence that supports it", verdict.details)
-        return verdict
-
-    return judge
-
-
-def theme_lead_in(community) -> str:
-    """A theme's name in an answer: its top concepts, as many as fit in ``_LEAD_IN_WORDS``
-    words (at least one)."""
-    names: list[str] = []
-    for c in community.top_concepts:
-        if names and len(" ".join([*names, c["concept"]]).split()) > _LEAD_IN_WORDS:
-            break
-        names.append(c["concept"])
-    return ", ".join(names)
-
-
-def themes_answer(hits: list[CommunityHit], number: dict[str, int], language: str) -> str:
-    """The evidence answer to a question about the whole corpus: each theme's lead-in, then
-    its summary's sentences, each with the [n] of its chunk."""
-    if not hits:
-        return NOT_ENOUGH_VI if language == "vi" else REFUSAL["en"]
-    lines = [_THEMES_HEAD[language]]
-    for i, h in enumerate(hits, 1):
-        lines.append(f"{i}. {theme_lead_in(h.community)}:")
-        lines.append(" ".join(f"{s['text']} [{number[s['chunk_id']]}]" for s in h.community.summary))
-    return "\n".join(line for line in lines if line)
-
-
-def _community_summary(hit: CommunityHit, chunks: int) -> dict:
-    c = hit.community
-    return {"id": c.id, "label": c.label, "size": c.size, "chunks": c.chunks, "of_chunks": chunks,
-            "score": round(hit.score, 6), "concepts": [t["concept"] for t in c.top_concepts],
-            "representatives": [r["chunk_id"] for r in c.representatives], "linked": hit.linked,
-            "summary": c.summary}
-
-
 def ask_lexical(question: str, index: BM25Index | str | Path, *,
                 config: LexicalConfig | None = None, llm: LLM | None = None,
                 llm_config: LLMConfig | None = None, use_llm: bool = True, dense=None) -> Answer:
@@ -629,205 +570,6 @@ def _hit_summary(hit: Hit) -> dict:
 
 # Below this share of the question's (IDF-weighted) words in its best sentence, the evidence
 # does not bear on the question: the answer says so instead of quoting unrelated sentences.
-NOT_FOUND_SHARE = 0.3
-# A refusal is wrong when the evidence gives a short answer from a sentence that holds at
-# least this share of the question's weighted words.
-WRONG_REFUSAL_SHARE = 0.5
-
-
-def _rare(name: str, weigher: Weigher) -> bool:
-    """Whether a name holds a word among the corpus's rarest (IDF at least 0.75 of the
-    highest): "ISO 23125" in a corpus of manuals, not the company name on every page."""
-    idf = weigher.idf
-    return idf is not None and any((idf(w) or 0.0) >= 0.75 * weigher.highest for w in weigher.tokenize(name))
-
-
-def written_lower(index: BM25Index, texts: Sequence[str], limit: int = 12, depth: int = 10) -> set[str]:
-    """The capitalised words that open sentences of ``texts`` ("Quy định ...") and that the
-    corpus writes in lower case elsewhere (among the ``depth`` documents that best match
-    each), lower-cased; at most ``limit`` words are looked up."""
-    openers = {m.group(1) for t in texts for sentence in split_sentences(t)
-               for m in [re.match(r"\W*([^\W\d_]+)", sentence)] if m and m.group(1)[:1].isupper()}
-    lower = lower_case_words(texts)
-    openers = {w for w in openers if not w.isupper() and w.lower() not in lower}
-    out = set()
-    for word in sorted(openers)[:limit]:
-        if word.lower() in lower_case_words([h.text for h in index.search(word, depth)]):
-            out.add(word.lower())
-    return out
-
-
-def unknown_names(index: BM25Index, names: Sequence[str], depth: int = 20) -> list[str]:
-    """The ``names`` the corpus of ``index`` does not write: none of the ``depth`` documents
-    that best match a name holds it as a phrase, and a one-word name is not one letter off a
-    word the corpus has ("Brittish" is "British")."""
-    out = []
-    for name in names:
-        if writes([f"{h.title}\n{h.text}" for h in index.search(name, depth)], name):
-            continue
-        tokens = index.tokenizer(name)
-        if len(tokens) == 1 and len(tokens[0]) >= 5 and any(
-                index.vocab.get(tokens[0][:i] + tokens[0][i + 1:]) is not None for i in range(len(tokens[0]))):
-            continue
-        out.append(name)
-    return out
-
-
-def extractive_answer(question: str, hits: list[Hit], procedural: bool,
-                      max_sentences: int = 3, weigher: Weigher | None = None) -> str:
-    """An answer made only of the evidence's own sentences, each with its [n] citation.
-
-    Procedural questions get the numbered steps of the best chunk that has steps (and of the
-    chunks of the same section); other questions get the sentences that cover the most of
-    the question's (weighted) words, in reading order, leaving out those that cover less
-    than half as much as the best (sentences of unrelated chunks).
-    """
-    if not hits:
-        return NOT_ENOUGH_VI
-    if procedural:
-        for rank, hit in enumerate(hits):
-            steps = extract_outline([hit.text])
-            if not steps:
-                continue
-            lines = [f"{i}) {s.split(':', 1)[1].strip()} [{rank + 1}]" for i, s in enumerate(steps, 1)]
-            for later, other in enumerate(hits[rank + 1:], rank + 2):
-                if other.title == hit.title and other.source == hit.source:
-                    for s in extract_outline([other.text]):
-                        lines.append(f"{len(lines) + 1}) {s.split(':', 1)[1].strip()} [{later}]")
-            head = hit.title.split(" > ")[-1] if hit.title else "Các bước"
-            return f"{head}:\n" + "\n".join(lines)
-    weigher = weigher or Weigher(tokenize=lambda t: [w for w in tokenize(t) if w not in VIETNAMESE_FUNCTION_WORDS])
-    scored = [x for x in score_sentences(question, [h.text for h in hits], weigher, [h.title for h in hits])
-              if x.share > 0]
-    if not scored:
-        return NOT_ENOUGH_VI
-    top = max(x.share for x in scored)
-    best = sorted((x for x in scored if x.share >= top / 2), key=lambda x: (-x.share, x.item, x.position))
-    best = sorted(best[:max_sentences], key=lambda x: (x.item, x.position))
-    return " ".join(f"{x.text.rstrip()} [{x.item}]" for x in best)
-
-
-def reading_check(check, question: str, shape: Shape, evidence: list[str], found, best_share: float,
-                  weigher: Weigher | None = None, offered: tuple[str, ...] = (), unknown: Sequence[str] = (),
-                  common: set[str] | None = None, together: JoinedVerdict | None = None):
-    """The grounding check of an answer to a question that reads sentences, and more.
-
-    - An answer fails where the evidence does not bear on the question (``best_share``
-      under ``NOT_FOUND_SHARE``) or never names what it asks about (``unknown``).
-    - A factoid answer's first line is its short answer: it must occur in the evidence
-      (yes and no excepted), be of the asked kind (a name asked is no word the texts write
-      in lower case, ``common``), and the lines after it are checked as any answer.
-    - A question that offers a choice (``offered``) is answered with one of its items, and
-      with the one the stated values choose where the evidence states a value of each
-      (``found``, then that choice).
-    - A refusal passes only when the evidence really lacks the answer: not when the
-      evidence gives a short answer of the asked shape from a sentence that covers most of
-      the question."""
-
-    def judge(text: str) -> Check:
-        first = parse_short_answer(text)[0] if shape.factoid else text.strip()
-        if is_refusal(first) and len(first.split()) <= 25:
-            if first != text.strip() and len(split_sentences(text)) > 1 and not is_refusal(text.strip()):
-                return Check(False, "refuses and answers at once", {"refusal": False})
-            if found is not None and found.share >= WRONG_REFUSAL_SHARE:
-                return Check(False, f"refuses, though evidence [{found.item}] answers it: {found.text!r}",
-                             {"refusal": True, "evidence_answer": found.to_dict()})
-            if found is None and best_share >= 0.75:
-                return Check(False, "refuses, though an evidence sentence holds the question's words",
-                             {"refusal": True})
-            return Check(True, "says the evidence is not enough to answer", {"refusal": True})
-        if best_share < NOT_FOUND_SHARE and evidence:
-            return Check(False, f"the evidence does not bear on the question (its best sentence holds "
-                                f"{best_share:.0%} of the question's weighted words)", {"refusal": False})
-        if unknown and evidence:
-            return Check(False, f"the evidence never names {unknown[0]!r}, which the question asks about",
-                         {"refusal": False})
-        if not shape.factoid:
-            return check(text)
-        short, rest = parse_short_answer(text)
-        if len(short.split()) > 12:
-            return check(text)
-        if not (yes_no(short) if shape.kind == "yesno" else in_evidence(short, evidence)):
-            return Check(False, f"the short answer {short!r} is not in the evidence", {"short_answer": short})
-        if offered and chosen(short, offered) is None:
-            return Check(False, f"the short answer {short!r} is none of the items the question offers "
-                                f"({' or '.join(offered)})", {"short_answer": short})
-        if offered and found is not None and chosen(short, offered) != found.text:
-            # the values the evidence states of each item chose the other one (answer.choice)
-            return Check(False, f"chooses {chosen(short, offered)!r}, but the values the evidence states "
-                                f"choose {found.text!r}: {found.sentence!r}", {"short_answer": short})
-        if shape.proper and {w.lower() for w in short.split()} <= (common or set()) | lower_case_words(evidence):
-            return Check(False, f"the short answer {short!r} is a common word of the evidence, not the name "
-                                f"the question asks for", {"short_answer": short})
-        if not of_asked_kind(short, shape) and not offered:
-            return Check(False, f"the short answer {short!r} is not a {shape.target or shape.kind}, "
-                                f"which the question asks for", {"short_answer": short})
-        if together is not None and yes_no(short) != together.text:
-            return Check(False, f"answers {yes_no(short)!r}, but the evidence says {together.text!r} of the items "
-                                f"asked about together: {together.sentence!r}", {"short_answer": short})
-        if not rest:
-            return Check(True, "", {"short_answer": short})
-        if shape.kind == "yesno" and weigher is not None and together is None:
-            # The sentences it cites decide yes or no: a negation the question lacks says no (for
-            # items asked about together, what each one's evidence says decided it above).
-            said = short_answer(question, shape, [strip_citations(rest)], weigher, min_share=0.5)
-            if said is not None and said.text != yes_no(short):
-                return Check(False, f"answers {yes_no(short)!r}, but the sentence it gives says {said.text!r}",
-                             {"short_answer": short})
-        verdict = check(rest)
-        details = dict(verdict.details)
-        claims = details.get("claims")
-        if claims is not None:      # the short answer is the first claim: what the lines after it support
-            details["claims"] = [{"text": short, "body": short, "cited": [], "verdict": "short_answer",
-                                  "why": "occurs in the evidence"}, *claims]
-            if details.get("core") is not None:
-                details["core"] = details["core"] + 1
-        details["short_answer"] = short
-        return Check(verdict.passed, verdict.reason, details)
-
-    return judge
-
-
-def complete_short_answer(text: str, question: str, shape: Shape, evidence: list[str], weigher: Weigher,
-                          offered: tuple[str, ...] = ()) -> str:
-    """A model's factoid answer in the shape the check reads: the short answer on the first
-    line, then its support. A short answer alone gets the evidence sentence that holds it
-    (with its number); a sentence alone gets the short answer read from it. ``offered``: the
-    items the question offers to choose between (its reading's ``alternatives``)."""
-    short, rest = parse_short_answer(text)
-    if not short or is_refusal(text.strip()):
-        return text.strip()
-    if len(short.split()) > 12 or (not rest and len(short.split()) > 6):      # a sentence, not a span
-        found = short_answer(question, shape, [text], weigher, min_share=0.0)
-        return f"{found.text}\n{text.strip()}" if found else text.strip()
-    short = trim_short_answer(short, shape, evidence, question, offered)
-    if rest:
-        return f"{short}\n{rest}"
-    best = None
-    for n, item in enumerate(evidence, 1):
-        for sentence in split_sentences(item):
-            if in_evidence(short, [sentence]) or (shape.kind == "yesno" and yes_no(short)):
-                share = coverage(weigher.weights(question), sentence, weigher).share
-                if best is None or share > best[0]:
-                    best = (share, sentence, n)
-    return f"{short}\n{best[1]} [{best[2]}]" if best else short
-
-
-def resupport(text: str, question: str, shape: Shape, evidence: list[str], weigher: Weigher,
-              offered: tuple[str, ...] = ()) -> str | None:
-    """A model's factoid answer whose support lines fail the check, with the evidence's own
-    sentence that holds its short answer in their place: the model read the span, the
-    evidence says it. None when the short answer is not in the evidence (or is a refusal)."""
-    short, rest = parse_short_answer(text)
-    if not short or not rest or is_refusal(short) or len(short.split()) > 12:
-        return None
-    short = trim_short_answer(short, shape, evidence, question, offered)
-    if not (yes_no(short) if shape.kind == "yesno" else in_evidence(short, evidence)):
-        return None
-    completed = complete_short_answer(short, question, shape, evidence, weigher, offered)
-    return completed if completed != short else None
-
-
 def _answer_read(gathered: Gathered, outcome: Outcome) -> tuple[str | None, str]:
     """A step's short answer (the model's, else the evidence's) and the text it stands on:
     its sentences and the titles of the chunks they come from (a chunk's title is the

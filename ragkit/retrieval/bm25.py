@@ -28,7 +28,7 @@ from ..runtime.progress import progress_bar
 from .. import __version__
 from ..corpus import Doc
 from ..errors import IndexFormatError, InputError
-from ..testing.faults import fault_point
+from ..runtime.faults import fault_point
 from ..stores.files import atomic_dir
 from ..text import LanguageChoice, Tokenizer, choose_language, tokenizer_for
 from .docs_file import BLOCK_TABLE, BLOCKS_FILE, DocBlocks, DocBlockWriter, DocsFile, write_doc_blocks

@@ -19,7 +19,7 @@ import numpy as np
 from ..corpus import Doc
 from ..errors import InputError
 from ..embeddings import default_embedder
-from ..testing.faults import fault_point
+from ..runtime.faults import fault_point
 from ..config import Settings
 from ..stores.chroma import ChromaVectors
 from ..stores.vector_file import VectorFile, copy_collection

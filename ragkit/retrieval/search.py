@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 from ..config import GRAPH_METHODS, LexicalConfig
 from ..errors import InputError
@@ -16,6 +17,9 @@ from ..text.question import question_language
 from .bm25 import BM25Index, Hit
 from .boosting import takes_boost
 from .mmr import mmr_rerank
+
+if TYPE_CHECKING:
+    from ..concepts.search import WalkParams
 
 
 @lru_cache(maxsize=4)
@@ -169,6 +173,23 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
                    dense if method != "bm25" else None)
 
 
+def fuse_with_walk(params: WalkParams, base: Sequence[tuple[str, float]],
+                   walked: Sequence[tuple[str, float]], name_share: float) -> tuple[list[tuple[str, float]], float]:
+    """``hybrid+graph``'s ranking and the walk's weight: the first ``params.keep_base`` chunks
+    of ``base`` stay first (their scores lifted above the rest), then the weighted fusion of
+    ``base`` and the walk, the walk weighing ``params.weight`` (times the question's share of
+    names, with ``names_weigh``)."""
+    from .fusion import weighted
+
+    weight = round(params.weight * (name_share if params.names_weigh else 1.0), 4)
+    fused = weighted(base, walked, weight)
+    kept = [d for d, _ in base[: params.keep_base]]
+    top = 1.0 + len(kept)
+    head = [(d, top - i) for i, d in enumerate(kept)]
+    kept_set = set(kept)
+    return head + [(d, s) for d, s in fused if d not in kept_set], weight
+
+
 def _select(index: BM25Index, question: str, ranked: list[Hit], config: LexicalConfig, profiler: Profiler,
             reranker, trace: dict, dense=None) -> tuple[list[Hit], list[Hit]]:
     """The candidates and the ``config.k`` selected from a ranking: the rerank, then MMR
@@ -212,7 +233,7 @@ def _retrieve_by_graph(index: BM25Index, question: str, config: LexicalConfig, p
             ranking = walked + [(d, 0.0) for d, _ in base if d not in reached]
     else:
         with profiler.stage("graph_fusion"):
-            ranking, seeds["weight"] = concepts.fuse(base, walked, seeds["name_share"])
+            ranking, seeds["weight"] = fuse_with_walk(concepts.params, base, walked, seeds["name_share"])
     ranked = [index.hit(doc_id, score) for doc_id, score in ranking[:depth]]
     trace.update({"method": config.method, "method_reason": f"asked for; the walk seeded from {base_method}",
                   "ranked": ranked, "graph": {"base": base_method, **seeds}})

@@ -2,7 +2,7 @@
 
 Three lookups over the store's Term nodes, built once per store content:
 
-- ``linker``: abbreviations and term names as linkable surfaces (``ragkit.retrieval.linking``), so a
+- ``linker``: abbreviations and term names as linkable surfaces (``ragkit.text.linking``), so a
   question's entity is the span that names a dictionary entry, however it is phrased;
 - ``entries(entity)``: every entry for a linked entity: all expansions of an abbreviation
   (with their specs), the definitions of the term or of those expansions;
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..corpus import Doc
-from ..retrieval.linking import Linker, Surface
+from ..text.linking import Linker, Surface
 from ..retrieval.bm25 import BM25Index
 from ..text import Tokenizer
 from .model import Term

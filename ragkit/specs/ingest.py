@@ -32,18 +32,16 @@ from __future__ import annotations
 import html
 import re
 import zipfile
-from collections import Counter
 from pathlib import Path
 
 from ..errors import InputError
+from ..documents import (CLAUSE_NUMBER, continues, docx_segments, docx_text, is_body_line, is_clause_heading,
+                         joins_paragraph, open_pdf, page_furniture, section_key, split_heading)
 from .model import Section, SpecDocument, spec_number, versioned_spec_id
 
 SUFFIXES = (".docx", ".pdf", ".md")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 _NAME = re.compile(r"^(\d{2})(\d{3})(?:-([0-9a-z])([0-9a-z])([0-9a-z]))?", re.IGNORECASE)
-# "6", "6.2.19", "6.2.5a" (a letter only after a dot), annex clauses "A.1".
-_NUMBER = re.compile(r"^(\d{1,2}(?:\.\d{1,3}){1,6}[A-Za-z]?|\d{1,2}|[A-Z](?:\.\d{1,3}){1,6})$")
-_ANNEX = re.compile(r"^Annex\s+([A-Z])\b\s*(?:\([a-z]+\))?\s*:?\s*(.*)$")
 
 
 def _version_digit(char: str) -> int:
@@ -93,51 +91,6 @@ def release_of(version: str) -> str:
     return "1999" if int(major) == 3 else ""
 
 
-def section_key(section_id: str) -> tuple[float, ...]:
-    """Sortable form of a clause number: "6.2.5a" → (6, 2, 5.01); annex "A.1" → (1001, 1)."""
-    parts = []
-    for i, part in enumerate(section_id.split(".")):
-        if i == 0 and part.isalpha():
-            parts.append(1000.0 + ord(part) - ord("A") + 1)
-            continue
-        match = re.match(r"^(\d+)([A-Za-z]?)$", part)
-        if not match:
-            return ()
-        value = float(match.group(1))
-        if match.group(2):
-            value += (ord(match.group(2).lower()) - ord("a") + 1) / 100.0
-        parts.append(value)
-    return tuple(parts)
-
-
-def continues(prev: tuple[float, ...], cand: tuple[float, ...]) -> bool:
-    """Whether clause ``cand`` can follow clause ``prev`` (a child, a next sibling of it or
-    of an ancestor, or a new annex), allowing up to two skipped numbers."""
-    if not cand:
-        return False
-    if len(cand) == 1 and cand[0] >= 1000:
-        return not prev or cand[0] > prev[0] or prev[0] < 1000
-    if len(cand) == len(prev) + 1 and cand[:-1] == prev and cand[-1] <= 1:
-        return True
-    for depth in range(len(prev)):
-        if len(cand) == depth + 1 and cand[:depth] == prev[:depth] and \
-                prev[depth] < cand[depth] <= prev[depth] + 3:
-            return True
-    return False
-
-
-def split_heading(text: str) -> tuple[str, str]:
-    """("6.2.19", "SCP") from "6.2.19<TAB>SCP"; ("", text) when it has no clause number."""
-    text = " ".join(text.replace("\t", " ").split())
-    annex = _ANNEX.match(text)
-    if annex:
-        return annex.group(1), annex.group(2).strip() or f"Annex {annex.group(1)}"
-    head, _, rest = text.partition(" ")
-    if _NUMBER.match(head) and rest:
-        return head, rest.strip()
-    return "", text
-
-
 # --------------------------------------------------------------------------- entries
 _SENTENCE_END = re.compile(r"[.;!?]\s*$")
 
@@ -173,59 +126,6 @@ def _starts_label(segments: list[tuple[str, bool]], start: int) -> bool:
 
 
 # --------------------------------------------------------------------------- .docx
-_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
-# Runs in these containers are not part of the text: deleted or moved-away revisions.
-_NOT_TEXT = {f"{_W}del", f"{_W}moveFrom"}
-# Word's Symbol font stores Greek letters as private-use characters (U+F061 is alpha).
-_SYMBOL_FONT = dict(zip(range(0xF041, 0xF05B), "ΑΒΧΔΕΦΓΗΙϑΚΛΜΝΟΠΘΡΣΤΥςΩΞΨΖ")) | \
-    dict(zip(range(0xF061, 0xF07B), "αβχδεφγηιϕκλμνοπθρστυϖωξψζ")) | \
-    {0xF020: " ", 0xF0B1: "±", 0xF0A3: "≤", 0xF0B3: "≥", 0xF0B4: "×", 0xF0B0: "°", 0xF02D: "−",
-     0x2011: "-"}     # a non-breaking hyphen is a hyphen
-
-
-def _run_text(run) -> str:
-    """A run's characters: text, tabs, line breaks and non-breaking hyphens."""
-    out = []
-    for child in run:
-        tag = child.tag
-        if tag == f"{_W}t":
-            out.append(child.text or "")
-        elif tag == f"{_W}tab":
-            out.append("\t")
-        elif tag in (f"{_W}br", f"{_W}cr"):
-            out.append("\n")
-        elif tag == f"{_W}noBreakHyphen":
-            out.append("-")
-    return "".join(out).translate(_SYMBOL_FONT)
-
-
-def _is_bold(run) -> bool:
-    props = run.find(f"{_W}rPr")
-    bold = props.find(f"{_W}b") if props is not None else None
-    return bold is not None and bold.get(f"{_W}val", "true") not in ("0", "false", "off")
-
-
-def docx_segments(paragraph) -> list[tuple[str, bool]]:
-    """A paragraph's (text, bold) runs, every run in it: python-docx's ``Paragraph.text``
-    skips runs inside smart tags, which 3GPP's documents use for words such as "ITU-T",
-    "SAP" and "ATR", and so loses them from definitions and abbreviations."""
-    out = []
-    for run in paragraph.iter(f"{_W}r"):
-        if any(a.tag in _NOT_TEXT for a in run.iterancestors()):
-            continue
-        text = _run_text(run)
-        if text:
-            out.append((text, _is_bold(run)))
-    return out
-
-
-def docx_text(element) -> str:
-    """The text of a paragraph, or of every paragraph in a table cell (joined by spaces)."""
-    if element.tag == f"{_W}p":
-        return "".join(t for t, _ in docx_segments(element))
-    return " ".join(docx_text(p) for p in element.iter(f"{_W}p"))
-
-
 def _read_docx(path: Path) -> tuple[str, list[Section], str]:
     import docx
     from docx.table import Table
@@ -278,74 +178,8 @@ def _read_docx(path: Path) -> tuple[str, list[Section], str]:
 
 
 # --------------------------------------------------------------------------- .pdf
-_TOC_LINE = re.compile(r"\.{5,}\s*\d*\s*$")
 # 3GPP's running page header: "3GPP TS 23.501 V16.4.0 (2020-03)", in any column order.
 _RUNNING_HEADER = re.compile(r"3GPP\s+T[SR]\s+\d{2}\.\d{3}\s+V\d+\.\d+\.\d+")
-_LIST_START = re.compile(r"^(?:[-•]\s|NOTE\b|EXAMPLE\b|\d+[.)]\s|[a-z][.)]\s|\[\d+\])")
-
-
-def is_body_line(line: str, furniture: set[str]) -> bool:
-    """A PDF line that is text: not empty, not a page header or footer (``page_furniture``),
-    not a table of contents entry."""
-    return bool(line) and re.sub(r"\d+", "#", line) not in furniture and not _TOC_LINE.search(line)
-
-
-def is_clause_heading(key: tuple[float, ...], heading: str, prev: tuple[float, ...]) -> bool:
-    """A numbered PDF line (``key``: its number, ``section_key``) is a heading when it
-    continues the clause numbering after ``prev`` and reads as a title (short, capitalised,
-    no "label: text", no sentence or list punctuation at its end): table rows and the table of
-    contents are not taken for headings."""
-    return bool(key) and len(heading) <= 150 and heading[:1].isupper() and continues(prev, key) \
-        and ": " not in heading and not heading.rstrip().endswith((".", ",", ";"))
-
-
-def joins_paragraph(last: str | None, line: str) -> bool:
-    """Whether a wrapped PDF line goes on the paragraph whose last line is ``last``: not when
-    it starts a list item or a note, nor when ``last`` closed a sentence and it opens one."""
-    return last is not None and not _LIST_START.match(line) and \
-        not (last.endswith((".", ":", ";")) and line[:1].isupper())
-
-
-def page_furniture(pages: list[list[str]]) -> set[str]:
-    """Lines (digits masked) that recur on at least 30 % of the pages: headers and footers."""
-    counts: Counter[str] = Counter()
-    for lines in pages:
-        counts.update({re.sub(r"\d+", "#", ln.strip()) for ln in lines if ln.strip()})
-    threshold = max(3, int(0.3 * len(pages)))
-    return {line for line, n in counts.items() if n >= threshold}
-
-
-def open_pdf(path: Path, what: str):
-    """The PDF's reader (pypdf) and each page's text lines; a file that is not a PDF, an
-    encrypted one or a damaged one is a one-line error naming it as ``what``."""
-    import logging
-
-    import pypdf
-
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(1024)
-    except OSError as exc:
-        raise InputError(f"{what} {path}: cannot be read ({exc.strerror})") from None
-    if b"%PDF-" not in head:       # what PDF readers accept: the marker in the first 1024 bytes
-        raise InputError(f"{what} {path}: not a PDF (no %PDF- header; it starts {head[:16]!r})")
-    # pypdf logs its repairs of a damaged file as warnings; the error below says it in one line.
-    logger = logging.getLogger("pypdf")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL + 1)
-    try:
-        reader = pypdf.PdfReader(str(path))
-        return reader, [(page.extract_text() or "").splitlines() for page in reader.pages]
-    except pypdf.errors.FileNotDecryptedError:
-        raise InputError(f"{what} {path}: the PDF is encrypted (ragkit cannot read it without its "
-                         "password)") from None
-    except Exception as exc:  # pypdf raises many types for damaged files
-        raise InputError(f"{what} {path}: not a readable PDF ({type(exc).__name__}: "
-                         f"{' '.join(str(exc).split())})") from None
-    finally:
-        logger.setLevel(level)
-
-
 def _read_pdf(path: Path) -> tuple[str, list[Section], str]:
     reader, pages = open_pdf(path, "spec")
     if not any(ln.strip() for lines in pages for ln in lines):
@@ -574,7 +408,7 @@ def _read_markdown(path: Path) -> tuple[str, list[Section], str, dict]:
     for level, line in markdown_blocks("\n".join(lines)):
         if level:
             section_id, heading = split_heading(line)
-            numbered = any(_NUMBER.match(s.section_id) for s in sections)
+            numbered = any(CLAUSE_NUMBER.match(s.section_id) for s in sections)
             if section_id:
                 key = section_key(section_id)
                 sections.append(Section(section_id, heading, len(key) if key and key[0] < 1000 else 1))
@@ -611,7 +445,7 @@ def _read_markdown_folder(folder: Path) -> tuple[str, list[Section], str, dict]:
     parts = []
     for path in _markdown_files(folder):
         title, sections, front, names = _read_markdown(path)
-        first = next((section_key(s.section_id) for s in sections if _NUMBER.match(s.section_id)), ())
+        first = next((section_key(s.section_id) for s in sections if CLAUSE_NUMBER.match(s.section_id)), ())
         parts.append((bool(first), first, path.name, title, sections, front, names))
     parts.sort(key=lambda p: p[:3])
     title = next((p[3] for p in parts if p[3]), "")
@@ -646,7 +480,7 @@ def load_spec(path: str | Path) -> SpecDocument:
         title, sections, front, declared = _read_markdown(path)
     else:
         title, sections, front, declared = _read_markdown_folder(path)
-    if not any(_NUMBER.match(s.section_id) for s in sections):
+    if not any(CLAUSE_NUMBER.match(s.section_id) for s in sections):
         raise InputError(f"spec {path}: no numbered clauses found (is it a 3GPP specification?)")
     named, named_version = spec_id_from_name(path.name)
     if not named and kind == "folder":

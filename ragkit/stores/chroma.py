@@ -80,7 +80,7 @@ def _bounded(client) -> None:
 
 def _served(location: str, hint: str = "") -> contextlib.AbstractContextManager[None]:
     """A Chroma server that does not answer, or stops mid-request, as one line naming it."""
-    from ..llm.remote import transport_errors
+    from ..runtime.http import transport_errors
 
     return transport_errors(f"chroma {location}", CHROMA_TIMEOUT_S, StoreUnavailableError, hint)
 

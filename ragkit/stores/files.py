@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from ..errors import InputError, output_error
-from ..testing.faults import fault_point
+from ..runtime.faults import fault_point
 from .writers import writer_lock
 
 if TYPE_CHECKING:

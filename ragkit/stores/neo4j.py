@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 from ..config import Settings, is_loopback
 from ..errors import InputError, StoreUnavailableError
 from ..runtime.extras import requires_extra
-from ..testing.faults import fault_point
+from ..runtime.faults import fault_point
 
 if TYPE_CHECKING:
     import neo4j

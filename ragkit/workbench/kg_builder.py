@@ -53,7 +53,7 @@ def kg_summary(summary: dict) -> pd.DataFrame:
 def term_neighbourhood(p: KGParams) -> pd.DataFrame:
     """The documents each expansion of ``p.term`` is DEFINED_IN."""
     from ..specs import open_store
-    from ..pipelines.spec import resolve_term
+    from ..specs.evidence import resolve_term
 
     rows = []
     with open_store(p.store_uri) as store:

@@ -4,7 +4,7 @@ with the size of the corpus or graph.
 ``profile_pipelines`` asks every pipeline its questions several times through the same
 ``Service`` the CLI and server use, and keeps every stage's wall time (``timings_ms``).
 ``scaling`` has each pipeline build its source at three or more sizes from generated data
-(``Pipeline.build_sized``, from ``eval.generated``) and times the same stages on each.
+(``Pipeline.build_sized``, from ``testing.generated``) and times the same stages on each.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 from ..errors import InputError, NotebookError, RagkitError, RunTerminated
 from ..runtime.extras import requires_extra
-from ..testing.faults import fault_point
+from ..runtime.faults import fault_point
 from ..stores.files import atomic_write_json, clean_leftovers, pid_alive, remove_path, swap_into_place
 
 KERNEL = "python3"

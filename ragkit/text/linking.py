@@ -39,7 +39,7 @@ from typing import Callable, Iterable, NamedTuple, Sequence
 from rapidfuzz import fuzz, process
 
 from ..runtime.collector import collector_paused
-from ..text import ENGLISH_STOPWORDS, strip_accents
+from . import ENGLISH_STOPWORDS, strip_accents
 
 # Capitalised words that are also English words: an abbreviation spelt like one of them
 # links only when written in capitals.
