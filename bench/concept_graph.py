@@ -21,7 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import ROOT, SHARED, write  # noqa: E402
 
-from ragkit.concepts.graph import ConceptGraph, chunk_hash  # noqa: E402
+from ragkit.concepts.extractions import chunk_hash  # noqa: E402
+from ragkit.concepts.graph import ConceptGraph  # noqa: E402
 from ragkit.concepts.search import ConceptSearcher, WalkParams  # noqa: E402
 from ragkit.corpus import Doc, load_beir_queries, load_corpus, load_qrels  # noqa: E402
 from ragkit.eval.metrics import ndcg_at_k, recall_at_k  # noqa: E402

@@ -61,7 +61,8 @@ sys.path.insert(0, str(ROOT))
 
 from ragkit.text import split_sentences  # noqa: E402
 from ragkit.text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, strip_accents  # noqa: E402
-from ragkit.answer.grounding import (MIN_DISTINCT_TRIGRAMS, _is_content, _words,  # noqa: E402
+from ragkit.answer.claim_rules import is_content  # noqa: E402
+from ragkit.answer.grounding import (MIN_DISTINCT_TRIGRAMS, _words,  # noqa: E402
                                      check_claims, distinct_trigram_ratio)
 
 DATA = ROOT / "data"
@@ -292,7 +293,7 @@ def check_grounding(answer: str, evidence: list[str], question: str = "") -> boo
     known = {w for text in [*evidence, question] for w in _words(text)}
     known_plain = {strip_accents(w) for w in known}
     words = _words(answer)
-    content = [w for w in words if _is_content(w)]
+    content = [w for w in words if is_content(w)]
     if not content:
         return False
     missing = [w for w in content if not (w in known or (strip_accents(w) == w and w in known_plain))]

@@ -5,7 +5,7 @@ it. Texts written for these tests."""
 from __future__ import annotations
 
 from ragkit.answer.bridges import bridge_documents
-from ragkit.answer.reading import Weigher, refers_back, relevant_sentences
+from ragkit.answer.weighing import Weigher, refers_back, relevant_sentences
 from ragkit.config import LexicalConfig
 from ragkit.corpus import Doc
 from ragkit.pipelines.base import AskContext

@@ -153,7 +153,7 @@ def test_extraction_rows_are_kept_as_text_and_written_as_before(tmp_path, musiqu
     """The rows a build returns read as dicts, compare equal to plain dicts, and are written
     to ``extractions.jsonl`` line for line as ``json.dumps({"chunk_id": ..., **row})``; a
     line written another way (other key order) still reads."""
-    from ragkit.concepts.graph import ExtractionRows
+    from ragkit.concepts.extractions import ExtractionRows
 
     docs = [musique[f"p{i}"] for i in range(15)]
     graph, rows, _ = ConceptGraph.build(docs, progress=False)
@@ -200,12 +200,12 @@ def test_ppr_on_a_hand_checked_star():
 def test_extraction_in_worker_processes_gives_the_same_graph(musique, monkeypatch):
     """Two worker processes extract what one process does, row for row, in corpus order;
     a rebuild reuses what did not change either way."""
-    from ragkit.concepts import graph as graph_module
+    from ragkit.concepts import extractions
 
     docs = list(musique.values())[:240]
     serial, rows, _ = ConceptGraph.build(docs, progress=False, workers=1)
-    monkeypatch.setattr(graph_module, "PARALLEL_FROM", 10)
-    monkeypatch.setattr(graph_module, "PARALLEL_BATCH", 50)
+    monkeypatch.setattr(extractions, "PARALLEL_FROM", 10)
+    monkeypatch.setattr(extractions, "PARALLEL_BATCH", 50)
     parallel, parallel_rows, report = ConceptGraph.build(docs, progress=False, workers=2)
     assert parallel_rows == rows and list(parallel_rows) == [d.doc_id for d in docs]
     assert parallel.keys == serial.keys and (parallel.cooccurs != serial.cooccurs).nnz == 0

@@ -135,7 +135,7 @@ def test_three_hop_questions_on_pathquestion_kb(tmp_path):
 
 # --------------------------------------------------------------------------- relations read backwards
 def test_a_relation_named_with_a_preposition_is_read_by_how_the_question_uses_it():
-    from ragkit.multihop.graph import relation_reading
+    from ragkit.multihop.hops import relation_reading
     from ragkit.text.chains import cued_words
 
     def reads(relation, word, question, after_name=False):
@@ -235,7 +235,7 @@ def test_kinds_come_from_relation_names_and_shared_name_words(tmp_path):
 
 
 def test_a_hop_against_its_edge_is_read_only_where_the_question_asks_for_it():
-    from ragkit.multihop.graph import Hop, hop_weights
+    from ragkit.multihop.hops import Hop, hop_weights
     from ragkit.text.chains import cued_words
 
     back = [Hop("based_in", False), Hop("flows_through", False), Hop("ceo", False), Hop("spouse", False)]

@@ -4,7 +4,7 @@ lexical pipeline taking it. Texts written for these tests."""
 from __future__ import annotations
 
 from ragkit.answer.hops import follow_up
-from ragkit.answer.reading import Weigher
+from ragkit.answer.weighing import Weigher
 from ragkit.config import LexicalConfig
 from ragkit.corpus import Doc
 from ragkit.pipelines.base import AskContext

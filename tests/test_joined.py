@@ -72,7 +72,8 @@ def test_a_model_yes_against_the_evidence_fails_the_check_and_the_evidence_answe
 
 
 def test_the_check_rejects_a_model_answer_the_items_evidence_contradicts():
-    from ragkit.answer.reading import Weigher, answer_shape
+    from ragkit.answer.reading import answer_shape
+    from ragkit.answer.weighing import Weigher
     from ragkit.answer.stage import grounding_check
     from ragkit.answer.extractive import reading_check
 

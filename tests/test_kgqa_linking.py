@@ -10,7 +10,8 @@ from ragkit.kgqa.answer import NOT_MAPPED
 from ragkit.kgqa.flow import KGQA
 from ragkit.kgqa.importer import import_kg
 from ragkit.kgqa.linking import MIN_GAIN, GraphLinker, name_text, typed_reading
-from ragkit.kgqa.plan import RulePlanner, agent_nouns
+from ragkit.kgqa.question_reading import agent_nouns
+from ragkit.kgqa.rule_planner import RulePlanner
 from ragkit.kgqa.store import NxTypedStore, SchemaEdge
 from ragkit.pipelines.kg import ask_kg
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ragkit.answer.reading import Weigher, answer_shape, number_unit, of_asked_kind, short_answer
+from ragkit.answer.reading import answer_shape, number_unit, of_asked_kind, short_answer
+from ragkit.answer.weighing import Weigher
 from ragkit.text.lexicons import is_weekday, lexicon, lexicons, quantity_of
 
 

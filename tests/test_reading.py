@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from ragkit.answer.reading import (Weigher, answer_shape, as_evidence_writes, bound_asked, date_candidates, full_name,
-                                   in_evidence, name_candidates, nested_descriptions, number_candidates,
-                                   parse_short_answer, question_descriptions, question_focus, range_end,
-                                   relevant_sentences, short_answer, split_sentences, sub_question,
-                                   trim_short_answer, yes_no)
+from ragkit.answer.reading import (answer_shape, as_evidence_writes, full_name, in_evidence, nested_descriptions,
+                                   parse_short_answer, question_descriptions, question_focus, short_answer,
+                                   split_sentences, sub_question, trim_short_answer, yes_no)
+from ragkit.answer.weighing import Weigher, relevant_sentences
+from ragkit.answer.candidates import bound_asked, date_candidates, name_candidates, number_candidates, range_end
 from ragkit.corpus import Doc
 from ragkit.pipelines.base import NOT_ENOUGH_VI
 from ragkit.retrieval.bm25 import BM25Index
@@ -204,7 +204,7 @@ def test_steps_are_traced_and_bounded(handbook):
 def test_reading_check_both_ways():
     from ragkit.answer.stage import grounding_check
     from ragkit.answer.extractive import reading_check
-    from ragkit.answer.reading import score_sentences
+    from ragkit.answer.weighing import score_sentences
 
     question = "Who is the data protection officer?"
     shape = answer_shape(question)
@@ -222,7 +222,7 @@ def test_reading_check_both_ways():
 
 def test_an_answer_from_evidence_that_does_not_bear_on_the_question_fails():
     from ragkit.answer.stage import grounding_check
-    from ragkit.answer.reading import score_sentences
+    from ragkit.answer.weighing import score_sentences
     from ragkit.answer.extractive import reading_check
 
     question = "How many employees work in the Oslo branch?"     # the evidence knows no Oslo, no branch
@@ -383,7 +383,7 @@ def test_a_name_the_corpus_never_writes_is_refused(handbook):
 
 
 def test_name_parts_leave_out_the_opening_word_and_acronyms():
-    from ragkit.answer.reading import unnamed
+    from ragkit.answer.candidates import unnamed
 
     assert unnamed("Since when has the Porto team been in its building?", ["The Porto team moved."]) == []
     evidence = ["Larkspur's Chief Information Security Officer is Kadri Saar."]

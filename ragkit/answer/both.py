@@ -19,7 +19,8 @@ from typing import Callable, Sequence
 
 from ..text import split_sentences
 from ..text.question import Joined
-from .reading import _plain, writes
+from .reading import _plain
+from .candidates import writes
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 from typing import Callable, Protocol, Sequence
 
 from ..corpus import Doc
+from ..retrieval.bm25 import BM25Index, Hit
 from ..text.words import POSSESSIVE, name_key
-from .reading import Weigher, coverage, name_candidates, score_sentences
+from .weighing import Weigher, coverage, score_sentences
+from .candidates import name_candidates
 
 # Of a very long text, its opening part is read for names (reading every sentence of a huge
 # document costs time in proportion to its length, and its opening says what it is about);
@@ -106,3 +108,48 @@ def item_documents(items: Sequence[str], titles: Sequence[str], titled: Callable
             have.add(name_key(doc.title))
             out.append((item, doc))
     return out
+
+
+def with_bridges(index: BM25Index, question: str, selected: list[Hit], weigher: Weigher,
+                  limit: int) -> tuple[list[Hit], list]:
+    """``selected`` with up to ``limit`` bridge documents (``bridge_documents``), each right
+    after the document whose sentence names it, scored as that document."""
+    found = bridge_documents(question, [h.text for h in selected], [h.title for h in selected], weigher,
+                             index.titled, limit=limit)
+    if not found:
+        return selected, []
+    out = list(selected)
+    for bridge, _ in reversed(found):       # inserted last first: each lands right after its source, in order
+        source = selected[bridge.source_rank]
+        out.insert(out.index(source) + 1, index.hit(bridge.doc_id, source.score))
+    return out, [bridge for bridge, _ in found]
+
+
+def with_items(index: BM25Index, items: Sequence[str], selected: list[Hit]) -> tuple[list[Hit], list]:
+    """``selected`` led by the own document of each compared item that it lacks
+    (``item_documents``), as many documents as before: the last ones that
+    are no item's own give way."""
+    found = item_documents(items, [h.title for h in selected], index.titled, lambda name: index.search(name, k=3))
+    if not found:
+        return selected, []
+    added = [index.hit(doc.doc_id, selected[0].score) for _, doc in found]
+    kept = [h for h in selected if all(h.doc_id != a.doc_id for a in added)]
+    keys = [f" {name_key(item)} " for item in items]
+    owned = [any(key in f" {name_key(h.title)} " for key in keys) for h in kept]
+    room = max(len(selected), len(added)) - len(added) - sum(owned)      # for documents no item owns
+    out = list(added)
+    for hit, own in zip(kept, owned):
+        if own or room > 0:
+            out.append(hit)
+            room -= not own
+    return out, [(item, doc.doc_id) for item, doc in found]
+
+
+def interleave(first: list[Hit], second: list[Hit], k: int) -> list[Hit]:
+    """``first`` and ``second`` taken in turn, each document once, at most ``k``."""
+    out: list[Hit] = []
+    for pair in zip(first + [None] * len(second), second + [None] * len(first)):
+        for hit in pair:
+            if hit is not None and all(h.doc_id != hit.doc_id for h in out):
+                out.append(hit)
+    return out[:k]

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..text import ENGLISH_STOPWORDS, split_sentences, strip_accents
-from .grounding import _number_key
-from .reading import _MONTHS, date_candidates, number_candidates
+from .claim_rules import number_key
+from .candidates import MONTHS, date_candidates, number_candidates
 
 # Comparatives, accent-stripped, matched as whole words in the lower-cased question.
 # Which end of time wins:
@@ -57,7 +57,7 @@ def _year(date: str) -> tuple[int, int, int] | None:
     if not years:
         return None
     lowered = date.lower()
-    month = next((i % 12 + 1 for i, m in enumerate(_MONTHS[:12]) if m[:3] in lowered), 0)
+    month = next((i % 12 + 1 for i, m in enumerate(MONTHS[:12]) if m[:3] in lowered), 0)
     days = [int(d) for d in re.findall(r"\b(\d{1,2})\b", date) if 1 <= int(d) <= 31]
     return int(years[0]), month, days[0] if days else 0
 
@@ -67,7 +67,7 @@ def _number(text: str) -> float | None:
     if not m:
         return None
     try:
-        return float(_number_key(m.group()))     # the claim check's reading of a number as a value
+        return float(number_key(m.group()))     # the claim check's reading of a number as a value
     except ValueError:
         return None
 

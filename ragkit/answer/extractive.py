@@ -17,11 +17,14 @@ from ..text.question import chosen
 from .both import JoinedVerdict
 from .claims import strip_citations
 from .grounding import is_refusal
-from .reading import (Shape, Weigher, coverage, in_evidence, lower_case_words, of_asked_kind, parse_short_answer,
-                      score_sentences, short_answer, trim_short_answer, writes, yes_no)
+from .reading import Shape, in_evidence, of_asked_kind, parse_short_answer, short_answer, trim_short_answer, yes_no
+from .weighing import Weigher, coverage, score_sentences
+from .candidates import lower_case_words, writes
 from .stage import NOT_ENOUGH_VI, Check
 
 
+# Below this share of the question's (IDF-weighted) words in its best sentence, the evidence
+# does not bear on the question: the answer says so instead of quoting unrelated sentences.
 NOT_FOUND_SHARE = 0.3
 # A refusal is wrong when the evidence gives a short answer from a sentence that holds at
 # least this share of the question's weighted words.

@@ -11,42 +11,24 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import Iterable
 
-from ..text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, split_sentences, strip_accents
-from ..text.words import stem
-from ..text.cues import (ANAPHORS, ANSWER_WORDS, DROPPING_PAIRS, DROPPING_VERBS, NEGATIONS, NOT_NEGATING, REFUSAL_CUES,
+from ..text import ENGLISH_STOPWORDS, split_sentences
+from ..text.cues import (ANAPHORS, NEGATIONS, NOT_NEGATING, REFUSAL_CUES,
                          REFUSAL_WORDS, SOURCE_NOUNS, SOURCE_NOUNS_VI)
+from .claim_rules import (BOUNDARY, ClaimText, claim_tokens, claim_word, is_number, negation_problem, number_key,
+                          number_problem, order_problem, refusal_stems, word_stem)
 from .claims import Claim, split_claims, without_brackets
 from ..llm.injection import suspicious_evidence
 from ..llm.prompts import inert_for
 
 MIN_DISTINCT_TRIGRAMS = 0.5
-_ENUMERATION_MAX = 20  # small integers are list numbering ("1)", "Bước 2"), not claims
 _WORD = re.compile(r"\w+")
 
 
 def _words(text: str) -> list[str]:
     """Lowercase words with their diacritics (NFC), "_" split off."""
     return [w for w in _WORD.findall(unicodedata.normalize("NFC", text.lower()).replace("_", " "))]
-
-
-def _is_content(word: str) -> bool:
-    """Numbers above list numbering, and words that are not function words."""
-    if word.isdigit():
-        return int(word) > _ENUMERATION_MAX
-    if len(word) < 2 or word in ENGLISH_STOPWORDS or word in _ACCENTED_FUNCTION:
-        return False
-    return not (strip_accents(word) == word and word in VIETNAMESE_FUNCTION_WORDS)
-
-
-# The accented spellings of the function words most often written ("của", "và", "là" ...).
-_ACCENTED_FUNCTION = frozenset(
-    """ai bằng bị bởi các cái cần cho chỉ chưa có còn của đã đang để đến đều đó được gì hay
-    hơn khi không là lại lên lúc mà mỗi một nếu nên người những như nào này nó ở ra rằng rồi
-    sau sẽ tại thì theo thuộc trên trong từ và vào vẫn về vì với xong""".split()
-)
 
 
 def distinct_trigram_ratio(words: list[str]) -> float:
@@ -107,382 +89,6 @@ def distinct_trigram_ratio(words: list[str]) -> float:
 
 MIN_CLAIM_SUPPORT = 0.75
 BORDERLINE_SUPPORT = 0.5     # a claim short only on coverage, above this, may go to a model judge
-_COORDINATORS = frozenset({"and", "or", "nor", "và", "hoặc", "hay"})
-_NEGATION_SCOPE = 3          # content words after a negation (ragkit.text.cues.NEGATIONS) that it negates
-_PASSIVE = frozenset({"by", "bởi", "được"})
-_COORDINATION = frozenset({",", ";", "(", ")", "and", "or", "nor", "và", "hoặc", "hay", "cùng", "với"})
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_][\w'’]*|\d+\w*|[,;:.!?()—–→←]")
-_BOUNDARY = frozenset(",;:.!?()—–→←")
-
-
-@lru_cache(maxsize=1)
-def _refusal_stems() -> frozenset:
-    return frozenset(_stem(w) for w in REFUSAL_WORDS)
-
-
-def _tokens(text: str) -> list[str]:
-    """Words (case kept), numbers and clause punctuation of ``text``; "n't" becomes "not"."""
-    text = unicodedata.normalize("NFC", text).replace("_", " ")
-    text = re.sub(r"(?i)\bcannot\b", "can not", text)
-    text = re.sub(r"(?i)n[’']t\b", " not", text)
-    return _TOKEN.findall(text)
-
-
-def _is_number(token: str) -> bool:
-    return token[0].isdigit() and bool(re.fullmatch(r"\d+(?:[.,]\d+)*", token))
-
-
-_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+")
-
-
-def _number_key(token: str) -> str:
-    """A number as a value: English thousands groups ("8,200") as the plain digits ("8200");
-    otherwise a decimal comma as a point ("1,5" is "1.5")."""
-    if _GROUPED.fullmatch(token):
-        return token.replace(",", "")
-    return token.replace(",", ".")
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    """An English word's Snowball stem; other words as they are."""
-    return stem(word) if word.isascii() else word
-
-
-def _claim_word(word: str) -> bool:
-    """A word that carries content: not a function word, a negation, an answer word ("yes")
-    or punctuation."""
-    return word not in _BOUNDARY and word not in NEGATIONS and word not in ANSWER_WORDS and not _is_number(word) \
-        and _is_content(word)
-
-
-@dataclass(frozen=True)
-class _Text:
-    """A claim or evidence span analysed once: its tokens and what the rules compare."""
-
-    tokens: tuple[str, ...]           # original case
-    lower: tuple[str, ...]
-    keys: frozenset                   # stems of its words, and accent-stripped forms
-    negated: frozenset                # stems negated at one occurrence at least
-    only_negated: frozenset           # stems negated at every occurrence
-    names: tuple[tuple[int, tuple[str, ...]], ...]   # (position, lowercased words) of each name
-    scopes: tuple = ()                # each negation's scope: segments (split at and/or) of stems, in order
-
-    @classmethod
-    def of(cls, text: str, lowercase_vocabulary: frozenset = frozenset()) -> "_Text":
-        tokens = tuple(_tokens(text))
-        lower = tuple(t.lower() for t in tokens)
-        keys = set()
-        for w in lower:
-            keys.add(_stem(w))
-            keys.add("~" + strip_accents(w))
-        negated, only, scopes = _negated(lower)
-        return cls(tokens, lower, frozenset(keys), negated, only, _names(tokens, lowercase_vocabulary), scopes)
-
-    def has(self, word: str) -> bool:
-        """Whether a (lowercase) word is in this text: by stem, or accent-free for a word
-        written without diacritics."""
-        return _stem(word) in self.keys or (strip_accents(word) == word and "~" + word in self.keys)
-
-
-def _negated(lower: tuple[str, ...]) -> tuple[frozenset, frozenset, tuple]:
-    """Stems of the content words and numbers that follow a negation (up to
-    ``_NEGATION_SCOPE`` of them, within its clause): those negated somewhere, those negated
-    everywhere they occur, and each negation's scope (its stems in order, in segments split
-    at "and"/"or")."""
-    inside: set[str] = set()
-    outside: set[str] = set()
-    scopes: list[list[list[str]]] = []
-    scope = skip = 0
-    for i, w in enumerate(lower):
-        if skip:
-            skip -= 1
-            continue
-        if w in _BOUNDARY:
-            scope = 0
-            continue
-        if w in NEGATIONS and not (i + 1 < len(lower) and lower[i + 1] in NOT_NEGATING.get(w, ())) \
-                or w in DROPPING_VERBS:
-            if not scope or scopes[-1] != [[]]:
-                scopes.append([[]])
-            scope = _NEGATION_SCOPE
-            skip = 2 if lower[i + 1:i + 3] == ("bao", "giờ") else 0     # "chẳng bao giờ": never
-            continue
-        if w in DROPPING_PAIRS and i + 1 < len(lower) and lower[i + 1] in DROPPING_PAIRS[w]:
-            scopes.append([[]])
-            scope = _NEGATION_SCOPE + 1      # the pair's second word is not a content word
-            continue
-        if scope and w in _COORDINATORS and scopes[-1][-1]:
-            scopes[-1].append([])
-            continue
-        if _claim_word(w) or _is_number(w):
-            if scope:
-                scopes[-1][-1].append(_stem(w))
-            (inside if scope else outside).add(_stem(w))
-            scope = max(scope - 1, 0)
-    out = tuple(tuple(tuple(seg) for seg in sc if seg) for sc in scopes)
-    return frozenset(inside), frozenset(inside - outside), tuple(sc for sc in out if sc)
-
-
-def _is_name_word(token: str, first: bool, lowercase_vocabulary: frozenset) -> bool:
-    """A word that names something: all capitals ("AMF"), letters and digits ("N4", "5GC"),
-    or capitalised: mid-sentence always, first in a sentence only if the evidence never
-    writes it (or a word of its stem) in lower case (so "Máy", "The", "Visitors" are not
-    names, "Aspirin" is)."""
-    if not token[0].isalnum() or _is_number(token) or len(token) < 2:
-        return False
-    letters = [c for c in token if c.isalpha()]
-    if not letters:
-        return False
-    if sum(c.isupper() for c in letters) >= 2 or (any(c.isdigit() for c in token) and letters):
-        return True
-    if not token[0].isupper():
-        return False
-    word = token.lower()
-    if word in ENGLISH_STOPWORDS or word in _ACCENTED_FUNCTION or word in NEGATIONS or word in ANSWER_WORDS:
-        return False
-    return not first or (word not in lowercase_vocabulary and _stem(word) not in lowercase_vocabulary)
-
-
-def _names(tokens: tuple[str, ...], lowercase_vocabulary: frozenset) -> tuple:
-    """The names in ``tokens``: runs of name words, with the position of the first."""
-    out: list[tuple[int, tuple[str, ...]]] = []
-    run: list[str] = []
-    start = 0
-    first = True
-    for i, token in enumerate(tokens):
-        if _is_name_word(token, first, lowercase_vocabulary):
-            if not run:
-                start = i
-            run.append(token.lower())
-        else:
-            if run:
-                out.append((start, tuple(run)))
-            run = []
-        first = token in ".!?:" or (first and not token[0].isalnum())
-    if run:
-        out.append((start, tuple(run)))
-    return tuple(out)
-
-
-def _name_positions(name: tuple[str, ...], span: _Text, distinct: Iterable[tuple[str, ...]] = ()) -> list[int]:
-    """Where a name is in a span: the places where its words stand in order with at most two
-    other words among them (a name may be written longer in the evidence: "Marie Curie" /
-    "Marie Skłodowska Curie"), not scattered over the span; and not where the longer form is
-    one of the ``distinct`` names (another name the claim uses: "NF Set" is not "NF Service
-    Set" in a claim that names both)."""
-    out = []
-    distinct = {d for d in distinct if d != name}
-    for i, w in enumerate(span.lower):
-        if w != name[0]:
-            continue
-        j, rest = i + 1, list(name[1:])
-        while rest and j < min(len(span.lower), i + len(name) + 2):
-            if span.lower[j] == rest[0]:
-                rest.pop(0)
-            j += 1
-        if not rest and not (j - i > len(name) and tuple(span.lower[i:j]) in distinct):
-            out.append(i)
-    return out
-
-
-# Words that place what follows as the setting of a claim ("in the 5G Core"), not an actor.
-_SETTING = frozenset({"in", "within", "inside", "across", "throughout", "trong", "tại", "ở"})
-_ARTICLES = frozenset({"the", "a", "an"})
-
-
-def _setting_start(claim: _Text, pos: int) -> int | None:
-    """Where the setting phrase of the name at ``pos`` starts ("in the 5G Core": at "in"):
-    a setting word before it, with articles, numbers and one-letter tokens between; None
-    when the name does not follow one."""
-    i = pos - 1
-    while i >= 0 and pos - i <= 4 and (claim.lower[i] in _ARTICLES or _is_number(claim.lower[i])
-                                       or len(claim.lower[i]) == 1 and claim.lower[i].isalpha()):
-        i -= 1
-    return i if i >= 0 and claim.lower[i] in _SETTING else None
-
-
-def question_settings(claim: _Text, question: _Text | None) -> set[int]:
-    """Token positions of the claim that only restate the question's setting: a name the
-    question uses, after a setting word ("in the 5G Core" when the question asks about the
-    5G Core), and the numbers in that phrase which the question holds too."""
-    if question is None:
-        return set()
-    out: set[int] = set()
-    for pos, name in claim.names:
-        start = _setting_start(claim, pos)
-        if start is not None and _name_positions(name, question):
-            out.update(i for i in range(start, pos + len(name))
-                       if not _is_number(claim.lower[i]) or claim.lower[i] in question.lower)
-    return out
-
-
-def _anchored(claim: _Text, span: _Text, question: _Text | None) -> bool:
-    """Whether the claim says something of the span's own: a content word the span holds
-    and the question does not."""
-    return any(_claim_word(w) and span.has(w) and not (question and question.has(w)) for w in claim.lower)
-
-
-def _given_names(claim: _Text, span: _Text, question: _Text | None, distinct) -> set[int]:
-    """Positions of the claim's names that only the question states, where they may stand:
-    the claim is anchored in the span, and the span names nothing (a name of the span is
-    what the question's name could be standing in for: "the NRF selects an SMF" against "the
-    AMF selects an SMF"; a rule that names no one may be applied to whoever the question
-    names)."""
-    if question is None or span.names:
-        return set()
-    asked = {pos for pos, name in claim.names
-             if _name_positions(name, question) and not _name_positions(name, span, distinct)}
-    return asked if asked and _anchored(claim, span, question) else set()
-
-
-# Words that open a framing phrase at the start of a sentence ("Theo QCVN 05, ...", "In TS
-# 23.501, ..."): the names in it say where the claim comes from or holds, not who acts.
-_FRAMING = frozenset({"theo", "according", "per", "as", "in", "within", "under", "trong", "tại", "ở", "for"})
-
-
-def _framed(claim: _Text) -> range:
-    """Token positions of a framing phrase that opens the claim and ends at its first comma."""
-    if not claim.lower or claim.lower[0] not in _FRAMING or "," not in claim.lower:
-        return range(0)
-    return range(0, claim.lower.index(","))
-
-
-def _framed_in(span: _Text, where: list[int]) -> bool:
-    """Whether a name stands in a framing phrase of the span too (a framing word before it,
-    perhaps with an article between): "... theo QCVN 05", "as defined in TS 23.501"."""
-    return any(j >= 1 and (span.lower[j - 1] in _FRAMING or j >= 2 and span.lower[j - 1] in _ARTICLES
-                           and span.lower[j - 2] in _FRAMING) for j in where)
-
-
-def _order_problem(claim: _Text, span: _Text, question: _Text | None = None, distinct=None) -> str:
-    """Why the claim's names do not stand as in the span ('' when they do). A name the span
-    lacks is allowed only as the setting the question gave ("... in the 5G Core" when the
-    question asks about the 5G Core), or as a name the question states (``_given_names``);
-    it takes no part in the roles; nor do the names of a framing phrase that opens the claim
-    ("Theo QCVN 05:2023/BTNMT, ...") when the span frames its first name too ("... theo
-    QCVN 05:2023/BTNMT"). ``distinct``: the names of the whole claim (default: of
-    ``claim``), none of which a name may be matched by."""
-    found: list[tuple[int, tuple[str, ...], list[int]]] = []
-    distinct = [name for _, name in claim.names] if distinct is None else distinct
-    setting = question_settings(claim, question) | _given_names(claim, span, question, distinct)
-    framed = _framed(claim)
-    frame: list[tuple[int, tuple[str, ...], list[int]]] = []
-    for pos, name in claim.names:
-        where = _name_positions(name, span, distinct)
-        if not where and pos in setting:
-            continue
-        if not where:
-            return f"names {' '.join(claim.tokens[pos:pos + len(name)])!r}, which the span does not"
-        (frame if pos in framed else found).append((pos, name, where))
-    if frame and not _framed_in(span, frame[0][2]):
-        found = sorted(found + frame)     # the phrase is not a frame in the span: its names take roles
-    for (pa, a, wa), (pb, b, wb) in zip(found, found[1:]):
-        between = claim.lower[pa + len(a):pb]
-        if a == b or all(w in _COORDINATION for w in between):
-            continue       # a list ("AMF, SMF and UPF") orders nothing
-        passive = any(w in _PASSIVE for w in between)
-
-        def same_roles(i: int, j: int, passive: bool = passive) -> bool:
-            lo, hi = min(i, j), max(i, j)
-            span_passive = any(w in _PASSIVE for w in span.lower[lo:hi])
-            return (i < j) == (span_passive == passive)
-
-        if not any(same_roles(i, j) for i in wa for j in wb if i != j):
-            return f"{' '.join(a)!r} and {' '.join(b)!r} swap their roles relative to the span"
-    return ""
-
-
-def _given_numbers(claim: _Text, span: _Text, question: _Text | None) -> set[int]:
-    """Positions of the claim's numbers that the question states and the span does not,
-    when the claim also states a number of the span's own (one the question does not give):
-    the question's number set against the evidence's ("120 euros is above the 50 allowed");
-    not one that stands where the span has a number with its unit that the claim leaves out."""
-    if question is None:
-        return set()
-    asked = {_number_key(t) for t in question.lower if _is_number(t)}
-    given = {_number_key(t) for t in span.lower if _is_number(t)}
-    numbers = [(i, _number_key(t)) for i, t in enumerate(claim.lower) if _is_number(t)]
-    if not any(key in given and key not in asked for _, key in numbers):
-        return set()
-    stated = {key for _, key in numbers}
-    # A number of the span the claim leaves out, with the same unit, is what the question's
-    # number would be standing in for ("at least 7 years" where the span says "at least 5 years").
-    left_out = {_unit(span, j) for j, t in enumerate(span.lower) if _is_number(t) and _number_key(t) not in stated}
-    return {i for i, key in numbers
-            if key in asked and key not in given and not (_unit(claim, i) and _unit(claim, i) in left_out)}
-
-
-def _unit(text: _Text, i: int) -> str:
-    """The stem of the word after the number at ``i`` ('' when none)."""
-    after = text.lower[i + 1] if i + 1 < len(text.lower) else ""
-    return _stem(after) if after.isalpha() else ""
-
-
-def _number_problem(claim: _Text, span: _Text, question: _Text | None = None) -> str:
-    """The first number the claim states that the span lacks, or states with another unit
-    (a number in the question's setting, "in the 5G Core", is not stated by the claim; nor is
-    one the question gives that the claim sets against the span's, ``_given_numbers``)."""
-    span_numbers = [(_number_key(t), i) for i, t in enumerate(span.lower) if _is_number(t)]
-    setting = question_settings(claim, question) | _given_numbers(claim, span, question)
-    for i, token in enumerate(claim.lower):
-        if not _is_number(token) or i in setting:
-            continue
-        places = [j for key, j in span_numbers if key == _number_key(token)]
-        if not places:
-            return f"the number {token} is not in the span"
-        unit = claim.lower[i + 1] if i + 1 < len(claim.lower) else ""
-        if unit and (unit == "%" or (unit.isalpha() and _claim_word(unit))):
-            if not any(unit in span.lower[j + 1:j + 3] for j in places) and \
-                    any(j + 1 < len(span.lower) and span.lower[j + 1].isalpha() and _claim_word(span.lower[j + 1])
-                        for j in places):
-                return f"the span gives {token} another unit than {unit!r}"
-    return ""
-
-
-# Modal words a negation passes through to what it negates ("do not need to check": check).
-_MODALS = frozenset("need needs needed must should ought have has required necessary allowed permitted able".split())
-
-
-@lru_cache(maxsize=1)
-def _modal_stems() -> frozenset:
-    return frozenset(_stem(w) for w in _MODALS)
-
-
-def _head(segment: tuple) -> str:
-    """The word a segment of a negation's scope bears on: its first word past modals."""
-    return next((w for w in segment if w not in _modal_stems()), segment[0])
-
-
-def _negation_matched(head: str, scope: tuple, others: tuple) -> bool:
-    """Whether one of the negations ``others`` bears on ``head`` (the first word of a segment
-    of the negation ``scope``): it is one of its heads, or it is in its scope and that
-    negation's own head is in ``scope`` (the two negations cover the same words)."""
-    words = {w for segment in scope for w in segment}
-    for other in others:
-        heads = [_head(segment) for segment in other]
-        if head in heads or head in {w for segment in other for w in segment} and heads[0] in words:
-            return True
-    return False
-
-
-def _negation_problem(claim: _Text, span: _Text, shared: set[str]) -> str:
-    """A negation of the claim whose head (the first content word after it, and after each
-    "and"/"or" inside it) the span holds but no negation of the span bears on; or a negation
-    of the span of which the claim negates none of the words the span only ever negates and
-    the claim uses. Each negation is compared as a whole: word order and word length differ
-    between a text and its restatement, so the other words of its scope may differ."""
-    for scope in claim.scopes:
-        for head in (_head(segment) for segment in scope):
-            if head in shared and not _negation_matched(head, scope, span.scopes):
-                return f"it negates {head!r}, which the span does not"
-    for scope in span.scopes:
-        bears = [w for segment in scope for w in segment if w in shared and w in span.only_negated]
-        if bears and not any(w in claim.negated for w in bears):
-            return f"the span negates {bears[0]!r}, which the claim does not"
-    return ""
-
-
 FAILED_VERDICTS = ("unsupported", "miscited", "contradicted", "inconsistent")
 
 
@@ -554,14 +160,14 @@ def is_refusal(text: str, refusals: Iterable[str] = ()) -> bool:
         return False
     if any(cue in plain for cue in REFUSAL_CUES):
         return True
-    tokens = [t.lower() for t in _tokens(text)]
+    tokens = [t.lower() for t in claim_tokens(text)]
     for i, t in enumerate(tokens):
         noun = 1 if t in SOURCE_NOUNS else 2 if tuple(tokens[i:i + 2]) in SOURCE_NOUNS_VI else 0
-        if noun and i <= 3 and tokens[0] in NEGATIONS and not any(w in _BOUNDARY for w in tokens[:i]):
+        if noun and i <= 3 and tokens[0] in NEGATIONS and not any(w in BOUNDARY for w in tokens[:i]):
             return True         # opens with a negated quantifier over the source: "None of the passages ..."
         if noun:
             after = tokens[i + noun:i + noun + 4]       # the source, then a negated verb: its subject
-            after = after[:next((k for k, w in enumerate(after) if w in _BOUNDARY), len(after))]
+            after = after[:next((k for k, w in enumerate(after) if w in BOUNDARY), len(after))]
             if any(w in NEGATIONS and not (k + 1 < len(after) and after[k + 1] in NOT_NEGATING.get(w, ()))
                    for k, w in enumerate(after)):
                 return True
@@ -577,25 +183,25 @@ def _spans(evidence: list[str], numbers: Iterable[int], words: tuple[str, ...], 
     if len(numbers) > 1 and len(numbers) < len(evidence):
         # A claim that cites several items may join them ("X [1] (also: Y [2])").
         joined = " ".join(evidence[n - 1] for n in numbers)
-        yield numbers[0], joined, _Text.of(joined, vocabulary)
+        yield numbers[0], joined, ClaimText.of(joined, vocabulary)
     for n in numbers:
         sentences = split_sentences(evidence[n - 1])
-        analysed = [_Text.of(sentence, vocabulary) for sentence in sentences]
+        analysed = [ClaimText.of(sentence, vocabulary) for sentence in sentences]
         found = [{w for w in words if a.has(w)} for a in analysed]
         head = evidence[n - 1].lstrip().split("\n", 1)[0]
-        subject = _subject(_Text.of(head if len(head.split()) <= 8 else sentences[0] if sentences else "",
+        subject = _subject(ClaimText.of(head if len(head.split()) <= 8 else sentences[0] if sentences else "",
                                     vocabulary))
         for i, sentence in enumerate(sentences):
             yield n, sentence, analysed[i]
             resolved = resolve_reference(sentence, subject) if i else None
             if resolved:
-                yield n, resolved, _Text.of(resolved, vocabulary)
+                yield n, resolved, ClaimText.of(resolved, vocabulary)
             if i + 1 < len(sentences) and found[i] - found[i + 1] and found[i + 1] - found[i]:
                 pair = f"{sentence} {sentences[i + 1]}"
-                yield n, pair, _Text.of(pair, vocabulary)
+                yield n, pair, ClaimText.of(pair, vocabulary)
 
 
-def _subject(first: _Text) -> str:
+def _subject(first: ClaimText) -> str:
     """What a text is about: the name its first line (a title of at most eight words) or
     else its first sentence opens with (in its first three tokens), as written; '' when it
     opens with none."""
@@ -655,21 +261,21 @@ def comparison_parts(body: str) -> list[str]:
     parts: list[str] = []
     for piece in _JOINT.split(body):
         piece = piece.strip(" ,.;:")
-        if parts and not any(_claim_word(w.lower()) for w in _tokens(piece)):
+        if parts and not any(claim_word(w.lower()) for w in claim_tokens(piece)):
             parts[-1] = f"{parts[-1]} {piece}".strip()
         elif piece:
             parts.append(piece)
     return parts
 
 
-def _judge_claim(claim: Claim, evidence: list[str], spans_of, question_words: _Text,
+def _judge_claim(claim: Claim, evidence: list[str], spans_of, question_words: ClaimText,
                  vocabulary: frozenset, refusals, min_support: float) -> ClaimVerdict:
     cited = list(claim.cited)
     if is_refusal(claim.body, refusals):
         return ClaimVerdict(claim.text, "refusal", cited, None, "says the evidence is not enough")
-    text = _Text.of(_said(claim.body), vocabulary)
-    words = sorted({w for w in text.lower if _claim_word(w)})
-    if not words and not any(_is_number(t) for t in text.lower):
+    text = ClaimText.of(_said(claim.body), vocabulary)
+    words = sorted({w for w in text.lower if claim_word(w)})
+    if not words and not any(is_number(t) for t in text.lower):
         return ClaimVerdict(claim.text, "no claim", cited, None, "no content words")
     if claim.body.rstrip().endswith(":") and len(claim.body.split()) <= 4 and not cited:
         return ClaimVerdict(claim.text, "no claim", cited, None, "a lead-in (ends with ':')")
@@ -714,7 +320,7 @@ class _SpanJudge:
     (item, word) -> whether another item the claim cites holds a word the span lacks (a part
     of a comparison must stand on one item)."""
 
-    def __init__(self, body: str, text: _Text, words: list[str], question_words: _Text, spans_of,
+    def __init__(self, body: str, text: ClaimText, words: list[str], question_words: ClaimText, spans_of,
                  evidence: list[str], min_support: float, distinct=None, borrowed=None):
         self.body, self.text, self.words, self.question_words = body, text, words, question_words
         self.spans_of, self.evidence, self.min_support = spans_of, evidence, min_support
@@ -728,7 +334,7 @@ class _SpanJudge:
         for n in numbers:           # a quote says exactly what its evidence says
             if len(quoted) >= 20 and quoted in " ".join(self.evidence[n - 1].split()):
                 return ((True, 1.0, -len(quoted)), n, quoted, "", 1.0, False)
-        numbers_in = {t for t in text.lower if _is_number(t)}
+        numbers_in = {t for t in text.lower if is_number(t)}
         best: tuple | None = None
         in_names = {w for _, name in text.names for w in name}
         for n, span_text, span in self.spans_of(tuple(numbers), tuple(w for w in words if w not in in_names)):
@@ -739,9 +345,9 @@ class _SpanJudge:
                 coverage = itself     # the question's words are given, but the span must say something of the claim
             rules = ""
             if coverage >= BORDERLINE_SUPPORT:    # the other rules, only on spans that may support it
-                rules = _number_problem(text, span, question_words) or \
-                    _negation_problem(text, span, {_stem(w) for w in words if span.has(w)} | numbers_in) or \
-                    _order_problem(text, span, question_words, self.distinct)
+                rules = number_problem(text, span, question_words) or \
+                    negation_problem(text, span, {word_stem(w) for w in words if span.has(w)} | numbers_in) or \
+                    order_problem(text, span, question_words, self.distinct)
             if not rules and self.borrowed is not None:
                 foreign = [w for w in words if not span.has(w) and self.borrowed(n, w)]
                 if foreign:
@@ -762,7 +368,7 @@ class _SpanJudge:
 def _borrowing(evidence: list[str], numbers, vocabulary: frozenset):
     """(item, word) -> whether ``word`` is not in that item but in another of ``numbers``
     (the items a claim cites)."""
-    items = {n: _Text.of(evidence[n - 1], vocabulary) for n in numbers}
+    items = {n: ClaimText.of(evidence[n - 1], vocabulary) for n in numbers}
 
     def borrowed(n: int, word: str) -> bool:
         return n in items and not items[n].has(word) and any(items[m].has(word) for m in items if m != n)
@@ -770,7 +376,7 @@ def _borrowing(evidence: list[str], numbers, vocabulary: frozenset):
     return borrowed
 
 
-def _parts_supported(claim: Claim, text: _Text, numbers, question_words: _Text, spans_of, evidence: list[str],
+def _parts_supported(claim: Claim, text: ClaimText, numbers, question_words: ClaimText, spans_of, evidence: list[str],
                      vocabulary: frozenset, min_support: float, borrowed) -> dict | None:
     """The support of a claim citing several items that compares or joins them, when each
     of its parts (``comparison_parts``) is supported by one cited item without a word only
@@ -782,8 +388,8 @@ def _parts_supported(claim: Claim, text: _Text, numbers, question_words: _Text, 
     distinct = [name for _, name in text.names]
     found = []
     for part in parts:
-        part_text = _Text.of(part, vocabulary)
-        words = sorted({w for w in part_text.lower if _claim_word(w)})
+        part_text = ClaimText.of(part, vocabulary)
+        words = sorted({w for w in part_text.lower if claim_word(w)})
         best = _SpanJudge(part, part_text, words, question_words, spans_of, evidence, min_support,
                           distinct, borrowed).best(numbers)
         if best is None or best[3]:
@@ -795,8 +401,8 @@ def _parts_supported(claim: Claim, text: _Text, numbers, question_words: _Text, 
 def _refusal_words(body: str) -> list[str]:
     """What a refusal says the evidence lacks: its content words that are not the words of
     any refusal ("evidence", "not enough", "tài liệu", "không đề cập" ...)."""
-    return [w for w in _Text.of(body).lower if _claim_word(w) and w not in REFUSAL_WORDS
-            and _stem(w) not in _refusal_stems()]
+    return [w for w in ClaimText.of(body).lower if claim_word(w) and w not in REFUSAL_WORDS
+            and word_stem(w) not in refusal_stems()]
 
 
 def _inconsistent(verdicts: list[ClaimVerdict], claims: list[Claim]) -> list[ClaimVerdict]:
@@ -808,7 +414,7 @@ def _inconsistent(verdicts: list[ClaimVerdict], claims: list[Claim]) -> list[Cla
     said = [i for i, v in enumerate(verdicts) if v.verdict not in ("refusal", "no claim")]
     if not said:
         return verdicts
-    answered = _Text.of(" ".join(_said(claims[i].body) for i in said))
+    answered = ClaimText.of(" ".join(_said(claims[i].body) for i in said))
     out = list(verdicts)
     for i, v in enumerate(verdicts):
         if v.verdict != "refusal":
@@ -844,8 +450,8 @@ def check_claims(answer: str, evidence: Iterable[str], question: str = "", *,
     evidence = [e for e in evidence]
     refusals = tuple(refusals)
     lowercase = {w for text in evidence for w in _WORD.findall(unicodedata.normalize("NFC", text)) if w.islower()}
-    vocabulary = frozenset(lowercase | {_stem(w) for w in lowercase})     # words and their stems
-    question_words = _Text.of(question)
+    vocabulary = frozenset(lowercase | {word_stem(w) for w in lowercase})     # words and their stems
+    question_words = ClaimText.of(question)
     cache: dict[tuple, list] = {}
 
     def spans_of(numbers: tuple, words: tuple) -> list:
@@ -872,19 +478,19 @@ def _contradicted(verdict: ClaimVerdict, claim: Claim, items: list[int], spans_o
     """``verdict`` made ``contradicted`` when a span of one of ``items`` (the evidence that
     does not address the model) shares most of the claim's content words but not its
     polarity: the claim negates or drops what that span states, or states what it negates."""
-    text = _Text.of(_said(claim.body), vocabulary)
-    words = sorted({w for w in text.lower if _claim_word(w)})
+    text = ClaimText.of(_said(claim.body), vocabulary)
+    words = sorted({w for w in text.lower if claim_word(w)})
     if len(words) < 2:
         return verdict
-    values = {_number_key(t) for t in text.lower if _is_number(t)}
+    values = {number_key(t) for t in text.lower if is_number(t)}
     for m in items:
         for _, span_text, span in spans_of((m,), tuple(words)):
             shared = [w for w in words if span.has(w)]
             if len(shared) < 2 or len(shared) / len(words) < min_support:
                 continue
-            if not values <= {_number_key(t) for t in span.lower if _is_number(t)}:
+            if not values <= {number_key(t) for t in span.lower if is_number(t)}:
                 continue        # a span without the claim's numbers states another fact: it cannot deny this one
-            problem = _negation_problem(text, span, {_stem(w) for w in shared})
+            problem = negation_problem(text, span, {word_stem(w) for w in shared})
             if problem:
                 n = verdict.support["evidence"] if verdict.support else None
                 return replace(verdict, verdict="contradicted", contradicts={"evidence": m, "span": span_text},

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..text.words import POSSESSIVE, name_key
-from .reading import QUESTION_ONLY, Weigher, date_candidates, lower_case_words, name_candidates, score_sentences
+from .weighing import QUESTION_ONLY, Weigher, score_sentences
+from .candidates import date_candidates, lower_case_words, name_candidates
 
 # Sentences of the first step's evidence read for a bridge name (the best for the question).
 BRIDGE_SENTENCES = 2

@@ -3,183 +3,44 @@ the retrieved text bear on it, and the short answer those sentences give.
 
 - ``answer_shape`` (``ragkit.text.shape``): a name, a date, a number, yes/no (the factoid
   shapes, which get a short answer), a definition, a list, steps or an explanation.
-- ``relevant_sentences``: each evidence text cut to the sentences that share the most
-  weighted question words (IDF from the index when there is one), with their neighbours,
-  so a small model reads what matters.
-- ``short_answer``: candidate spans of the wanted shape in those sentences (names: runs of
-  capitalised words; dates: years and written dates; numbers with their units; yes/no from
-  the polarity of the sentence that covers the question) scored by how much of the question
+- ``relevant_sentences`` (``ragkit.answer.weighing``): each evidence text cut to the
+  sentences that share the most weighted question words (IDF from the index when there is
+  one), with their neighbours, so a small model reads what matters.
+- ``short_answer``: candidate spans (``ragkit.answer.candidates``) of the wanted shape in
+  those sentences (names: runs of capitalised words; dates: years and written dates;
+  numbers with their units; yes/no from the polarity of the sentence that covers the
+  question) scored by how much of the question
   their sentence covers and how close they stand to the question's words. None when no
   candidate stands out (the sentence it stands in covers too little of the question).
 - ``question_focus`` (``ragkit.text.shape``), ``nested_descriptions`` and ``sub_question``
   (``ragkit.text.descriptions``): what an English question asks about before any nested
   description, those descriptions, and the question asked again of the entity a first step
   found for one.
-- ``coverage``: how much of the question (by word weight) a text covers, and which words it
-  leaves open: what decides "not found in the sources" and whether another retrieval step
-  is needed.
+- ``coverage`` (``ragkit.answer.weighing``): how much of the question (by word weight) a
+  text covers, and which words it leaves open: what decides "not found in the sources"
+  and whether another retrieval step is needed.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from dataclasses import dataclass
+from typing import Sequence
 
-from ..text import (ENGLISH_STOPWORDS, LIST_MARKER, VIETNAMESE_FUNCTION_WORDS, normalize, split_sentences,
+from ..text import (normalize, split_sentences,
                     strip_accents)
 from ..text.lexicons import is_weekday, quantity_of
 from ..text.words import POSSESSIVE as _POSSESSIVE, negated, plain
 from ..text.question import chosen
 from ..text.shape import FACTOID_SHAPES, SHAPES, Shape, answer_shape, question_focus  # noqa: F401
 from ..text.descriptions import Description, nested_descriptions, question_descriptions, sub_question  # noqa: F401
-from ..text.cues import ANAPHORS, MAXIMUM_CUES, MINIMUM_CUES, RENAMING_WORDS
+from ..text.cues import RENAMING_WORDS
+from .candidates import (CONNECTORS, MONTHS, Candidate, bound_asked, date_candidates, lower_case_words, name_candidates,
+                         number_candidates, phrase_candidates, range_end, states_quantity)
+from .weighing import Sentence, Weigher, score_sentences
 
 def _plain(text: str) -> str:
     return plain(text, accents=False)
-
-
-# ----------------------------------------------------------------------------- sentences
-# Evidence is cut into sentences by ``ragkit.text.split_sentences``, the splitter answers and
-# their claims are cut by too.
-
-Tokenize = Callable[[str], list]
-
-
-def default_tokenize(text: str) -> list[str]:
-    """Content words of a text, accent-stripped and lower-cased, function words out."""
-    words = re.findall(r"[a-z0-9]+", strip_accents(text.lower()))
-    return [w for w in words if w not in ENGLISH_STOPWORDS and w not in VIETNAMESE_FUNCTION_WORDS
-            and w not in QUESTION_ONLY]
-
-
-# Words that only make a question a question.
-QUESTION_ONLY = frozenset("""what which who whom whose when where why how many much tell name please
-    bao nhieu khi nao dau ai gi""".split())
-
-
-@dataclass
-class Weigher:
-    """Word weights for coverage: the index's IDF where it knows the word (at least a
-    floor, so very common words still count a little), else the highest IDF (a word the
-    corpus lacks is as telling as its rarest)."""
-
-    tokenize: Tokenize = default_tokenize
-    idf: Callable[[str], float | None] | None = None
-    # The opening sentence of the document a name titles ("Djibouti" -> "Djibouti ... is a
-    # country in the Horn of Africa"): what the corpus says a candidate is; None: unknown.
-    lead: Callable[[str], str | None] | None = None
-    highest: float = 4.0        # the highest IDF of the corpus (what a word it lacks weighs)
-
-    def weights(self, text: str) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for w in self.tokenize(text):
-            if w in QUESTION_ONLY:
-                continue
-            weight = self.idf(w) if self.idf else None
-            out[w] = max(weight if weight is not None else 4.0, 0.3)
-        return out
-
-    @classmethod
-    def for_index(cls, index) -> "Weigher":
-        """Weights from a ``BM25Index``: its tokenizer and IDF."""
-        vocab, idf = index.vocab, index.idf
-        top = float(idf.max()) if len(idf) else 4.0
-
-        def lookup(word: str) -> float:
-            at = vocab.get(word)
-            return float(idf[at]) if at is not None else top
-
-        def tokenize(text: str) -> list[str]:
-            return [w for w in index.tokenizer(text) if w not in QUESTION_ONLY and "_" not in w]
-
-        def lead(name: str) -> str | None:
-            doc = index.titled(name) if hasattr(index, "titled") else None
-            return split_sentences(doc.text)[0] if doc is not None and doc.text.strip() else None
-
-        return cls(tokenize, lookup, lead, top)
-
-
-@dataclass
-class Coverage:
-    """How much of a question (by word weight) a text covers, and the words it leaves open."""
-
-    share: float
-    covered: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-
-
-def coverage(question_weights: dict[str, float], text: str, weigher: Weigher) -> Coverage:
-    total = sum(question_weights.values())
-    if not total:
-        return Coverage(0.0)
-    words = set(weigher.tokenize(text))
-    covered = [w for w in question_weights if w in words]
-    return Coverage(sum(question_weights[w] for w in covered) / total, covered,
-                    [w for w in question_weights if w not in words])
-
-
-@dataclass
-class Sentence:
-    item: int          # 1-based evidence number
-    position: int      # its place in the item
-    text: str
-    share: float       # of the question's weight it covers
-    covered: list[str] = field(default_factory=list)
-
-
-def score_sentences(question: str, texts: Sequence[str], weigher: Weigher,
-                    titles: Sequence[str] = ()) -> list[Sentence]:
-    """Every sentence of ``texts`` with the share of the question it covers, read with its
-    text's title (``titles[n]``: a chunk's title is the context of each of its sentences). A
-    list item's marker ("1.", "-") says nothing: it is left out."""
-    weights = weigher.weights(question)
-    out = []
-    for n, text in enumerate(texts, 1):
-        title = titles[n - 1] if n - 1 < len(titles) else ""
-        for pos, sentence in enumerate(split_sentences(text)):
-            sentence = LIST_MARKER.sub("", sentence, count=1)
-            cov = coverage(weights, f"{title} {sentence}", weigher)
-            out.append(Sentence(n, pos, sentence, cov.share, cov.covered))
-    return out
-
-
-def relevant_sentences(question: str, texts: Sequence[str], weigher: Weigher, per_item: int = 2,
-                       neighbours: int = 1, extra_questions: Sequence[str] = (),
-                       titles: Sequence[str] = ()) -> list[str]:
-    """Each text cut to its ``per_item`` best sentences for ``question`` (and for any
-    ``extra_questions``: a later step's query) with ``neighbours`` sentences either side,
-    in reading order, "…" where text was left out; a text none of whose sentences shares a
-    question word keeps its first sentence (it was retrieved for a reason). A kept sentence
-    that leans on an earlier one for its subject (``refers_back``) brings the text's first
-    sentence too: that is where the text names what it is about."""
-    out = []
-    for n, text in enumerate(texts):
-        title = titles[n] if n < len(titles) else ""
-        sentences = split_sentences(text)
-        if len(sentences) <= per_item + 2 * neighbours:
-            out.append(text.strip())
-            continue
-        best: set[int] = set()
-        for q in (question, *extra_questions):
-            weights = weigher.weights(q)
-            scored = sorted(((coverage(weights, f"{title} {s}", weigher).share, -i, i)
-                             for i, s in enumerate(sentences)), reverse=True)
-            best.update(i for share, _, i in scored[:per_item] if share > 0)
-        if not best:
-            best = {0}
-        if 0 not in best and any(refers_back(sentences[i], title) for i in best):
-            best.add(0)
-        keep = sorted({j for i in best for j in range(i - neighbours, i + neighbours + 1)
-                       if 0 <= j < len(sentences)})
-        parts, last = [], -1
-        for j in keep:
-            if last >= 0 and j != last + 1:
-                parts.append("…")
-            parts.append(sentences[j])
-            last = j
-        out.append("\n\n".join(parts))
-    return out
 
 
 def of_asked_kind(short: str, shape: Shape) -> bool:
@@ -192,7 +53,7 @@ def of_asked_kind(short: str, shape: Shape) -> bool:
         return True         # "when" may be answered by an event or a condition ("when the pressure is reached")
     if shape.kind == "date":        # a date, a year, or a month ("January", "tháng 3"), as "which month" asks
         words = set(re.findall(r"[a-z]+", strip_accents(text.lower())))
-        return bool(date_candidates(text) or re.search(r"\b\d{1,4}\b", text) or words & set(_MONTHS))
+        return bool(date_candidates(text) or re.search(r"\b\d{1,4}\b", text) or words & set(MONTHS))
     if shape.kind == "number":
         if not number_candidates(text):
             return False
@@ -229,271 +90,6 @@ def number_unit(text: str) -> str | None:
     return quantity_of(before[-1]) if before else None
 
 
-def refers_back(sentence: str, title: str = "") -> bool:
-    """Whether ``sentence`` takes its subject from an earlier sentence of its text: it opens
-    with a pronoun or a demonstrative (``ANAPHORS``), or names its text's subject (the
-    ``title``'s capitalised words, without a bracketed qualifier; of a section path, its
-    last part) only in part ("Quill was
-    ..." in the text titled "Mara Quill")."""
-    words = re.findall(r"[\w'’-]+", sentence)
-    if not words:
-        return False
-    if words[0].lower() in ANAPHORS:
-        return True
-    subject = re.sub(r"\s*\([^()]*\)\s*$", "", title.rsplit(" > ", 1)[-1])    # a section path's last part
-    name = [w.lower() for w in re.findall(r"[\w'’-]+", subject) if w[:1].isupper()]
-    said = {w.lower() for w in words}
-    return len(name) > 1 and any(w in said for w in name) and not all(w in said for w in name)
-
-
-# ----------------------------------------------------------------------------- candidates
-
-_MONTHS = ("january february march april may june july august september october november december "
-           "jan feb mar apr jun jul aug sep sept oct nov dec").split()
-_MONTH = r"(?:" + "|".join(m.capitalize() for m in _MONTHS) + r")\.?"
-_DATE_PATTERNS = [
-    re.compile(rf"\b\d{{1,2}}\s+{_MONTH}\s+\d{{3,4}}\b"),
-    re.compile(rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{3,4}}\b"),
-    re.compile(rf"\b{_MONTH}\s+\d{{3,4}}\b"),
-    re.compile(rf"\b\d{{1,2}}\s+{_MONTH}(?!\w)"),
-    re.compile(rf"\b{_MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?\b"),
-    re.compile(r"\b\d{4}-\d{2}-\d{2}\b"),
-    re.compile(r"\b\d{1,2}/\d{1,2}/\d{2,4}\b"),
-    re.compile(r"\bngày\s+\d{1,2}(?:\s+tháng\s+\d{1,2})?(?:\s+năm\s+\d{4})?", re.IGNORECASE),
-    re.compile(r"\btháng\s+\d{1,2}(?:\s+năm\s+\d{4})?", re.IGNORECASE),
-    re.compile(r"\b(?:năm\s+)?(?:1[0-9]|20)\d{2}s?\b", re.IGNORECASE),
-    re.compile(r"\b\d{1,2}(?:st|nd|rd|th)\s+century\b", re.IGNORECASE),
-]
-_NUMBER = re.compile(r"(?<![\w.])(?:[€$£¥]\s?)?\d+(?:[.,]\d+)*(?:\s?%)?")
-_NUMBER_WORD = re.compile(r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-                          r"fifteen|twenty|thirty|forty|fifty|hundred|thousand|million|billion|"
-                          r"một|hai|ba|bốn|năm|sáu|bảy|tám|chín|mười)\b", re.IGNORECASE)
-_UNIT = re.compile(r"\s*((?:[a-zA-Zµ°%/²³\u00C0-\u1EF9]+(?:/[a-zA-Z\u00C0-\u1EF9]+)?)(?:\s+[a-zA-Z\u00C0-\u1EF9]+)?)")
-_NOT_UNITS = frozenset("den toi va hoac or to and than".split())
-_CONNECTORS = frozenset("of the de da del della di von van der du la le y for on upon & al bin".split())
-_CAP_WORD = re.compile(r"[^\W\d_][\w'’.\-]*|\d+[\w]*", re.UNICODE)
-
-
-@dataclass(frozen=True)
-class Candidate:
-    text: str
-    start: int
-    end: int
-
-
-# A line's label: "Bước 5:", "Day 2:", "Teams:", "Site lead:" (at most three words before a colon).
-_LABEL = re.compile(r"^\W*(?:[^\W\d_]+\s+\d+[a-z]?|[^\W\d_]+(?:\s+[^\W\d_]+){0,2})\s*:(?!\d)")
-
-
-def date_candidates(sentence: str) -> list[Candidate]:
-    found: list[Candidate] = []
-    for pattern in _DATE_PATTERNS:
-        for m in pattern.finditer(sentence):
-            if any(c.start <= m.start() and m.end() <= c.end for c in found):
-                continue
-            text = m.group().strip().rstrip(".,")
-            found.append(Candidate(text, m.start(), m.start() + len(text)))
-    return found
-
-
-def _with_unit(sentence: str, text: str, start: int, end: int) -> Candidate:
-    """A number found at ``start:end`` with the unit written after it ("12 mm", "ba trục")."""
-    unit = _UNIT.match(sentence, end)
-    if unit and not text.endswith("%"):
-        words = unit.group(1).split()
-        keep: list[str] = []
-        for i, w in enumerate(words):
-            plain = normalize(w)
-            if plain in ENGLISH_STOPWORDS or plain in VIETNAMESE_FUNCTION_WORDS or w[:1].isupper() \
-                    or plain in _NOT_UNITS or (i and keep[-1].lower() not in ("per", "a", "mỗi")):
-                break
-            keep.append(w)
-        while keep and keep[-1].lower() in ("per", "a", "mỗi"):
-            keep.pop()
-        if keep:
-            text = f"{text} {' '.join(keep)}"
-            end = end + len(unit.group(0)) - len(unit.group(1)) + len(" ".join(keep))
-    return Candidate(text, start, end)
-
-
-# What joins the two ends of a range: "6 đến 8 bar", "10 to 20 days", "3–5", "between 2 and 4".
-_RANGE_JOIN = re.compile(r"\s*(?:-|–|—|to|đến|tới|and)\s*$", re.IGNORECASE)
-
-
-def number_candidates(sentence: str) -> list[Candidate]:
-    """Numbers (digits or number words) with the unit written after them; a range ("6 đến 8
-    bar", "between 10 and 20 days") is one candidate from its first number to its last."""
-    label = _LABEL.match(sentence)       # "Bước 2:" numbers a step; it is no quantity
-    found = [_with_unit(sentence, m.group(), m.start(), m.end())
-             for m in _NUMBER.finditer(sentence, label.end() if label else 0)]
-    found += [_with_unit(sentence, m.group(), m.start(), m.end()) for m in _NUMBER_WORD.finditer(sentence)
-              if not label or m.start() >= label.end()]
-    found.sort(key=lambda c: c.start)
-    out: list[Candidate] = []
-    for c in found:
-        if _in_code(sentence, c):
-            continue
-        last = out[-1] if out else None
-        if last is not None and _RANGE_JOIN.match(sentence[last.end:c.start]) \
-                and (" " not in last.text or last.text.split()[-1] == c.text.split()[-1]) \
-                and (not sentence[last.end:c.start].strip().lower() == "and"
-                     or sentence[:last.start].rstrip().lower().endswith(("between", "giữa"))):
-            out[-1] = Candidate(sentence[last.start:c.end], last.start, c.end)
-            continue
-        out.append(c)
-    return out
-
-
-def _in_code(sentence: str, c: Candidate) -> bool:
-    """Whether a number is part of a code or a designation ("OSHA 29 CFR 1910", "ISO 16090"):
-    it stands beside a word in capitals that is no unit."""
-    before = re.search(r"\b([A-Z][A-Z0-9-]+)\s*$", sentence[:c.start])
-    number = re.match(r"[\w.,]+", c.text)
-    after = re.match(r"\s*([A-Z][A-Z0-9-]+)\b", sentence[c.start + len(number.group()):]) if number else None
-    return any(m is not None and quantity_of(m.group(1)) is None for m in (before, after))
-
-
-def states_quantity(sentence: str, quantity: str) -> bool:
-    """Whether ``sentence`` names a unit, or the noun, of ``quantity`` ("công suất", "kW")."""
-    words = re.findall(r"[^\W\d_]+(?:/[^\W\d_]+)?|[€$£¥%]", sentence)
-    return any(quantity_of(w) == quantity or quantity_of(f"{w} {n}") == quantity
-               for w, n in zip(words, [*words[1:], ""]))
-
-
-def bound_asked(question: str) -> str | None:
-    """"max" or "min" when ``question`` asks for one end of a range ("at most", "tối đa")."""
-    lowered = f" {question.lower()} "
-    if any(f" {w}" in lowered for w in MAXIMUM_CUES):
-        return "max"
-    if any(f" {w}" in lowered for w in MINIMUM_CUES):
-        return "min"
-    return None
-
-
-def range_end(span: str, which: str) -> str:
-    """The end of a range ``span`` that ``which`` ("max"/"min") asks for, with the range's unit
-    ("6 đến 8 bar", "max" -> "8 bar"); the span itself when it is no range."""
-    ends = list(re.finditer(_NUMBER.pattern + "|" + _NUMBER_WORD.pattern, span, re.IGNORECASE))
-    if len(ends) != 2 or ends[0].start() != 0 or not _RANGE_JOIN.match(span[ends[0].end():ends[1].start()]):
-        return span
-    last = ends[-1]
-    if which == "max":
-        return span[last.start():]
-    unit = span[last.end():].strip()
-    return f"{ends[0].group()} {unit}".strip()
-
-
-def name_candidates(sentence: str, common: frozenset[str] | set[str] = frozenset()) -> list[Candidate]:
-    """Runs of capitalised words (a lower-case connector such as "of" may join two). A word
-    capitalised only because it opens a sentence, a list item or a label's value counts
-    when it is not a function word and the evidence never writes it in lower case
-    (``common``: the lower-case words of the evidence); a list label ("Step 3:") is not a name."""
-    label = _LABEL.match(sentence)
-    skip = label.end() if label else 0
-    words = [(m.group(), m.start(), m.end()) for m in _CAP_WORD.finditer(sentence) if m.start() >= skip]
-    out: list[Candidate] = []
-    run: list[tuple[str, int, int]] = []
-
-    def close():
-        while run and run[-1][0].lower() in _CONNECTORS:
-            run.pop()
-        if len(run) == 1 and normalize(run[0][0]) in ENGLISH_STOPWORDS | VIETNAMESE_FUNCTION_WORDS:
-            run.clear()
-        if run:
-            text = sentence[run[0][1]:run[-1][2]].rstrip(".,;:")
-            out.append(Candidate(text, run[0][1], run[0][1] + len(text)))
-        run.clear()
-
-    for i, (w, a, b) in enumerate(words):
-        capital = w[:1].isupper() or (w[:1].isdigit() and run)
-        opens = not sentence[skip:a].strip() or bool(re.search(r"(?:[:;•*\-–\"“(]|\.)\s*$", sentence[:a]))
-        if capital and opens and not run and (normalize(w) in ENGLISH_STOPWORDS | VIETNAMESE_FUNCTION_WORDS
-                                              or w.lower().rstrip(".") in common):
-            capital = False
-        if run and sentence[run[-1][2]:a].strip():      # punctuation between: "Officer (DPO)"
-            close()
-        if capital and w.endswith(".") and len(w) > 2 and not w[:-1].isupper():
-            run.append((w[:-1], a, b - 1))      # "... and Zimbabwe. It": the sentence ends there
-            close()
-            continue
-        if capital:
-            run.append((w, a, b))
-        elif run and w.lower() in _CONNECTORS and i + 1 < len(words) and words[i + 1][0][:1].isupper():
-            run.append((w, a, b))
-        else:
-            close()
-        if run and (sentence[b:b + 1] in ",;:()" or sentence[b:b + 2] in (". ", ".")):
-            close()
-    close()
-    return out
-
-
-def _name_parts(question: str, acronyms: bool = False) -> list[str]:
-    """The names a question gives, cut at possessives and "of" ("Larkspur's Chief Financial
-    Officer" -> "Larkspur", "Chief Financial Officer"). The question's first word is a
-    name only when it is capitalised inside too ("OSHA", "iPhone"): a question opens with a
-    capital. Acronyms are left out: the corpus may spell them out in other words."""
-    words = question.split()
-    first = words[0] if words else ""
-    out = []
-    for c in name_candidates(question):
-        text = c.text
-        if c.start == 0 and text.split()[0] == first and not any(ch.isupper() for ch in first[1:]):
-            text = text[len(first):].strip()
-        for part in re.split(r"['’]s\b|\s+of\s+(?:the\s+)?", text):
-            part = part.strip(" ,;:-")
-            if len(part) > 1 and (acronyms or not part.isupper()) and any(ch.isalpha() for ch in part):
-                out.append(part)
-    return out
-
-
-def question_names(question: str) -> list[str]:
-    """The names ``question`` gives, acronyms and codes too ("ISO 23125"; see ``unnamed``)."""
-    return _name_parts(question, acronyms=True)
-
-
-def unnamed(question: str, texts: Sequence[str]) -> list[str]:
-    """The names ``question`` gives that none of ``texts`` writes (compared word by word,
-    accents and case aside): a question about the Madrid office, or about the Chief
-    Financial Officer, that evidence naming neither cannot answer, however many of its other
-    words it holds."""
-    return [p for p in _name_parts(question) if not writes(texts, p)]
-
-
-def writes(texts: Sequence[str], name: str) -> bool:
-    """Whether one of ``texts`` writes ``name`` (word by word, accents and case aside)."""
-    return f" {_plain(name)} " in " " + " ".join(_plain(t) for t in texts) + " "
-
-
-def lower_case_words(texts: Sequence[str]) -> set[str]:
-    """The words ``texts`` write in lower case somewhere (common words, not names)."""
-    return {w for t in texts for w in re.findall(r"\b[^\W\d_A-ZÀ-ỸĐ][\w'’\-]*", t) if w.islower()}
-
-
-def phrase_candidates(sentence: str, question_words: set[str], weigher: Weigher) -> list[Candidate]:
-    """For answers that are not names (lower-case noun phrases): the words after the
-    question's last word in the sentence, up to the clause's end (at most six words)."""
-    words = [(m.group(), m.start(), m.end()) for m in re.finditer(r"[\w'’\-./]+", sentence)]
-    last = max((i for i, (w, _, _) in enumerate(words) if set(weigher.tokenize(w)) & question_words), default=None)
-    if last is None:
-        return []
-    out: list[Candidate] = []
-    span: list[tuple[str, int, int]] = []
-    for w, a, b in words[last + 1:]:
-        if span and sentence[span[-1][2]:a].strip(" ") and sentence[span[-1][2]:a].strip() in ",;:()":
-            break
-        span.append((w, a, b))
-        if len(span) >= 6 or sentence[b:b + 1] in ",;:":
-            break
-    while span and (normalize(span[0][0]) in ENGLISH_STOPWORDS | VIETNAMESE_FUNCTION_WORDS | {"la", "is", "are"}):
-        span.pop(0)
-    if span:
-        text = sentence[span[0][1]:span[-1][2]].rstrip(".,;:")
-        out.append(Candidate(text, span[0][1], span[0][1] + len(text)))
-    return out
-
-
-# A negation word (or "n't") and the word after it: "không khí" (air) negates nothing.
 # ----------------------------------------------------------------------------- the short answer
 
 @dataclass
@@ -689,7 +285,7 @@ def trim_short_answer(short: str, shape: Shape, texts: Sequence[str], question: 
     if shape.kind == "number" and question:
         short = bounded(short, question, texts)
     words = short.split()
-    proper = len(words) > 1 and all(w[:1].isupper() or w.lower() in _CONNECTORS for w in words)
+    proper = len(words) > 1 and all(w[:1].isupper() or w.lower() in CONNECTORS for w in words)
     if shape.kind == "name" and question and not proper:      # a proper name keeps every word ("Pizza Hut")
         asked = set(_plain(question).split())
         at = 0
@@ -778,7 +374,7 @@ def yes_no(text: str) -> str | None:
     return None
 
 
-__all__ = ["BARE_YES_NO", "Coverage", "FACTOID_SHAPES", "MIN_SHARE", "SHAPES", "Sentence", "Shape", "ShortAnswer",
-           "Weigher", "answer_shape", "as_evidence_writes", "bound_asked", "bounded", "coverage", "date_candidates",
+__all__ = ["BARE_YES_NO", "FACTOID_SHAPES", "MIN_SHARE", "SHAPES", "Sentence", "Shape", "ShortAnswer",
+           "Weigher", "answer_shape", "as_evidence_writes", "bound_asked", "bounded", "date_candidates",
            "in_evidence", "name_candidates", "number_candidates", "parse_short_answer", "range_end",
-           "relevant_sentences", "score_sentences", "short_answer", "yes_no"]
+           "score_sentences", "short_answer", "yes_no"]

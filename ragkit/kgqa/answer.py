@@ -22,7 +22,8 @@ from ..answer.claims import citations
 from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .execute import FINAL_LIMIT
 from .filters import SAID
-from .plan import Plan, plural, step_types
+from .plan import Plan, step_types
+from .question_reading import plural
 from ..text.words import terms
 
 EMPTY_STORE = "Based on the available data, I cannot find an answer to your question in the knowledge base."

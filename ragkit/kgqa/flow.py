@@ -25,8 +25,9 @@ from ..llm.grammars import plan_schema
 from ..runtime.profiler import Profiler
 from .execute import execute
 from .filters import numeric_properties
-from .plan import (ANAPHORS, Plan, PlanError, RulePlanner, history_lists, parse_plan_json, plural, step_types,
-                   validate)
+from .plan import ANAPHORS, Plan, PlanError, history_lists, parse_plan_json, step_types, validate
+from .question_reading import plural
+from .rule_planner import RulePlanner
 from ..text.question import QuestionReading
 from ..text.words import terms
 from .resolve import NameIndex, Resolved

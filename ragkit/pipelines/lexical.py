@@ -20,7 +20,7 @@ from ..config import CONCEPT_METHODS, GRAPH_METHODS, METHODS, RERANKS, LexicalCo
 from ..errors import ContextTooLongError, InputError
 from ..llm.base import LLM
 from ..llm.budget import first_fitting, fit_context, messages_tokens, token_prefix
-from ..answer.bridges import bridge_documents, item_documents
+from ..answer.bridges import interleave, with_bridges, with_items
 from ..answer.extractive import (NOT_FOUND_SHARE, WRONG_REFUSAL_SHARE, complete_short_answer, extractive_answer,
                                  rare_name, reading_check, resupport, unknown_names, written_lower)
 from ..answer.hops import follow_up
@@ -31,11 +31,9 @@ from ..answer.claims import citations as claim_citations
 from ..answer.claims import strip_citations
 from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
                            lexical_messages, numbered_evidence, short_answer_messages)
-from ..answer.reading import (ShortAnswer, Weigher, coverage, lower_case_words,
-                              name_candidates,
-                              parse_short_answer,
-                       relevant_sentences, score_sentences, short_answer,
-                       sub_question, unnamed, writes, question_names)
+from ..answer.reading import ShortAnswer, parse_short_answer, short_answer, sub_question
+from ..answer.weighing import Weigher, coverage, relevant_sentences, score_sentences
+from ..answer.candidates import lower_case_words, name_candidates, question_names, unnamed, writes
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.rerank import make_reranker
 from ..retrieval.community_search import Route, load_communities, rank_communities, route
@@ -181,7 +179,7 @@ class LexicalPipeline(Pipeline):
         for query in follow_ups:        # a later step: the follow-up's hits first, then the question's
             more: dict = {}
             _, found = retrieve(index, query, config, profiler, dense, None, more, concepts, asked_in)
-            selected = _interleave(found, selected, config.k + 1)
+            selected = interleave(found, selected, config.k + 1)
         for query in added:             # the question's documents all stay; the query's best new one joins
             wider = replace(config, k=config.k + len(selected), rerank="none")     # past the documents held
             _, found = retrieve(index, query, wider, profiler, dense, None, {}, concepts, asked_in)
@@ -202,13 +200,13 @@ class LexicalPipeline(Pipeline):
         linked: list = []
         if reads and selected and config.bridges:
             with profiler.stage("bridges"):
-                selected, linked = _with_bridges(index, question, selected, weigher, config.bridges)
+                selected, linked = with_bridges(index, question, selected, weigher, config.bridges)
         # A question that compares two items it names reads each item's own document.
         compared = read.compared if reads else ()
         items: list = []
         if compared and selected:
             with profiler.stage("items"):
-                selected, items = _with_items(index, compared, selected)
+                selected, items = with_items(index, compared, selected)
         # The question's names that nothing retrieval found writes, nor the corpus: it does not know them.
         whole = [f"{h.title}\n{h.text}" for h in selected]
         unknown: list[str] = []
@@ -568,8 +566,6 @@ def _hit_summary(hit: Hit) -> dict:
             "boost": hit.boost}
 
 
-# Below this share of the question's (IDF-weighted) words in its best sentence, the evidence
-# does not bear on the question: the answer says so instead of quoting unrelated sentences.
 def _answer_read(gathered: Gathered, outcome: Outcome) -> tuple[str | None, str]:
     """A step's short answer (the model's, else the evidence's) and the text it stands on:
     its sentences and the titles of the chunks they come from (a chunk's title is the
@@ -585,48 +581,3 @@ def _answer_read(gathered: Gathered, outcome: Outcome) -> tuple[str | None, str]
     if outcome.short_answer and found:
         return found["text"], f"{titles.get(found['evidence'], '')} {found['sentence']}"
     return None, ""
-
-
-def _with_bridges(index: BM25Index, question: str, selected: list[Hit], weigher: Weigher,
-                  limit: int) -> tuple[list[Hit], list]:
-    """``selected`` with up to ``limit`` bridge documents (``answer.bridges``), each right
-    after the document whose sentence names it, scored as that document."""
-    found = bridge_documents(question, [h.text for h in selected], [h.title for h in selected], weigher,
-                             index.titled, limit=limit)
-    if not found:
-        return selected, []
-    out = list(selected)
-    for bridge, _ in reversed(found):       # inserted last first: each lands right after its source, in order
-        source = selected[bridge.source_rank]
-        out.insert(out.index(source) + 1, index.hit(bridge.doc_id, source.score))
-    return out, [bridge for bridge, _ in found]
-
-
-def _with_items(index: BM25Index, items: Sequence[str], selected: list[Hit]) -> tuple[list[Hit], list]:
-    """``selected`` led by the own document of each compared item that it lacks
-    (``answer.bridges.item_documents``), as many documents as before: the last ones that
-    are no item's own give way."""
-    found = item_documents(items, [h.title for h in selected], index.titled, lambda name: index.search(name, k=3))
-    if not found:
-        return selected, []
-    added = [index.hit(doc.doc_id, selected[0].score) for _, doc in found]
-    kept = [h for h in selected if all(h.doc_id != a.doc_id for a in added)]
-    keys = [f" {name_key(item)} " for item in items]
-    owned = [any(key in f" {name_key(h.title)} " for key in keys) for h in kept]
-    room = max(len(selected), len(added)) - len(added) - sum(owned)      # for documents no item owns
-    out = list(added)
-    for hit, own in zip(kept, owned):
-        if own or room > 0:
-            out.append(hit)
-            room -= not own
-    return out, [(item, doc.doc_id) for item, doc in found]
-
-
-def _interleave(first: list[Hit], second: list[Hit], k: int) -> list[Hit]:
-    """``first`` and ``second`` taken in turn, each document once, at most ``k``."""
-    out: list[Hit] = []
-    for pair in zip(first + [None] * len(second), second + [None] * len(first)):
-        for hit in pair:
-            if hit is not None and all(h.doc_id != hit.doc_id for h in out):
-                out.append(hit)
-    return out[:k]

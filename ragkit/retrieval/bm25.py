@@ -32,7 +32,7 @@ from ..runtime.faults import fault_point
 from ..stores.files import atomic_dir
 from ..text import LanguageChoice, Tokenizer, choose_language, tokenizer_for
 from .docs_file import BLOCK_TABLE, BLOCKS_FILE, DocBlocks, DocBlockWriter, DocsFile, write_doc_blocks
-from .scoring import select_idf, tf_saturation
+from .scoring import matched_scores, select_idf, top_k, weight_matrix
 
 if TYPE_CHECKING:
     from ..runtime.ray_engine import RayEngine
@@ -212,7 +212,7 @@ class BM25Index:
         avgdl = float(doc_len.mean())
         if avgdl == 0:
             raise InputError("corpus: no document has a single token after normalization")
-        weights, idf = _weight_matrix(docs_part, terms_part, counts_part, doc_len, avgdl, len(vocab), params)
+        weights, idf = weight_matrix(docs_part, terms_part, counts_part, doc_len, avgdl, len(vocab), params)
         if spool is not None:
             docs = DocBlocks(spool.name)
         elif docs is None:
@@ -275,7 +275,7 @@ class BM25Index:
         Ties go to the earlier document, so results are reproducible.
         """
         matched, scores = self._scores(query_tokens)
-        return _top_k(matched, scores, k)
+        return top_k(matched, scores, k)
 
     @property
     def checked_terms(self) -> np.ndarray:
@@ -337,7 +337,7 @@ class BM25Index:
         extra = self.boost[matched] if boost else np.zeros(matched.size)
         # ranked by position in ``matched``, which is ascending: ties still go to the
         # earlier document
-        at, scores = _top_k(np.arange(matched.size), bm25 + extra, max(k, candidates or k))
+        at, scores = top_k(np.arange(matched.size), bm25 + extra, max(k, candidates or k))
         hits = []
         for j, s in zip(at.tolist(), scores.tolist()):
             i = int(matched[j])
@@ -535,27 +535,6 @@ class BM25Index:
         return index
 
 
-def matched_scores(idx: np.ndarray, w: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
-    """The documents among ``n_docs`` that postings ``idx`` (weights ``w``) reach, ascending,
-    and their summed scores (``BM25Index._scores``; a shard of the index sums the same way)."""
-    if idx.size * 8 >= n_docs:
-        scores = np.bincount(idx, weights=w, minlength=n_docs)
-        mask = np.zeros(n_docs, dtype=bool)
-        mask[idx] = True
-        matched = np.flatnonzero(mask)
-        return matched, scores[matched]
-    if idx.size == 0:
-        return np.empty(0, dtype=np.intp), np.empty(0)
-    order = np.argsort(idx, kind="stable")      # the terms' runs are sorted already: merge sort is fastest
-    by_doc = idx[order]
-    first = np.empty(by_doc.size, dtype=bool)
-    first[0] = True
-    np.not_equal(by_doc[1:], by_doc[:-1], out=first[1:])
-    slot = np.empty(idx.size, dtype=np.intp)
-    slot[order] = np.cumsum(first) - 1
-    return by_doc[first].astype(np.intp, copy=False), np.bincount(slot, weights=w)
-
-
 def _tokenize(tokenizer: Tokenizer, texts: list[str]) -> list[list[str]]:
     return [tokenizer(text) for text in texts]
 
@@ -574,38 +553,6 @@ def _block_docs(doc_iter, kept: Sequence[Doc] | None, start: int, n: int,
     assert writer is not None
     writer.add_all(block)
     return block
-
-
-def _weight_matrix(docs_part: list, terms_part: list, counts_part: list, doc_len: np.ndarray,
-                   avgdl: float, n_terms: int, params: BM25Params) -> tuple[sp.csc_matrix, np.ndarray]:
-    """The documents × terms matrix of BM25 weights (CSC, rows sorted) from the postings'
-    (document, term, count) arrays of each block, and the terms' IDF. The postings are put
-    in column order by one stable sort of their terms (documents stay ascending within a
-    term); the weights are computed a slice at a time into the final array."""
-    n_docs = doc_len.size
-    rows = np.concatenate(docs_part)
-    docs_part.clear()
-    cols = np.concatenate(terms_part)
-    terms_part.clear()
-    tfs = np.concatenate(counts_part)
-    counts_part.clear()
-    df = np.bincount(cols, minlength=n_terms)
-    idf = select_idf(params.idf)(df, n_docs)
-    order = np.argsort(cols, kind="stable")
-    indices = rows[order]
-    del rows
-    data = np.empty(order.size, dtype=np.float64)
-    step = 1 << 20
-    for s in range(0, order.size, step):
-        part = order[s:s + step]
-        data[s:s + step] = idf[cols[part]] * tf_saturation(tfs[part], doc_len[indices[s:s + step]], avgdl,
-                                                           params.k1, params.b)
-    del order, cols, tfs
-    indptr = np.zeros(n_terms + 1, dtype=np.int64 if indices.size > np.iinfo(np.int32).max else np.int32)
-    np.cumsum(df, out=indptr[1:])
-    weights = sp.csc_matrix((data, indices, indptr), shape=(n_docs, n_terms), copy=False)
-    weights.has_sorted_indices = True
-    return weights, idf
 
 
 def _read_index_file(path: Path, parse, shown: Path | None = None):
@@ -639,15 +586,3 @@ def per_query(boost: bool | Sequence[bool], n: int) -> list[bool]:
     if len(boost) != n:
         raise InputError(f"boost: {len(boost)} values for {n} queries")
     return [bool(b) for b in boost]
-
-
-def _top_k(indices: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` highest ``scores`` (and their ``indices``), best first, ties by index."""
-    if scores.size > k:
-        # argpartition finds a k-th best cut-off in O(n); keep every tie at the cut so the
-        # final ordering by (score, index) is the same as a full sort would give.
-        cut = np.partition(scores, scores.size - k)[scores.size - k]
-        keep = scores >= cut
-        indices, scores = indices[keep], scores[keep]
-    order = np.lexsort((indices, -scores))[:k]
-    return indices[order], scores[order]

@@ -25,7 +25,8 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from ..runtime.extras import requires_extra
-from .bm25 import BM25Index, Hit, _top_k, matched_scores, per_query
+from .bm25 import BM25Index, Hit, per_query
+from .scoring import matched_scores, top_k
 
 
 Ranked = tuple[np.ndarray, np.ndarray, np.ndarray]     # documents, scores, BM25 scores (best first)
@@ -55,7 +56,7 @@ class BM25Shard:
         for tokens, boosted in queries:
             matched, bm25 = self._scores(tokens)
             extra = self.boost[matched] if boosted else np.zeros(matched.size)
-            at, scores = _top_k(np.arange(matched.size), bm25 + extra, k)
+            at, scores = top_k(np.arange(matched.size), bm25 + extra, k)
             out.append((matched[at] + self.start, scores, bm25[at]))
         return out
 
@@ -73,7 +74,7 @@ def split(index: BM25Index, shards: int) -> list[BM25Shard]:
 def merged_top_k(per_shard: Sequence[Ranked], k: int) -> Ranked:
     """The shards' top ``k`` of one query as the whole index's: by score, ties by document."""
     docs = np.concatenate([part[0] for part in per_shard])
-    order, best = _top_k(np.arange(docs.size), np.concatenate([part[1] for part in per_shard]), k)
+    order, best = top_k(np.arange(docs.size), np.concatenate([part[1] for part in per_shard]), k)
     return docs[order], best, np.concatenate([part[2] for part in per_shard])[order]
 
 
