@@ -156,9 +156,9 @@ def test_imports_point_down_between_the_layers():
 # A module a reader can hold: at most 600 lines, and functions of at most 80. The ones still
 # longer are listed with their length now, which may only fall (a ratchet).
 MODULE_LINES, FUNCTION_LINES = 600, 80
-LONGER_MODULES = {"ragkit/server/app.py": 670}
+LONGER_MODULES: dict[str, int] = {}
 LONGER_FUNCTIONS = {
-    "ragkit/server/app.py:create_app": 402, "ragkit/cli/parser.py:build_parser": 314,
+    "ragkit/cli/parser.py:build_parser": 314,
     "ragkit/pipelines/lexical.py:gather": 204, "ragkit/eval/retrieval.py:evaluate_retrieval": 155,
     "ragkit/text/descriptions.py:_description_at": 106, "ragkit/server/openai_chat.py:add_openai_routes": 102,
     "ragkit/workbench/runs.py:run_notebook": 90, "ragkit/server/openai_chat.py:chat_completions": 89,

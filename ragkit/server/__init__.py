@@ -30,7 +30,8 @@ and at most ``workers`` questions at once (the rest wait their turn).
 
 from __future__ import annotations
 
-from .app import ServeLimits, Sessions, create_app, serve
+from .app import create_app, serve
 from .protocol import HTTPProblem, replacement
+from .serving import ServeLimits, Sessions
 
 __all__ = ["HTTPProblem", "ServeLimits", "Sessions", "create_app", "replacement", "serve"]
