@@ -9,82 +9,29 @@ Each stage runs inside the shared profiler, so ``timings_ms`` is the latency tab
 
 from __future__ import annotations
 
-import re
 import time
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
-from ..answer.stage import Draft, Outcome, answer, grounding_check
+from ..answer.stage import Draft, Outcome, answer
 from ..config import CONCEPT_METHODS, GRAPH_METHODS, METHODS, RERANKS, LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError, InputError
 from ..llm.base import LLM
-from ..llm.budget import first_fitting, fit_context, messages_tokens, token_prefix
-from ..answer.bridges import interleave, with_bridges, with_items
-from ..answer.extractive import (NOT_FOUND_SHARE, WRONG_REFUSAL_SHARE, complete_short_answer, extractive_answer,
-                                 rare_name, reading_check, resupport, unknown_names, written_lower)
+from ..llm.budget import first_fitting, messages_tokens
+from ..answer.extractive import NOT_FOUND_SHARE
 from ..answer.hops import follow_up
 from ..answer.themes import THEMES_TASK, community_summary, themes_answer, themes_check
-from ..answer.both import judge_joined
-from ..answer.choice import choose
 from ..answer.claims import citations as claim_citations
 from ..answer.claims import strip_citations
-from ..llm.prompts import (REFUSAL, answer_language, answer_messages, extract_outline, format_chunk,
-                           lexical_messages, numbered_evidence, short_answer_messages)
-from ..answer.reading import ShortAnswer, parse_short_answer, short_answer, sub_question
-from ..answer.weighing import Weigher, coverage, relevant_sentences, score_sentences
-from ..answer.candidates import lower_case_words, name_candidates, question_names, unnamed, writes
-from ..retrieval.bm25 import BM25Index, Hit
-from ..retrieval.rerank import make_reranker
+from ..llm.prompts import REFUSAL, answer_language, answer_messages, numbered_evidence
+from ..answer.reading import sub_question
+from ..answer.weighing import Weigher, coverage
+from ..retrieval.bm25 import BM25Index
 from ..retrieval.community_search import Route, load_communities, rank_communities, route
-from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
-from ..text import normalize
-from ..text.words import name_key
-from .base import (NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace,
+from ..retrieval.search import load_concepts, load_dense, load_index
+from .base import (NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources,
                    check_question)
-
-_REPLACED_NOTE = {"vi": "(Câu trả lời của mô hình không bám sát tài liệu nên đã được thay bằng "
-                        "trích dẫn trực tiếp.)",
-                  "en": "(The model's answer did not keep to the documents, so they are quoted instead.)"}
-
-
-@dataclass
-class LexicalTrace(Trace):
-    """How a lexical answer was made: the query's tokens, the candidates and the chunks
-    selected, the step outline, the token budget and the retrieval method."""
-
-    query_tokens: list = field(default_factory=list)
-    procedural: bool = False
-    boosted: bool = False
-    method: str = "bm25"
-    method_reason: str = ""
-    candidates: list = field(default_factory=list)      # the top 10, with their scores
-    n_candidates: int = 0
-    selected: list = field(default_factory=list)
-    outline: list = field(default_factory=list)
-    prompt_tokens: int = 0
-    context_tokens: int = 0
-    context_budget: int = 0
-    dropped_chunks: int = 0
-    model: str = ""
-    chat_format: str | None = None
-    answer_language: str = "vi"         # the question's language, which the answer is asked in
-    rerank: list | None = None          # the judge's log-odds per candidate (--rerank llm)
-    mmr_similarity: str | None = None   # cosine (over chunk vectors) or jaccard (over terms)
-    graph: dict | None = None           # graph methods: the base ranking and the walk's seeds
-    bridges: dict | None = None         # graph methods: per cited chunk, the concepts and edges that brought it
-    broad: dict | None = None           # communities, auto: whether the question is about the whole corpus, and why
-    communities: list | None = None     # communities: the communities retrieved (id, label, size, chunks, score ...)
-    shape: dict | None = None           # the kind of answer the question wants (text.shape.answer_shape)
-    question: dict | None = None        # what the question's own words say (text.question.QuestionReading)
-    evidence_short_answer: dict | None = None   # the short answer read from the evidence, with its sentence
-    question_coverage: float = 0.0      # the share of the question's words the best evidence sentence holds
-    unnamed: list[str] | None = None    # the question's names that no retrieved text writes
-    steps: list = field(default_factory=list)   # each retrieval step: its query, hits, short answer, time
-    bridge_documents: list | None = None   # documents added through a name the evidence gives (answer.bridges)
-    item_documents: list | None = None  # each compared item's own document, added where retrieval missed it
-    choice: dict | None = None          # a question offering a choice: its items and the value read for each
-    joined: dict | None = None          # a yes/no question about two joined items: what was read of each
+from .lexical_evidence import REPLACED_NOTE, LexicalEvidence, LexicalTrace
 
 
 def _lexical_trace(gathered: Gathered) -> LexicalTrace:
@@ -152,207 +99,18 @@ class LexicalPipeline(Pipeline):
     def gather(self, question: str, source, config: LexicalConfig | None, ctx: AskContext,
                follow_ups: Sequence[str] = (), bridges: Sequence[str] = (), asked: str | None = None,
                added: Sequence[str] = ()) -> Gathered:
-        """The evidence for ``question`` (and, from the second step on, for the ``follow_ups``
-        queries the earlier steps wrote: their hits join the question's own; the earlier
-        steps' answers, ``bridges``, are not this step's short answer). A later step reads
-        ``asked``, the question asked again of the bridge, when one could be written, else
-        the last follow-up query; the model is asked ``asked`` or the question. Each ``added``
-        query (a second step read from what the first lacked) brings its best document that
-        the question's own do not hold, right after the first of them; the sentences are then
-        read for it."""
+        """The evidence for ``question`` (``lexical_evidence.LexicalEvidence``: a later
+        step's ``follow_ups``, ``bridges``, ``asked`` and ``added`` are described there), or,
+        for a question about the whole corpus, its communities' summaries."""
         index, dense, *rest = source
         concepts = rest[0] if rest else None
         communities = rest[1] if len(rest) > 1 else None
         config = config or LexicalConfig()
-        profiler, llm_config = ctx.profiler, ctx.llm_config
         routed = route(config.method, question, communities, concepts, index)
         if routed.communities:
             return self.gather_communities(question, index, communities, routed, config, ctx)
-        # The model's tokenizer measures the question even without generation: a question
-        # that cannot fit the context is refused the same way in both modes.
-        model = ctx.model
-        reranker = make_reranker(config.rerank, model, config.rerank_depth)
-        steps: dict = {}
-        # the question's language, as its reading gave it, chooses the method for every query of the ask
-        asked_in = ctx.reading(question).language
-        candidates, selected = retrieve(index, question, config, profiler, dense, reranker, steps, concepts, asked_in)
-        for query in follow_ups:        # a later step: the follow-up's hits first, then the question's
-            more: dict = {}
-            _, found = retrieve(index, query, config, profiler, dense, None, more, concepts, asked_in)
-            selected = interleave(found, selected, config.k + 1)
-        for query in added:             # the question's documents all stay; the query's best new one joins
-            wider = replace(config, k=config.k + len(selected), rerank="none")     # past the documents held
-            _, found = retrieve(index, query, wider, profiler, dense, None, {}, concepts, asked_in)
-            new = [h for h in found if all(h.doc_id != s.doc_id for s in selected)][:1]
-            selected = [*selected[:1], *new, *selected[1:]]
-        # what the sentences are read for
-        reading = asked or (follow_ups[-1] if follow_ups else added[-1] if added else question)
-        prompted = asked or question
-        procedural = ctx.reading(question).procedural
-        language = answer_language(question, "vi")
-        read = ctx.reading(prompted)        # what the question's own words say, read once per ask
-        shape = read.shape
-        weigher = Weigher.for_index(index)
-        # Factoid and other short questions read the sentences that bear on them (and their
-        # neighbours); steps, lists and explanations read whole chunks.
-        reads = not procedural and shape.kind not in ("steps", "list", "explanation")
-        retrieved = [f"{h.title}\n{h.text}" for h in selected]      # the top k, whole, before any cut
-        linked: list = []
-        if reads and selected and config.bridges:
-            with profiler.stage("bridges"):
-                selected, linked = with_bridges(index, question, selected, weigher, config.bridges)
-        # A question that compares two items it names reads each item's own document.
-        compared = read.compared if reads else ()
-        items: list = []
-        if compared and selected:
-            with profiler.stage("items"):
-                selected, items = with_items(index, compared, selected)
-        # The question's names that nothing retrieval found writes, nor the corpus: it does not know them.
-        whole = [f"{h.title}\n{h.text}" for h in selected]
-        unknown: list[str] = []
-        common: set[str] = set()
-        if reads and selected:
-            with profiler.stage("names"):
-                unknown = unknown_names(index, unnamed(prompted, whole))
-        if reads and selected:
-            with profiler.stage("reading"):
-                cut = relevant_sentences(question, [h.text for h in selected], weigher, neighbours=0,
-                                         extra_questions=[*follow_ups, *added, *([asked] if asked else [])],
-                                         titles=[h.title for h in selected])
-                # the own documents of the items a question chooses between are read whole: the
-                # value compared may be stated in words the question does not use ("staff"
-                # asked, "Employees: 42" said). (Two items asked about together keep the cut:
-                # their verdict reads the predicate's own sentences.)
-                between = read.alternatives if read.shape.kind != "yesno" else ()
-                whole_items = {doc_id for item, doc_id in items if item in between} | {
-                    h.doc_id for h in selected if any(f" {name_key(item)} " in f" {name_key(h.title)} "
-                                                      for item in between)}
-                selected = [h if h.doc_id in whole_items else replace(h, text=t) for h, t in zip(selected, cut)]
-        # The words the texts, or the corpus, write in lower case: the capitalised first word of
-        # a kept sentence is no name for that.
-        if reads and selected:
-            with profiler.stage("names"):
-                common = lower_case_words(whole) | written_lower(index, [*(h.title for h in selected),
-                                                                         *(h.text for h in selected)])
-        with profiler.stage("token_counting"):
-            # The prompt without documents, their fences included (" " stands for them).
-            empty_prompt = lexical_messages(question, " ", [], language)
-            prompt_tokens = messages_tokens(empty_prompt, model.count_tokens)
-            limit = llm_config.n_ctx - llm_config.max_tokens
-            if limit - prompt_tokens <= 0:
-                raise ContextTooLongError(
-                    f"question: too long for the model's context ({prompt_tokens} prompt tokens + "
-                    f"{llm_config.max_tokens} for the answer > n_ctx {llm_config.n_ctx})")
-            # ``prompt_tokens`` (150) is reserved for the instructions; a longer question takes more.
-            budget = limit - max(prompt_tokens, llm_config.prompt_tokens)
-            # A huge document gives at most the whole budget's worth of its text, to the
-            # prompt, the evidence answer, the check and the answer's evidence alike.
-            selected = [replace(h, text=token_prefix(h.text, model.count_tokens, budget)) for h in selected]
-            chunks = [format_chunk(i + 1, h.title, h.text) for i, h in enumerate(selected)]
-            context = _fit_lexical_prompt(question, chunks, language, model, budget, limit) if chunks else None
-        outline = extract_outline([h.text for h in selected[: context.kept]]) if context else []
-        used = selected[: context.kept] if context else []
-        citations = [Citation(id=i + 1, doc_id=h.doc_id, title=h.title, source=h.source,
-                              score=round(h.score, 6)) for i, h in enumerate(used)]
-        evidence = [f"{h.title}\n{h.text}" for h in used]
-        trace = LexicalTrace(
-            query_tokens=index.tokenizer(question), procedural=procedural,
-            boosted=bool(config.boost) if config.boost is not None else procedural,
-            method=steps["method"], method_reason=steps["method_reason"],
-            candidates=[_hit_summary(h) for h in candidates[:10]], n_candidates=len(candidates),
-            selected=[h.doc_id for h in selected], outline=outline, prompt_tokens=prompt_tokens,
-            context_tokens=context.tokens if context else 0, context_budget=budget,
-            dropped_chunks=context.dropped if context else 0,
-            model=getattr(model, "name", type(model).__name__),
-            chat_format=getattr(model, "chat_format", None), answer_language=language,
-            rerank=steps.get("rerank"), mmr_similarity=steps.get("mmr_similarity"),
-            graph=steps.get("graph"),
-            bridges={h.doc_id: steps["bridges"].get(h.doc_id, []) for h in used} if "bridges" in steps else None,
-            broad={**routed.broad.to_dict(), "route": routed.reason} if routed.broad else None,
-            bridge_documents=[b.to_dict() for b in linked] or None,
-            item_documents=[{"item": item, "doc_id": doc_id} for item, doc_id in items] or None)
-        # Each outline step ends with the number of the chunk it was cut from, as the answer's
-        # lines should.
-        step_sources = outline_sources(outline, [h.text for h in used])
-        # The prompt holds what was fitted to the context: the chunks and outline as cut.
-        fitted_outline = context.extra.splitlines() if context else []
-        texts = [f"{h.title}: {h.text}" if h.title else h.text for h in used]
-        sentences = score_sentences(reading, [h.text for h in used], weigher, [h.title for h in used])
-        best_share = max((x.share for x in sentences), default=0.0)
-        if best_share < NOT_FOUND_SHARE and sentences:
-            # A long question may be answered by a short sentence: one that writes the
-            # question's rarest name ("ISO 23125") bears on it, whatever share it holds.
-            best = max(sentences, key=lambda x: x.share)
-            title = used[best.item - 1].title if best.item - 1 < len(used) else ""
-            if any(rare_name(name, weigher) and writes([f"{title} {best.text}"], name)
-                   for name in question_names(prompted)):
-                best_share = NOT_FOUND_SHARE
-        # A later step asks of a bridge; the names the question itself gives are still no answer.
-        given = [re.sub(r"['’]s$", "", c.text) for c in name_candidates(question)] if reading != question else []
-        extracted = short_answer(reading, shape, [h.text for h in used], weigher, sentences=sentences,
-                                 exclude=[*bridges, *given], common=common) if reads else None
-        choices = read.alternatives if reads and shape.factoid and shape.kind != "yesno" else ()
-        if choices:         # a choice between the question's own items: compare what the evidence states
-            picked = choose(prompted, choices, [h.text for h in used], [h.title for h in used])
-            extracted = ShortAnswer(picked.text, picked.item, picked.sentence, 1.0, best_share) if picked else None
-            trace.choice = {"offered": list(choices), "values": picked.values if picked else None}
-        asked_together = read.joined if reads else None
-        together = judge_joined(asked_together, [h.text for h in used], [h.title for h in used], weigher.tokenize) \
-            if asked_together else None
-        if asked_together:  # "Are A and B both ...?", "... the same city?": what the evidence states of each
-            trace.joined = {"items": list(asked_together.items), "predicate": asked_together.predicate,
-                            "shared": asked_together.shared, **(together.to_dict() if together else {"verdict": None})}
-            if together is not None:
-                extracted = ShortAnswer(together.text, together.item, together.sentence, 1.0, best_share)
-        refusal = REFUSAL[language] if language == "en" else NOT_ENOUGH_VI
-        trace.shape, trace.question_coverage = shape.to_dict(), round(best_share, 4)
-        trace.question = read.to_dict()
-        trace.evidence_short_answer = extracted.to_dict() if extracted else None
-        trace.unnamed = unknown or None
-        if used and reads and (best_share < NOT_FOUND_SHARE or unknown or (shape.strict and extracted is None)):
-            # The evidence does not bear on the question, never names what it asks about, or
-            # holds nothing of the kind its own words ask for (a unit, a name).
-            evidence_answer = refusal
-        elif extracted is not None:
-            evidence_answer = f"{extracted.text}\n{extracted.sentence} [{extracted.item}]"
-        else:
-            evidence_answer = extractive_answer(question, used, procedural, weigher=weigher)
-        prompt: Callable[[Any], tuple[list[dict], None]] | None
-        if reads and shape.factoid and used:
-            # Evidence that bears on the question well (a sentence holds half of its weighted
-            # words) is not offered a refusal: a small model refuses too readily, and the check
-            # still replaces a short answer the evidence does not hold.
-            offered = refusal if best_share < WRONG_REFUSAL_SHARE else None
-
-            def short_prompt(_model):
-                return short_answer_messages(prompted, texts, shape.kind, language, offered), None
-
-            prompt = short_prompt
-        else:
-            prompt = (lambda _model: (lexical_messages(question, context.text, fitted_outline, language), None)
-                      ) if used and context else None
-        check = grounding_check(evidence + outline, prompted)
-        if reads:
-            check = reading_check(check, prompted, shape, evidence, extracted, best_share, weigher, choices, unknown,
-                                  common, together)
-        draft = Draft(evidence_answer=evidence_answer,
-                      check=check, prompt=prompt,
-                      language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
-                      fallback_note=_REPLACED_NOTE[language],
-                      # A model's short answer that fails, where the evidence holds none of the
-                      # asked kind either: nobody read an answer, and the answer says so.
-                      fallback_answer=refusal if reads and shape.factoid and shape.kind != "yesno"
-                      and extracted is None and used else None,
-                      cites=[*range(1, len(used) + 1), *step_sources], evidence=evidence + outline,
-                      retrieved=retrieved,
-                      short_answer=extracted.text if extracted and evidence_answer != refusal else None,
-                      clean=(lambda text: complete_short_answer(text, prompted, shape, evidence, weigher, choices))
-                      if reads and shape.factoid else None,
-                      read_short=(lambda text: parse_short_answer(text)[0] or None)
-                      if reads and shape.factoid else None,
-                      resupport=(lambda text: resupport(text, prompted, shape, evidence, weigher, choices))
-                      if reads and shape.factoid else None)
-        return Gathered(draft, citations, trace)
+        return LexicalEvidence(question, index, dense, concepts, config, ctx, routed, follow_ups=follow_ups,
+                               bridges=bridges, asked=asked, added=added).gather()
 
     def ask(self, question: str, source: Any, config: LexicalConfig | None = None,
             ctx: AskContext | None = None) -> Answer:
@@ -502,7 +260,7 @@ class LexicalPipeline(Pipeline):
         draft = Draft(evidence_answer=themes_answer(hits, number, language),
                       check=themes_check(evidence, question), prompt=prompt if evidence else None,
                       language=language, refusals=(NOT_ENOUGH_VI, REFUSAL["vi"], REFUSAL["en"]),
-                      fallback_note=_REPLACED_NOTE[language], evidence=evidence)
+                      fallback_note=REPLACED_NOTE[language], evidence=evidence)
         return Gathered(draft, citations, trace)
 
 
@@ -530,40 +288,6 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
         concepts = load_concepts(folder, dense) if folder is not None and (
             config.method in GRAPH_METHODS or config.method == "auto" or communities is not None) else None
     return LexicalPipeline().ask(question, (index, dense, concepts, communities), config, ctx)
-
-
-def _cited_outline(texts: list[str]) -> str:
-    """The step outline of ``texts``, each step ending with the number of its text."""
-    outline = extract_outline(texts)
-    return "\n".join(f"{step} [{n}]" for step, n in zip(outline, outline_sources(outline, texts)))
-
-
-def _fit_lexical_prompt(question: str, chunks: list[str], language: str, model, budget: int, limit: int):
-    """The chunks (and the outline cut from them, which shares their budget) that fit
-    ``budget``; should the whole prompt, measured as it will be sent, still be over
-    ``limit`` tokens, the budget shrinks by the excess and they are fitted again."""
-    for _ in range(4):
-        context = fit_context(chunks, model.count_tokens, budget, extra=lambda kept: _cited_outline(kept))
-        messages = lexical_messages(question, context.text, context.extra.splitlines(), language)
-        tokens = messages_tokens(messages, model.count_tokens)
-        if tokens <= limit or budget <= 64:
-            return context
-        budget -= tokens - limit
-    return context
-
-
-def outline_sources(outline: list[str], texts: list[str]) -> list[int]:
-    """For each outline step, the number (1-based) of the first text it was cut from."""
-    first: dict[str, int] = {}
-    for n, text in enumerate(texts, 1):
-        for step in extract_outline([text]):
-            first.setdefault(normalize(step), n)
-    return [first.get(normalize(step), 1) for step in outline]
-
-
-def _hit_summary(hit: Hit) -> dict:
-    return {"doc_id": hit.doc_id, "score": round(hit.score, 6), "bm25": round(hit.bm25, 6),
-            "boost": hit.boost}
 
 
 def _answer_read(gathered: Gathered, outcome: Outcome) -> tuple[str | None, str]:
