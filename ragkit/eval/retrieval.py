@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..runtime.progress import progress_bar
 
@@ -80,10 +80,97 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     answers``'s), matched to the judged queries by id or by question text: adds "answers"
     (``answer_figures``).
     """
-    from ..embeddings import choose_embedder
-    from ..retrieval.rerank import make_reranker
-    from ..retrieval.search import retrieve
+    _check_options(method, fusion, limit)
+    check_outputs(run_out, per_query)
+    depth = k + 1 if ignore_identical_ids else k      # BEIR's retrievers fetch one more, too
+    config = eval_config(method=method, k=depth, mmr=mmr, fusion=fusion, alpha=alpha, rerank=rerank,
+                         rerank_depth=rerank_depth)
+    reranker = _warm_reranker(rerank, llm, rerank_depth)
+    judged, all_queries = _judged_queries(qrels, queries, limit)
+    gold = match_answers(answers, judged, all_queries) if answers is not None else None
+    docs = load_corpus(corpus, dedupe)
+    # The BM25 index is built for every method: it holds the documents the hits point to.
+    started = time.perf_counter()
+    index = BM25Index.for_corpus(docs, lang, accents=accents, bigrams=bigrams, tokenizer=tokenizer,
+                                 params=params, progress=progress, boost_scores=structural_boost_scores)
+    index_s = time.perf_counter() - started
+    dense, build, embedder_reason = _dense_index(method, no_dense, embedder, index.language.lang, docs,
+                                                 dense_dir or None, corpus, progress)
+    concepts = graph_build = None
+    if method in GRAPH_METHODS:
+        from ..concepts.graph import ConceptGraph
+        from ..concepts.search import ConceptSearcher
 
+        graph, _, graph_build = ConceptGraph.build(docs, progress=progress, what=f"corpus {corpus}")
+        concepts = ConceptSearcher(graph)
+
+    started = time.perf_counter()
+    run, selected, chosen = _ranked(index, judged, all_queries, config, k, dense=dense, reranker=reranker,
+                                    concepts=concepts, threads=threads, ignore_identical_ids=ignore_identical_ids,
+                                    kept=set(gold) if gold is not None else set(), progress=progress)
+    search_s = time.perf_counter() - started
+    rows = per_query_metrics({q: [d for d, _ in hits] for q, hits in run.items()}, judged)
+    _write_outputs(run, rows, run_tag(method, mmr, rerank), run_out, per_query)
+    out = {"method": method, "queries": len(judged), **mean_metrics(rows),
+           "qps": round(len(judged) / search_s, 2) if search_s > 0 else None,
+           "index_s": round(index_s, 4), "docs": len(docs), **_index_figures(index), "mmr": mmr, "depth": k,
+           "params": asdict(index.params), **_dense_figures(dense, build, embedder_reason)}
+    out.update(_method_figures(method, config, reranker, chosen, graph_build))
+    if gold is not None:
+        out["answers"] = answer_figures({q: all_queries[q] for q in selected}, selected, gold)
+    if ignore_identical_ids:
+        out["ignore_identical_ids"] = True
+    if run_out:
+        out["run_out"] = str(run_out)
+    if per_query:
+        out["per_query"] = str(per_query)
+    if keep_run:
+        out["run"] = run
+    return out
+
+
+def _warm_reranker(rerank: str, llm, depth: int):
+    """The reranker ``rerank`` names (None for "none"), its model (``llm``, else the
+    environment's) loaded before anything is timed."""
+    from ..retrieval.rerank import make_reranker
+
+    if rerank != "none" and llm is None:
+        from ..llm.backends import default_llm
+
+        llm = default_llm(LLMConfig.from_env())
+    reranker = make_reranker(rerank, llm, depth)
+    if reranker is not None:
+        reranker.judge.choice_logprobs("warm-up", ["Yes"])
+    return reranker
+
+
+def _write_outputs(run: dict, rows: Mapping[str, Mapping[str, float]], tag: str, run_out: str | Path | None,
+                   per_query: str | Path | None) -> None:
+    """The run as a TREC run file at ``run_out``, the per-query metrics at ``per_query``."""
+    if run_out:
+        write_trec_run(run_out, run, tag)
+    if per_query:
+        write_per_query(per_query, rows, tag)
+
+
+def _dense_index(method: str, no_dense: bool, embedder: str, lang: str, docs, dense_dir: str | Path | None,
+                 corpus: str | Path, progress: bool | None):
+    """The chunk vectors a method ranks with (built, or reused from ``dense_dir``), their
+    build report and why the embedder was chosen; (None, None, "") for BM25 and for the
+    graph methods seeded from BM25 (``no_dense``)."""
+    if method == "bm25" or (method in GRAPH_METHODS and no_dense):
+        return None, None, ""
+    from ..embeddings import choose_embedder
+    from ..retrieval.dense import DenseIndex
+
+    kind, reason = choose_embedder(embedder, lang)
+    dense = DenseIndex(dense_dir or default_dense_dir(corpus, kind), kind)
+    build = dense.build(docs, progress=progress)
+    dense.embedder.encode(["warm-up"])      # load the model before the queries are timed
+    return dense, build, reason
+
+
+def _check_options(method: str, fusion: str | None, limit: int | None) -> None:
     if method not in METHODS:
         raise InputError(f"--method: must be one of {', '.join(METHODS)}, got {method!r}")
     if method == "communities":
@@ -93,17 +180,11 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
         raise InputError(f"--fusion: must be one of {', '.join(FUSIONS)}, got {fusion!r}")
     if limit is not None and limit < 1:
         raise InputError(f"--limit: must be at least 1, got {limit}")
-    check_outputs(run_out, per_query)
-    depth = k + 1 if ignore_identical_ids else k      # BEIR's retrievers fetch one more, too
-    config = eval_config(method=method, k=depth, mmr=mmr, fusion=fusion, alpha=alpha, rerank=rerank,
-                         rerank_depth=rerank_depth)
-    if rerank != "none" and llm is None:
-        from ..llm.backends import default_llm
 
-        llm = default_llm(LLMConfig.from_env())
-    reranker = make_reranker(rerank, llm, rerank_depth)
-    if reranker is not None:
-        reranker.judge.choice_logprobs("warm-up", ["Yes"])   # load the model before timing
+
+def _judged_queries(qrels: str | Path, queries: str | Path, limit: int | None) -> tuple[dict, dict[str, str]]:
+    """The judgements (the first ``limit`` queries') and every query's text; a judged query
+    the queries file lacks is an error naming it."""
     judged = load_qrels(qrels)
     if limit is not None:
         judged = dict(list(judged.items())[:limit])
@@ -111,37 +192,22 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     missing = [q for q in judged if q not in all_queries]
     if missing:
         raise InputError(f"qrels {qrels}: query id {missing[0]!r} is not in {queries}")
-    gold = match_answers(answers, judged, all_queries) if answers is not None else None
-    docs = load_corpus(corpus, dedupe)
-    # The BM25 index is built for every method: it holds the documents the hits point to.
-    started = time.perf_counter()
-    index = BM25Index.for_corpus(docs, lang, accents=accents, bigrams=bigrams, tokenizer=tokenizer,
-                                 params=params, progress=progress, boost_scores=structural_boost_scores)
-    index_s = time.perf_counter() - started
-    language = index.language
-    dense = build = None
-    if method != "bm25" and (method not in GRAPH_METHODS or not no_dense):
-        from ..retrieval.dense import DenseIndex
+    return judged, all_queries
 
-        kind, embedder_reason = choose_embedder(embedder, language.lang)
-        dense = DenseIndex(dense_dir or default_dense_dir(corpus, kind), kind)
-        build = dense.build(docs, progress=progress)
-        dense.embedder.encode(["warm-up"])      # load the model before the queries are timed
 
-    concepts = graph_build = None
-    if method in GRAPH_METHODS:
-        from ..concepts.graph import ConceptGraph
-        from ..concepts.search import ConceptSearcher
+def _ranked(index: BM25Index, judged: Mapping[str, dict], all_queries: Mapping[str, str], config: LexicalConfig,
+            k: int, *, dense, reranker, concepts, threads: int, ignore_identical_ids: bool, kept: set[str],
+            progress: bool | None) -> tuple[dict[str, list[tuple[str, float]]], dict[str, list[Hit]], dict[str, int]]:
+    """The run ({query id: [(doc id, score), ...]}, the top ``k``), the top five hits of the
+    ``kept`` queries, and how many queries each method ranked (``auto`` chooses per query)."""
+    from ..retrieval.search import retrieve
 
-        graph, _, graph_build = ConceptGraph.build(docs, progress=progress, what=f"corpus {corpus}")
-        concepts = ConceptSearcher(graph)
-
+    depth = config.k
     run: dict[str, list[tuple[str, float]]] = {}
     selected: dict[str, list[Hit]] = {}
     chosen: dict[str, int] = {}
-    started = time.perf_counter()
     batch: dict[str, list[Hit]] = {}
-    if method == "bm25" and not config.mmr and reranker is None:
+    if config.method == "bm25" and not config.mmr and reranker is None:
         # one batch: the same hits retrieve gives (the ranking's top k), far faster
         batch = dict(zip(judged, index.search_many([all_queries[q] for q in judged], k=config.k,
                                                    boost=[takes_boost(all_queries[q], config.boost)
@@ -160,28 +226,31 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
         hits = hits[:k]
         chosen[steps["method"]] = chosen.get(steps["method"], 0) + 1
         run[qid] = [(h.doc_id, h.score) for h in hits]
-        if gold is not None and qid in gold:
+        if qid in kept:
             selected[qid] = hits[:5]
-    search_s = time.perf_counter() - started
-    tag = run_tag(method, mmr, rerank)
-    if run_out:
-        write_trec_run(run_out, run, tag)
-    rows = per_query_metrics({q: [d for d, _ in hits] for q, hits in run.items()}, judged)
-    if per_query:
-        write_per_query(per_query, rows, tag)
-    out = {"method": method, "queries": len(judged), **mean_metrics(rows),
-           "qps": round(len(judged) / search_s, 2) if search_s > 0 else None,
-           "index_s": round(index_s, 4), "docs": len(docs), "lang": language.lang,
-           "lang_detected": language.detected, "lang_reason": language.reason,
-           "languages": list(language.languages), "tokenizer": index.tokenizer.to_dict(), "mmr": mmr,
-           "depth": k, "params": asdict(index.params)}
-    if dense is not None and build is not None:
-        out.update({"embedder": dense.embedder.name, "embedder_reason": embedder_reason,
-                    "dense_index_s": build.seconds, "dense_embedded": build.embedded,
-                    "dense_reused": build.reused, "dense_dir": str(dense.directory),
-                    "dense_bytes": dense.size_bytes()})
+    return run, selected, chosen
+
+
+def _index_figures(index: BM25Index) -> dict:
+    language = index.language
+    return {"lang": language.lang, "lang_detected": language.detected, "lang_reason": language.reason,
+            "languages": list(language.languages), "tokenizer": index.tokenizer.to_dict()}
+
+
+def _dense_figures(dense, build, reason: str) -> dict:
+    if dense is None or build is None:
+        return {}
+    return {"embedder": dense.embedder.name, "embedder_reason": reason, "dense_index_s": build.seconds,
+            "dense_embedded": build.embedded, "dense_reused": build.reused, "dense_dir": str(dense.directory),
+            "dense_bytes": dense.size_bytes()}
+
+
+def _method_figures(method: str, config: LexicalConfig, reranker, chosen: dict[str, int], graph_build) -> dict:
+    """What the method adds to the figures: the rerank, the choices of ``auto``, the concept
+    graph's build, the fusion."""
+    out: dict[str, Any] = {}
     if reranker is not None:
-        out.update({"rerank": rerank, "rerank_depth": reranker.depth,
+        out.update({"rerank": config.rerank, "rerank_depth": reranker.depth,
                     "rerank_model": getattr(reranker.judge, "name", "")})
     if method == "auto":
         out["auto_chose"] = chosen
@@ -192,16 +261,6 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
     if method in ("hybrid", "auto", "hybrid+graph"):
         out.update({"fusion": config.fusion,
                     **({"alpha": config.alpha} if config.fusion == "weighted" else {"rrf_k": config.rrf_k})})
-    if gold is not None:
-        out["answers"] = answer_figures({q: all_queries[q] for q in selected}, selected, gold)
-    if ignore_identical_ids:
-        out["ignore_identical_ids"] = True
-    if run_out:
-        out["run_out"] = str(run_out)
-    if per_query:
-        out["per_query"] = str(per_query)
-    if keep_run:
-        out["run"] = run
     return out
 
 

@@ -7,6 +7,7 @@ its key's in-flight limit and its deadline, streamed, cancelled when its client 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 import threading
@@ -14,6 +15,7 @@ import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import AsyncIterator, Callable
 
 from ..errors import InputError
 from ..llm.base import generation_purpose
@@ -154,25 +156,13 @@ class Server:
         ``on_token(piece, call, purpose)`` gets the model's text as it is written (in the
         worker thread; ``purpose``: ``llm.base.generation_purpose``); ``prepare(request)``
         runs in the worker first (within the deadline)."""
-        started, status = time.monotonic(), 200
-        try:
-            if not self.in_flight.enter(principal):
-                raise HTTPProblem(429, f"request: {self.limits.questions_per_key} questions of this key are "
-                                       f"already answered or waiting (the limit); send this one when one is done")
-            try:
-                return await self._answer(request, principal, session, on_token, prepare)
-            finally:
-                self.in_flight.leave(principal)
-        except HTTPProblem as exc:
-            status = exc.status
-            raise
-        except asyncio.CancelledError:
-            status = 499      # the client left
-            raise
-        finally:
+        def logged(status: int, ms: float) -> str:
             line = (f"{via} {status} pipeline={request.pipeline} principal={principal} "
-                    f"session={session[:8] + '...' if session else '-'} {(time.monotonic() - started) * 1000:.0f} ms")
-            log.info(line + (f" question={request.question!r}" if self.log_questions else ""))
+                    f"session={session[:8] + '...' if session else '-'} {ms:.0f} ms")
+            return line + (f" question={request.question!r}" if self.log_questions else "")
+
+        async with self._held(principal, "questions", "answered", logged):
+            return await self._answer(request, principal, session, on_token, prepare)
 
     async def _answer(self, request: AskRequest, principal: str, session: str | None, on_token=None,
                       prepare=None) -> dict:
@@ -230,7 +220,7 @@ class Server:
         finally:
             self.deadlines.in_flight -= modelled
         data = answered.to_dict()
-        if modelled:            # the answer's own figures: the self.deadlines follow a machine that slows
+        if modelled:            # the answer's own figures: the deadlines follow a machine that slows
             self.deadlines.observe((data.get("trace") or {}).get("generation") or {})
         if session is not None:
             turn = getattr(answered.trace, "turn", None)   # none when nothing in the question was found
@@ -241,29 +231,39 @@ class Server:
         return data
 
     async def run(self, job, principal: str, line: str):
-        """``job()``'s result, computed in the worker self.pool within the key's in-flight limit
+        """``job()``'s result, computed in the worker pool within the key's in-flight limit
         and the timeout (``--timeout``, else the floor of a derived deadline); logged as
         ``line``, the status and the time taken."""
-        started, status = time.monotonic(), 200
         timeout_s = self.limits.timeout_s if self.limits.timeout_s is not None else self.limits.min_timeout_s
+        async with self._held(principal, "requests", "served", lambda status, ms: f"{line} {status} "
+                              f"principal={principal} {ms:.0f} ms"):
+            work = asyncio.get_running_loop().run_in_executor(self.pool, job)
+            try:
+                return await asyncio.wait_for(asyncio.shield(work), timeout_s)
+            except asyncio.TimeoutError:
+                work.cancel()       # one still waiting for a worker never starts
+                raise HTTPProblem(504, f"request: not done within {timeout_s:g} s") from None
+            except asyncio.CancelledError:
+                work.cancel()
+                raise
+            except HTTPProblem:
+                raise
+            except Exception as exc:
+                raise problem_for(exc) from None
+
+    @contextlib.asynccontextmanager
+    async def _held(self, principal: str, what: str, done: str,
+                    logged: Callable[[int, float], str]) -> AsyncIterator[None]:
+        """Within ``principal``'s in-flight limit (429 over it: so many ``what`` of the key
+        are already ``done`` or waiting); the status (499: the client left) and the time
+        taken logged as ``logged(status, ms)`` says."""
+        started, status = time.monotonic(), 200
         try:
             if not self.in_flight.enter(principal):
-                raise HTTPProblem(429, f"request: {self.limits.questions_per_key} requests of this key are "
-                                       f"already served or waiting (the limit); send this one when one is done")
+                raise HTTPProblem(429, f"request: {self.limits.questions_per_key} {what} of this key are "
+                                       f"already {done} or waiting (the limit); send this one when one is done")
             try:
-                work = asyncio.get_running_loop().run_in_executor(self.pool, job)
-                try:
-                    return await asyncio.wait_for(asyncio.shield(work), timeout_s)
-                except asyncio.TimeoutError:
-                    work.cancel()       # one still waiting for a worker never starts
-                    raise HTTPProblem(504, f"request: not done within {timeout_s:g} s") from None
-                except asyncio.CancelledError:
-                    work.cancel()
-                    raise
-                except HTTPProblem:
-                    raise
-                except Exception as exc:
-                    raise problem_for(exc) from None
+                yield
             finally:
                 self.in_flight.leave(principal)
         except HTTPProblem as exc:
@@ -273,7 +273,7 @@ class Server:
             status = 499      # the client left
             raise
         finally:
-            log.info(f"{line} {status} principal={principal} {(time.monotonic() - started) * 1000:.0f} ms")
+            log.info(logged(status, (time.monotonic() - started) * 1000))
 
     async def current_health(self) -> dict | None:
         """The sources' health: None while they load; after that asked again (in a thread:
