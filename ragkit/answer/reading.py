@@ -121,6 +121,18 @@ _LOCATIVE = re.compile(r"\b(?:in|at|from|near|of|to)\s+(?:the\s+)?$", re.IGNOREC
 MIN_SHARE = 0.3
 
 
+def _yes_or_no(question: str, sentences: list[Sentence], min_share: float) -> ShortAnswer | None:
+    """Yes, or no where the sentence that covers the question best negates what the
+    question does not (or the other way round); None when none covers half of it."""
+    best = max(sentences, key=lambda s: (s.share, -s.item, -s.position), default=None)
+    if best is None or best.share < max(min_share, 0.5):
+        return None
+    asked = re.sub(r"\s*(?:(?:phải|đúng|được)\s+)?(?:không|chưa)\s*\??\s*$", "", question.strip(),
+                   flags=re.IGNORECASE)          # the Vietnamese question's closing particle
+    flipped = negated(best.text) != negated(asked)
+    return ShortAnswer("no" if flipped else "yes", best.item, best.text, best.share, best.share)
+
+
 def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Weigher,
                  min_share: float = MIN_SHARE, sentences: list[Sentence] | None = None,
                  exclude: Sequence[str] = (), titles: Sequence[str] = (),
@@ -141,13 +153,7 @@ def short_answer(question: str, shape: Shape, texts: Sequence[str], weigher: Wei
     excluded |= {"".join(w[0] for w in q_tokens[i:j]).lower() for i in range(len(q_tokens))
                  for j in range(i + 2, min(i + 7, len(q_tokens) + 1))}
     if shape.kind == "yesno":
-        best = max(sentences, key=lambda s: (s.share, -s.item, -s.position), default=None)
-        if best is None or best.share < max(min_share, 0.5):
-            return None
-        asked = re.sub(r"\s*(?:(?:phải|đúng|được)\s+)?(?:không|chưa)\s*\??\s*$", "", question.strip(),
-                       flags=re.IGNORECASE)          # the Vietnamese question's closing particle
-        flipped = negated(best.text) != negated(asked)
-        return ShortAnswer("no" if flipped else "yes", best.item, best.text, best.share, best.share)
+        return _yes_or_no(question, sentences, min_share)
     scores: dict[str, list] = {}
     common = lower_case_words(texts) | set(common)
     leads: dict[str, str | None] = {}       # each candidate's page, looked up once per question

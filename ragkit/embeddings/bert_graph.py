@@ -129,19 +129,13 @@ class _Graph:
         return output
 
 
-def encoder_graph(weights: BertWeights, inputs: str = "ids", scales: dict | None = None,
-                  observe: bool = False):
-    """The encoder as an ONNX model. ``inputs``: ``ids`` (``input_ids`` and ``token_type_ids``,
-    int64 (batch, tokens)) or ``vectors`` (``word_vectors`` float32 (batch, tokens, hidden) in
-    place of the word table; token type 0). There is no attention mask: every token reads every
-    other, which is right for one unpadded text per run, the way ragkit runs it (a batch of
-    padded texts would need one).
-    ``scales``: (layer, group) -> per-channel divisor of that group's input, multiplied into
-    its products' weights (``smoothing_scales``). ``observe``: each group's input is an output too."""
+def _embedded(g: "_Graph", w: BertWeights, inputs: str) -> tuple[list, str]:
+    """The graph's inputs and the embedding layer's output: the word (or given word
+    vectors), token type and position embeddings summed, then normalised."""
     with requires_extra("dense"):
         from onnx import TensorProto, helper
 
-    g, w, h = _Graph(), weights, weights.hidden
+    h = w.hidden
     graph_inputs = []
     if inputs == "ids":
         for name in ("input_ids", "token_type_ids"):
@@ -168,6 +162,23 @@ def encoder_graph(weights: BertWeights, inputs: str = "ids", scales: dict | None
                                                w["embeddings.position_embeddings.weight"]), positions])
     summed = g.op("Add", [g.op("Add", [words, types]), position_vectors])
     x = _layer_norm(g, w, summed, "embeddings.LayerNorm", "embeddings/norm")
+    return graph_inputs, x
+
+
+def encoder_graph(weights: BertWeights, inputs: str = "ids", scales: dict | None = None,
+                  observe: bool = False):
+    """The encoder as an ONNX model. ``inputs``: ``ids`` (``input_ids`` and ``token_type_ids``,
+    int64 (batch, tokens)) or ``vectors`` (``word_vectors`` float32 (batch, tokens, hidden) in
+    place of the word table; token type 0). There is no attention mask: every token reads every
+    other, which is right for one unpadded text per run, the way ragkit runs it (a batch of
+    padded texts would need one).
+    ``scales``: (layer, group) -> per-channel divisor of that group's input, multiplied into
+    its products' weights (``smoothing_scales``). ``observe``: each group's input is an output too."""
+    with requires_extra("dense"):
+        from onnx import TensorProto, helper
+
+    g, w, h = _Graph(), weights, weights.hidden
+    graph_inputs, x = _embedded(g, w, inputs)
 
     one = g.const("one_f", np.asarray(1.0, np.float32))
     observed = []

@@ -42,7 +42,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 from ..errors import InputError
 from ..runtime.extras import requires_extra
@@ -255,68 +255,74 @@ def add_openai_routes(app: FastAPI, service: Service, *, answer: Answerer, open_
 
         chunk = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": chat.model}
 
-        async def events():
-            loop = asyncio.get_running_loop()
-            queue: asyncio.Queue = asyncio.Queue()
-
-            def on_token(piece: str, call: int, purpose: str) -> None:    # runs in the worker thread
-                if purpose == "answer":
-                    loop.call_soon_threadsafe(queue.put_nowait, (piece, call))
-
-            def content(piece: str) -> bytes:
-                return sse({**chunk, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
-
-            job = asyncio.ensure_future(answer(ask, principal, session, on_token, via="v1", prepare=prepare))
-            getter: asyncio.Future | None = None
-            streamed: list[str] = []          # the answer's generation as the client got it
-            shown = None                      # its call (a second answer generation is not shown)
-            try:
-                yield sse({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
-                                                 "finish_reason": None}]})
-                while True:
-                    if getter is None:
-                        getter = asyncio.ensure_future(queue.get())
-                    done, _ = await asyncio.wait({job, getter}, timeout=KEEP_ALIVE_S,
-                                                 return_when=asyncio.FIRST_COMPLETED)
-                    if getter in done:
-                        (piece, call), getter = getter.result(), None
-                        shown = call if shown is None else shown
-                        if call == shown:
-                            streamed.append(piece)
-                            yield content(piece)
-                    elif job in done:
-                        break
-                    else:
-                        yield b": keep-alive\n\n"
-                while not queue.empty():
-                    piece, call = queue.get_nowait()
-                    shown = call if shown is None else shown
-                    if call == shown:
-                        streamed.append(piece)
-                        yield content(piece)
-                try:
-                    data = job.result()
-                except Exception as exc:
-                    problem = problem_for(exc)
-                    yield sse(error_body("/v1/", problem.status, problem.message, problem.code))
-                    yield sse("[DONE]")
-                    return
-                if not streamed:        # no model wrote it live: the answer in pieces
-                    for piece in pieces(data["answer"]):
-                        yield content(piece)
-                yield sse({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                           OPTION_FIELDS: verdict(data, streamed)})
-                if chat.include_usage:
-                    yield sse({**chunk, "choices": [], "usage": usage_of(data)})
-                yield sse("[DONE]")
-            finally:
-                job.cancel()      # the client left: the answer stops at its next token
-                if getter is not None and not getter.done():
-                    getter.cancel()
-                job.add_done_callback(lambda task: task.cancelled() or task.exception())
-
-        return StreamingResponse(events(), media_type="text/event-stream",
+        return StreamingResponse(chat_events(answer, ask, principal, session, prepare, chunk, chat.include_usage),
+                                 media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+async def chat_events(answer: Answerer, ask: AskRequest, principal: str, session: str | None, prepare,
+                      chunk: dict, include_usage: bool) -> AsyncIterator[bytes]:
+    """A streamed chat completion's server-sent events: the role, the answer's tokens as
+    the model writes them (keep-alives while it thinks), the check's verdict, the usage when
+    asked, then [DONE]; an error as one event."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue = asyncio.Queue()
+
+    def on_token(piece: str, call: int, purpose: str) -> None:    # runs in the worker thread
+        if purpose == "answer":
+            loop.call_soon_threadsafe(queue.put_nowait, (piece, call))
+
+    def content(piece: str) -> bytes:
+        return sse({**chunk, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+
+    job = asyncio.ensure_future(answer(ask, principal, session, on_token, via="v1", prepare=prepare))
+    getter: asyncio.Future | None = None
+    streamed: list[str] = []          # the answer's generation as the client got it
+    shown = None                      # its call (a second answer generation is not shown)
+    try:
+        yield sse({**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""},
+                                         "finish_reason": None}]})
+        while True:
+            if getter is None:
+                getter = asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({job, getter}, timeout=KEEP_ALIVE_S,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if getter in done:
+                (piece, call), getter = getter.result(), None
+                shown = call if shown is None else shown
+                if call == shown:
+                    streamed.append(piece)
+                    yield content(piece)
+            elif job in done:
+                break
+            else:
+                yield b": keep-alive\n\n"
+        while not queue.empty():
+            piece, call = queue.get_nowait()
+            shown = call if shown is None else shown
+            if call == shown:
+                streamed.append(piece)
+                yield content(piece)
+        try:
+            data = job.result()
+        except Exception as exc:
+            problem = problem_for(exc)
+            yield sse(error_body("/v1/", problem.status, problem.message, problem.code))
+            yield sse("[DONE]")
+            return
+        if not streamed:        # no model wrote it live: the answer in pieces
+            for piece in pieces(data["answer"]):
+                yield content(piece)
+        yield sse({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                   OPTION_FIELDS: verdict(data, streamed)})
+        if include_usage:
+            yield sse({**chunk, "choices": [], "usage": usage_of(data)})
+        yield sse("[DONE]")
+    finally:
+        job.cancel()      # the client left: the answer stops at its next token
+        if getter is not None and not getter.done():
+            getter.cancel()
+        job.add_done_callback(lambda task: task.cancelled() or task.exception())
 
 
 def chat_request_schema() -> dict:

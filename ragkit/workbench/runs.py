@@ -249,6 +249,32 @@ class Terminated(BaseException):
     """SIGTERM arrived during a run (a scheduler stopping it, a user's kill)."""
 
 
+def _execute(notebook: Path, output: Path, parameters: dict, progress: bool, cell_timeout: float | None) -> None:
+    """papermill runs ``notebook`` into ``output`` in this environment's kernel, in the
+    notebook's folder."""
+    with requires_extra("notebooks"):
+        import papermill
+
+    papermill.execute_notebook(str(notebook), str(output), parameters=parameters, kernel_name=KERNEL,
+                               progress_bar=progress,
+                               kernel_manager_class="ragkit.workbench.kernels.LocalKernelManager",
+                               cwd=str(notebook.parent),
+                               execution_timeout=None if cell_timeout is None else max(1, math.ceil(cell_timeout)))
+
+
+def _staged(targets: Mapping[str, Path], stamp: str) -> dict[str, Path]:
+    """Each artifact's staging path, beside it: its name keeps the suffixes (.json.gz),
+    which stores read their format from, and carries the pid, so the next run removes what
+    a killed one left (``clean_leftovers``). A folder artifact starts as a copy of the
+    current one, so incremental builds (03's chunk vectors) reuse what is there."""
+    staging = {name: path.with_name(f".staging-{os.getpid()}-{stamp}-{path.name}")
+               for name, path in targets.items()}
+    for name, staged in staging.items():
+        if targets[name].is_dir():
+            shutil.copytree(targets[name], staged)
+    return staging
+
+
 def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, *,
                  out_root: str | Path = "outputs/runs", progress: bool = True,
                  cell_timeout: float | None = None) -> dict:
@@ -276,13 +302,9 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
     output = run_dir / notebook.name
     targets = {name: path for name in artifact_parameters(declared)
                if (path := local_path(notebook, effective.get(name))) is not None}
-    # The staged name keeps the suffixes (.json.gz), which stores read their format from, and
-    # carries the pid, so the next run removes what a killed one left (``clean_leftovers``).
     for path in targets.values():
         clean_leftovers(path)
     settle_dead_runs(Path(out_root) / notebook.stem)
-    staging = {name: path.with_name(f".staging-{os.getpid()}-{stamp}-{path.name}")
-               for name, path in targets.items()}
     manifest: dict[str, Any] = {"notebook": str(notebook), "output_notebook": str(output),
                 "parameters": checked, "effective_parameters": effective,
                 "inputs": run_inputs(notebook, effective),
@@ -292,11 +314,7 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
                 "versions": _versions(), "status": "running", "pid": os.getpid(),
                 "host": socket.gethostname()}
     atomic_write_json(run_dir / "manifest.json", manifest)
-    for name, staged in staging.items():
-        # A folder artifact starts as a copy of the current one, so incremental builds (03's
-        # chunk vectors) reuse what is there instead of starting empty.
-        if targets[name].is_dir():
-            shutil.copytree(targets[name], staged)
+    staging = _staged(targets, stamp)
 
     def on_sigterm(signum, frame):
         raise Terminated()
@@ -304,12 +322,7 @@ def run_notebook(notebook: str | Path, params: Mapping[str, Any] | None = None, 
     previous = signal.signal(signal.SIGTERM, on_sigterm) if _main_thread() else None
     started = time.perf_counter()
     try:
-        papermill.execute_notebook(str(notebook), str(output),
-                                   parameters=checked | {k: str(v) for k, v in staging.items()},
-                                   kernel_name=KERNEL, progress_bar=progress,
-                                   kernel_manager_class="ragkit.workbench.kernels.LocalKernelManager",
-                                   cwd=str(notebook.parent),
-                                   execution_timeout=None if cell_timeout is None else max(1, math.ceil(cell_timeout)))
+        _execute(notebook, output, checked | {k: str(v) for k, v in staging.items()}, progress, cell_timeout)
         for name, staged in staging.items():
             fault_point("run.swap")
             swap_into_place(staged, targets[name])
