@@ -95,7 +95,7 @@ def evaluate_retrieval(corpus: str | Path, queries: str | Path, qrels: str | Pat
                                  params=params, progress=progress, boost_scores=structural_boost_scores)
     index_s = time.perf_counter() - started
     dense, build, embedder_reason = _dense_index(method, no_dense, embedder, index.language.lang, docs,
-                                                 dense_dir or None, corpus, progress)
+                                                 dense_dir, corpus, progress)
     concepts = graph_build = None
     if method in GRAPH_METHODS:
         from ..concepts.graph import ConceptGraph

@@ -100,13 +100,10 @@ def _start_node(cluster: RayCluster, args: Callable[[], list[str]], log: Path, t
     ``log``). Ray gives a new node a fixed 30 s to register with the head, which a busy
     machine can miss: such a start is stopped, with what it left running, and tried again
     with fresh arguments (new ports), up to ``attempts`` times."""
-    for attempt in range(1, attempts + 1):
-        try:
+    for _ in range(attempts - 1):
+        with contextlib.suppress(RagkitError):
             return _start_once(cluster, args(), log, timeout)
-        except RagkitError:
-            if attempt == attempts:
-                raise
-    raise AssertionError("unreachable")
+    return _start_once(cluster, args(), log, timeout)
 
 
 def _start_once(cluster: RayCluster, args: list[str], log: Path, timeout: float) -> subprocess.Popen:
