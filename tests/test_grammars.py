@@ -12,6 +12,7 @@ from ragkit.config import LLMConfig
 from ragkit.errors import ModelError
 from ragkit.kgqa.plan import parse_plan_json, validate
 from ragkit.kgqa.store import SchemaEdge
+from ragkit.kgqa.steps import Expand
 from ragkit.llm.base import TokenTap
 from ragkit.llm.gguf import check_grammar
 from ragkit.llm.grammars import entity_list_schema, json_schema_grammar, plan_schema
@@ -121,11 +122,11 @@ def test_the_real_model_writes_plans_that_parse(nx_kg, gguf):
         relations = {s.relation for s in qa.schema}
         linked = {e.id for e in entities} | {a.id for alts in qa.alternatives(entities).values() for a in alts}
         for i, one in enumerate(plan.steps, 1):
-            assert one["key"] == f"s{i}"
-            assert one["op"] in ("expand", "intersection", "union", "difference", "nodes", "all")
-            if one["op"] == "expand":
-                assert one["relation"] in relations
-                assert one["from"].get("entity") in linked or int(one["from"]["step"][1:]) < i
+            assert one.key == f"s{i}"
+            assert one.op in ("expand", "intersection", "union", "difference", "nodes", "all")
+            if isinstance(one, Expand):
+                assert one.relation in relations
+                assert one.entity in linked or int((one.step or "")[1:]) < i
         assert plan.final == f"s{len(plan.steps)}"
         assert "JSON" not in (info.get("llm_plan_rejected") or "")
 

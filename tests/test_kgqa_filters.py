@@ -156,8 +156,8 @@ def test_the_written_answer_says_what_was_compared(films):
 
 def test_filter_steps_are_validated(films):
     base = [{"key": "s1", "op": "all", "type": "Movie"}]
-    good = Plan(base + [{"key": "s2", "op": "filter", "input": "s1", "compare": ">", "value": 2005,
-                         "property": "year"}], "s2")
+    good = Plan.from_dict({"steps": base + [{"key": "s2", "op": "filter", "input": "s1", "compare": ">",
+                                             "value": 2005, "property": "year"}], "final": "s2"})
     assert validate(good, films.schema, set(films.nodes)) is good
     for bad, why in [({"input": "s9", "compare": ">", "value": 1, "property": "year"}, "earlier step"),
                      ({"input": "s1", "compare": "~", "value": 1, "property": "year"}, "compare"),
@@ -165,7 +165,8 @@ def test_filter_steps_are_validated(films):
                      ({"input": "s1", "compare": ">", "value": 1, "relation": "DIRECTED", "direction": "out",
                        "target_type": "Person"}, "edges of")]:
         with pytest.raises(PlanError, match=why):
-            validate(Plan(base + [{"key": "s2", "op": "filter", **bad}], "s2"), films.schema, set(films.nodes))
+            validate(Plan.from_dict({"steps": base + [{"key": "s2", "op": "filter", **bad}], "final": "s2"}),
+                     films.schema, set(films.nodes))
 
 
 def test_counts_of_edges_are_the_same_on_both_stores(kg):
@@ -188,13 +189,13 @@ def test_a_plan_of_another_type_or_without_the_comparison_does_not_fit_the_quest
     directed = {"key": "s1", "op": "expand", "from": {"entity": "p1"}, "relation": "DIRECTED", "direction": "out",
                 "target_type": "Movie"}
     with pytest.raises(PlanError, match="compares 'after 2005', the plan filters nothing"):
-        films.fits_question(Plan([directed], "s1"), question, entities)
+        films.fits_question(Plan.from_dict({"steps": [directed], "final": "s1"}), question, entities)
     studios = {"key": "s2", "op": "expand", "from": {"step": "s1"}, "relation": "PRODUCED_BY", "direction": "out",
                "target_type": "Studio"}
     with pytest.raises(PlanError, match="lists studios, but the question asks for movies"):
-        films.fits_question(Plan([directed, studios], "s2"), question, entities)
+        films.fits_question(Plan.from_dict({"steps": [directed, studios], "final": "s2"}), question, entities)
     after = {"key": "s2", "op": "filter", "input": "s1", "compare": ">", "value": 2005, "property": "year"}
-    films.fits_question(Plan([directed, after], "s2"), question, entities)
+    films.fits_question(Plan.from_dict({"steps": [directed, after], "final": "s2"}), question, entities)
 
 
 def test_the_answer_check_compares_the_answer_type_with_the_asked_type(films):

@@ -142,7 +142,7 @@ def test_without_an_embedder_only_the_types_link(studio):
     planner = RulePlanner(studio.schema, linker_for=lambda language: GraphLinker(None))
     question = "In which city was The Glass Orchard shot?"
     plan = planner.plan(question, studio.names.resolve(question))     # one relation joins Film and City
-    assert [s["relation"] for s in plan.steps] == ["FILMED_IN"]
+    assert [s.to_dict()["relation"] for s in plan.steps] == ["FILMED_IN"]
     with pytest.raises(Exception, match="'boss'"):       # CEO_OF and FOUNDED both join Company and Person
         planner.plan("Who is the boss of Ostrava Films?", studio.names.resolve("Who is the boss of Ostrava Films?"))
 

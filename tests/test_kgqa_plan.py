@@ -195,9 +195,11 @@ def test_model_plans_may_use_the_new_steps_and_are_still_validated(nx_kg):
         {"key": "rest", "op": "difference", "inputs": ["treated", "gout"]}], "final": "rest", "count": True})
     assert validate(plan, nx_kg.schema, set(nx_kg.nodes)).count is True
     with pytest.raises(PlanError, match="node ids of the graph"):
-        validate(Plan([{"key": "x", "op": "nodes", "ids": ["disease:zorro"]}], "x"), nx_kg.schema, set(nx_kg.nodes))
+        validate(Plan.from_dict({"steps": [{"key": "x", "op": "nodes", "ids": ["disease:zorro"]}], "final": "x"}),
+                 nx_kg.schema, set(nx_kg.nodes))
     with pytest.raises(PlanError, match="not a node type"):
-        validate(Plan([{"key": "x", "op": "all", "type": "Planet"}], "x"), nx_kg.schema, set(nx_kg.nodes))
+        validate(Plan.from_dict({"steps": [{"key": "x", "op": "all", "type": "Planet"}], "final": "x"}),
+                 nx_kg.schema, set(nx_kg.nodes))
 
 
 def test_cli_json_keeps_the_contract_keys_for_planned_and_unmapped_questions(tmp_path):

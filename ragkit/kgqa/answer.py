@@ -17,13 +17,14 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..answer.stage import Check, Draft
+from ..answer.stage import Check, Draft, NamedShort
 from ..answer.claims import citations
 from ..llm.prompts import answer_language, answer_messages, numbered_evidence
 from .execute import FINAL_LIMIT
 from .filters import SAID
 from .plan import Plan, step_types
 from .question_reading import plural
+from .steps import EdgeFilter, Every, Expand, Given, Join, Named, PropertyFilter, Step
 from ..text.words import terms
 
 EMPTY_STORE = "Based on the available data, I cannot find an answer to your question in the knowledge base."
@@ -64,13 +65,13 @@ def _type_of(plan: Plan, key: str, items: list[dict]) -> str:
     return step_types(plan.steps).get(key) or (items[0]["type"] if items else "Item")
 
 
-def compared(step: dict) -> str:
+def compared(step: PropertyFilter | EdgeFilter) -> str:
     """A filter step in words: "whose approved is after 2000", "with more than 3 symptoms"."""
-    op, value = step["compare"], step["value"]
-    if "property" in step:
+    op, value = step.compare, step.value
+    if isinstance(step, PropertyFilter):
         said = YEAR_SAID[op] if isinstance(value, int) and 1000 <= value <= 2100 else SAID[op]
-        return f"whose {_phrase(step['property'])} is {said} {value}"
-    return f"with {SAID[op]} {_count(value, step['target_type'])} ({_phrase(step['relation'])})"
+        return f"whose {_phrase(step.property)} is {said} {value}"
+    return f"with {SAID[op]} {_count(int(value), step.target_type)} ({_phrase(step.relation)})"
 
 
 YEAR_SAID = {">": "after", ">=": "in or after", "<": "before", "<=": "in or before", "=": "in", "!=": "not in"}
@@ -82,33 +83,20 @@ def written_answer(question: str, plan: Plan, context_store: dict, nodes: dict[s
         return EMPTY_STORE
     lines = []
     for step in plan.steps:
-        key, items = step["key"], context_store.get(step["key"], [])
-        if key == plan.final:
+        items = context_store.get(step.key, [])
+        if step.key == plan.final:
             continue
-        found = _count(len(items), _type_of(plan, key, items))
+        found = _count(len(items), _type_of(plan, step.key, items))
         listed = f" ({_names(items, SHOWN)})." if items else "."
-        if step["op"] == "expand":
-            lines.append(f"{_arrow(plan, step, nodes)} {found}{listed}")
-        elif step["op"] in ("intersection", "union", "difference"):
-            lines.append(f"{JOINED[step['op']]}: {found}{listed}")
-        elif step["op"] == "nodes":
-            lines.append(f"Named: {found}{listed}")
-        elif step["op"] == "all":
-            lines.append(f"In the graph: {found}{listed}")
-        elif step["op"] == "given":
-            lines.append(f"From the previous answer: {found}{listed}")
-        elif step["op"] == "filter":
-            lines.append(f"Those {compared(step)}: {found}{listed}")
+        lines.append(f"{_step_head(plan, step, nodes)}{found}{listed}")
     final = context_store.get("final_result", [])
     total = context_store.get("final_result_total", len(final))
     if not final:
         return " ".join([EMPTY_FINAL] + lines)
-    last = next(s for s in plan.steps if s["key"] == plan.final)
+    last = plan.step(plan.final)
     shown = f" ({len(final)} of {total} shown)" if total > len(final) else ""
     found = _count(total, _type_of(plan, plan.final, final))
-    head = f"{_arrow(plan, last, nodes)} " if last["op"] == "expand" else \
-        (f"{JOINED[last['op']]}: " if last["op"] in JOINED else
-         f"Those {compared(last)}: " if last["op"] == "filter" else "")
+    head = _step_head(plan, last, nodes) if isinstance(last, (Expand, Join, PropertyFilter, EdgeFilter)) else ""
     number = f"{total}. " if plan.count else ""
     answer = f"Answer: {number}{head}{found}{shown}: {_names(final, FINAL_LIMIT)}."
     return "Based on the data: " + " ".join(lines + [answer])
@@ -117,13 +105,29 @@ def written_answer(question: str, plan: Plan, context_store: dict, nodes: dict[s
 JOINED = {"intersection": "In common", "union": "Together", "difference": "Taking those away"}
 
 
-def _arrow(plan: Plan, step: dict, nodes: dict[str, dict]) -> str:
+def _step_head(plan: Plan, step: Step, nodes: dict[str, dict]) -> str:
+    """What a step did, before what it found: "Aspirin —treats→ ", "In common: "."""
+    match step:
+        case Expand():
+            return f"{_arrow(plan, step, nodes)} "
+        case Join():
+            return f"{JOINED[step.op]}: "
+        case Named():
+            return "Named: "
+        case Every():
+            return "In the graph: "
+        case Given():
+            return "From the previous answer: "
+        case PropertyFilter() | EdgeFilter():
+            return f"Those {compared(step)}: "
+
+
+def _arrow(plan: Plan, step: Expand, nodes: dict[str, dict]) -> str:
     """"Aspirin —treats→", "those diseases —has symptom→", "Liver ←affects—"."""
-    src = step["from"]
-    origin = nodes[src["entity"]]["name"] if "entity" in src else f"those {label_of(plan, src['step'])}"
+    origin = nodes[step.entity]["name"] if step.entity is not None else f"those {label_of(plan, step.step or '')}"
     origin = origin[0].upper() + origin[1:]
-    rel = _phrase(step["relation"])
-    return f"{origin} —{rel}→" if step["direction"] == "out" else f"{origin} ←{rel}—"
+    rel = _phrase(step.relation)
+    return f"{origin} —{rel}→" if step.direction == "out" else f"{origin} ←{rel}—"
 
 
 def label_of(plan: Plan, key: str) -> str:
@@ -212,8 +216,8 @@ def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str
     and the entity check. ``edges`` are the cited edges ("A -[REL]-> B"), in citation order:
     the prompt numbers them as its evidence."""
     written = written_answer(question, plan, context_store, nodes) if context_store else EMPTY_STORE
-    asked = {s["from"]["entity"] for s in plan.steps if "entity" in s.get("from", {})}
-    asked |= {i for s in plan.steps if s["op"] == "nodes" for i in s["ids"]}
+    asked = {s.entity for s in plan.steps if isinstance(s, Expand) and s.entity is not None}
+    asked |= {i for s in plan.steps if isinstance(s, Named) for i in s.ids}
     language = answer_language(question, "en")
 
     def prompt(_model) -> tuple[list[dict], None]:
@@ -246,9 +250,7 @@ def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str
     short = final[0].get("name") if len(final) == 1 and context_store.get("final_result_total", 1) == 1 else None
     return Draft(evidence_answer=written, check=check,
                  prompt=prompt if context_store.get("final_result") else None,
-                 short_answer=short, read_short=(lambda text: short if short.lower() in text.lower() else None)
-                 if short else None,
-                 clean=lambda text: re.sub(r"\s+\n", "\n", text).strip(),
+                 short_answer=short, short_reader=NamedShort(short) if short else None, close_lines=True,
                  evidence=[json.dumps(context_store, ensure_ascii=False)] if context_store else [])
 
 

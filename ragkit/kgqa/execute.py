@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from .filters import compare
 from .plan import Plan
+from .steps import EdgeFilter, Every, Expand, Given, Join, Named, PropertyFilter, Step
 from .store import Edge, TypedStore, node_key
 
 FINAL_LIMIT = 15
@@ -34,31 +35,8 @@ def execute(plan: Plan, store: TypedStore, nodes: dict[str, dict], history: dict
     run = Execution()
     results: dict[str, list[dict]] = {}
     for step in plan.steps:
-        key, op = step["key"], step["op"]
-        if op == "expand":
-            src = step["from"]
-            ids = [src["entity"]] if "entity" in src else [n["id"] for n in results[src["step"]]]
-            found, edges = store.expand(ids, step["relation"], step["direction"], step["target_type"])
-            results[key] = [item(n) for n in found]
-            run.edges[key] = edges
-        elif op == "intersection":
-            keep = set.intersection(*({n["id"] for n in results[k]} for k in step["inputs"]))
-            results[key] = [n for n in results[step["inputs"][0]] if n["id"] in keep]
-        elif op == "union":
-            merged = {n["id"]: n for k in step["inputs"] for n in results[k]}
-            results[key] = sorted(merged.values(), key=node_key)
-        elif op == "difference":
-            drop = {n["id"] for k in step["inputs"][1:] for n in results[k]}
-            results[key] = [n for n in results[step["inputs"][0]] if n["id"] not in drop]
-        elif op == "nodes":
-            results[key] = sorted((item(nodes[i]) for i in step["ids"]), key=node_key)
-        elif op == "all":
-            results[key] = sorted((item(n) for n in nodes.values() if n["type"] == step["type"]), key=node_key)
-        elif op == "given":
-            results[key] = list((history or {})[step["history"]]["items"])
-        elif op == "filter":
-            results[key] = _filtered(step, results[step["input"]], store, nodes, run)
-        run.counts[key] = len(results[key])
+        results[step.key] = _listed(step, results, store, nodes, history, run)
+        run.counts[step.key] = len(results[step.key])
     for key, value in results.items():
         run.context_store[key] = value
     final = results[plan.final]
@@ -67,20 +45,48 @@ def execute(plan: Plan, store: TypedStore, nodes: dict[str, dict], history: dict
     return run
 
 
-def _filtered(step: dict, items: list[dict], store: TypedStore, nodes: dict[str, dict], run: Execution) -> list[dict]:
-    """The items whose property (or number of edges of a kind) compares as the step says;
-    the values and edges behind the kept ones are its evidence."""
-    op, bound = step["compare"], step["value"]
-    if "property" in step:
-        kept = [i for i in items if compare(nodes.get(i["id"], {}).get(step["property"]), op, bound)]
-        run.facts[step["key"]] = [{"node": i["id"], "property": step["property"],
-                                   "value": nodes[i["id"]][step["property"]]} for i in kept]
-        return kept
-    _, edges = store.expand([i["id"] for i in items], step["relation"], step["direction"], step["target_type"])
-    near = (lambda e: e.source) if step["direction"] == "out" else (lambda e: e.target)
+def _listed(step: Step, results: dict[str, list[dict]], store: TypedStore, nodes: dict[str, dict],
+            history: dict | None, run: Execution) -> list[dict]:
+    """The nodes ``step`` lists, given the earlier steps' ``results``."""
+    match step:
+        case Expand():
+            ids = [step.entity] if step.entity is not None else [n["id"] for n in results[step.step or ""]]
+            found, edges = store.expand(ids, step.relation, step.direction, step.target_type)
+            run.edges[step.key] = edges
+            return [item(n) for n in found]
+        case Join(op="intersection"):
+            keep = set.intersection(*({n["id"] for n in results[k]} for k in step.inputs))
+            return [n for n in results[step.inputs[0]] if n["id"] in keep]
+        case Join(op="union"):
+            merged = {n["id"]: n for k in step.inputs for n in results[k]}
+            return sorted(merged.values(), key=node_key)
+        case Join():    # difference
+            drop = {n["id"] for k in step.inputs[1:] for n in results[k]}
+            return [n for n in results[step.inputs[0]] if n["id"] not in drop]
+        case Named():
+            return sorted((item(nodes[i]) for i in step.ids), key=node_key)
+        case Every():
+            return sorted((item(n) for n in nodes.values() if n["type"] == step.type), key=node_key)
+        case Given():
+            return list((history or {})[step.history]["items"])
+        case PropertyFilter():
+            kept = [i for i in results[step.input] if compare(nodes.get(i["id"], {}).get(step.property), step.compare,
+                                                              step.value)]
+            run.facts[step.key] = [{"node": i["id"], "property": step.property, "value": nodes[i["id"]][step.property]}
+                                   for i in kept]
+            return kept
+        case EdgeFilter():
+            return _counted(step, results[step.input], store, run)
+
+
+def _counted(step: EdgeFilter, items: list[dict], store: TypedStore, run: Execution) -> list[dict]:
+    """The items whose number of edges of the step's kind compares as it says; the edges
+    behind the kept ones are its evidence."""
+    _, edges = store.expand([i["id"] for i in items], step.relation, step.direction, step.target_type)
+    near = (lambda e: e.source) if step.direction == "out" else (lambda e: e.target)
     per: dict[str, list[Edge]] = {}
     for e in edges:
         per.setdefault(near(e), []).append(e)
-    kept = [i for i in items if compare(len(per.get(i["id"], ())), op, bound)]
-    run.edges[step["key"]] = [e for i in kept for e in per.get(i["id"], ())]
+    kept = [i for i in items if compare(len(per.get(i["id"], ())), step.compare, step.value)]
+    run.edges[step.key] = [e for i in kept for e in per.get(i["id"], ())]
     return kept

@@ -26,6 +26,7 @@ from ..runtime.profiler import Profiler
 from .execute import execute
 from .filters import numeric_properties
 from .plan import ANAPHORS, Plan, PlanError, history_lists, parse_plan_json, step_types, validate
+from .steps import Given
 from .question_reading import plural
 from .rule_planner import RulePlanner
 from ..text.question import QuestionReading
@@ -97,11 +98,11 @@ class KGQA:
         """QueryWriting: say what an anaphor refers to (the previous turn's list the plan
         took), so the question stands on its own."""
         toks = set(terms(question))
-        given = [s for s in (plan.steps if plan else []) if s["op"] == "given"]
+        given = [s for s in (plan.steps if plan else []) if isinstance(s, Given)]
         if not history or not ANAPHORS & toks or not given:
             return question
         previous = history[-1]
-        bound = previous.lists[given[0]["history"]]
+        bound = previous.lists[given[0].history]
         names = ", ".join(i["name"] for i in bound["items"][:5]) + (", ..." if len(bound["items"]) > 5 else "")
         return (f"{question.strip()} (\"{sorted(ANAPHORS & toks)[0]}\": the {len(bound['items'])} "
                 f"{plural(bound['type']).replace('_', ' ')} found for \"{previous.standalone}\": {names})")
@@ -160,7 +161,7 @@ class KGQA:
         if linked.asked and final and final != linked.asked:
             raise PlanError(f"plan: its answer lists {plural(final)}, but the question asks for "
                             f"{plural(linked.asked)}")
-        if (linked.filters or linked.unlinked) and not any(s["op"] == "filter" for s in plan.steps):
+        if (linked.filters or linked.unlinked) and not any(s.op == "filter" for s in plan.steps):
             said = [f["text"] for f in linked.filters] + linked.unlinked
             raise PlanError(f"plan: the question compares {', '.join(map(repr, said))}, the plan filters nothing")
 
@@ -188,7 +189,7 @@ class KGQA:
         with profiler.stage("execute"):
             run = execute(plan, self.store, self.nodes, history_map)
         turn = Turn(question, standalone, plan.to_dict(), run.context_store,
-                    history_lists(run.context_store, plan.to_dict()))
+                    history_lists(run.context_store, plan))
         edges = [{"step": key, "source": e.source, "relation": e.relation, "target": e.target, **e.properties}
                  for key, es in run.edges.items() for e in es]
         facts = [{"step": key, **f} for key, fs in run.facts.items() for f in fs]

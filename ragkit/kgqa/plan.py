@@ -2,18 +2,19 @@
 own schema; the rule-based planner that writes them is ``kgqa.rule_planner``.
 
 A plan is JSON: ``{"steps": [...], "final": KEY}`` (and ``"count": true`` when the question
-asks how many). Each step has a ``key`` and is one of
+asks how many). Each step has a ``key`` and is one of these, each a frozen type of
+``kgqa.steps`` (named in brackets):
 - ``{"op": "expand", "from": {"entity": ID} | {"step": KEY}, "relation": REL,
-  "direction": "out" | "in", "target_type": TYPE}``: the nodes one edge away;
+  "direction": "out" | "in", "target_type": TYPE}``: the nodes one edge away (``Expand``);
 - ``{"op": "intersection" | "union" | "difference", "inputs": [KEY, KEY, ...]}``
-  (difference: the first list without the others);
-- ``{"op": "nodes", "ids": [ID, ...], "type": TYPE}``: named nodes ("other than gout");
-- ``{"op": "all", "type": TYPE}``: every node of a type ("which genes are not ...");
-- ``{"op": "given", "history": KEY}``: a list from the previous turn's context store;
+  (difference: the first list without the others; ``Join``);
+- ``{"op": "nodes", "ids": [ID, ...], "type": TYPE}``: named nodes ("other than gout"; ``Named``);
+- ``{"op": "all", "type": TYPE}``: every node of a type ("which genes are not ..."; ``Every``);
+- ``{"op": "given", "history": KEY}``: a list from the previous turn's context store (``Given``);
 - ``{"op": "filter", "input": KEY, "compare": ">" | ">=" | "<" | "<=" | "=", "value": NUMBER,
   "property": NAME}``: the nodes whose property compares so ("approved after 2000"), or with
   ``"relation", "direction", "target_type"`` instead of ``"property"``: the nodes whose number
-  of such edges compares so ("more than 3 symptoms").
+  of such edges compares so ("more than 3 symptoms"; ``Filter``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InputError
-from .filters import SAID
+from .steps import (RESERVED, EdgeFilter, Every, Expand, Given, Join, Named, PlanError, PropertyFilter, Step,
+                    step_from_dict)
 from .store import SchemaEdge
 
 MAX_HOPS = 3
@@ -31,108 +32,98 @@ ANAPHORS = {"them", "they", "those", "these", "it", "ones"}
 WHO = frozenset({"who", "whom", "ai"})     # a question that asks for a person (Vietnamese "ai")
 
 
-class PlanError(InputError):
-    """A plan that does not fit the graph's schema or refers to unknown steps."""
-
-    reply: str | None = None        # a model's plan: what it wrote
-
-
 @dataclass
 class Plan:
     """Steps, the key of the answer's step, and whether the question asks how many
     (``count``). ``linked`` is what the planner read in the question (for the trace)."""
 
-    steps: list[dict] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     final: str = ""
     count: bool = False
     linked: dict = field(default_factory=dict, compare=False)
 
-    def to_dict(self) -> dict:
-        out: dict[str, Any] = {"steps": self.steps, "final": self.final}
+    def step(self, key: str) -> Step:
+        return next(s for s in self.steps if s.key == key)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"steps": [s.to_dict() for s in self.steps], "final": self.final}
         if self.count:
             out["count"] = True
         return out
 
     @classmethod
-    def from_dict(cls, data) -> "Plan":
+    def from_dict(cls, data: Any) -> "Plan":
+        """A plan from its JSON form; PlanError unless each step has its kind's fields."""
         if not isinstance(data, dict) or not isinstance(data.get("steps"), list) or not data.get("final"):
             raise PlanError("plan: needs a list 'steps' and a 'final' key")
-        return cls(steps=[dict(s) for s in data["steps"]], final=str(data["final"]), count=bool(data.get("count")))
+        return cls(steps=[step_from_dict(s, f"plan step {i}") for i, s in enumerate(data["steps"], 1)],
+                   final=str(data["final"]), count=bool(data.get("count")))
 
 
 def validate(plan: Plan, schema: list[SchemaEdge], node_ids: set[str], history: dict | None = None) -> Plan:
-    """Raise PlanError unless every step fits the schema and refers to what exists."""
+    """Raise PlanError unless every step fits the schema and refers to what exists (the
+    steps' own shapes are checked as they are read, by ``steps.step_from_dict``)."""
     kinds = {(s.source_type, s.relation, s.target_type) for s in schema}
+    node_types = {s.source_type for s in schema} | {s.target_type for s in schema}
     types: dict[str, str | None] = {}
     for i, step in enumerate(plan.steps):
         where = f"plan step {i + 1}"
-        key = step.get("key")
-        if not isinstance(key, str) or not key or key in types or key in ("final_result", "final_result_total"):
-            raise PlanError(f"{where}: needs a new, unreserved 'key' (got {key!r})")
-        op = step.get("op")
-        if op == "expand":
-            relation, direction, target = step.get("relation"), step.get("direction"), step.get("target_type")
-            if direction not in ("out", "in"):
-                raise PlanError(f"{where}: direction must be 'out' or 'in' (got {direction!r})")
-            src = step.get("from") or {}
-            if "entity" in src:
-                if src["entity"] not in node_ids:
-                    raise PlanError(f"{where}: entity {src['entity']!r} is not a node of the graph")
-                from_type = step.get("from_type")
-            elif "step" in src:
-                if src["step"] not in types:
-                    raise PlanError(f"{where}: step {src['step']!r} is not an earlier step")
-                from_type = types[src["step"]]
-            else:
-                raise PlanError(f"{where}: 'from' must name an entity or an earlier step")
-            fits = [k for k in kinds if k[1] == relation and
-                    (k[2] == target if direction == "out" else k[0] == target) and
-                    (from_type is None or (k[0] if direction == "out" else k[2]) == from_type)]
-            if not fits:
-                raise PlanError(f"{where}: the graph has no {from_type or '?'} "
-                                f"{'-' if direction == 'out' else '<-'}[{relation}]"
-                                f"{'->' if direction == 'out' else '-'} {target} edges")
-            types[key] = target
-        elif op in ("intersection", "union", "difference"):
-            inputs = step.get("inputs")
-            if not isinstance(inputs, list) or len(inputs) < 2 or any(k not in types for k in inputs):
-                raise PlanError(f"{where}: {op} needs two or more earlier step keys")
-            types[key] = types[inputs[0]]
-        elif op == "nodes":
-            ids = step.get("ids")
-            if not isinstance(ids, list) or not ids or any(i not in node_ids for i in ids):
-                raise PlanError(f"{where}: nodes needs a list of node ids of the graph (got {ids!r})")
-            types[key] = step.get("type")
-        elif op == "all":
-            if step.get("type") not in {s.source_type for s in schema} | {s.target_type for s in schema}:
-                raise PlanError(f"{where}: {step.get('type')!r} is not a node type of the graph")
-            types[key] = step["type"]
-        elif op == "filter":
-            source = step.get("input")
-            if source not in types:
-                raise PlanError(f"{where}: filter needs an earlier step as 'input' (got {source!r})")
-            if step.get("compare") not in SAID or isinstance(step.get("value"), bool) \
-                    or not isinstance(step.get("value"), (int, float)):
-                raise PlanError(f"{where}: filter needs 'compare' (one of {', '.join(SAID)}) and a number 'value'")
-            if "property" in step:
-                if not isinstance(step["property"], str) or not step["property"]:
-                    raise PlanError(f"{where}: filter's 'property' must be a property name")
-            elif not [k for k in kinds if k[1] == step.get("relation") and
-                      (k[0], k[2]) == ((types[source], step.get("target_type")) if step.get("direction") == "out"
-                                       else (step.get("target_type"), types[source]))]:
-                raise PlanError(f"{where}: filter needs a 'property', or a 'relation', 'direction' and "
-                                f"'target_type' that {types[source] or 'its input'} nodes have edges of")
-            types[key] = types[source]
-        elif op == "given":
-            if not history or step.get("history") not in history:
-                raise PlanError(f"{where}: {step.get('history')!r} is not in the previous turn's context")
-            types[key] = history[step["history"]]["type"] if isinstance(history[step["history"]], dict) else None
-        else:
-            raise PlanError(f"{where}: unknown op {op!r} (expand, intersection, union, difference, "
-                            f"nodes, all, given, filter)")
+        if step.key in types or step.key in RESERVED:
+            raise PlanError(f"{where}: needs a new, unreserved 'key' (got {step.key!r})")
+        unknown = [k for k in step.reads if k not in types]
+        if unknown:
+            raise PlanError(f"{where}: {unknown[0]!r} is not an earlier step")
+        types[step.key] = _checked(step, where, kinds, node_types, node_ids, types, history)
     if plan.final not in types:
         raise PlanError(f"plan: final {plan.final!r} is not one of its steps")
     return plan
+
+
+def _checked(step: Step, where: str, kinds: set[tuple[str, str, str]], node_types: set[str], node_ids: set[str],
+             types: dict[str, str | None], history: dict | None) -> str | None:
+    """The type of the nodes ``step`` lists; PlanError if it does not fit the graph."""
+    match step:
+        case Expand():
+            if step.entity is not None and step.entity not in node_ids:
+                raise PlanError(f"{where}: entity {step.entity!r} is not a node of the graph")
+            start = step.from_type if step.step is None else types[step.step]
+            if not _edges(kinds, step.relation, step.direction, start, step.target_type):
+                raise PlanError(f"{where}: the graph has no {start or '?'} "
+                                f"{'-' if step.direction == 'out' else '<-'}[{step.relation}]"
+                                f"{'->' if step.direction == 'out' else '-'} {step.target_type} edges")
+            return step.target_type
+        case Join():
+            return types[step.inputs[0]]
+        case Named():
+            if any(i not in node_ids for i in step.ids):
+                raise PlanError(f"{where}: nodes needs a list of node ids of the graph (got {list(step.ids)!r})")
+            return step.type
+        case Every():
+            if step.type not in node_types:
+                raise PlanError(f"{where}: {step.type!r} is not a node type of the graph")
+            return step.type
+        case PropertyFilter():
+            return types[step.input]
+        case EdgeFilter():
+            listed = types[step.input]
+            if not _edges(kinds, step.relation, step.direction, listed, step.target_type):
+                raise PlanError(f"{where}: filter needs a 'property', or a 'relation', 'direction' and "
+                                f"'target_type' that {listed or 'its input'} nodes have edges of")
+            return listed
+        case Given():
+            if not history or step.history not in history:
+                raise PlanError(f"{where}: {step.history!r} is not in the previous turn's context")
+            earlier = history[step.history]
+            return earlier["type"] if isinstance(earlier, dict) else None
+
+
+def _edges(kinds: set[tuple[str, str, str]], relation: str, direction: str, start: str | None,
+           end: str) -> list[tuple[str, str, str]]:
+    """The schema's edge kinds that go ``direction`` from ``start`` (any, if None) by
+    ``relation`` to ``end``."""
+    return [k for k in kinds if k[1] == relation and
+            (k[2] == end if direction == "out" else k[0] == end) and
+            (start is None or (k[0] if direction == "out" else k[2]) == start)]
 
 
 def parse_plan_json(text: str) -> Plan:
@@ -147,26 +138,27 @@ def parse_plan_json(text: str) -> Plan:
     return Plan.from_dict(data)
 
 
-def step_types(steps: list[dict]) -> dict[str, str | None]:
+def step_types(steps: list[Step]) -> dict[str, str | None]:
     """Each step's key → the type of the nodes it lists (None for a previous turn's list)."""
     types: dict[str, str | None] = {}
     for s in steps:
-        if s["op"] == "expand":
-            types[s["key"]] = s["target_type"]
-        elif s["op"] in ("intersection", "union", "difference"):
-            types[s["key"]] = types.get(s["inputs"][0])
-        elif s["op"] == "filter":
-            types[s["key"]] = types.get(s["input"])
-        elif s["op"] in ("nodes", "all"):
-            types[s["key"]] = s.get("type")
-        else:   # given: the type it had in its own turn
-            types[s["key"]] = None
+        match s:
+            case Expand():
+                types[s.key] = s.target_type
+            case Join():
+                types[s.key] = types.get(s.inputs[0])
+            case PropertyFilter() | EdgeFilter():
+                types[s.key] = types.get(s.input)
+            case Named() | Every():
+                types[s.key] = s.type
+            case Given():     # the type it had in its own turn
+                types[s.key] = None
     return types
 
 
-def history_lists(context_store: dict, plan: dict) -> dict:
+def history_lists(context_store: dict, plan: Plan) -> dict:
     """A finished turn's lists, typed, for the next turn's anaphors."""
-    types = step_types(plan.get("steps", []))
+    types = step_types(plan.steps)
     out = {}
     for key, value in context_store.items():
         if isinstance(value, list) and key in types and types[key]:

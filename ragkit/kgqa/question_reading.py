@@ -17,6 +17,7 @@ from .filters import Comparison, comparisons
 from .linking import GraphLink, GraphLinker, name_text
 from .plan import MAX_HOPS, WHO, PlanError
 from .resolve import Resolved
+from .steps import Direction, Joining
 from .store import SchemaEdge
 from .vocabulary import (ASK_AFTER, ASK_BEFORE, CLAUSE, COORDINATION, COUNT, ENUMERATE, EXCLUDE, NAME_FILLERS,
                          PERSON_TYPE_WORDS, REQUEST, UNION, other_property_words, stems)
@@ -70,7 +71,7 @@ def slug(text: str) -> str:
 @dataclass(frozen=True)
 class Hop:
     relation: str
-    direction: str      # out: along the edge; in: against it
+    direction: Direction      # out: along the edge; in: against it
     from_type: str
     to_type: str
 
@@ -106,7 +107,7 @@ class Reading:
     asked: str | None = None
     asked_unknown: str | None = None    # "which hospitals": a word the schema does not know
     count: bool = False
-    join: str = "intersection"
+    join: Joining = "intersection"
     coordinated: list[tuple[int, int]] = field(default_factory=list)    # "A and B", "A, B or C"
     filters: list[dict] = field(default_factory=list)   # comparisons, each with what it compares
     unlinked: list[str] = field(default_factory=list)   # comparisons the graph has nothing for

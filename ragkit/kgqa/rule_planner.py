@@ -26,6 +26,7 @@ from .linking import GraphLinker, embedder_linker
 from .plan import ANAPHORS, Plan, PlanError, step_types
 from .question_reading import (Hop, NotMapped, QuestionReader, Reading, agent_nouns, name_words, plural, slug)
 from .resolve import Resolved
+from .steps import EdgeFilter, Every, Expand, Given, Join, Named, PropertyFilter, Step, reading_instead
 from .store import SchemaEdge
 from .vocabulary import (ASK_AFTER, ASK_BEFORE, COUNT, ENUMERATE, NAME_FILLERS,
                          REQUEST, TYPE_WORDS, other_relation_words,
@@ -177,8 +178,8 @@ class RulePlanner(QuestionReader):
                                     f"{' '.join(unread)!r} qualifies, which names no type, relation or "
                                     f"property of the graph", linked)
                 plan = Plan(count=reading.count, linked=linked)
-                plan.steps.append({"key": f"all_{plural(reading.asked)}", "op": "all", "type": reading.asked})
-                plan.final = plan.steps[-1]["key"]
+                plan.steps.append(Every(f"all_{plural(reading.asked)}", reading.asked))
+                plan.final = plan.steps[-1].key
                 return plan
             raise NotMapped("plan: the question names nothing found in the graph", linked)
         if reading.unlinked_words:
@@ -235,8 +236,8 @@ class RulePlanner(QuestionReader):
                             "nothing in the graph to start from", linked)
         subject = subjects.pop()
         plan = Plan(count=reading.count, linked=linked)
-        plan.steps.append({"key": f"all_{plural(subject)}", "op": "all", "type": subject})
-        plan.final = plan.steps[-1]["key"]
+        plan.steps.append(Every(f"all_{plural(subject)}", subject))
+        plan.final = plan.steps[-1].key
         self._filter(plan, reading.filters)
         goal = reading.asked or subject
         if goal != subject:
@@ -271,26 +272,18 @@ class RulePlanner(QuestionReader):
             if types[plan.final] == f["type"]:
                 target = plan.final
             else:
-                used = {s["from"]["step"] for s in plan.steps if "step" in s.get("from", {})}
-                used |= {k for s in plan.steps for k in s.get("inputs", ())}
-                used |= {s["input"] for s in plan.steps if "input" in s}
-                listed = [s["key"] for s in plan.steps if types[s["key"]] == f["type"] and s["key"] in used]
+                used = {k for s in plan.steps for k in s.reads}
+                listed = [s.key for s in plan.steps if types[s.key] == f["type"] and s.key in used]
                 if not listed:
                     raise NotMapped(f"plan: {f['text']!r} qualifies {plural(f['type'])}, which the question's "
                                     f"path through the graph does not list", plan.linked)
                 target = listed[-1]
             key = self._new_key(plan, f"{target}_{slug(f['text'])}"[:80])
-            step = {"key": key, "op": "filter", "input": target, "compare": f["compare"],
-                    "value": int(f["value"]) if f["value"] == int(f["value"]) else f["value"]}
-            step.update({k: f[k] for k in ("property", "relation", "direction", "target_type") if k in f})
-            at = next(i for i, s in enumerate(plan.steps) if s["key"] == target) + 1
-            for later in plan.steps[at:]:
-                if later.get("from", {}).get("step") == target:
-                    later["from"] = {"step": key}
-                if target in later.get("inputs", ()):
-                    later["inputs"] = [key if k == target else k for k in later["inputs"]]
-                if later.get("input") == target:
-                    later["input"] = key
+            value = int(f["value"]) if f["value"] == int(f["value"]) else f["value"]
+            step: Step = PropertyFilter(key, target, f["compare"], value, f["property"]) if "property" in f else \
+                EdgeFilter(key, target, f["compare"], value, f["relation"], f["direction"], f["target_type"])
+            at = next(i for i, s in enumerate(plan.steps) if s.key == target) + 1
+            plan.steps[at:] = [reading_instead(later, target, key) for later in plan.steps[at:]]
             plan.steps.insert(at, step)
             if plan.final == target:
                 plan.final = key
@@ -303,8 +296,8 @@ class RulePlanner(QuestionReader):
         keep = [c for k, c in enumerate(chains) if k not in reading.negated]
         drop = [c for k, c in enumerate(chains) if k in reading.negated]
         if not keep:
-            plan.steps.append({"key": f"all_{plural(goal)}", "op": "all", "type": goal})
-            last = plan.steps[-1]["key"]
+            plan.steps.append(Every(f"all_{plural(goal)}", goal))
+            last = plan.steps[-1].key
         elif len(keep) == 1:
             last = self._walk(plan, keep[0][0], keep[0][1])
         else:
@@ -315,25 +308,25 @@ class RulePlanner(QuestionReader):
             ends = [self._walk(plan, e, hops[:len(hops) - shared]) for e, hops in keep]
             joined = keep[0][1][len(keep[0][1]) - shared - 1].to_type
             key = self._new_key(plan, f"{'common' if reading.join == 'intersection' else 'all'}_{plural(joined)}")
-            plan.steps.append({"key": key, "op": reading.join, "inputs": ends})
+            plan.steps.append(Join(key, reading.join, tuple(ends)))
             last = self._walk(plan, None, keep[0][1][len(keep[0][1]) - shared:], start_key=key)
         if drop:
             out = [self._walk(plan, e, hops) if hops else self._named(plan, e) for e, hops in drop]
             key = self._new_key(plan, f"{last}_without_{'_'.join(slug(e.name) for e, _ in drop)}"[:80])
-            plan.steps.append({"key": key, "op": "difference", "inputs": [last] + out})
+            plan.steps.append(Join(key, "difference", (last, *out)))
             last = key
         plan.final = last
         return plan
 
     @staticmethod
     def _new_key(plan: Plan, key: str) -> str:
-        while any(s["key"] == key for s in plan.steps):
+        while any(s.key == key for s in plan.steps):
             key += "_"
         return key
 
     def _named(self, plan: Plan, entity: Resolved) -> str:
         key = self._new_key(plan, slug(entity.name))
-        plan.steps.append({"key": key, "op": "nodes", "ids": [entity.id], "type": entity.type})
+        plan.steps.append(Named(key, (entity.id,), entity.type))
         return key
 
     def _walk(self, plan: Plan, entity: Resolved | None, hops: list[Hop], start_key: str | None = None) -> str:
@@ -343,12 +336,11 @@ class RulePlanner(QuestionReader):
             origin = slug(first.name) if first is not None else key
             by = "" if hop.direction == "out" else "_by"
             new_key = self._new_key(plan, f"{plural(hop.to_type)}_{hop.relation.lower()}{by}_{origin}"[:80])
-            origin_step = {"entity": first.id} if first is not None else {"step": key}
-            step = {"key": new_key, "op": "expand", "from": origin_step,
-                    "relation": hop.relation, "direction": hop.direction, "target_type": hop.to_type}
             if first is not None:
-                step["from_type"] = hop.from_type
-            plan.steps.append(step)
+                plan.steps.append(Expand(new_key, hop.relation, hop.direction, hop.to_type, entity=first.id,
+                                         from_type=hop.from_type))
+            else:
+                plan.steps.append(Expand(new_key, hop.relation, hop.direction, hop.to_type, step=key))
             key = new_key
         if key is None:
             raise ValueError("a walk needs a hop or a step to start from")
@@ -373,8 +365,8 @@ class RulePlanner(QuestionReader):
             raise PlanError(f"plan: no relation joins {entity.name} to an earlier list")
         _, key, path = best
         plan = Plan()
-        plan.steps.append({"key": f"previous_{key}", "op": "given", "history": key})
+        plan.steps.append(Given(f"previous_{key}", key))
         found = self._walk(plan, entity, path)
-        plan.steps.append({"key": f"{key}_filtered", "op": "intersection", "inputs": [f"previous_{key}", found]})
+        plan.steps.append(Join(f"{key}_filtered", "intersection", (f"previous_{key}", found)))
         plan.final = f"{key}_filtered"
         return plan
