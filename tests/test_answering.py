@@ -4,7 +4,8 @@ answering gives the evidence answer in every pipeline."""
 
 import pytest
 
-from ragkit.answer.stage import ANSWER_SOURCES, Check, Draft, Outcome, answer, generation_figures, grounding_check
+from ragkit.answer.stage import (ANSWER_SOURCES, Check, Draft, NamedShort, Outcome, answer, generation_figures,
+                                 grounding_check)
 from ragkit.config import LLMConfig
 from ragkit.errors import GenerationError
 from ragkit.llm.base import Generation
@@ -89,15 +90,54 @@ def test_a_failing_answer_is_replaced_by_the_fallback_answer_where_one_is_given(
     assert answer(draft(fallback_answer=refusal), Scripted("bật nguồn máy"), CONFIG).text == "bật nguồn máy"
 
 
+class Repairs:
+    """A short reader whose repair is given: the stage's use of it is under test."""
+
+    def __init__(self, repaired):
+        self.repaired = repaired
+
+    def complete(self, text):
+        return text
+
+    def read(self, text):
+        return None
+
+    def resupport(self, text):
+        return self.repaired(text)
+
+
 def test_a_failed_factoid_answer_keeps_its_span_on_the_evidence_sentence():
     repaired = "bật nguồn\nBật nguồn máy nén khí [1]"
-    out = answer(draft(resupport=lambda text: repaired if text.startswith("bật") else None),
+    out = answer(draft(short_reader=Repairs(lambda text: repaired if text.startswith("bật") else None)),
                  Scripted("bật nguồn\nmua cổ phiếu"), CONFIG)
     assert (out.text, out.answer_source, out.resupported) == (repaired, "model", True)
     assert out.to_dict()["resupported"] is True and out.model_answer == "bật nguồn\nmua cổ phiếu"
     # a repair the check still rejects does not stand: the evidence answer replaces it
-    out = answer(draft(resupport=lambda text: "mua cổ phiếu\nmua ngay"), Scripted("mua cổ phiếu ngay"), CONFIG)
+    out = answer(draft(short_reader=Repairs(lambda text: "mua cổ phiếu\nmua ngay")), Scripted("mua cổ phiếu ngay"),
+                 CONFIG)
     assert out.answer_source == "fallback" and not out.resupported
+
+
+def test_a_named_short_answer_counts_when_the_model_names_it_and_closed_lines_are_tidied():
+    named = draft(short_answer="máy nén", short_reader=NamedShort("máy nén"), close_lines=True)
+    out = answer(named, Scripted("Bật nguồn Máy nén khí.  \n\n\nXong. "), CONFIG)
+    assert out.model_answer == "Bật nguồn Máy nén khí.\nXong." and out.short_answer == "máy nén"
+    assert answer(named, Scripted("Bật nguồn máy"), CONFIG).short_answer is None
+    assert NamedShort("x").resupport("anything") is None and NamedShort("x").complete(" a \n") == " a \n"
+
+
+def test_a_factoid_reads_the_first_line_as_the_short_answer_and_puts_the_sentence_under_it():
+    from ragkit.answer.factoid import Factoid
+    from ragkit.text.shape import Shape
+    from ragkit.answer.weighing import Weigher
+
+    evidence = ("Marie Curie was born in Warsaw in 1867.",)
+    factoid = Factoid("Where was Marie Curie born?", Shape("name"), evidence, Weigher())
+    assert factoid.read("Warsaw\nShe was born in Warsaw [1].") == "Warsaw" and factoid.read("") is None
+    completed = factoid.complete("Warsaw")
+    assert completed.startswith("Warsaw\n") and "born in Warsaw" in completed
+    assert factoid.resupport("Warsaw\nShe was born in Paris.") is not None
+    assert factoid.resupport("Lyon\nShe was born in Lyon.") is None      # not in the evidence
 
 
 def test_a_model_that_fails_while_answering_falls_back():
@@ -329,3 +369,22 @@ def test_every_evidence_answer_passes_its_own_check(pipeline, demo_sources):
         service.close()
     assert data["trace"]["check"]["passed"], data["trace"]["check"]["reason"]
     vocabulary(data, asked_model=False)
+
+
+def test_a_checked_answer_is_settled_one_of_four_ways():
+    from ragkit.answer.stage import settle
+
+    evidence = ["The pump runs at 5 bar and draws 2 kW.", "The valve opens at 3 bar."]
+    drafted = draft(check=grounding_check(evidence), evidence_answer="The pump runs at 5 bar [1]")
+    good = "The pump runs at 5 bar [1]."
+    assert (s := settle(good, drafted.judge(good), drafted)).how == "written" and s.text == good
+    padded = "The pump runs at 5 bar [1]. It was built in Peru by hand in 1901 [1]."
+    trimmed = settle(padded, drafted.judge(padded), drafted)
+    assert trimmed.how == "trimmed" and trimmed.check.passed and "Peru" not in trimmed.text
+    assert [d["text"] for d in trimmed.dropped] == ["It was built in Peru by hand in 1901 [1]."]
+    wrong = "It was built in Peru [1]."
+    assert (s := settle(wrong, drafted.judge(wrong), drafted)).how == "replaced" and s.text == drafted.evidence_answer
+    repairing = draft(check=grounding_check(evidence),
+                      short_reader=Repairs(lambda text: "5 bar\nThe pump runs at 5 bar [1]"))
+    resupported = settle(wrong, repairing.judge(wrong), repairing)
+    assert resupported.how == "resupported" and resupported.check.passed

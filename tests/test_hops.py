@@ -9,6 +9,7 @@ from ragkit.config import LexicalConfig
 from ragkit.corpus import Doc
 from ragkit.pipelines.base import AskContext
 from ragkit.pipelines.lexical import LexicalPipeline
+from ragkit.pipelines.steps import StepTrace
 from ragkit.retrieval.bm25 import BM25Index
 from ragkit.text import Tokenizer
 
@@ -49,12 +50,27 @@ def test_the_pipeline_reads_both_steps_for_the_question():
     config = LexicalConfig(k=1, steps=2, method="bm25", bridges=0)
     answer = LexicalPipeline().ask(QUESTION, (index, None, None, None), config, AskContext(None, False, None))
     steps = answer.trace.steps
-    assert [s["step"] for s in steps] == [1, 2] and steps[0]["hits"] == ["d1"]
-    assert steps[0]["follow_up"]["bridge"] == "Copper Tide" and steps[1]["query"] == "Copper Tide copies sell"
-    assert "d2" in steps[1]["hits"] and all(s["ms"] >= 0 for s in steps)
-    assert steps[0]["answer_source"] == "evidence" and steps[0]["short_answer"] is None
-    assert steps[1]["short_answer"] == "40,000 copies" == answer.to_dict()["trace"]["short_answer"]
+    assert [s.step for s in steps] == [1, 2] and steps[0].hits == ("d1",)
+    assert steps[0].follow_up.bridge == "Copper Tide" and steps[1].query == "Copper Tide copies sell"
+    assert "d2" in steps[1].hits and all(s.ms >= 0 for s in steps)
+    assert steps[0].answer_source == "evidence" and steps[0].short_answer is None
+    assert steps[1].short_answer == "40,000 copies" == answer.to_dict()["trace"]["short_answer"]
+    shown = answer.to_dict()["trace"]["steps"]      # the JSON keys, in the order traces have shown them
+    assert list(shown[0]) == ["step", "query", "hits", "short_answer", "answer_source", "follow_up", "ms"]
+    assert list(shown[1]) == ["step", "query", "hits", "short_answer", "answer_source", "ms"]
+    assert [StepTrace.from_dict(s).to_dict() for s in shown] == shown
     one = LexicalPipeline().ask(QUESTION, (index, None, None, None), LexicalConfig(k=1, steps=1, method="bm25",
                                                                                     bridges=0),
                                 AskContext(None, False, None))
     assert len(one.trace.steps) == 1 and one.to_dict()["trace"]["short_answer"] is None
+
+
+def test_a_description_steps_trace_says_its_reach_and_whether_it_was_kept():
+    step = StepTrace(1, "the gazette which printed it", ("d3",), None, "evidence", 1.5, reach=0.25, kept=False)
+    data = step.to_dict()
+    assert list(data) == ["step", "query", "hits", "short_answer", "answer_source", "reach", "ms", "kept"]
+    assert data["kept"] is False and "follow_up" not in data and StepTrace.from_dict(data) == step
+    kept = StepTrace(2, "who edited it", ("d1", "d2"), "Ana Ruiz", "model", 2.0, reach=1.0)
+    assert "kept" not in kept.to_dict() and StepTrace.from_dict(kept.to_dict()) == kept
+    looked = StepTrace(1, "q", ("d1",), looked_further=True)
+    assert looked.to_dict()["follow_up"] is None and StepTrace.from_dict(looked.to_dict()) == looked

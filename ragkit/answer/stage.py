@@ -37,8 +37,9 @@ writing the answer (a server that is down or too slow, an HTTP error, a cut stre
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, Protocol, Sequence
 
 from ..config import LLMConfig
 from ..errors import GenerationError
@@ -82,6 +83,37 @@ def grounding_check(evidence: Sequence[str], question: str = "") -> Callable[[st
     return check
 
 
+class ShortReader(Protocol):
+    """How the answer stage reads a model's answer for the draft's short answer:
+    ``complete`` puts the answer in the shape the check reads, ``read`` gives its short answer
+    (None: it gives none), ``resupport`` stands a failing answer's short answer on the
+    evidence's own sentence (None: it cannot). ``answer.factoid.Factoid`` reads a factoid
+    question's answer; ``NamedShort`` takes the draft's own short answer when the model names it."""
+
+    def complete(self, text: str) -> str: ...
+
+    def read(self, text: str) -> str | None: ...
+
+    def resupport(self, text: str) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class NamedShort:
+    """The short answer the evidence gave (a graph's node, a KG's one result), when a model's
+    answer names it."""
+
+    short: str
+
+    def complete(self, text: str) -> str:
+        return text
+
+    def read(self, text: str) -> str | None:
+        return self.short if self.short.lower() in text.lower() else None
+
+    def resupport(self, text: str) -> str | None:
+        return None
+
+
 @dataclass
 class Draft:
     """What a pipeline gives the answer stage.
@@ -102,7 +134,8 @@ class Draft:
     # What replaces a model's answer that fails the check (None: the evidence answer): a refusal
     # where the evidence answer only quotes sentences, holding no answer of the asked kind.
     fallback_answer: str | None = None
-    clean: Callable[[str], str] | None = None   # pipeline-specific tidying after <think> removal
+    # The model's answer's lines are its claims: blank lines and spaces before a line end go.
+    close_lines: bool = False
     max_tokens: int | None = None     # None: the LLM config's
     cites: Sequence[int] | None = None  # the citation id of each evidence item the check reads (None: n is n)
     evidence: Sequence[str] = ()       # the evidence texts, for judging abstentions (ragkit eval answers)
@@ -110,10 +143,8 @@ class Draft:
     # an evaluation compares what retrieval found with what the reader was shown.
     retrieved: Sequence[str] = ()
     short_answer: str | None = None    # the evidence answer's short answer (a name, date, number, yes/no)
-    read_short: Callable[[str], str | None] | None = None   # the short answer a model's answer gives
-    # A factoid answer whose support fails: the model's short answer with the evidence's own
-    # sentence that holds it (None: no such sentence).
-    resupport: Callable[[str], str | None] | None = None
+    # How a model's answer is read for its short answer (None: a model's answer has none).
+    short_reader: ShortReader | None = None
 
     def judge(self, text: str) -> Check:
         said = plain(text)
@@ -168,46 +199,59 @@ class Outcome:
         return out
 
 
+@dataclass
+class _Written:
+    """What the model wrote, as far as it got: the tidied text, the raw reply, whether it was
+    re-asked, the generation and how many evidence items the prompt kept."""
+
+    text: str = ""
+    raw: str = ""
+    reasked: bool = False
+    kept: int | None = None
+    gen: Any = None
+    cut_claim: str = ""
+
+    @property
+    def truncated(self) -> bool:
+        return self.gen is not None and self.gen.finish_reason == "length"
+
+
+@dataclass(frozen=True)
+class Settled:
+    """How the stage settled a model's answer, once checked: kept as ``written`` (its
+    citations corrected where a claim cited the wrong item), ``trimmed`` of the claims the
+    evidence does not support, ``resupported`` (its short answer on the evidence's own
+    sentence), or ``replaced`` by the evidence answer (or the draft's fallback)."""
+
+    how: Literal["written", "trimmed", "resupported", "replaced"]
+    text: str
+    check: Check
+    dropped: tuple[dict, ...] = ()
+
+
 def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None = None,
            use_llm: bool = True) -> Outcome:
     """Run the answer stage on ``draft`` (timed as "prompt", "generation" and
-    "postprocessing")."""
+    "postprocessing"). Three outcomes: no model is asked (the evidence answer, checked); the
+    model fails while answering (the fallback); or the model answers, and its answer is
+    checked and settled (``Settled``)."""
     profiler = profiler or Profiler()
     if not use_llm or model is None or draft.prompt is None:
         return Outcome(draft.evidence_answer, "evidence", draft.judge(draft.evidence_answer),
                        short_answer=draft.short_answer)
-    max_tokens = draft.max_tokens or llm_config.max_tokens
     with profiler.stage("prompt"):
         messages, kept = draft.prompt(model)
-    raw = text = ""
-    reasked = False
-    gen = None
+    written = _Written(kept=kept)
     try:
-        with profiler.stage("generation"), generating("answer"):
-            gen = model.chat(messages, max_tokens=max_tokens, temperature=llm_config.temperature,
-                             seed=llm_config.seed)
-        raw = gen.text
-        with profiler.stage("postprocessing"):
-            text = _tidy(raw, draft)
-            if draft.language == "vi" and llm_config.reask_vietnamese and looks_english(text):
-                reasked = True
-                follow_up = [*messages, {"role": "assistant", "content": text},
-                             {"role": "user", "content": REASK_VI}]
-                with generating("reask"):
-                    gen = model.chat(follow_up, max_tokens=max_tokens,
-                                     temperature=llm_config.temperature, seed=llm_config.seed)
-                text = _tidy(gen.text, draft)
-        truncated = gen.finish_reason == "length"
-        cut_claim = ""
-        if truncated:   # cut off by max_tokens: keep the whole claims only
-            text, cut_claim = trim_to_whole_claims(text)
+        _write(messages, draft, model, llm_config, profiler, written)
     except GenerationError as exc:
         reason = f"model failed: {exc}"
-        return Outcome(_with_note(draft), "fallback", Check(False, reason), model_answer=text or None,
-                       raw_answer=raw or None, fallback_reason=reason, reasked=reasked,
-                       kept_evidence=kept, short_answer=_fallback_short(draft))
+        return Outcome(_with_note(draft), "fallback", Check(False, reason), model_answer=written.text or None,
+                       raw_answer=written.raw or None, fallback_reason=reason, reasked=written.reasked,
+                       kept_evidence=written.kept, short_answer=_fallback_short(draft))
+    text = written.text
     with profiler.stage("check"):
-        nothing = "the model was cut off before it finished a claim" if truncated else "the model wrote nothing"
+        nothing = "the model was cut off before it finished a claim" if written.truncated else "the model wrote nothing"
         check = draft.judge(text) if text.strip() else Check(False, nothing)
     judged: list[dict] = []
     if not check.passed and llm_config.judge_claims and hasattr(model, "choice_logprobs") \
@@ -216,42 +260,78 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
             details, judged = judge_borderline({"passed": check.passed, "reason": check.reason,
                                                 **check.details}, model)
         check = Check(details.pop("passed"), details.pop("reason"), details)
-    common = dict(model_answer=text, raw_answer=raw, reasked=reasked,
-                  completion_tokens=gen.completion_tokens, finish_reason=gen.finish_reason,
-                  kept_evidence=kept, claim_judge=judged, truncated=truncated, cut_claim=cut_claim,
-                  generation=generation_figures(gen))
+    recited_claims: list[dict] = []
     if not check.passed:
         with profiler.stage("check"):
             recited = recite(text, check, draft)
         if recited is not None:
-            text, check, common["recited_claims"] = recited
+            text, check, recited_claims = recited
+    settled = settle(text, check, draft, profiler)
+    replaced = settled.how == "replaced"
+    gen = written.gen
+    return Outcome(settled.text, "fallback" if replaced else "model", settled.check,
+                   model_answer=written.text, raw_answer=written.raw, reasked=written.reasked,
+                   completion_tokens=gen.completion_tokens, finish_reason=gen.finish_reason,
+                   kept_evidence=written.kept, claim_judge=judged, truncated=written.truncated,
+                   cut_claim=written.cut_claim, generation=generation_figures(gen), recited_claims=recited_claims,
+                   dropped_claims=list(settled.dropped), resupported=settled.how == "resupported",
+                   fallback_reason=_fallback_reason(settled.check) if replaced else "",
+                   short_answer=_fallback_short(draft) if replaced else _short_of(settled.text, draft, settled.check))
+
+
+def _write(messages: list[dict], draft: Draft, model, llm_config: LLMConfig, profiler: Profiler,
+           written: _Written) -> None:
+    """The model's answer to ``messages`` into ``written`` (re-asked in Vietnamese where it
+    answered a Vietnamese question in English; cut to its whole claims where it hit
+    ``max_tokens``)."""
+    max_tokens = draft.max_tokens or llm_config.max_tokens
+    with profiler.stage("generation"), generating("answer"):
+        written.gen = model.chat(messages, max_tokens=max_tokens, temperature=llm_config.temperature,
+                                 seed=llm_config.seed)
+    written.raw = written.gen.text
+    with profiler.stage("postprocessing"):
+        written.text = _tidy(written.raw, draft)
+        if draft.language == "vi" and llm_config.reask_vietnamese and looks_english(written.text):
+            written.reasked = True
+            follow_up = [*messages, {"role": "assistant", "content": written.text},
+                         {"role": "user", "content": REASK_VI}]
+            with generating("reask"):
+                written.gen = model.chat(follow_up, max_tokens=max_tokens, temperature=llm_config.temperature,
+                                         seed=llm_config.seed)
+            written.text = _tidy(written.gen.text, draft)
+    if written.truncated:   # cut off by max_tokens: keep the whole claims only
+        written.text, written.cut_claim = trim_to_whole_claims(written.text)
+
+
+def settle(text: str, check: Check, draft: Draft, profiler: Profiler | None = None) -> Settled:
+    """A checked model answer settled: as written when it passes; else without its unsupported
+    claims, where its core claim holds and the rest passes again; else its short answer on the
+    evidence's own sentence, where that passes; else replaced."""
+    profiler = profiler or Profiler()
     if check.passed:
-        return Outcome(text, "model", check, short_answer=_short_of(text, draft, check), **common)
+        return Settled("written", text, check)
     with profiler.stage("check"):
-        kept_answer = drop_unsupported(text, check, draft)
-    if kept_answer is not None:
-        kept_text, kept_check, dropped = kept_answer
-        return Outcome(kept_text, "model", kept_check, dropped_claims=dropped,
-                       short_answer=_short_of(kept_text, draft, kept_check), **common)
-    resupported = draft.resupport(text) if draft.resupport is not None and not check.details.get("refusal") \
-        else None
+        trimmed = drop_unsupported(text, check, draft)
+    if trimmed is not None:
+        kept_text, kept_check, dropped = trimmed
+        return Settled("trimmed", kept_text, kept_check, tuple(dropped))
+    resupported = draft.short_reader.resupport(text) \
+        if draft.short_reader is not None and not check.details.get("refusal") else None
     if resupported is not None:
         with profiler.stage("check"):
             again = draft.judge(resupported)
         if again.passed:
             dropped = [{"text": c["text"], "why": c.get("why", "")} for c in check.details.get("claims", ())
                        if c.get("verdict") not in ("short_answer", "supported")]
-            return Outcome(resupported, "model", again, dropped_claims=dropped, resupported=True,
-                           short_answer=_short_of(resupported, draft, again), **common)
-    return Outcome(_with_note(draft), "fallback", check, fallback_reason=_fallback_reason(check),
-                   short_answer=_fallback_short(draft), **common)
+            return Settled("resupported", resupported, again, tuple(dropped))
+    return Settled("replaced", _with_note(draft), check)
 
 
 def _short_of(text: str, draft: Draft, check: Check) -> str | None:
     """The short answer of an accepted model answer (none for a refusal)."""
-    if draft.read_short is None or check.details.get("refusal"):
+    if draft.short_reader is None or check.details.get("refusal"):
         return None
-    return draft.read_short(text)
+    return draft.short_reader.read(text)
 
 
 def generation_figures(gen) -> dict:
@@ -314,7 +394,9 @@ def _fallback_reason(check: Check) -> str:
 
 def _tidy(text: str, draft: Draft) -> str:
     text = filter_think_tags(text)
-    return draft.clean(text) if draft.clean else text
+    if draft.close_lines:
+        text = re.sub(r"\s+\n", "\n", text).strip()
+    return draft.short_reader.complete(text) if draft.short_reader is not None else text
 
 
 def _with_note(draft: Draft) -> str:
@@ -326,5 +408,5 @@ def _fallback_short(draft: Draft) -> str | None:
     return draft.short_answer if draft.fallback_answer is None else None
 
 
-__all__ = ["ANSWER_SOURCES", "Check", "Draft", "Outcome", "answer", "drop_unsupported", "generation_figures", "recite",
-           "grounding_check"]
+__all__ = ["ANSWER_SOURCES", "Check", "Draft", "NamedShort", "Outcome", "Settled", "ShortReader", "answer",
+           "drop_unsupported", "generation_figures", "grounding_check", "recite", "settle"]

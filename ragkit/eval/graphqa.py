@@ -42,8 +42,8 @@ def evaluate_graphqa(graph_dir: str | Path, questions: str | Path, params: Graph
         t = time.perf_counter()
         result = rag.query(item["question"], params)
         latencies.append((time.perf_counter() - t) * 1000)
-        anchored += bool(result["anchors"])
-        hits += result["answer"] is not None and result["answer"] in item["answers"]
+        anchored += bool(result.anchors)
+        hits += result.answer is not None and result.answer in item["answers"]
     seconds = time.perf_counter() - started
     n = len(items)
     p50, p95 = np.percentile(latencies, [50, 95])

@@ -48,6 +48,7 @@ from ..text.chains import AskedWords, display, question_units
 from ..text.question import QuestionReading
 from .walk import RelationWalk
 from .hops import (Hop, monotone_alignment, name_key)
+from .results import Alternative, Anchor, GraphPath, GraphResult, Neighbour, Scored, scored
 
 NOT_ENOUGH = "Không đủ dữ kiện trong đồ thị để trả lời câu hỏi này."
 GRAPH_FILE = "graph.json"
@@ -211,21 +212,20 @@ class GraphRAG(RelationWalk):
                 found.append(key)
         return found
 
-    def anchors(self, entities: list[str], params: GraphConfig) -> list[dict]:
-        out: list[dict] = []
+    def anchors(self, entities: list[str], params: GraphConfig) -> list[Anchor]:
+        out: list[Anchor] = []
         floor = self.embedder.same_thing_floor if params.min_anchor_score is None else params.min_anchor_score
         exact = {n for entity in entities for n in self._names.get(name_key(entity), [])}
         for entity in entities:
-            picked = [{"node": n, "entity": entity, "score": 1.0, "how": "exact"}
-                      for n in sorted(self._names.get(name_key(entity), []))]
+            picked = [Anchor(n, entity, 1.0, "exact") for n in sorted(self._names.get(name_key(entity), []))]
             if len(picked) < params.anchor_per_entity:
                 hits = self.vectors.query(self.embedder.encode([display(entity)])[0], params.anchor_per_entity)
                 for node, score in zip(hits.ids, hits.scores):
                     # a node another entity of the question names exactly is that entity's anchor
-                    if score >= floor and node not in [p["node"] for p in picked] and node not in exact:
-                        picked.append({"node": node, "entity": entity, "score": round(score, 4), "how": "vector"})
+                    if score >= floor and node not in [p.node for p in picked] and node not in exact:
+                        picked.append(Anchor(node, entity, round(score, 4), "vector"))
             for p in picked[: params.anchor_per_entity]:
-                if p["node"] not in [a["node"] for a in out]:
+                if p.node not in [a.node for a in out]:
                     out.append(p)
         return out[: params.max_anchors]
 
@@ -234,14 +234,14 @@ class GraphRAG(RelationWalk):
             return {}
         return dict(zip(relations, (self.embedder.encode([display(r) for r in relations]) @ question_vec).tolist()))
 
-    def neighbours(self, question_vec: np.ndarray, anchors: list[str], params: GraphConfig) -> list[dict]:
+    def neighbours(self, question_vec: np.ndarray, anchors: list[str], params: GraphConfig) -> list[Neighbour]:
         """Edges of the radius-``depth`` neighbourhood of the anchors (their ego graph),
         at most ``neighbor_candidate_multiplier × neighbor_top_k`` of them, reranked by cosine
         to the question. Each node's edges are taken relation by relation, the relations
         closest to the question first, so the cap keeps the relevant edges of a hub node
         without reading all of them."""
         cap = params.neighbor_candidate_multiplier * params.neighbor_top_k
-        edges: list[dict] = []
+        edges: list[Neighbour] = []
         seen: set[tuple[str, str, str]] = set()
         visited, frontier = set(anchors), list(anchors)
         for _ in range(params.depth):
@@ -256,9 +256,8 @@ class GraphRAG(RelationWalk):
                             continue
                         seen.add((s, rel, t))
                         extra = {k: v for k, v in self.graph[s][t][rel].items() if k != "relation" and v}
-                        edges.append({"source": s, "relation": rel, "target": t,
-                                      "text": f"Cạnh: {display(s)} --{rel}--> {display(t)}",
-                                      "evidence": [f"{k}: {v}" for k, v in extra.items()]})
+                        edges.append(Neighbour(s, rel, t, f"Cạnh: {display(s)} --{rel}--> {display(t)}",
+                                               tuple(f"{k}: {v}" for k, v in extra.items())))
                         if other not in visited:
                             visited.add(other)
                             following.append(other)
@@ -267,14 +266,14 @@ class GraphRAG(RelationWalk):
             frontier = following
         return self._rerank(edges, question_vec, params.neighbor_top_k)
 
-    def paths_between(self, question_vec: np.ndarray, anchors: list[str], params: GraphConfig) -> list[dict]:
+    def paths_between(self, question_vec: np.ndarray, anchors: list[str], params: GraphConfig) -> list[GraphPath]:
         """Simple paths between anchor pairs in the undirected view, up to ``max_hops`` edges:
         ``path_candidate_multiplier × top_k_paths`` candidates, reranked.
         The walk is bounded: at most ``branch_limit`` neighbours per node are followed and
         ``path_budget`` nodes expanded per pair; a direct edge to the other anchor is always
         seen, however many neighbours a node has."""
         cap = params.path_candidate_multiplier * params.top_k_paths
-        found: list[dict] = []
+        found: list[GraphPath] = []
         for i, a in enumerate(anchors):
             for b in anchors[i + 1:]:
                 budget = params.path_budget
@@ -307,19 +306,18 @@ class GraphRAG(RelationWalk):
                 break
         return list(out)
 
-    def _rerank(self, items: list[dict], question_vec: np.ndarray, keep: int) -> list[dict]:
+    def _rerank(self, items: list[Scored], question_vec: np.ndarray, keep: int) -> list[Scored]:
         """The ``keep`` items whose ``text`` is closest to the question (cosine; ties by text)."""
         if not items:
             return []
-        scores = self.embedder.encode([x["text"] for x in items]) @ question_vec
-        for x, score in zip(items, scores):
-            x["score"] = round(float(score), 4)
-        return sorted(items, key=lambda x: (-x["score"], x["text"]))[:keep]
+        scores = self.embedder.encode([x.text for x in items]) @ question_vec
+        ranked = [scored(x, float(score)) for x, score in zip(items, scores)]
+        return sorted(ranked, key=lambda x: (-x.score, x.text))[:keep]
 
     # ----------------------------------------------------------------- answer
     def query(self, question: str, params: GraphConfig | None = None,
               more_entities: list[str] | None = None, profiler: Profiler | None = None,
-              reading: QuestionReading | None = None) -> dict:
+              reading: QuestionReading | None = None) -> GraphResult:
         """Anchors, neighbours, paths and the answer for ``question``. ``more_entities``
         (for example the LLM's) are added after the rule matcher's, if the question holds them.
         ``reading``: the question's reading (the ask's context carries one).
@@ -334,34 +332,32 @@ class GraphRAG(RelationWalk):
         with profiler.stage("anchors"):
             anchors = self.anchors(entities, params) if entities else []
         if not anchors:
-            return {"entities": entities, "anchors": [], "neighbours": [], "paths": [], "answer": None,
-                    "alternatives": []}
+            return GraphResult(tuple(entities))
         with profiler.stage("neighbours"):
             qvec = self.embedder.encode([display(question)])[0]
-            names = [a["node"] for a in anchors]
+            names = [a.node for a in anchors]
             neighbours = self.neighbours(qvec, names, params)
         with profiler.stage("paths"):
             # Paths join anchors of different entities; one entity (however many anchors the
             # vector search gave it) means ranking the paths that leave its best anchor.
-            firsts = list(dict.fromkeys(a["entity"] for a in anchors))
-            ends = [next(a["node"] for a in anchors if a["entity"] == e) for e in firsts]
+            firsts = list(dict.fromkeys(a.entity for a in anchors))
+            ends = [next(a.node for a in anchors if a.entity == e) for e in firsts]
             paths = self.paths_between(qvec, ends, params) if len(ends) >= 2 else []
+        near: list[GraphPath] = []
         if not paths:
-            paths = self.paths_from(question, ends[0], params, profiler, reading)
+            paths, near = self.paths_from(question, ends[0], params, profiler, reading)
         answer = None
         if paths:
-            votes = paths[0].get("votes")
-            if votes:
-                answer = sorted(votes.items(), key=lambda x: (-x[1], x[0]))[0][0]
-            elif len(paths[0]["nodes"]) > 2:   # between two anchors: what connects them
-                answer = ", ".join(paths[0]["nodes"][1:-1])
+            best = paths[0]
+            if best.votes:
+                answer = sorted(best.votes.items(), key=lambda x: (-x[1], x[0]))[0][0]
+            elif len(best.nodes) > 2:   # between two anchors: what connects them
+                answer = ", ".join(best.nodes[1:-1])
             else:
-                answer = paths[0]["end"]
+                answer = best.end
         # other answers that near-equal relation paths lead to: said, not silently dropped
-        others = [{"answer": p["end"], "path": p["text"], "relations": p["relations"], "score": p["score"],
-                   "evidence": p["evidence"]} for p in (paths[0].pop("alternatives", []) if paths else [])]
-        return {"entities": entities, "anchors": anchors, "neighbours": neighbours, "paths": paths,
-                "answer": answer, "alternatives": others}
+        return GraphResult(tuple(entities), tuple(anchors), tuple(neighbours), tuple(paths), answer,
+                           tuple(Alternative.of(p) for p in near))
 
 
 __all__ = ["AskedWords", "GraphQueryParams", "GraphRAG", "Hop", "NOT_ENOUGH", "merge_entities", "monotone_alignment",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 
 import networkx as nx
 import numpy as np
@@ -21,6 +22,7 @@ from ..text.chains import PREPOSITIONS, QUESTION_STOPWORDS, AskedWords, stem_sha
 from ..text.question import QuestionReading
 from .hops import (END_KIND_SHARE, END_SAMPLE, Hop, KIND_SIMILARITY, extend_alignment, hop_weights,
                    monotone_alignment, name_key, name_words)
+from .results import GraphPath, scored
 
 
 
@@ -53,7 +55,7 @@ class RelationWalk:
             self._by_relation[node] = groups
         return groups
 
-    def _describe(self, nodes: list[str], hops: list[Hop] | None = None) -> dict:
+    def _describe(self, nodes: list[str], hops: list[Hop] | None = None) -> GraphPath:
         """A path as steps (each an edge as the graph holds it: source, relation, target) and
         text; ``hops`` names each step's relation and direction when known (else the first
         relation, by name, of an edge between the two nodes, either way)."""
@@ -69,20 +71,22 @@ class RelationWalk:
         for s, r, t in steps:   # extra edges.csv columns of each step (e.g. a source note)
             extra = {k: v for k, v in self.graph[s][t][r].items() if k != "relation" and v}
             notes.extend(f"{k}: {v}" for k, v in extra.items())
-        return {"nodes": nodes, "steps": [list(x) for x in steps], "end": nodes[-1],
-                "evidence": list(dict.fromkeys(notes)),
-                "relations": [str(h) for h in hops] if hops is not None else [r for _, r, _ in steps],
-                "text": " ; ".join(f"{display(s)} -[{r}]-> {display(t)}" for s, r, t in steps)}
+        return GraphPath(tuple(nodes), tuple(steps),
+                         tuple(str(h) for h in hops) if hops is not None else tuple(r for _, r, _ in steps),
+                         tuple(dict.fromkeys(notes)),
+                         " ; ".join(f"{display(s)} -[{r}]-> {display(t)}" for s, r, t in steps))
 
     def paths_from(self, question: str, anchor: str, params: GraphConfig,
-                   profiler: Profiler | None = None, reading: QuestionReading | None = None) -> list[dict]:
-        """Paths that start at the one anchor. Candidate relation sequences
+                   profiler: Profiler | None = None,
+                   reading: QuestionReading | None = None) -> tuple[list[GraphPath], list[GraphPath]]:
+        """Paths that start at the one anchor, and the near-equal walks to other answers.
+        Candidate relation sequences
         (up to ``max_hops`` relations) come from a beam search over the anchor's out-relations
         (:meth:`relation_beam`); they are ranked against the question without the anchor's
         name; the best sequence is then followed from the anchor, and the node most walks
-        along it reach is the answer (its ``votes``). The first walk carries the near-equal
-        walks to other answers (``alternatives``, :meth:`_near_equal`), which :meth:`query`
-        moves to its result. Stages, timed in ``profiler``:
+        along it reach is the answer (its ``votes``). The walks of other sequences that score
+        about as well and end elsewhere (:meth:`_near_equal`) come second; :meth:`query` says
+        them as its ``alternatives``. Stages, timed in ``profiler``:
         ``relation_beam``, ``sequence_ranking``, ``path_follow``. ``reading``: the question's
         (:func:`ragkit.text.question.read_question`; without one, the question's language is
         read by :meth:`AskedWords.read`)."""
@@ -94,7 +98,7 @@ class RelationWalk:
         with profiler.stage("relation_beam"):
             sequences = sorted(self.relation_beam(words, anchor, params))
         if not sequences:
-            return []
+            return [], []
         with profiler.stage("sequence_ranking"):
             texts = [" ; ".join(display(h.relation) for h in seq) for seq in sequences]
             whole = (self.embedder.encode(texts) @ self.embedder.encode([asked])[0]).tolist()
@@ -108,17 +112,16 @@ class RelationWalk:
         with profiler.stage("path_follow"):
             follows: dict[tuple[Hop, ...], Counter] = {}     # each sequence followed once
             walks = self._walks(anchor, ranked, scores, params, follows)
-            if walks:
-                walks[0]["alternatives"] = self._near_equal(anchor, ranked, scores, walks[0], params, follows)
-            return walks
+            near = self._near_equal(anchor, ranked, scores, walks[0], params, follows) if walks else []
+            return walks, near
 
     def _near_equal(self, anchor: str, ranked: list[tuple[Hop, ...]], scores: dict[tuple[Hop, ...], float],
-                    best: dict, params: GraphConfig,
-                    follows: dict[tuple[Hop, ...], Counter] | None = None) -> list[dict]:
+                    best: GraphPath, params: GraphConfig,
+                    follows: dict[tuple[Hop, ...], Counter] | None = None) -> list[GraphPath]:
         """Walks of other relation sequences that score within ``ambiguity_margin`` of the best
         one and end at a node it does not reach: answers the graph supports about as well."""
-        reached = set(best.get("votes") or {best["end"]})
-        out: list[dict] = []
+        reached = set(best.votes or {best.end})
+        out: list[GraphPath] = []
         for seq in ranked[1:]:
             if scores[ranked[0]] - scores[seq] > params.ambiguity_margin:
                 break
@@ -128,9 +131,7 @@ class RelationWalk:
             end = sorted(ends.items(), key=lambda x: (-x[1], x[0]))[0][0]
             nodes = self._one_walk(anchor, seq, end, params.branch_limit)
             if nodes is not None:
-                described = self._describe(nodes, list(seq))
-                described["score"] = round(scores[seq], 4)
-                out.append(described)
+                out.append(scored(self._describe(nodes, list(seq)), scores[seq]))
                 reached.update(ends)
         return out
 
@@ -243,20 +244,19 @@ class RelationWalk:
         return max((float(self._word_vecs[w] @ asked) - base) / (1.0 - base) for w in known) >= KIND_SIMILARITY
 
     def _walks(self, anchor: str, ranked: list[tuple[Hop, ...]], scores: dict[tuple[Hop, ...], float],
-               params: GraphConfig, follows: dict[tuple[Hop, ...], Counter] | None = None) -> list[dict]:
-        """The best sequence's walks from ``anchor`` (with the votes of their ends), then the
-        best walk of each following sequence, ``top_k_paths`` in all."""
-        out: list[dict] = []
+               params: GraphConfig, follows: dict[tuple[Hop, ...], Counter] | None = None) -> list[GraphPath]:
+        """The best sequence's walks from ``anchor`` (the first with the votes of their ends),
+        then the best walk of each following sequence, ``top_k_paths`` in all."""
+        out: list[GraphPath] = []
         for rank, seq in enumerate(ranked):
             ends = self._follow_once(anchor, seq, params.frontier_limit, follows)
             for end, _ in sorted(ends.items(), key=lambda x: (-x[1], x[0])):
                 nodes = self._one_walk(anchor, seq, end, params.branch_limit)
                 if nodes is None:
                     continue
-                described = self._describe(nodes, list(seq))
-                described["score"] = round(scores[seq], 4)
+                described = scored(self._describe(nodes, list(seq)), scores[seq])
                 if rank == 0 and not out:
-                    described["votes"] = dict(sorted(ends.items(), key=lambda x: (-x[1], x[0]))[:5])
+                    described = replace(described, votes=dict(sorted(ends.items(), key=lambda x: (-x[1], x[0]))[:5]))
                 out.append(described)
                 if len(out) >= params.top_k_paths:
                     return out

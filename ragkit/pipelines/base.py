@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from ..answer.stage import NOT_ENOUGH_VI, Check, Draft, Outcome, answer
+from ..answer.stage import NOT_ENOUGH_VI, Check, Draft, Outcome
+from ..answer.stage import answer as answer_stage
 from ..config import LLMConfig
 from ..errors import InputError
 from ..answer.claims import add_citations, renumber_citations, split_claims
@@ -409,14 +410,26 @@ class Pipeline(ABC):
         prompt (each stage inside ``ctx.profiler.stage``)."""
 
     def ask(self, question: str, source: Any, config: Any = None, ctx: AskContext | None = None) -> Answer:
-        """The answer to ``question`` from ``source``: gather, then the shared answer stage."""
+        """The answer to ``question`` from ``source``: read it (``read``: gather, then the
+        shared answer stage), then settle its citations (``finish``). Every pipeline answers
+        through this one path."""
         question = check_question(question)
         ctx = ctx or AskContext()
-        gathered = self.gather(question, source, config, ctx)
-        asks = ctx.use_llm and gathered.draft.prompt is not None
-        outcome = answer(gathered.draft, ctx.model if asks else None, ctx.llm_config,
-                         ctx.profiler, ctx.use_llm)
+        gathered, outcome = self.read(question, source, config, ctx)
         return self.finish(question, gathered, outcome, ctx)
+
+    def read(self, question: str, source: Any, config: Any, ctx: AskContext) -> tuple[Gathered, Outcome]:
+        """The evidence gathered for ``question`` and the answer stage's outcome on it, in one
+        step. A pipeline that reads some questions in several steps overrides this, each
+        step a ``gather`` and an ``answer``; the last step's are the answer's."""
+        gathered = self.gather(question, source, config, ctx)
+        return gathered, self.answer(gathered, ctx)
+
+    def answer(self, gathered: Gathered, ctx: AskContext) -> Outcome:
+        """The shared answer stage on ``gathered``'s draft (the model asked only when the
+        context allows one and the draft has a prompt)."""
+        asks = ctx.use_llm and gathered.draft.prompt is not None
+        return answer_stage(gathered.draft, ctx.model if asks else None, ctx.llm_config, ctx.profiler, ctx.use_llm)
 
     def finish(self, question: str, gathered: Gathered, outcome: Outcome, ctx: AskContext) -> Answer:
         """The ``Answer`` of a gathered question and the answer stage's outcome: its text and

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..answer.stage import Draft, grounding_check
+from ..answer.stage import Draft, NamedShort, grounding_check
 from ..config import GraphConfig, LLMConfig
 from ..errors import GenerationError
 from ..llm.base import LLM
 from ..llm.grammars import entity_list_schema
 from ..llm.postprocess import filter_think_tags
 from ..llm.prompts import answer_language, answer_messages, numbered_evidence
+from ..multihop.results import Alternative, Anchor, GraphPath, Neighbour
 from .base import Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources, Trace
 
 if TYPE_CHECKING:
@@ -74,12 +75,12 @@ class GraphTrace(Trace):
     """How a graph answer was made: the question's entities, their anchor nodes, the
     reranked neighbour edges and paths, and the node the best path ends at."""
 
-    entities: list = field(default_factory=list)
-    anchors: list = field(default_factory=list)
-    neighbours: list = field(default_factory=list)
-    paths: list = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    anchors: list[Anchor] = field(default_factory=list)
+    neighbours: list[Neighbour] = field(default_factory=list)
+    paths: list[GraphPath] = field(default_factory=list)
     answer: str | None = None           # the graph's answer node(s), before any wording
-    alternatives: list = field(default_factory=list)   # other answers near-equal paths lead to
+    alternatives: list[Alternative] = field(default_factory=list)   # other answers near-equal paths lead to
     llm_entities: dict | None = None    # the model's entity list (raw and parsed), when asked
 
 
@@ -144,45 +145,45 @@ class GraphPipeline(Pipeline):
                     llm_info = {"raw": None, "proposed": None, "error": str(exc), "constrained": True}
         result = rag.query(question, params, more_entities=proposed, profiler=profiler,
                            reading=ctx.reading(question))
-        alternatives = result["alternatives"]
+        alternatives = result.alternatives
         # the near-equal paths to other answers are evidence too, cited after the paths
-        paths = result["paths"] + [{"text": a["path"], "evidence": a["evidence"], "score": a["score"]}
-                                   for a in alternatives]
-        neighbours = result["neighbours"]
+        paths = [(p.text, p.evidence, p.score) for p in result.paths] + \
+            [(a.path, a.evidence, a.score) for a in alternatives]
+        neighbours = result.neighbours
         # A citation is a path or an edge of the graph; its source is what edges.csv says of it
         # (extra columns such as a source note), else the graph folder.
         where = str(rag.directory)
-        citations = [Citation(id=i + 1, doc_id=p["text"], title=p["text"], source="; ".join(p["evidence"]) or where,
-                              score=p.get("score", 0.0), stage="path") for i, p in enumerate(paths)]
-        citations += [Citation(id=len(citations) + i + 1, doc_id=n["text"], title=n["text"],
-                               source="; ".join(n["evidence"]) or where, score=n["score"], stage="neighbour")
+        citations = [Citation(id=i + 1, doc_id=text, title=text, source="; ".join(notes) or where, score=score,
+                              stage="path") for i, (text, notes, score) in enumerate(paths)]
+        citations += [Citation(id=len(citations) + i + 1, doc_id=n.text, title=n.text,
+                               source="; ".join(n.evidence) or where, score=n.score, stage="neighbour")
                       for i, n in enumerate(neighbours)]
-        trace = GraphTrace(entities=result["entities"], anchors=result["anchors"], neighbours=neighbours,
-                           paths=result["paths"], answer=result["answer"], alternatives=alternatives,
+        trace = GraphTrace(entities=list(result.entities), anchors=list(result.anchors), neighbours=list(neighbours),
+                           paths=list(result.paths), answer=result.answer, alternatives=list(alternatives),
                            llm_entities=llm_info)
-        evidence = [p["text"] for p in paths] + [n["text"] for n in neighbours]   # in citation order
+        evidence = [text for text, _, _ in paths] + [n.text for n in neighbours]   # in citation order
         language = answer_language(question, "vi")
-        if result["answer"] is None:
-            text = NOT_ENOUGH if result["anchors"] else \
+        if result.answer is None:
+            text = NOT_ENOUGH if result.anchors else \
                 f"{NOT_ENOUGH} (Không tìm thấy thực thể nào của câu hỏi trong đồ thị.)"
             prompt = None
         else:
             # The answer, then the path that leads to it, each a claim of its own; other
             # answers that paths about as good lead to are named, each with its path.
-            text = f"{display(result['answer'])} [1]\n{paths[0]['text']} [1]"
+            text = f"{display(result.answer)} [1]\n{paths[0][0]} [1]"
             if alternatives:
-                first = len(result["paths"]) + 1
+                first = len(result.paths) + 1
                 text += "\n" + AMBIGUOUS[language] + "\n" + "\n".join(
-                    f"{display(a['answer'])} [{first + i}]: {a['path']} [{first + i}]"
+                    f"{display(a.answer)} [{first + i}]: {a.path} [{first + i}]"
                     for i, a in enumerate(alternatives))
 
             def prompt(_model):
                 return answer_messages(GRAPH_TASK[language], question, numbered_evidence(evidence),
                                        language, refusal[language]), None
-        short = display(result["answer"]) if result["answer"] is not None else None
+        short = display(result.answer) if result.answer is not None else None
         draft = Draft(evidence_answer=text, check=grounding_check(evidence, question), prompt=prompt,
                       refusals=tuple(refusal.values()), evidence=evidence, short_answer=short,
-                      read_short=(lambda said: short if short.lower() in said.lower() else None) if short else None)
+                      short_reader=NamedShort(short) if short else None)
         return Gathered(draft, citations, trace)
 
 

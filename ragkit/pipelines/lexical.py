@@ -10,10 +10,11 @@ Each stage runs inside the shared profiler, so ``timings_ms`` is the latency tab
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..answer.stage import Draft, Outcome, answer
+from ..answer.stage import Draft, Outcome
 from ..config import CONCEPT_METHODS, GRAPH_METHODS, METHODS, RERANKS, LexicalConfig, LLMConfig
 from ..errors import ContextTooLongError, InputError
 from ..llm.base import LLM
@@ -29,9 +30,9 @@ from ..answer.weighing import Weigher, coverage
 from ..retrieval.bm25 import BM25Index
 from ..retrieval.community_search import Route, load_communities, rank_communities, route
 from ..retrieval.search import load_concepts, load_dense, load_index
-from .base import (NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources,
-                   check_question)
+from .base import NOT_ENOUGH_VI, Answer, AskContext, Citation, Gathered, Option, Pipeline, Source, Sources
 from .lexical_evidence import REPLACED_NOTE, LexicalEvidence, LexicalTrace
+from .steps import StepTrace
 
 
 def _lexical_trace(gathered: Gathered) -> LexicalTrace:
@@ -112,18 +113,16 @@ class LexicalPipeline(Pipeline):
         return LexicalEvidence(question, index, dense, concepts, config, ctx, routed, follow_ups=follow_ups,
                                bridges=bridges, asked=asked, added=added).gather()
 
-    def ask(self, question: str, source: Any, config: LexicalConfig | None = None,
-            ctx: AskContext | None = None) -> Answer:
+    def read(self, question: str, source: Any, config: LexicalConfig | None,
+             ctx: AskContext) -> tuple[Gathered, Outcome]:
         """The answer in up to ``config.steps`` retrieval steps. A factoid question that nests
         a description ("the first editor of *the gazette which printed X*") is
         answered inside out: a step asks what the innermost description names, and the next
         asks with the description replaced by that answer, the bridge, retrieving with the
         rewritten question beside the original one; a description no step can name leaves
-        the question to be read whole. A question that nests nothing takes one step, so
-        ``steps`` costs nothing on it. Each step is in ``trace.steps`` with its query, hits,
-        short answer and time."""
-        question = check_question(question)
-        ctx = ctx or AskContext()
+        the question to be read whole. A factoid question that nests none is read on its
+        evidence (``read_on_evidence``). Any other question takes one step, so ``steps``
+        costs nothing on it. Each step is in ``trace.steps`` (``StepTrace``)."""
         config = config or LexicalConfig()
         weigher = Weigher.for_index(source[0])
         # Inside out: the innermost description first, the question itself last.
@@ -134,11 +133,11 @@ class LexicalPipeline(Pipeline):
             if config.steps > 1 and shape.factoid and not reading.compares else []
         if not described and config.steps > 1 and shape.factoid and shape.kind != "yesno" \
                 and not reading.compares:
-            return self.ask_on_evidence(question, source, config, ctx, weigher)
+            return self.read_on_evidence(question, source, config, ctx, weigher)
         inner = [d.text for d in described]
         plan = [d.ask for d in described] + [question]
         follow_ups: list[str] = []
-        record: list[dict] = []
+        record: list[StepTrace] = []
         bridges: list[str] = []
         read = ""           # what the steps' answers have read so far
         step = 0
@@ -149,13 +148,11 @@ class LexicalPipeline(Pipeline):
                 follow_ups.append(asked)
             gathered = self.gather(question, source, config, ctx, follow_ups, bridges,
                                    asked if asked != question else None)
-            asks = ctx.use_llm and gathered.draft.prompt is not None
-            outcome = answer(gathered.draft, ctx.model if asks else None, ctx.llm_config, ctx.profiler, ctx.use_llm)
+            outcome = self.answer(gathered, ctx)
             short, support = _answer_read(gathered, outcome)
             reach = coverage(weigher.weights(question), f"{read} {short or ''} {support}", weigher).share
-            record.append({"step": len(record) + 1, "query": asked, "hits": list(_lexical_trace(gathered).selected),
-                           "short_answer": short, "answer_source": outcome.answer_source, "reach": round(reach, 4),
-                           "ms": round((time.perf_counter() - started) * 1000.0, 3)})
+            record.append(StepTrace(len(record) + 1, asked, tuple(_lexical_trace(gathered).selected), short,
+                                    outcome.answer_source, _ms_since(started), reach=round(reach, 4)))
             if step == len(plan) - 1:
                 break           # the last step asks the question itself
             if short and short.lower() not in ("yes", "no"):
@@ -167,14 +164,14 @@ class LexicalPipeline(Pipeline):
                 bridges.append(short)
                 step += 1
                 continue
-            record[-1]["kept"] = False      # nothing names the description: read the question whole
+            record[-1] = replace(record[-1], kept=False)     # nothing names the description: read it whole
             plan = [*plan[:step + 1], question]
             step += 1
         _lexical_trace(gathered).steps = record
-        return self.finish(question, gathered, outcome, ctx)
+        return gathered, outcome
 
-    def ask_on_evidence(self, question: str, source: Any, config: LexicalConfig, ctx: AskContext,
-                        weigher: Weigher) -> Answer:
+    def read_on_evidence(self, question: str, source: Any, config: LexicalConfig, ctx: AskContext,
+                         weigher: Weigher) -> tuple[Gathered, Outcome]:
         """A factoid question no description nests in, in one or two steps: the first
         retrieves for the question; where its evidence lacks the answer, the second retrieves
         for the name the evidence gives and the words it leaves open (``answer.hops``), and
@@ -190,25 +187,22 @@ class LexicalPipeline(Pipeline):
         spent = [time.perf_counter() - started]
         # the first step's own reading, no model: what the evidence answered before any follow-up
         read = trace.evidence_short_answer
-        record: list[dict] = [{"step": 1, "query": question, "hits": list(trace.selected),
-                               "short_answer": read["text"] if read else None, "answer_source": "evidence",
-                               "follow_up": found.to_dict() if found else None}]
+        record = [StepTrace(1, question, tuple(trace.selected), read["text"] if read else None,
+                            looked_further=True, follow_up=found)]
         gathered = first
         if found is not None:
             started = time.perf_counter()
             gathered = self.gather(question, source, config, ctx, added=[found.query])
-            record.append({"step": 2, "query": found.query, "hits": list(_lexical_trace(gathered).selected)})
+            record.append(StepTrace(2, found.query, tuple(_lexical_trace(gathered).selected)))
             spent.append(time.perf_counter() - started)
         started = time.perf_counter()
-        asks = ctx.use_llm and gathered.draft.prompt is not None
-        outcome = answer(gathered.draft, ctx.model if asks else None, ctx.llm_config, ctx.profiler, ctx.use_llm)
+        outcome = self.answer(gathered, ctx)
         spent[-1] += time.perf_counter() - started
         short, _ = _answer_read(gathered, outcome)
-        record[-1].update(short_answer=short, answer_source=outcome.answer_source)
-        for step, seconds in zip(record, spent):
-            step["ms"] = round(seconds * 1000.0, 3)
-        _lexical_trace(gathered).steps = record
-        return self.finish(question, gathered, outcome, ctx)
+        record[-1] = replace(record[-1], short_answer=short, answer_source=outcome.answer_source)
+        _lexical_trace(gathered).steps = [replace(step, ms=round(seconds * 1000.0, 3))
+                                          for step, seconds in zip(record, spent)]
+        return gathered, outcome
 
     def gather_communities(self, question: str, index: BM25Index, communities, routed: Route,
                            config: LexicalConfig, ctx: AskContext) -> Gathered:
@@ -288,6 +282,10 @@ def ask_lexical(question: str, index: BM25Index | str | Path, *,
         concepts = load_concepts(folder, dense) if folder is not None and (
             config.method in GRAPH_METHODS or config.method == "auto" or communities is not None) else None
     return LexicalPipeline().ask(question, (index, dense, concepts, communities), config, ctx)
+
+
+def _ms_since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 3)
 
 
 def _answer_read(gathered: Gathered, outcome: Outcome) -> tuple[str | None, str]:

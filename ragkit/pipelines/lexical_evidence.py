@@ -22,9 +22,10 @@ from ..answer.both import JoinedVerdict, judge_joined
 from ..answer.bridges import interleave, with_bridges, with_items
 from ..answer.candidates import lower_case_words, name_candidates, question_names, unnamed, writes
 from ..answer.choice import choose
-from ..answer.extractive import (NOT_FOUND_SHARE, WRONG_REFUSAL_SHARE, complete_short_answer, extractive_answer,
-                                 rare_name, reading_check, resupport, unknown_names, written_lower)
-from ..answer.reading import ShortAnswer, parse_short_answer, short_answer
+from ..answer.factoid import Factoid
+from ..answer.extractive import (NOT_FOUND_SHARE, WRONG_REFUSAL_SHARE, extractive_answer, rare_name, reading_check,
+                                 unknown_names, written_lower)
+from ..answer.reading import ShortAnswer, short_answer
 from ..answer.stage import NOT_ENOUGH_VI, Draft, grounding_check
 from ..answer.weighing import Sentence, Weigher, relevant_sentences, score_sentences
 from ..config import LexicalConfig
@@ -39,6 +40,7 @@ from ..retrieval.search import retrieve
 from ..text import normalize
 from ..text.words import name_key
 from .base import AskContext, Citation, Gathered, Trace
+from .steps import StepTrace
 
 REPLACED_NOTE = {"vi": "(Câu trả lời của mô hình không bám sát tài liệu nên đã được thay bằng "
                        "trích dẫn trực tiếp.)",
@@ -77,7 +79,7 @@ class LexicalTrace(Trace):
     evidence_short_answer: dict | None = None   # the short answer read from the evidence, with its sentence
     question_coverage: float = 0.0      # the share of the question's words the best evidence sentence holds
     unnamed: list[str] | None = None    # the question's names that no retrieved text writes
-    steps: list = field(default_factory=list)   # each retrieval step: its query, hits, short answer, time
+    steps: list[StepTrace] = field(default_factory=list)   # each retrieval step (pipelines.steps)
     bridge_documents: list | None = None   # documents added through a name the evidence gives (answer.bridges)
     item_documents: list | None = None  # each compared item's own document, added where retrieval missed it
     choice: dict | None = None          # a question offering a choice: its items and the value read for each
@@ -322,10 +324,7 @@ class LexicalEvidence:
                      cites=[*range(1, len(used) + 1), *outline_sources(outline, [h.text for h in used])],
                      evidence=evidence + outline, retrieved=retrieved,
                      short_answer=extracted.text if extracted and evidence_answer != refusal else None,
-                     clean=(lambda text: complete_short_answer(text, prompted, shape, evidence, weigher, choices))
-                     if factoid else None,
-                     read_short=(lambda text: parse_short_answer(text)[0] or None) if factoid else None,
-                     resupport=(lambda text: resupport(text, prompted, shape, evidence, weigher, choices))
+                     short_reader=Factoid(prompted, shape, tuple(evidence), weigher, tuple(choices))
                      if factoid else None)
 
     def prompt(self, used: list[Hit], context, best_share: float,

@@ -273,8 +273,8 @@ def anchors_table(answer: Answer) -> pd.DataFrame:
     """Entities found in the question and the nodes they anchor to (exact name or vector)."""
     from ..pipelines.graph_rag import GraphTrace
 
-    return pd.DataFrame([{"entity": a["entity"], "anchor": a["node"], "how": a["how"],
-                          "cosine": round(a["score"], 3)} for a in _trace_of(answer, GraphTrace).anchors],
+    return pd.DataFrame([{"entity": a.entity, "anchor": a.node, "how": a.how,
+                          "cosine": round(a.score, 3)} for a in _trace_of(answer, GraphTrace).anchors],
                         columns=["entity", "anchor", "how", "cosine"])
 
 
@@ -282,7 +282,7 @@ def neighbours_table(answer: Answer) -> pd.DataFrame:
     """The reranked ego-graph edges, with their cosine to the question and their source."""
     from ..pipelines.graph_rag import GraphTrace
 
-    return pd.DataFrame([{"edge": n["text"], "cosine": round(n["score"], 3), "source": "; ".join(n["evidence"])}
+    return pd.DataFrame([{"edge": n.text, "cosine": round(n.score, 3), "source": "; ".join(n.evidence)}
                          for n in _trace_of(answer, GraphTrace).neighbours], columns=["edge", "cosine", "source"])
 
 
@@ -290,7 +290,7 @@ def paths_table(answer: Answer) -> pd.DataFrame:
     """The best paths, their score and where they end."""
     from ..pipelines.graph_rag import GraphTrace
 
-    return pd.DataFrame([{"rank": i, "path": x["text"], "score": round(x["score"], 3), "end": x["end"]}
+    return pd.DataFrame([{"rank": i, "path": x.text, "score": round(x.score, 3), "end": x.end}
                          for i, x in enumerate(_trace_of(answer, GraphTrace).paths, 1)],
                         columns=["rank", "path", "score", "end"])
 
@@ -309,15 +309,15 @@ def plot_graph_answer(answer: Answer):
     trace = _trace_of(answer, GraphTrace)
     g = nx.DiGraph()
     for n in trace.neighbours:
-        g.add_edge(display(n["source"]), display(n["target"]), relation=n["relation"], best=False)
-    best = trace.paths[0]["steps"] if trace.paths else []
+        g.add_edge(display(n.source), display(n.target), relation=n.relation, best=False)
+    best = trace.paths[0].steps if trace.paths else ()
     for s, r, t in best:
         g.add_edge(display(s), display(t), relation=r, best=True)
     for p in trace.paths[1:]:
-        for s, r, t in p["steps"]:
+        for s, r, t in p.steps:
             if not g.has_edge(display(s), display(t)):
                 g.add_edge(display(s), display(t), relation=r, best=False)
-    anchors = {display(a["node"]) for a in trace.anchors}
+    anchors = {display(a.node) for a in trace.anchors}
     fig, ax = plt.subplots(figsize=(9, 5))
     if g.number_of_nodes():
         pos = nx.spring_layout(g, seed=5)
