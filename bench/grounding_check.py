@@ -62,8 +62,8 @@ sys.path.insert(0, str(ROOT))
 from ragkit.text import split_sentences  # noqa: E402
 from ragkit.text import ENGLISH_STOPWORDS, VIETNAMESE_FUNCTION_WORDS, strip_accents  # noqa: E402
 from ragkit.answer.claim_rules import is_content  # noqa: E402
-from ragkit.answer.grounding import (MIN_DISTINCT_TRIGRAMS, _words,  # noqa: E402
-                                     check_claims, distinct_trigram_ratio)
+from ragkit.answer.grounding import _words, check_claims, distinct_trigram_ratio  # noqa: E402
+from ragkit.answer.verdicts import MIN_DISTINCT_TRIGRAMS  # noqa: E402
 
 DATA = ROOT / "data"
 ANSWERS = ROOT / "bench" / "grounding_answers.jsonl"

@@ -11,6 +11,7 @@ from ragkit.answer.stage import Draft, answer, grounding_check
 from ragkit.config import LLMConfig
 from ragkit.answer.claims import citations, remove_claims, split_claims
 from ragkit.answer.grounding import check_claims, judge_borderline
+from ragkit.answer.verdicts import Support
 
 from .test_answering import Scripted
 
@@ -50,7 +51,8 @@ def test_a_claim_is_checked_against_the_evidence_it_cites():
     assert verdicts("The AMF selects an SMF [7].", SPEC) == ["unsupported"]
     # uncited: any evidence may support it, and the trace names which and the sentence
     claim = check_claims("The SMF controls the UPF over the N4 interface.", SPEC).claims[0]
-    assert claim.support == {"evidence": 2, "span": SPEC[1]} and claim.cited == []
+    assert claim.support == Support(2, SPEC[1]) and claim.cited == []
+    assert claim.to_dict()["support"] == {"evidence": 2, "span": SPEC[1]} and claim.to_dict()["evidence"] == 2
 
 
 @pytest.mark.parametrize("perturbed", [
@@ -95,7 +97,8 @@ def test_the_answer_stage_drops_unsupported_claims_when_the_core_claim_holds():
     out = answer(plain_draft(MANUAL), Scripted("Áp suất làm việc từ 6 đến 8 bar [1]. Máy nén khí rất rẻ và bền [2]."),
                  LLMConfig())
     assert out.answer_source == "model" and out.text == "Áp suất làm việc từ 6 đến 8 bar [1]."
-    assert out.check.passed and [c["verdict"] for c in out.check.details["claims"]] == ["supported"]
+    assert out.check.passed and [c.verdict for c in out.check.verdicts] == ["supported"]
+    assert [c["verdict"] for c in out.check.to_dict()["claims"]] == ["supported"]
     trace = out.to_dict()
     assert trace["dropped_claims"][0]["text"] == "Máy nén khí rất rẻ và bền [2]."
     assert trace["model_answer"].endswith("bền [2].")
@@ -119,10 +122,11 @@ class Judge(Scripted):
 def test_a_model_judge_may_confirm_a_borderline_claim_when_asked():
     evidence = ["The SMF allocates the UE IP address and controls the UPF."]
     text = "The SMF allocates the UE IP address dynamically from a local pool [1]."
-    details = check_claims(text, evidence).to_dict()
-    assert details["claims"][0].get("borderline") and not details["passed"]
-    judged, rows = judge_borderline(details, Judge())
-    assert judged["passed"] and rows[0]["claim"] == 1 and rows[0]["logodds"] > 0
+    report = check_claims(text, evidence)
+    assert report.claims[0].borderline and report.to_dict()["claims"][0]["borderline"] and not report.passed
+    judged, rows = judge_borderline(report, Judge())
+    assert judged.passed and rows[0]["claim"] == 1 and rows[0]["logodds"] > 0
+    assert judged.to_dict()["claims"][0]["supported"] and "borderline" not in judged.to_dict()["claims"][0]
     off = answer(Draft("x", grounding_check(evidence), lambda m: ([], None)), Judge(text), LLMConfig())
     on = answer(Draft("x", grounding_check(evidence), lambda m: ([], None)), Judge(text),
                 LLMConfig(judge_claims=True))
@@ -180,7 +184,7 @@ def test_a_claim_citing_the_wrong_item_is_miscited_and_the_answer_stage_corrects
     evidence = ["Áp suất làm việc thường từ 6 đến 8 bar.", "Dầu máy nén thay sau khoảng 500 giờ chạy."]
     report = check_claims("Áp suất làm việc từ 6 đến 8 bar [2].", evidence)
     verdict = report.claims[0]
-    assert not report.passed and verdict.verdict == "miscited" and verdict.support["evidence"] == 1
+    assert not report.passed and verdict.verdict == "miscited" and verdict.support.evidence == 1
     assert verdict.why == "cites [2], but [1] supports it"
     out = answer(Draft("x [1]", grounding_check(evidence), prompt=lambda m: ([], None)),
                  Scripted("Áp suất làm việc từ 6 đến 8 bar [2]. Dầu thay sau 500 giờ chạy [2]."), LLMConfig())
@@ -281,7 +285,8 @@ def test_a_claim_may_compare_the_two_items_it_cites_part_by_part():
              "instance [1][2].")
     report = check_claims(right, nf, "What is the difference between an NF Set and an NF Service Set?")
     assert report.passed, report.reason
-    assert [p["evidence"] for p in report.claims[0].support["parts"]] == [1, 2]
+    assert [p.evidence for p in report.claims[0].support.parts] == [1, 2]
+    assert [p["evidence"] for p in report.to_dict()["claims"][0]["support"]["parts"]] == [1, 2]
     swapped = ("An NF Set is a group of interchangeable NF service instances within one NF instance, whereas an NF "
                "Service Set is a group of interchangeable NF instances that share the same context data [1][2].")
     assert not check_claims(swapped, nf).passed
@@ -358,3 +363,13 @@ def test_a_span_without_the_claim_s_numbers_does_not_contradict_it():
     assert not check_claims("Hợp đồng không xác định thời hạn có thời hạn không quá 36 tháng [2].", evidence).passed
     assert not check_claims("Người lao động theo hợp đồng xác định thời hạn được nghỉ 12 ngày mỗi năm [1].",
                             evidence).passed
+
+
+def test_a_factoid_answers_short_answer_is_its_first_claim_and_the_json_keeps_its_keys():
+    report = check_claims("The SMF controls the UPF [2].", SPEC)
+    with_short = report.with_short_answer("the SMF")
+    assert with_short.core == report.core + 1 and with_short.claims[1:] == report.claims
+    assert with_short.claims[0].verdict == "short_answer" and with_short.claims[0].support is None
+    assert with_short.to_dict()["claims"][0] == {"text": "the SMF", "body": "the SMF", "cited": [],
+                                                 "verdict": "short_answer", "why": "occurs in the evidence"}
+    assert list(with_short.to_dict()) == ["passed", "reason", "core", "distinct_trigrams", "claims"]

@@ -34,7 +34,8 @@ def test_an_answer_that_follows_the_planted_manual_is_contradicted_naming_both_i
         report = check_claims(answer_text, [planted, manual])
         claim = report.claims[0]
         assert not report.passed and claim.verdict == "contradicted"
-        assert claim.support["evidence"] == 1 and claim.contradicts["evidence"] == 2
+        assert claim.support.evidence == 1 and claim.contradicts.evidence == 2
+        assert claim.to_dict()["contradicts"]["evidence"] == 2
         assert "[1] supports it, but [2] contradicts it" in claim.why
         assert report.to_dict()["suspicious_evidence"][0]["evidence"] == 1
 

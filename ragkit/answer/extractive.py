@@ -171,15 +171,9 @@ def reading_check(check, question: str, shape: Shape, evidence: list[str], found
                 return Check(False, f"answers {yes_no(short)!r}, but the sentence it gives says {said.text!r}",
                              {"short_answer": short})
         verdict = check(rest)
-        details = dict(verdict.details)
-        claims = details.get("claims")
-        if claims is not None:      # the short answer is the first claim: what the lines after it support
-            details["claims"] = [{"text": short, "body": short, "cited": [], "verdict": "short_answer",
-                                  "why": "occurs in the evidence"}, *claims]
-            if details.get("core") is not None:
-                details["core"] = details["core"] + 1
-        details["short_answer"] = short
-        return Check(verdict.passed, verdict.reason, details)
+        # the short answer is the first claim: what the lines after it support
+        claims = verdict.claims.with_short_answer(short) if verdict.claims is not None else None
+        return Check(verdict.passed, verdict.reason, {**verdict.details, "short_answer": short}, claims)
 
     return judge
 

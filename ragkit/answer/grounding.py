@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Iterable
 
 from ..text import ENGLISH_STOPWORDS, split_sentences
@@ -19,10 +19,10 @@ from ..text.cues import (ANAPHORS, NEGATIONS, NOT_NEGATING, REFUSAL_CUES,
 from .claim_rules import (BOUNDARY, ClaimText, claim_tokens, claim_word, is_number, negation_problem, number_key,
                           number_problem, order_problem, refusal_stems, word_stem)
 from .claims import Claim, split_claims, without_brackets
+from .verdicts import ClaimReport, ClaimVerdict, Support, claims_reason
 from ..llm.injection import suspicious_evidence
 from ..llm.prompts import inert_for
 
-MIN_DISTINCT_TRIGRAMS = 0.5
 _WORD = re.compile(r"\w+")
 
 
@@ -89,66 +89,6 @@ def distinct_trigram_ratio(words: list[str]) -> float:
 
 MIN_CLAIM_SUPPORT = 0.75
 BORDERLINE_SUPPORT = 0.5     # a claim short only on coverage, above this, may go to a model judge
-FAILED_VERDICTS = ("unsupported", "miscited", "contradicted", "inconsistent")
-
-
-@dataclass(frozen=True)
-class ClaimVerdict:
-    """One claim's verdict: ``supported`` (with its span), ``unsupported`` (with why),
-    ``miscited`` (the items it cites do not support it, another item does: ``support`` names
-    that one; it fails the check, and the answer stage may correct the citation),
-    ``contradicted`` (a span supports it, but another retrieved item says the same thing with
-    the opposite polarity, "no need to check the oil" against "check the oil": ``contradicts``
-    names that item; it fails the check), ``refusal`` (says the evidence is not enough;
-    claims nothing), ``inconsistent`` (a refusal beside claims that answer what it says the
-    evidence lacks: the answer contradicts itself; it fails the check) or ``no claim`` (a
-    heading, a bare list marker: nothing to check)."""
-
-    text: str
-    verdict: str
-    cited: list[int]
-    support: dict | None            # {"evidence": n (1-based), "span": the sentence(s)}
-    why: str
-    coverage: float = 0.0
-    borderline: bool = False        # unsupported only for coverage, by a little: a judge may confirm it
-    contradicts: dict | None = None  # contradicted: {"evidence": m, "span": ...} of the other item
-
-    def to_dict(self) -> dict:
-        out = {"text": self.text, "verdict": self.verdict, "supported": self.verdict not in FAILED_VERDICTS,
-               "cited": self.cited, "support": self.support,
-               "evidence": self.support["evidence"] if self.support else None,
-               "why": self.why, "coverage": self.coverage}
-        if self.borderline:
-            out["borderline"] = True
-        if self.contradicts:
-            out["contradicts"] = self.contradicts
-        return out
-
-
-@dataclass(frozen=True)
-class ClaimReport:
-    """The claim-level check of an answer. ``core`` is the position of its core claim: the
-    first claim that says something (``None``: no claim says anything)."""
-
-    passed: bool
-    reason: str
-    claims: list[ClaimVerdict]
-    core: int | None
-    distinct_trigrams: float = 1.0
-    suspicious_evidence: list = field(default_factory=list)   # items addressed to the model
-
-    @property
-    def core_holds(self) -> bool:
-        return self.core is not None and self.claims[self.core].verdict in ("supported", "refusal")
-
-    def to_dict(self) -> dict:
-        out = {"passed": self.passed, "reason": self.reason, "core": self.core,
-               "distinct_trigrams": self.distinct_trigrams, "claims": [c.to_dict() for c in self.claims]}
-        if self.suspicious_evidence:
-            out["suspicious_evidence"] = self.suspicious_evidence
-        return out
-
-
 def is_refusal(text: str, refusals: Iterable[str] = ()) -> bool:
     """Whether a claim says the evidence is not enough: one of the pipeline's own refusal
     sentences, a sentence with a common refusal phrase, or a short sentence that names the
@@ -299,12 +239,12 @@ def _judge_claim(claim: Claim, evidence: list[str], spans_of, question_words: Cl
         if joined is not None:
             return ClaimVerdict(claim.text, "supported", cited, joined, "", 1.0)
     where = f"[{n}]" if cited else "any evidence"
-    support = {"evidence": n, "span": span_text}
+    support = Support(n, span_text)
     if problem and cited:
         # Supported, but by an item it does not cite: the answer stage may correct the citation.
         other = judge.best([m for m in range(1, len(evidence) + 1) if m not in numbers])
         if other is not None and not other[3]:
-            return ClaimVerdict(claim.text, "miscited", cited, {"evidence": other[1], "span": other[2]},
+            return ClaimVerdict(claim.text, "miscited", cited, Support(other[1], other[2]),
                                 f"cites [{n}], but [{other[1]}] supports it", round(other[4], 4))
     if problem:
         return ClaimVerdict(claim.text, "unsupported", cited, support,
@@ -377,11 +317,11 @@ def _borrowing(evidence: list[str], numbers, vocabulary: frozenset):
 
 
 def _parts_supported(claim: Claim, text: ClaimText, numbers, question_words: ClaimText, spans_of, evidence: list[str],
-                     vocabulary: frozenset, min_support: float, borrowed) -> dict | None:
+                     vocabulary: frozenset, min_support: float, borrowed) -> Support | None:
     """The support of a claim citing several items that compares or joins them, when each
     of its parts (``comparison_parts``) is supported by one cited item without a word only
-    another cited item holds: {"evidence": the first part's item, "span": the parts' spans
-    joined with " | ", "parts": [{"evidence", "span"}, ...]}; None when a part is not."""
+    another cited item holds: the first part's item, the parts' spans joined with " | ", and
+    each part's support; None when a part is not."""
     parts = comparison_parts(_said(claim.body))
     if len(parts) < 2:
         return None
@@ -394,8 +334,8 @@ def _parts_supported(claim: Claim, text: ClaimText, numbers, question_words: Cla
                           distinct, borrowed).best(numbers)
         if best is None or best[3]:
             return None
-        found.append({"evidence": best[1], "span": best[2]})
-    return {"evidence": found[0]["evidence"], "span": " | ".join(f["span"] for f in found), "parts": found}
+        found.append(Support(best[1], best[2]))
+    return Support(found[0].evidence, " | ".join(f.span for f in found), tuple(found))
 
 
 def _refusal_words(body: str) -> list[str]:
@@ -469,7 +409,7 @@ def check_claims(answer: str, evidence: Iterable[str], question: str = "", *,
                 for v, c in zip(verdicts, claims)]
     core = next((i for i, v in enumerate(verdicts) if v.verdict != "no claim"), None)
     trigrams = round(distinct_trigram_ratio(_words(answer)), 4)
-    reason = claims_reason([v.to_dict() for v in verdicts], core, trigrams)
+    reason = claims_reason(verdicts, core, trigrams)
     return ClaimReport(not reason, reason, verdicts, core, trigrams, suspicious)
 
 
@@ -492,36 +432,10 @@ def _contradicted(verdict: ClaimVerdict, claim: Claim, items: list[int], spans_o
                 continue        # a span without the claim's numbers states another fact: it cannot deny this one
             problem = negation_problem(text, span, {word_stem(w) for w in shared})
             if problem:
-                n = verdict.support["evidence"] if verdict.support else None
-                return replace(verdict, verdict="contradicted", contradicts={"evidence": m, "span": span_text},
+                n = verdict.support.evidence if verdict.support else None
+                return replace(verdict, verdict="contradicted", contradicts=Support(m, span_text),
                                why=f"[{n}] supports it, but [{m}] contradicts it: {problem}")
     return verdict
-
-
-def claims_reason(claims: list[dict], core: int | None, trigrams: float) -> str:
-    """Why a claim-checked answer fails ('' when it passes): no claim says anything, the
-    first unsupported claim and why, or the answer loops."""
-    failed = [i for i, c in enumerate(claims) if c["verdict"] in FAILED_VERDICTS]
-    reasons = []
-    if core is None:
-        reasons.append("the answer has no content words")
-    refused = [i for i in failed if claims[i]["verdict"] == "inconsistent"]
-    if refused:
-        i = refused[0]
-        reasons.append(f"the answer contradicts itself: claim {i + 1} ({_short(claims[i]['text'])}) {claims[i]['why']}")
-        failed = [j for j in failed if j not in refused]
-    if failed:
-        i = failed[0]
-        reasons.append(f"{len(failed)} of {len(claims)} claims unsupported; claim {i + 1} "
-                       f"({_short(claims[i]['text'])}): {claims[i]['why']}")
-    if trigrams < MIN_DISTINCT_TRIGRAMS:
-        reasons.append(f"it repeats itself ({trigrams:.0%} distinct trigrams)")
-    return "; ".join(reasons)
-
-
-def _short(text: str, words: int = 8) -> str:
-    parts = text.split()
-    return repr(" ".join(parts[:words]) + (" …" if len(parts) > words else ""))
 
 
 # An optional model judge for borderline claims (off by default: ``LLMConfig.judge_claims``).
@@ -542,23 +456,23 @@ def judge_prompt(claim: str, span: str, clean=None) -> str:
             "<|im_start|>assistant\n")
 
 
-def judge_borderline(details: dict, judge) -> tuple[dict, list[dict]]:
+def judge_borderline(report: ClaimReport, judge) -> tuple[ClaimReport, list[dict]]:
     """Ask ``judge`` (a model with ``choice_logprobs``) about each borderline claim of a
-    claim-check ``details``: a claim short only on coverage whose closest span the model says
-    supports it (Yes/No log-odds > 0) becomes supported. Returns the new details (``passed``
-    and ``reason`` recomputed) and one row per judged claim."""
+    claim check's ``report``: a claim short only on coverage whose closest span the model
+    says supports it (Yes/No log-odds > 0) becomes supported. Returns the new report
+    (``passed`` and ``reason`` recomputed) and one row per judged claim."""
     from ..retrieval.rerank import NO, YES, yes_no_logodds
 
-    claims = [dict(c) for c in details["claims"]]
+    claims = list(report.claims)
     judged = []
     for i, claim in enumerate(claims):
-        if not claim.get("borderline"):
+        if not isinstance(claim, ClaimVerdict) or not claim.borderline or claim.support is None:
             continue
-        prompt = judge_prompt(claim["text"], claim["support"]["span"], clean=lambda t: inert_for(judge, t))
+        prompt = judge_prompt(claim.text, claim.support.span, clean=lambda t: inert_for(judge, t))
         logodds = yes_no_logodds(judge.choice_logprobs(prompt, YES + NO))
         judged.append({"claim": i + 1, "logodds": round(logodds, 4)})
         if logodds > 0:
-            claims[i] = {**claim, "verdict": "supported", "supported": True, "borderline": False,
-                         "why": f"the model judge says the span supports it (log-odds {logodds:.2f})"}
-    reason = claims_reason(claims, details.get("core"), details.get("distinct_trigrams", 1.0))
-    return {**details, "claims": claims, "passed": not reason, "reason": reason}, judged
+            claims[i] = replace(claim, verdict="supported", borderline=False,
+                                why=f"the model judge says the span supports it (log-odds {logodds:.2f})")
+    reason = claims_reason(claims, report.core, report.distinct_trigrams)
+    return replace(report, passed=not reason, reason=reason, claims=claims), judged

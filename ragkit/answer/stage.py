@@ -45,6 +45,7 @@ from ..config import LLMConfig
 from ..errors import GenerationError
 from .claims import remove_claims, renumber_citations, split_claims, trim_to_whole_claims
 from .grounding import check_claims, judge_borderline
+from .verdicts import ClaimReport, Verdict
 from ..llm.base import generating
 from ..llm.postprocess import filter_think_tags, looks_english
 from ..llm.prompts import REASK_VI
@@ -63,10 +64,17 @@ class Check:
 
     passed: bool
     reason: str = ""
-    details: dict = field(default_factory=dict)   # the check's own figures (support, names ...)
+    details: dict = field(default_factory=dict)   # the check's own figures (names, a refusal ...)
+    claims: ClaimReport | None = None             # the claim check's verdicts, when one ran
 
     def to_dict(self) -> dict:
-        return {"passed": self.passed, "reason": self.reason, **self.details}
+        figures = self.claims.figures() if self.claims is not None else {}
+        return {"passed": self.passed, "reason": self.reason, **figures, **self.details}
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        """Each claim's verdict ([] where no claim check ran)."""
+        return list(self.claims.claims) if self.claims is not None else []
 
 
 def grounding_check(evidence: Sequence[str], question: str = "") -> Callable[[str], Check]:
@@ -76,9 +84,8 @@ def grounding_check(evidence: Sequence[str], question: str = "") -> Callable[[st
     evidence = list(evidence)
 
     def check(answer: str) -> Check:
-        details = check_claims(answer, evidence, question).to_dict()
-        passed, reason = details.pop("passed"), details.pop("reason")
-        return Check(passed, reason, details)
+        report = check_claims(answer, evidence, question)
+        return Check(report.passed, report.reason, claims=report)
 
     return check
 
@@ -255,11 +262,10 @@ def answer(draft: Draft, model, llm_config: LLMConfig, profiler: Profiler | None
         check = draft.judge(text) if text.strip() else Check(False, nothing)
     judged: list[dict] = []
     if not check.passed and llm_config.judge_claims and hasattr(model, "choice_logprobs") \
-            and any(c.get("borderline") for c in check.details.get("claims", ())):
+            and check.claims is not None and any(c.borderline for c in check.verdicts):
         with profiler.stage("claim_judge"):
-            details, judged = judge_borderline({"passed": check.passed, "reason": check.reason,
-                                                **check.details}, model)
-        check = Check(details.pop("passed"), details.pop("reason"), details)
+            report, judged = judge_borderline(check.claims, model)
+        check = Check(report.passed, report.reason, check.details, report)
     recited_claims: list[dict] = []
     if not check.passed:
         with profiler.stage("check"):
@@ -321,8 +327,8 @@ def settle(text: str, check: Check, draft: Draft, profiler: Profiler | None = No
         with profiler.stage("check"):
             again = draft.judge(resupported)
         if again.passed:
-            dropped = [{"text": c["text"], "why": c.get("why", "")} for c in check.details.get("claims", ())
-                       if c.get("verdict") not in ("short_answer", "supported")]
+            dropped = [{"text": c.text, "why": c.why} for c in check.verdicts
+                       if c.verdict not in ("short_answer", "supported")]
             return Settled("resupported", resupported, again, tuple(dropped))
     return Settled("replaced", _with_note(draft), check)
 
@@ -349,11 +355,12 @@ def generation_figures(gen) -> dict:
 def recite(text: str, check: Check, draft: Draft) -> tuple[str, Check, list[dict]] | None:
     """The answer with each miscited claim citing the item that supports it, checked again
     (a small model often cites [2] for what [1] says); None when no claim is miscited."""
-    claims = check.details.get("claims")
+    claims = check.verdicts
     parts = split_claims(text)
     if not claims or len(parts) != len(claims):
         return None
-    fixes = [(parts[i], c["support"]["evidence"]) for i, c in enumerate(claims) if c["verdict"] == "miscited"]
+    fixes = [(parts[i], c.support.evidence) for i, c in enumerate(claims)
+             if c.verdict == "miscited" and c.support is not None]
     if not fixes:
         return None
     for part, right in sorted(fixes, key=lambda f: -f[0].start):
@@ -367,28 +374,28 @@ def drop_unsupported(text: str, check: Check, draft: Draft) -> tuple[str, Check,
     """The answer without its unsupported claims, when its core claim holds and what is left
     passes the check again; ``None`` when the answer must be replaced instead (its core claim
     fails, the check is not claim-level, or the answer loops)."""
-    claims = check.details.get("claims")
-    core = check.details.get("core")
-    if not claims or core is None or claims[core]["verdict"] not in ("supported", "refusal"):
+    claims = check.verdicts
+    core = check.claims.core if check.claims is not None else None
+    if not claims or core is None or claims[core].verdict not in ("supported", "refusal"):
         return None
     parts = split_claims(text)
-    dropped = [i for i, c in enumerate(claims) if c["verdict"] == "unsupported"]
+    dropped = [i for i, c in enumerate(claims) if c.verdict == "unsupported"]
     if len(parts) != len(claims) or not dropped:
         return None
     kept_text = remove_claims(text, [parts[i] for i in dropped])
     kept_check = draft.judge(kept_text)
     if not kept_check.passed:
         return None
-    return kept_text, kept_check, [{"text": claims[i]["text"], "why": claims[i]["why"]} for i in dropped]
+    return kept_text, kept_check, [{"text": claims[i].text, "why": claims[i].why} for i in dropped]
 
 
 def _fallback_reason(check: Check) -> str:
     """Why the model's answer was replaced: its core claim, when the check is claim-level."""
-    claims, core = check.details.get("claims"), check.details.get("core")
-    if claims and core is not None and claims[core]["verdict"] == "unsupported":
-        return f"the core claim (claim {core + 1}) is not supported: {claims[core]['why']}"
-    if claims and core is not None and claims[core]["verdict"] == "contradicted":
-        return f"the core claim (claim {core + 1}) is contradicted by the evidence: {claims[core]['why']}"
+    claims, core = check.verdicts, check.claims.core if check.claims is not None else None
+    if claims and core is not None and claims[core].verdict == "unsupported":
+        return f"the core claim (claim {core + 1}) is not supported: {claims[core].why}"
+    if claims and core is not None and claims[core].verdict == "contradicted":
+        return f"the core claim (claim {core + 1}) is contradicted by the evidence: {claims[core].why}"
     return f"the check failed: {check.reason}"
 
 

@@ -30,9 +30,8 @@ def themes_check(evidence: list[str], question: str):
 
     def judge(text: str) -> Check:
         verdict = check(text)
-        if verdict.passed and not any(c.get("verdict") == "supported" and c.get("cited")
-                                      for c in verdict.details.get("claims", ())):
-            return Check(False, "no claim cites the evidence that supports it", verdict.details)
+        if verdict.passed and not any(c.verdict == "supported" and c.cited for c in verdict.verdicts):
+            return Check(False, "no claim cites the evidence that supports it", verdict.details, verdict.claims)
         return verdict
 
     return judge

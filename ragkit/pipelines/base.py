@@ -463,12 +463,12 @@ def settle_citations(outcome: Outcome, citations: list[Citation],
 
     text = outcome.text
     if outcome.answer_source == "model":
-        claims = outcome.check.details.get("claims") or []
+        claims = outcome.check.verdicts
         parts = split_claims(text)
         if len(parts) == len(claims):
             # A lead-in to a list ("Các bước:") introduces what follows; it cites nothing.
-            added = {i: citation_of(c["support"]["evidence"]) for i, c in enumerate(claims)
-                     if c["verdict"] == "supported" and not parts[i].cited and c.get("support")
+            added = {i: citation_of(c.support.evidence) for i, c in enumerate(claims)
+                     if c.verdict == "supported" and not parts[i].cited and c.support is not None
                      and not parts[i].body.rstrip().endswith(":")}
             text = add_citations(text, {i: n for i, n in added.items() if n is not None})
     by_id = {c.id: c for c in citations}
