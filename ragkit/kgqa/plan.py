@@ -91,30 +91,38 @@ def _checked(step: Step, where: str, kinds: set[tuple[str, str, str]], node_type
                 raise PlanError(f"{where}: the graph has no {start or '?'} "
                                 f"{'-' if step.direction == 'out' else '<-'}[{step.relation}]"
                                 f"{'->' if step.direction == 'out' else '-'} {step.target_type} edges")
-            return step.target_type
-        case Join():
-            return types[step.inputs[0]]
         case Named():
             if any(i not in node_ids for i in step.ids):
                 raise PlanError(f"{where}: nodes needs a list of node ids of the graph (got {list(step.ids)!r})")
-            return step.type
         case Every():
             if step.type not in node_types:
                 raise PlanError(f"{where}: {step.type!r} is not a node type of the graph")
-            return step.type
-        case PropertyFilter():
-            return types[step.input]
         case EdgeFilter():
             listed = types[step.input]
             if not _edges(kinds, step.relation, step.direction, listed, step.target_type):
                 raise PlanError(f"{where}: filter needs a 'property', or a 'relation', 'direction' and "
                                 f"'target_type' that {listed or 'its input'} nodes have edges of")
-            return listed
         case Given():
             if not history or step.history not in history:
                 raise PlanError(f"{where}: {step.history!r} is not in the previous turn's context")
             earlier = history[step.history]
             return earlier["type"] if isinstance(earlier, dict) else None
+    return _listed_type(step, types)
+
+
+def _listed_type(step: Step, types: dict[str, str | None]) -> str | None:
+    """The type of the nodes ``step`` lists, given the earlier steps' ``types`` (None for a
+    previous turn's list, whose type its own turn knew)."""
+    match step:
+        case Expand():
+            return step.target_type
+        case Join():
+            return types.get(step.inputs[0])
+        case PropertyFilter() | EdgeFilter():
+            return types.get(step.input)
+        case Named() | Every():
+            return step.type
+    return None
 
 
 def _edges(kinds: set[tuple[str, str, str]], relation: str, direction: str, start: str | None,
@@ -142,17 +150,7 @@ def step_types(steps: list[Step]) -> dict[str, str | None]:
     """Each step's key → the type of the nodes it lists (None for a previous turn's list)."""
     types: dict[str, str | None] = {}
     for s in steps:
-        match s:
-            case Expand():
-                types[s.key] = s.target_type
-            case Join():
-                types[s.key] = types.get(s.inputs[0])
-            case PropertyFilter() | EdgeFilter():
-                types[s.key] = types.get(s.input)
-            case Named() | Every():
-                types[s.key] = s.type
-            case Given():     # the type it had in its own turn
-                types[s.key] = None
+        types[s.key] = _listed_type(s, types)
     return types
 
 

@@ -8,7 +8,6 @@ steps). ``to_dict`` writes the same JSON keys back, so a plan round-trips.
 
 from __future__ import annotations
 
-import builtins
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, TypeAlias, cast, get_args
 
@@ -119,47 +118,46 @@ class Given:
 
 
 @dataclass(frozen=True)
-class PropertyFilter:
-    """The nodes of an earlier list (``input``) whose ``property`` compares to ``value``
-    ("approved after 2000")."""
+class _Comparison:
+    """What both filters share: the earlier list they read (``input``) and how a node's
+    number compares (``compare``, ``value``)."""
 
     op: ClassVar[str] = "filter"
     key: str
     input: str
     compare: str
     value: int | float
-    property: str
-
-    @builtins.property     # the field "property" shadows the builtin here
-    def reads(self) -> tuple[str, ...]:
-        return (self.input,)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "op": self.op, "input": self.input, "compare": self.compare,
-                "value": self.value, "property": self.property}
-
-
-@dataclass(frozen=True)
-class EdgeFilter:
-    """The nodes of an earlier list (``input``) whose number of ``relation`` edges
-    (``direction``) to ``target_type`` nodes compares to ``value`` ("more than 3 symptoms")."""
-
-    op: ClassVar[str] = "filter"
-    key: str
-    input: str
-    compare: str
-    value: int | float
-    relation: str
-    direction: Direction
-    target_type: str
 
     @property
     def reads(self) -> tuple[str, ...]:
         return (self.input,)
 
+    def _head(self) -> dict[str, Any]:
+        return {"key": self.key, "op": self.op, "input": self.input, "compare": self.compare, "value": self.value}
+
+
+@dataclass(frozen=True)
+class PropertyFilter(_Comparison):
+    """The nodes of an earlier list whose ``property`` compares to ``value`` ("approved after
+    2000")."""
+
+    property: str
+
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "op": self.op, "input": self.input, "compare": self.compare,
-                "value": self.value, "relation": self.relation, "direction": self.direction,
+        return {**self._head(), "property": self.property}
+
+
+@dataclass(frozen=True)
+class EdgeFilter(_Comparison):
+    """The nodes of an earlier list whose number of ``relation`` edges (``direction``) to
+    ``target_type`` nodes compares to ``value`` ("more than 3 symptoms")."""
+
+    relation: str
+    direction: Direction
+    target_type: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self._head(), "relation": self.relation, "direction": self.direction,
                 "target_type": self.target_type}
 
 
