@@ -122,21 +122,22 @@ def test_rerank_through_the_cli_is_timed_and_traced(tmp_path):
     index = tmp_path / "manuals"
     assert ragkit("index", "build", "--corpus", str(MANUALS), "--out", str(index)).returncode == 0
     query = "làm sao để thay mũi khoan an toàn"
-    result = ragkit("search", "--index", str(index), "--query", query, "--k", "5", "--rerank", "llm",
-                    "--rerank-depth", "8", "--json")
+    # each judgment is a model call over a whole chunk: judge few, as the behaviour needs no more
+    result = ragkit("search", "--index", str(index), "--query", query, "--k", "3", "--rerank", "llm",
+                    "--rerank-depth", "5", "--json")
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)["results"]
-    assert len(rows) == 5
-    assert [r["rerank"]["after"] for r in rows] == [1, 2, 3, 4, 5]
+    assert len(rows) == 3
+    assert [r["rerank"]["after"] for r in rows] == [1, 2, 3]
     assert all(isinstance(r["rerank"]["logodds"], float) for r in rows)
-    plain = json.loads(ragkit("search", "--index", str(index), "--query", query, "--k", "8", "--json").stdout)
+    plain = json.loads(ragkit("search", "--index", str(index), "--query", query, "--k", "5", "--json").stdout)
     assert {r["doc_id"] for r in rows} <= {r["doc_id"] for r in plain["results"]}   # reordered, not new
-    answer = ragkit("ask", "Các bước thay mũi khoan?", "--index", str(index), "--rerank", "llm", "--no-llm",
-                    "--json")
+    answer = ragkit("ask", "Các bước thay mũi khoan?", "--index", str(index), "--rerank", "llm",
+                    "--rerank-depth", "5", "--no-llm", "--json")
     assert answer.returncode == 0, answer.stderr
     data = json.loads(answer.stdout)
     assert data["timings_ms"]["rerank"] > 0
-    assert 4 <= len(data["trace"]["rerank"]) == data["trace"]["n_candidates"] <= 20
+    assert 4 <= len(data["trace"]["rerank"]) == data["trace"]["n_candidates"] <= 5
     assert data["trace"]["mmr_similarity"] == "jaccard"
     bad = ragkit("search", "--index", str(index), "--query", query, "--k", "5", "--rerank", "llm",
                  "--rerank-depth", "3")
