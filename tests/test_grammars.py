@@ -117,7 +117,7 @@ def test_the_real_model_writes_plans_that_parse(nx_kg, gguf):
         model = TokenTap(gguf, lambda piece, call: written.append(piece))
         entities = qa.names.resolve(question)
         _, info = qa.plan(question, entities, None, model, use_llm_planner=True)
-        assert info["llm_plan_constrained"] is True
+        assert info.llm_plan_constrained is True
         plan = parse_plan_json("".join(written))
         relations = {s.relation for s in qa.schema}
         linked = {e.id for e in entities} | {a.id for alts in qa.alternatives(entities).values() for a in alts}

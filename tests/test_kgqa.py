@@ -84,6 +84,30 @@ def test_follow_up_filters_the_previous_answer(kg):
         kg.rules.plan(FOLLOW_UP, kg.names.resolve(FOLLOW_UP), {})
 
 
+def test_a_run_through_the_flow_is_typed_and_its_turn_round_trips(nx_kg):
+    from ragkit.kgqa.flow import Turn
+    from ragkit.kgqa.records import KGRun
+    from ragkit.kgqa.resolve import Resolved
+
+    run = nx_kg.ask(Q2)
+    assert isinstance(run, KGRun) and run.plan is not None and run.plan_error is None
+    assert [e.name for e in run.entities] == ["Aspirin", "Ibuprofen"] and isinstance(run.entities[0], Resolved)
+    assert run.planning.planner == "rules" and run.planning.llm_plan_rejected is None
+    assert run.planning.linked["asked_type"] == "Symptom"
+    assert run.counts[run.plan.final] == run.context_store["final_result_total"]
+    assert {e["step"] for e in run.edges} <= {s.key for s in run.plan.steps}
+    lists = run.turn.lists
+    assert lists["common_diseases"]["type"] == "Disease"
+    assert names(lists["common_diseases"]["items"]) == SHARED_DISEASES
+    assert Turn.from_dict(json.loads(json.dumps(run.turn.to_dict()))) == run.turn
+
+    follow_up = nx_kg.ask(FOLLOW_UP, [run.turn])
+    assert [s.op for s in follow_up.plan.steps] == ["given", "expand", "intersection"]
+    unmapped = nx_kg.ask("Which movies won an Oscar?")
+    assert unmapped.plan is None and unmapped.turn is None and unmapped.plan_error.startswith("plan: ")
+    assert unmapped.context_store == {} and unmapped.edges == [] and unmapped.planning.planner == "rules"
+
+
 def test_entities_resolve_exact_alias_and_fuzzy(nx_kg):
     found = {r.mention: (r.id, r.how) for r in nx_kg.names.resolve("Do Asprin and Tylenol help rheumatoid arthritis?")}
     assert found == {"asprin": ("compound:aspirin", "fuzzy"), "tylenol": ("compound:paracetamol", "alias"),

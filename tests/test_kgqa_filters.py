@@ -147,10 +147,10 @@ def test_a_comparison_the_graph_cannot_make_is_not_planned(films):
 
 def test_the_written_answer_says_what_was_compared(films):
     result = films.ask("Which movies did Christopher Nolan direct after 2005?")
-    text = written_answer("", result["plan"], result["context_store"], films.nodes)
+    text = written_answer("", result.plan, result.context_store, films.nodes)
     assert "Answer: Those whose year is after 2005: 3 movies" in text
     result = films.ask("Which studios produced more than 2 movies?")
-    text = written_answer("", result["plan"], result["context_store"], films.nodes)
+    text = written_answer("", result.plan, result.context_store, films.nodes)
     assert "Answer: Those with more than 2 movies (produced by): 1 studio: Syncopy" in text
 
 
@@ -202,10 +202,10 @@ def test_the_answer_check_compares_the_answer_type_with_the_asked_type(films):
     from ragkit.kgqa.answer import answer_draft
 
     result = films.ask("Which studios produced more than 2 movies?")
-    plan = result["plan"]
-    draft = answer_draft("q", plan, result["context_store"], films.nodes)
+    plan = result.plan
+    draft = answer_draft("q", plan, result.context_store, films.nodes)
     assert draft.check("Syncopy produced more than 2 of these movies.").passed
     plan.linked = dict(plan.linked, asked_type="Movie")
-    draft = answer_draft("q", plan, result["context_store"], films.nodes)
+    draft = answer_draft("q", plan, result.context_store, films.nodes)
     verdict = draft.check("Syncopy produced more than 2 of these movies.")
     assert not verdict.passed and "lists studios, but the question asks for movies" in verdict.reason

@@ -102,7 +102,7 @@ def test_plans_decoded_under_the_plan_schema_parse_on_both(backend, nx_kg):
     _, info = nx_kg.plan(question, nx_kg.names.resolve(question), None,
                          TokenTap(backend, lambda piece, call: written.append(piece)), use_llm_planner=True)
     plan = parse_plan_json("".join(written))
-    assert info["llm_plan_constrained"] and plan.steps and plan.final == f"s{len(plan.steps)}"
+    assert info.llm_plan_constrained and plan.steps and plan.final == f"s{len(plan.steps)}"
     assert plan.steps[0].to_dict()["from"] == {"entity": "compound:aspirin"}
     if isinstance(backend, ServerLLM):
         assert backend._schema_form == "json_object"

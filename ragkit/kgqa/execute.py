@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 
 from .filters import compare
 from .plan import Plan
+from .records import History, Item
 from .steps import EdgeFilter, Every, Expand, Given, Join, Named, PropertyFilter, Step
 from .store import Edge, TypedStore, node_key
 
 FINAL_LIMIT = 15
 
 
-def item(node: dict) -> dict:
+def item(node: dict) -> Item:
     """A node as the context store keeps it."""
     return {"id": node["id"], "name": node["name"], "type": node["type"]}
 
@@ -29,11 +30,11 @@ class Execution:
     facts: dict[str, list[dict]] = field(default_factory=dict)     # step key → property values compared
 
 
-def execute(plan: Plan, store: TypedStore, nodes: dict[str, dict], history: dict | None = None) -> Execution:
+def execute(plan: Plan, store: TypedStore, nodes: dict[str, dict], history: History | None = None) -> Execution:
     """Run ``plan`` on ``store``; ``nodes`` maps ids to nodes (for named nodes and for every
     node of a type, which need no query)."""
     run = Execution()
-    results: dict[str, list[dict]] = {}
+    results: dict[str, list[Item]] = {}
     for step in plan.steps:
         results[step.key] = _listed(step, results, store, nodes, history, run)
         run.counts[step.key] = len(results[step.key])
@@ -45,8 +46,8 @@ def execute(plan: Plan, store: TypedStore, nodes: dict[str, dict], history: dict
     return run
 
 
-def _listed(step: Step, results: dict[str, list[dict]], store: TypedStore, nodes: dict[str, dict],
-            history: dict | None, run: Execution) -> list[dict]:
+def _listed(step: Step, results: dict[str, list[Item]], store: TypedStore, nodes: dict[str, dict],
+            history: History | None, run: Execution) -> list[Item]:
     """The nodes ``step`` lists, given the earlier steps' ``results``."""
     match step:
         case Expand():
@@ -79,7 +80,7 @@ def _listed(step: Step, results: dict[str, list[dict]], store: TypedStore, nodes
             return _counted(step, results[step.input], store, run)
 
 
-def _counted(step: EdgeFilter, items: list[dict], store: TypedStore, run: Execution) -> list[dict]:
+def _counted(step: EdgeFilter, items: list[Item], store: TypedStore, run: Execution) -> list[Item]:
     """The items whose number of edges of the step's kind compares as it says; the edges
     behind the kept ones are its evidence."""
     _, edges = store.expand([i["id"] for i in items], step.relation, step.direction, step.target_type)

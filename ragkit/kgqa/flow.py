@@ -26,6 +26,7 @@ from ..runtime.profiler import Profiler
 from .execute import execute
 from .filters import numeric_properties
 from .plan import ANAPHORS, Plan, PlanError, history_lists, parse_plan_json, step_types, validate
+from .records import History, KGRun, Planning
 from .steps import Given
 from .question_reading import plural
 from .rule_planner import RulePlanner
@@ -56,11 +57,16 @@ class Turn:
     standalone: str
     plan: dict
     context_store: dict
-    lists: dict = field(default_factory=dict)
+    lists: History = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"question": self.question, "standalone": self.standalone, "plan": self.plan,
                 "context_store": self.context_store, "lists": self.lists}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Turn:
+        """A turn from its JSON (an earlier answer's ``trace.turn``)."""
+        return cls(data["question"], data["standalone"], data["plan"], data["context_store"], data.get("lists", {}))
 
 
 class KGQA:
@@ -107,29 +113,32 @@ class KGQA:
         return (f"{question.strip()} (\"{sorted(ANAPHORS & toks)[0]}\": the {len(bound['items'])} "
                 f"{plural(bound['type']).replace('_', ' ')} found for \"{previous.standalone}\": {names})")
 
-    def plan(self, question: str, entities, history_map: dict | None, model: LLM | None,
-             use_llm_planner: bool, reading: QuestionReading | None = None) -> tuple[Plan, dict]:
+    def plan(self, question: str, entities: list[Resolved], history_map: History | None, model: LLM | None,
+             use_llm_planner: bool, reading: QuestionReading | None = None) -> tuple[Plan, Planning]:
         """The plan for ``question``: the model's (``use_llm_planner``) when it passes
         validation, else the rules' (with why the model's was not taken)."""
         node_ids = set(self.nodes)
-        info: dict = {"planner": "rules"}
+        rejected: str | None = None
+        reply: str | None = None
+        constrained: bool | None = None    # the model was asked, under the plan's schema
         if use_llm_planner and model is not None:
+            constrained = True
             try:
                 return self.llm_plan(question, entities, history_map, model, reading)
             except PlanError as exc:
-                info = {"planner": "rules", "llm_plan_rejected": str(exc), "llm_plan": getattr(exc, "reply", None)}
+                rejected, reply = str(exc), getattr(exc, "reply", None)
             except ModelError as exc:
                 if not isinstance(exc, GenerationError):   # a model that cannot load is an error
                     raise
-                info = {"planner": "rules", "llm_plan_rejected": f"{type(exc).__name__}: {exc}"}
+                rejected = f"{type(exc).__name__}: {exc}"
             except Exception as exc:  # a model failure falls back to the rules, and says so
-                info = {"planner": "rules", "llm_plan_rejected": f"{type(exc).__name__}: {exc}"}
-            info["llm_plan_constrained"] = True
+                rejected = f"{type(exc).__name__}: {exc}"
         plan = self.rules.plan(question, entities, history_map, self.alternatives(entities), reading)
-        return validate(plan, self.schema, node_ids, history_map), {**info, "linked": plan.linked}
+        planning = Planning("rules", reply, rejected, constrained, plan.linked)
+        return validate(plan, self.schema, node_ids, history_map), planning
 
-    def llm_plan(self, question: str, entities, history_map: dict | None, model: LLM,
-                 reading: QuestionReading | None = None) -> tuple[Plan, dict]:
+    def llm_plan(self, question: str, entities: list[Resolved], history_map: History | None, model: LLM,
+                 reading: QuestionReading | None = None) -> tuple[Plan, Planning]:
         """The model's plan, validated (PlanError, with the reply as ``reply``, if it does not
         parse or fit). The reply is decoded under the plan's JSON schema
         (``llm.grammars.plan_schema``): any OpenAI-compatible server with structured outputs
@@ -150,9 +159,10 @@ class KGQA:
         except PlanError as exc:
             exc.reply = gen.text        # for the trace: what the model wrote
             raise
-        return plan, {"planner": "llm", "llm_plan": gen.text, "llm_plan_constrained": True}
+        return plan, Planning("llm", gen.text, None, True, plan.linked)
 
-    def fits_question(self, plan: Plan, question: str, entities, reading: QuestionReading | None = None) -> None:
+    def fits_question(self, plan: Plan, question: str, entities: list[Resolved],
+                      reading: QuestionReading | None = None) -> None:
         """PlanError unless a plan answers with the type the question asks for and makes the
         comparisons it makes (as the rules read them): a model's plan may be valid on the
         schema and still answer another question."""
@@ -168,7 +178,7 @@ class KGQA:
     # ----------------------------------------------------------------- the flow
     def ask(self, question: str, history: list[Turn] | None = None, model: LLM | None = None,
             use_llm_planner: bool = False, profiler: Profiler | None = None,
-            reading: QuestionReading | None = None) -> dict:
+            reading: QuestionReading | None = None) -> KGRun:
         """Entities, plan, the context store it fills and the edges behind it (each stage
         timed in ``profiler``); the answer is written by the answer stage. ``reading``: the
         ask's reading of the question (``ragkit.text.question``), which the planner links."""
@@ -179,11 +189,9 @@ class KGQA:
         history_map = history[-1].lists if history else None
         try:
             with profiler.stage("plan"):
-                plan, planner_info = self.plan(question, entities, history_map, model, use_llm_planner, reading)
+                plan, planning = self.plan(question, entities, history_map, model, use_llm_planner, reading)
         except PlanError as exc:
-            return {"standalone": question, "entities": [e.__dict__ for e in entities], "plan": None,
-                    "plan_error": str(exc), "linked": getattr(exc, "linked", {}), "context_store": {},
-                    "edges": []}
+            return KGRun(question, entities, Planning(linked=getattr(exc, "linked", {})), plan_error=str(exc))
         with profiler.stage("query_writing"):
             standalone = self.standalone(question, history, plan)
         with profiler.stage("execute"):
@@ -193,9 +201,7 @@ class KGQA:
         edges = [{"step": key, "source": e.source, "relation": e.relation, "target": e.target, **e.properties}
                  for key, es in run.edges.items() for e in es]
         facts = [{"step": key, **f} for key, fs in run.facts.items() for f in fs]
-        return {"standalone": standalone, "entities": [e.__dict__ for e in entities], "plan": plan,
-                **planner_info, "context_store": run.context_store, "counts": run.counts,
-                "edges": edges, "facts": facts, "turn": turn.to_dict()}
+        return KGRun(standalone, entities, planning, plan, None, run.context_store, run.counts, edges, facts, turn)
 
 
 def same_name_index(nodes) -> dict[str, list[str]]:
@@ -213,8 +219,4 @@ def same_name_index(nodes) -> dict[str, list[str]]:
     return index
 
 
-def turn_from_dict(data: dict) -> Turn:
-    return Turn(data["question"], data["standalone"], data["plan"], data["context_store"], data.get("lists", {}))
-
-
-__all__ = ["KGQA", "Turn", "turn_from_dict"]
+__all__ = ["KGQA", "Turn"]

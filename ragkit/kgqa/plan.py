@@ -25,6 +25,7 @@ from typing import Any
 
 from .steps import (RESERVED, EdgeFilter, Every, Expand, Given, Join, Named, PlanError, PropertyFilter, Step,
                     step_from_dict)
+from .records import History
 from .store import SchemaEdge
 
 MAX_HOPS = 3
@@ -60,7 +61,7 @@ class Plan:
                    final=str(data["final"]), count=bool(data.get("count")))
 
 
-def validate(plan: Plan, schema: list[SchemaEdge], node_ids: set[str], history: dict | None = None) -> Plan:
+def validate(plan: Plan, schema: list[SchemaEdge], node_ids: set[str], history: History | None = None) -> Plan:
     """Raise PlanError unless every step fits the schema and refers to what exists (the
     steps' own shapes are checked as they are read, by ``steps.step_from_dict``)."""
     kinds = {(s.source_type, s.relation, s.target_type) for s in schema}
@@ -80,7 +81,7 @@ def validate(plan: Plan, schema: list[SchemaEdge], node_ids: set[str], history: 
 
 
 def _checked(step: Step, where: str, kinds: set[tuple[str, str, str]], node_types: set[str], node_ids: set[str],
-             types: dict[str, str | None], history: dict | None) -> str | None:
+             types: dict[str, str | None], history: History | None) -> str | None:
     """The type of the nodes ``step`` lists; PlanError if it does not fit the graph."""
     match step:
         case Expand():
@@ -154,13 +155,14 @@ def step_types(steps: list[Step]) -> dict[str, str | None]:
     return types
 
 
-def history_lists(context_store: dict, plan: Plan) -> dict:
+def history_lists(context_store: dict, plan: Plan) -> History:
     """A finished turn's lists, typed, for the next turn's anaphors."""
     types = step_types(plan.steps)
-    out = {}
+    out: History = {}
     for key, value in context_store.items():
-        if isinstance(value, list) and key in types and types[key]:
-            out[key] = {"type": types[key], "items": value}
+        kind = types.get(key)
+        if isinstance(value, list) and kind:
+            out[key] = {"type": kind, "items": value}
     return out
 
 

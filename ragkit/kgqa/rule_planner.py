@@ -27,6 +27,7 @@ from .plan import ANAPHORS, Plan, PlanError, step_types
 from .question_reading import (Hop, NotMapped, QuestionReader, Reading, agent_nouns, name_words, plural, slug)
 from .resolve import Resolved
 from .steps import EdgeFilter, Every, Expand, Given, Join, Named, PropertyFilter, Step, reading_instead
+from .records import History
 from .store import SchemaEdge
 from .vocabulary import (ASK_AFTER, ASK_BEFORE, COUNT, ENUMERATE, NAME_FILLERS,
                          REQUEST, TYPE_WORDS, other_relation_words,
@@ -150,7 +151,7 @@ class RulePlanner(QuestionReader):
                     best = (key, goal, chains)
         return best
 
-    def plan(self, question: str, entities: list[Resolved], history: dict | None = None,
+    def plan(self, question: str, entities: list[Resolved], history: History | None = None,
              alternatives: dict[str, list[Resolved]] | None = None,
              question_reading: QuestionReading | None = None) -> Plan:
         """The plan for ``question``; ``alternatives``: for an entity id, the nodes of other
@@ -346,7 +347,7 @@ class RulePlanner(QuestionReader):
             raise ValueError("a walk needs a hop or a step to start from")
         return key
 
-    def _follow_up(self, entities: list[Resolved], reading: Reading, named: list[str], history: dict) -> Plan:
+    def _follow_up(self, entities: list[Resolved], reading: Reading, named: list[str], history: History) -> Plan:
         """"Which of them affect the liver?": the previous turn's list of the type that the
         named relation joins to the new entity, filtered by that relation."""
         lists = {k: v for k, v in history.items() if isinstance(v, dict) and v.get("type")}

@@ -20,7 +20,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import networkx as nx
 
@@ -51,8 +51,9 @@ class Edge:
     properties: dict
 
 
-def node_key(node: dict) -> tuple[str, str]:
-    return (str(node.get("name", "")).lower(), node["id"])
+def node_key(node: Mapping[str, object]) -> tuple[str, str]:
+    """A node's place in a listing: by name, then id (a stored node or a listed item)."""
+    return (str(node.get("name", "")).lower(), str(node["id"]))
 
 
 class TypedStore(ABC):

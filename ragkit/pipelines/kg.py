@@ -129,23 +129,28 @@ class KGPipeline(Pipeline):
 
     def gather(self, question: str, qa: KGQA, query: KGConfig | None, ctx: AskContext) -> Gathered:
         from ..kgqa.answer import answer_draft, not_mapped_draft
-        from ..kgqa.flow import Turn, turn_from_dict
+        from ..kgqa.flow import Turn
 
         query = query or KGConfig()
         if ctx.use_llm:
             check_fits(question, ctx)
-        turns = [t if isinstance(t, Turn) else turn_from_dict(t) for t in query.history]
+        turns = [t if isinstance(t, Turn) else Turn.from_dict(t) for t in query.history]
         planner = ctx.model if ctx.use_llm and query.llm_planner else None
-        result = qa.ask(question, turns, model=planner, use_llm_planner=planner is not None,
-                        profiler=ctx.profiler, reading=ctx.reading(question))
-        plan = result.pop("plan")
-        trace = KGTrace(plan=plan.to_dict() if plan is not None else None,
-                        history=[t.to_dict() for t in turns], **result)
-        citations = citations_for(trace.context_store, trace.edges, qa.nodes, trace.facts)
-        if plan is None:
-            draft = not_mapped_draft(trace.plan_error or "", trace.linked)
+        run = qa.ask(question, turns, model=planner, use_llm_planner=planner is not None,
+                     profiler=ctx.profiler, reading=ctx.reading(question))
+        planning = run.planning
+        trace = KGTrace(standalone=run.standalone, entities=[e.__dict__ for e in run.entities],
+                        plan=run.plan.to_dict() if run.plan is not None else None, planner=planning.planner,
+                        llm_plan=planning.llm_plan, llm_plan_rejected=planning.llm_plan_rejected,
+                        llm_plan_constrained=planning.llm_plan_constrained, plan_error=run.plan_error,
+                        linked=planning.linked, context_store=run.context_store, counts=run.counts,
+                        edges=run.edges, facts=run.facts, turn=run.turn.to_dict() if run.turn else None,
+                        history=[t.to_dict() for t in turns])
+        citations = citations_for(run.context_store, run.edges, qa.nodes, run.facts)
+        if run.plan is None:
+            draft = not_mapped_draft(run.plan_error or "", planning.linked)
         else:
-            draft = answer_draft(trace.standalone, plan, trace.context_store, qa.nodes,
+            draft = answer_draft(run.standalone, run.plan, run.context_store, qa.nodes,
                                  [c.title for c in citations])
         draft.max_tokens = ctx.llm_config.max_tokens
         return Gathered(draft, citations, trace)
