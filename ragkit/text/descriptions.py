@@ -55,17 +55,22 @@ def _name_end(tokens: list[tuple[str, int, int]], k: int) -> int:
     return end
 
 
+Tokens = list[tuple[str, int, int]]       # each word, where it opens and where it closes
+
+
 def _description_at(text: str, after: int = 0) -> Description | None:
     """The first description in ``text`` from character ``after`` on, of three kinds, read
     from English's closed word classes and capitalisation, never from a dataset's templates:
 
     - a determiner after a preposition or an auxiliary verb, up to four words and a
       relative pronoun ("in *the city where X was born*", "is *the gazette which
-      printed Y*"), to the next comma or the end of the sentence;
+      printed Y*"), to the next comma or the end of the sentence (``_relative_clause``);
     - a noun phrase after a preposition (or, with a predicate after it, an auxiliary verb)
       and "of" a name or another description ("of *the composer of Harbor Lights*", "in
-      *birth place of the editor of X*", "did *the sister of Ada Marlowe* write");
-    - a name's possessive and the lower-case noun it owns ("*Velmora's capital*").
+      *birth place of the editor of X*", "did *the sister of Ada Marlowe* write")
+      (``_noun_of``);
+    - a name's possessive and the lower-case noun it owns ("*Velmora's capital*")
+      (``_possessive``).
 
     A capitalised "The" or "Who" inside a title ("The Man Who Planted Trees")
     opens nothing."""
@@ -78,89 +83,121 @@ def _description_at(text: str, after: int = 0) -> Description | None:
         before = lowered[i - 1]
         opener = before in _PREPOSITIONS or before in _AUXILIARIES
         listed = before in ("and", "or")     # "stars X, Y and *the producer of Z*"
-        # a relative clause
+        found = None
         if opener and word in _DETERMINERS and word != "that":
-            for j in range(i + 1, min(i + 6, len(tokens))):
-                w = tokens[j][0]
-                # a clause with its relative pronoun left out: "the country *Signmark is from*"
-                contact = j > i + 1 and w[:1].isupper() and _name_end(tokens, j) < len(tokens) \
-                    and lowered[_name_end(tokens, j)] in _AUXILIARIES
-                if (w in _RELATIVES or contact) and j > i + 1:    # lower case: "Who" in a title is no pronoun
-                    comma = text.find(",", tokens[j][1])
-                    stop = comma if comma >= 0 else len(text)
-                    if comma < 0 and before in _AUXILIARIES:
-                        # "was *the studio that released Quiet Harbor* bought by ...": after an
-                        # auxiliary the question's own verb follows the clause, unmarked; the
-                        # clause's first name closes it, when lower-case words follow that name
-                        name = next((n for n in range(j + 1, len(tokens)) if tokens[n][0][:1].isupper()), None)
-                        end = _name_end(tokens, name) if name is not None else len(tokens)
-                        if end < len(tokens) and tokens[end][0].islower() and not _closed(lowered[end]):
-                            stop = tokens[end - 1][2]
-                        elif before in ("do", "does", "did") and not contact:
-                            break   # "does the officer who ... work?": nothing marks where it ends
-                    # "the valley where X lies *did* the first mill open": an
-                    # inverted "do" after the clause's own words resumes the question
-                    resumed = next((t[1] for t in tokens[j + 2:] if t[0] in ("do", "does", "did")
-                                    and t[1] < stop), None)
-                    stop = resumed if resumed is not None else stop
-                    # a preposition the clause leaves stranded closes it ("is part *of* dissolve")
-                    stranded = next((tokens[n][2] for n in range(j + 1, len(tokens) - 1)
-                                     if tokens[n][1] < stop and lowered[n] in _PREPOSITIONS
-                                     and tokens[n + 1][0].islower() and not _closed(lowered[n + 1])), None)
-                    stop = stranded if stranded is not None else stop
-                    found = text[at:stop].strip().rstrip("?.!").strip()
-                    if len(found.split()) > j - i + 1:
-                        return Description(found, f"What is {found}?", tokens[j][2] - at)
-                    break
-                if lowered[j] in _PREPOSITIONS or lowered[j] in _AUXILIARIES or lowered[j] in _DETERMINERS:
-                    break
-        # a noun phrase "of" a name or of another description
-        if (opener or listed) and (word in _DETERMINERS and word != "that" or (word.islower() and not _closed(word))):
-            j = i + 1 if word in _DETERMINERS else i
-            nouns = j
-            while j < len(tokens) and j - nouns < 3 and tokens[j][0].islower() and not _closed(lowered[j]):
-                j += 1
-            if j > nouns and j + 1 < len(tokens) and tokens[j][0] == "of":
-                k = j + 1
-                if tokens[k][0] in ("the", "a", "an") and _name_end(tokens, k + 1) > k + 1:
-                    k += 1      # "of the Upper Velm"
-                end = _name_end(tokens, k)
-                if end > k and _POSSESSIVE.search(tokens[end - 1][0]):
-                    owned = end
-                    while owned < len(tokens) and owned - end < 3 and tokens[owned][0].islower() \
-                            and not _closed(lowered[owned]):
-                        owned += 1
-                    end = owned if owned > end else 0
-                elif end == k:
-                    inner = _description_at(text, tokens[k][1])     # "of *the director of X*"
-                    end = 0
-                    if inner and text.startswith(inner.text, tokens[k][1]):
-                        stop = tokens[k][1] + len(inner.text)
-                        end = next((n for n, t in enumerate(tokens) if t[1] >= stop), len(tokens))
-                if end:
-                    stop = tokens[end - 1][2]
-                    predicate = any(not _closed(w) for w in lowered[end:])
-                    if before in _PREPOSITIONS or listed or predicate:
-                        found = text[at:stop]
-                        return Description(found, f"What is {found}?", tokens[j][2] - at)
-        # a possessive
-        if _POSSESSIVE.search(word) and (word[:1].isupper() or tokens[i - 1][0][:1].isupper()):
-            k = i + 1
-            while k < len(tokens) and k - i <= 3 and tokens[k][0].islower() and not _closed(lowered[k]):
-                k += 1
-            if k > i + 1:
-                first = i
-                while first > 0 and (tokens[first - 1][0][:1].isupper()
-                                     or (lowered[first - 1] in _NAME_JOINS and first > 1
-                                         and tokens[first - 2][0][:1].isupper())):
-                    first -= 1
-                if first > 0 and lowered[first] not in _WH_WORDS and tokens[first][1] >= after:
-                    owner = text[tokens[first][1]:tokens[i][2]]
-                    owner = _POSSESSIVE.sub("", owner)
-                    thing = text[tokens[i + 1][1]:tokens[k - 1][2]]
-                    found = text[tokens[first][1]:tokens[k - 1][2]]
-                    return Description(found, f"What is the {thing} of {owner}?", -1)
+            found = _relative_clause(text, tokens, lowered, i)
+        if found is None and (opener or listed) and \
+                (word in _DETERMINERS and word != "that" or (word.islower() and not _closed(word))):
+            found = _noun_of(text, tokens, lowered, i, listed)
+        if found is None and _POSSESSIVE.search(word) and (word[:1].isupper() or tokens[i - 1][0][:1].isupper()):
+            found = _possessive(text, tokens, lowered, i, after)
+        if found is not None:
+            return found
     return None
+
+
+def _relative_clause(text: str, tokens: Tokens, lowered: list[str], i: int) -> Description | None:
+    """The determiner at ``tokens[i]`` opening up to four words and a relative pronoun (or a
+    name and its verb, the pronoun left out), to where the clause ends."""
+    at = tokens[i][1]
+    for j in range(i + 1, min(i + 6, len(tokens))):
+        w = tokens[j][0]
+        # a clause with its relative pronoun left out: "the country *Signmark is from*"
+        contact = j > i + 1 and w[:1].isupper() and _name_end(tokens, j) < len(tokens) \
+            and lowered[_name_end(tokens, j)] in _AUXILIARIES
+        if (w in _RELATIVES or contact) and j > i + 1:    # lower case: "Who" in a title is no pronoun
+            stop = _clause_end(text, tokens, lowered, i, j, contact)
+            if stop is None:
+                return None
+            found = text[at:stop].strip().rstrip("?.!").strip()
+            if len(found.split()) > j - i + 1:
+                return Description(found, f"What is {found}?", tokens[j][2] - at)
+            return None
+        if lowered[j] in _PREPOSITIONS or lowered[j] in _AUXILIARIES or lowered[j] in _DETERMINERS:
+            return None
+    return None
+
+
+def _clause_end(text: str, tokens: Tokens, lowered: list[str], i: int, j: int, contact: bool) -> int | None:
+    """Where the relative clause whose pronoun (or name) is ``tokens[j]`` ends: the next
+    comma, else the sentence's end, cut short where the question's own words resume; None
+    when nothing marks its end."""
+    before = lowered[i - 1]
+    comma = text.find(",", tokens[j][1])
+    stop = comma if comma >= 0 else len(text)
+    if comma < 0 and before in _AUXILIARIES:
+        # "was *the studio that released Quiet Harbor* bought by ...": after an
+        # auxiliary the question's own verb follows the clause, unmarked; the
+        # clause's first name closes it, when lower-case words follow that name
+        name = next((n for n in range(j + 1, len(tokens)) if tokens[n][0][:1].isupper()), None)
+        end = _name_end(tokens, name) if name is not None else len(tokens)
+        if end < len(tokens) and tokens[end][0].islower() and not _closed(lowered[end]):
+            stop = tokens[end - 1][2]
+        elif before in ("do", "does", "did") and not contact:
+            return None     # "does the officer who ... work?": nothing marks where it ends
+    # "the valley where X lies *did* the first mill open": an
+    # inverted "do" after the clause's own words resumes the question
+    resumed = next((t[1] for t in tokens[j + 2:] if t[0] in ("do", "does", "did") and t[1] < stop), None)
+    stop = resumed if resumed is not None else stop
+    # a preposition the clause leaves stranded closes it ("is part *of* dissolve")
+    stranded = next((tokens[n][2] for n in range(j + 1, len(tokens) - 1)
+                     if tokens[n][1] < stop and lowered[n] in _PREPOSITIONS
+                     and tokens[n + 1][0].islower() and not _closed(lowered[n + 1])), None)
+    return stranded if stranded is not None else stop
+
+
+def _noun_of(text: str, tokens: Tokens, lowered: list[str], i: int, listed: bool) -> Description | None:
+    """Up to three lower-case nouns from ``tokens[i]`` (after a determiner there) and "of"
+    a name, a name's possessive noun, or another description."""
+    before, at = lowered[i - 1], tokens[i][1]
+    j = i + 1 if tokens[i][0] in _DETERMINERS else i
+    nouns = j
+    while j < len(tokens) and j - nouns < 3 and tokens[j][0].islower() and not _closed(lowered[j]):
+        j += 1
+    if not (j > nouns and j + 1 < len(tokens) and tokens[j][0] == "of"):
+        return None
+    k = j + 1
+    if tokens[k][0] in ("the", "a", "an") and _name_end(tokens, k + 1) > k + 1:
+        k += 1      # "of the Upper Velm"
+    end = _name_end(tokens, k)
+    if end > k and _POSSESSIVE.search(tokens[end - 1][0]):
+        owned = end
+        while owned < len(tokens) and owned - end < 3 and tokens[owned][0].islower() and not _closed(lowered[owned]):
+            owned += 1
+        end = owned if owned > end else 0
+    elif end == k:
+        inner = _description_at(text, tokens[k][1])     # "of *the director of X*"
+        end = 0
+        if inner and text.startswith(inner.text, tokens[k][1]):
+            stop = tokens[k][1] + len(inner.text)
+            end = next((n for n, t in enumerate(tokens) if t[1] >= stop), len(tokens))
+    if not end:
+        return None
+    predicate = any(not _closed(w) for w in lowered[end:])
+    if before in _PREPOSITIONS or listed or predicate:
+        found = text[at:tokens[end - 1][2]]
+        return Description(found, f"What is {found}?", tokens[j][2] - at)
+    return None
+
+
+def _possessive(text: str, tokens: Tokens, lowered: list[str], i: int, after: int) -> Description | None:
+    """The name whose possessive is ``tokens[i]`` and the lower-case noun it owns, asked
+    again as "What is the <noun> of <name>?"."""
+    k = i + 1
+    while k < len(tokens) and k - i <= 3 and tokens[k][0].islower() and not _closed(lowered[k]):
+        k += 1
+    if k == i + 1:
+        return None
+    first = i
+    while first > 0 and (tokens[first - 1][0][:1].isupper()
+                         or (lowered[first - 1] in _NAME_JOINS and first > 1 and tokens[first - 2][0][:1].isupper())):
+        first -= 1
+    if first == 0 or lowered[first] in _WH_WORDS or tokens[first][1] < after:
+        return None
+    owner = _POSSESSIVE.sub("", text[tokens[first][1]:tokens[i][2]])
+    thing = text[tokens[i + 1][1]:tokens[k - 1][2]]
+    found = text[tokens[first][1]:tokens[k - 1][2]]
+    return Description(found, f"What is the {thing} of {owner}?", -1)
 
 
 def _leaves_a_question(question: str, description: str) -> bool:
