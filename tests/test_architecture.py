@@ -157,7 +157,7 @@ def test_imports_point_down_between_the_layers():
 # longer are listed with their length now, which may only fall (a ratchet).
 MODULE_LINES, FUNCTION_LINES = 600, 80
 LONGER_MODULES: dict[str, int] = {}
-LONGER_FUNCTIONS = {"ragkit/cli/parser.py:build_parser": 314}
+LONGER_FUNCTIONS: dict[str, int] = {}
 
 
 def test_modules_and_functions_a_reader_can_hold():

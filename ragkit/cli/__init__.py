@@ -9,9 +9,9 @@ missing, 1 anything else. A question (``ask``, ``explain``, ``search --query``, 
 --answer``) given as ``-`` is read from stdin.
 
 The commands live in modules by what they work on (``indexing``, ``knowledge``, ``asking``,
-``evaluation``, ``models``, ``notebooks``, ``serving``), the parser in ``parser``; this
-module holds ``main``, which parses, runs the command and turns an error into its line and
-exit status. Heavy modules are imported inside the command functions, so ``ragkit --help``
+``evaluation``, ``models``, ``notebooks``, ``serving``), their declarations in ``commands``
+and the parser built from those in ``parser``; this module holds ``main``, which parses,
+runs the command and turns an error into its line and exit status. Heavy modules are imported inside the command functions, so ``ragkit --help``
 stays quick.
 """
 
@@ -25,14 +25,14 @@ from typing import Sequence
 
 from ..errors import BAD_INPUT, OTHER, ClusterLost, InputError, RagkitError, UsageError
 from .asking import cmd_ask, cmd_check, cmd_explain, read_evidence
+from .commands import BM25, CONCEPT_VECTORS_HELP, LEXICAL, MODEL_EPILOG, MODEL_HELP
 from .evaluation import (RANKING_OPTIONS, cmd_eval_answers, cmd_eval_compare, cmd_eval_graphqa, cmd_eval_mcq,
                          cmd_eval_retrieval)
 from .indexing import build_index, cmd_graph_build, cmd_index_build, cmd_search, read_queries, search_batch
 from .knowledge import cmd_kg_build, cmd_kg_import, cmd_terms_define, cmd_terms_resolve
 from .models import cmd_model
 from .notebooks import cmd_rebuild, cmd_run
-from .parser import (BM25, CONCEPT_VECTORS_HELP, LEXICAL, MODEL_EPILOG, MODEL_HELP, SHARED_HELP, Parser,
-                     build_parser)
+from .parser import SHARED_HELP, Parser, build_parser
 from .serving import cmd_serve
 
 __all__ = [
