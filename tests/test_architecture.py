@@ -387,7 +387,6 @@ KEPT_UNTYPED = {
         "concepts/graph.py:ConceptGraph.from_extractions", "concepts/graph.py:ConceptGraph.save",
         "concepts/graph.py:ConceptGraph.write_files"),
     "not typed yet: traces' parts the pipelines still pass as dicts": (
-        "kgqa/answer.py:answer_draft", "kgqa/answer.py:not_mapped_draft", "pipelines/kg.py:ask_kg",
         "causal/chains.py:supporting_factors", "causal/conditions.py:check_condition",
         "causal/conditions.py:expected_direction", "causal/conditions.py:empirical_support",
         "causal/explain.py:source_evidence", "causal/explain.py:sources", "causal/explain.py:template_answer",

@@ -108,6 +108,20 @@ def test_a_run_through_the_flow_is_typed_and_its_turn_round_trips(nx_kg):
     assert unmapped.context_store == {} and unmapped.edges == [] and unmapped.planning.planner == "rules"
 
 
+def test_a_follow_up_after_an_unmapped_question_takes_the_turns_before_it(nx_kg, tmp_path):
+    from ragkit.pipelines.kg import read_history
+
+    first = ask_kg(Q2, nx_kg, use_llm=False)
+    lost = ask_kg("Which movies won an Oscar?", nx_kg, history=[first.trace.turn], use_llm=False)
+    assert lost.trace.turn is None and lost.trace.history == [first.trace.turn]
+    saved = tmp_path / "answer.json"
+    saved.write_text(json.dumps(lost.to_dict()), encoding="utf-8")     # what 'ask --json' prints
+    history = read_history(str(saved))
+    assert history == [json.loads(json.dumps(first.trace.turn))]
+    follow_up = ask_kg(FOLLOW_UP, nx_kg, history=history, use_llm=False)
+    assert names(follow_up.trace.context_store["final_result"]) == ["Juvenile Idiopathic Arthritis"]
+
+
 def test_entities_resolve_exact_alias_and_fuzzy(nx_kg):
     found = {r.mention: (r.id, r.how) for r in nx_kg.names.resolve("Do Asprin and Tylenol help rheumatoid arthritis?")}
     assert found == {"asprin": ("compound:aspirin", "fuzzy"), "tylenol": ("compound:paracetamol", "alias"),

@@ -203,9 +203,9 @@ def test_the_answer_check_compares_the_answer_type_with_the_asked_type(films):
 
     result = films.ask("Which studios produced more than 2 movies?")
     plan = result.plan
-    draft = answer_draft("q", plan, result.context_store, films.nodes)
+    draft = answer_draft(result, films)
     assert draft.check("Syncopy produced more than 2 of these movies.").passed
     plan.linked = dict(plan.linked, asked_type="Movie")
-    draft = answer_draft("q", plan, result.context_store, films.nodes)
+    draft = answer_draft(result, films)
     verdict = draft.check("Syncopy produced more than 2 of these movies.")
     assert not verdict.passed and "lists studios, but the question asks for movies" in verdict.reason

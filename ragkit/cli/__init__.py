@@ -11,8 +11,8 @@ missing, 1 anything else. A question (``ask``, ``explain``, ``search --query``, 
 The commands live in modules by what they work on (``indexing``, ``knowledge``, ``asking``,
 ``evaluation``, ``models``, ``notebooks``, ``serving``), their declarations in ``commands``
 and the parser built from those in ``parser``; this module holds ``main``, which parses,
-runs the command and turns an error into its line and exit status. Heavy modules are imported inside the command functions, so ``ragkit --help``
-stays quick.
+runs the command and turns an error into its line and exit status. Heavy modules are
+imported inside the command functions, so ``ragkit --help`` stays quick.
 """
 
 from __future__ import annotations

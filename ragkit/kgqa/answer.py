@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..answer.stage import Check, Draft, NamedShort
 from ..answer.claims import citations
@@ -26,6 +26,10 @@ from .plan import Plan, step_types
 from .question_reading import plural
 from .steps import EdgeFilter, Every, Expand, Given, Join, Named, PropertyFilter, Step
 from ..text.words import terms
+
+if TYPE_CHECKING:
+    from .flow import KGQA
+    from .records import KGRun
 
 EMPTY_STORE = "Based on the available data, I cannot find an answer to your question in the knowledge base."
 EMPTY_FINAL = "Based on the data, I followed the steps but could not find a final answer for your question."
@@ -209,12 +213,14 @@ def check_entities(answer: str, context_store: dict, all_nodes: list[dict],
     return EntityCheck(True, "", named, outside)
 
 
-def answer_draft(question: str, plan: Plan, context_store: dict, nodes: dict[str, dict],
-                 edges: Sequence[str] = ()) -> Draft:
-    """The answer stage's input: the written answer, the prompt (only when there is a final
-    result to explain: an empty store or final result gets its fixed message, no model)
-    and the entity check. ``edges`` are the cited edges ("A -[REL]-> B"), in citation order:
-    the prompt numbers them as its evidence."""
+def answer_draft(run: KGRun, qa: KGQA, edges: Sequence[str] = ()) -> Draft:
+    """The answer stage's input for a planned ``run`` of the flow ``qa``: the written answer,
+    the prompt (only when there is a final result to explain: an empty store or final
+    result gets its fixed message, no model) and the entity check. ``edges`` are the cited
+    edges ("A -[REL]-> B"), in citation order: the prompt numbers them as its evidence."""
+    if run.plan is None:
+        raise ValueError("answer_draft: the run has no plan (not_mapped_draft answers it)")
+    question, plan, context_store, nodes = run.standalone, run.plan, run.context_store, qa.nodes
     written = written_answer(question, plan, context_store, nodes) if context_store else EMPTY_STORE
     asked = {s.entity for s in plan.steps if isinstance(s, Expand) and s.entity is not None}
     asked |= {i for s in plan.steps if isinstance(s, Named) for i in s.ids}
@@ -264,9 +270,9 @@ def not_mapped_answer(reason: str, linked: dict) -> str:
             f"relations {relations}.")
 
 
-def not_mapped_draft(reason: str, linked: dict) -> Draft:
-    """A question the planner could not map: the answer says so (no model is asked, there
-    is no evidence to ask about)."""
-    text = not_mapped_answer(reason, linked)
+def not_mapped_draft(run: KGRun) -> Draft:
+    """A question the planner could not map (``run.plan_error``): the answer says so (no
+    model is asked, there is no evidence to ask about)."""
+    text = not_mapped_answer(run.plan_error or "", run.planning.linked)
     return Draft(evidence_answer=text, check=lambda _text: Check(False, "not the answer for this question"),
                  refusals=(text,))

@@ -26,7 +26,7 @@ from ..runtime.profiler import Profiler
 from .execute import execute
 from .filters import numeric_properties
 from .plan import ANAPHORS, Plan, PlanError, history_lists, parse_plan_json, step_types, validate
-from .records import History, KGRun, Planning
+from .records import History, KGRun, Planning, TurnRecord
 from .steps import Given
 from .question_reading import plural
 from .rule_planner import RulePlanner
@@ -59,12 +59,12 @@ class Turn:
     context_store: dict
     lists: History = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> TurnRecord:
         return {"question": self.question, "standalone": self.standalone, "plan": self.plan,
                 "context_store": self.context_store, "lists": self.lists}
 
     @classmethod
-    def from_dict(cls, data: dict) -> Turn:
+    def from_dict(cls, data: TurnRecord) -> Turn:
         """A turn from its JSON (an earlier answer's ``trace.turn``)."""
         return cls(data["question"], data["standalone"], data["plan"], data["context_store"], data.get("lists", {}))
 

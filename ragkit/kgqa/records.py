@@ -8,7 +8,7 @@ The listed nodes and lists stay JSON-shaped (``TypedDict``): they are what the t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, NotRequired, TypedDict
 
 if TYPE_CHECKING:
     from .flow import Turn
@@ -32,6 +32,17 @@ class Listed(TypedDict):
 
 
 History = dict[str, Listed]          # a turn's lists by step key
+
+
+class TurnRecord(TypedDict):
+    """A finished turn as JSON: an earlier answer's ``trace.turn``, which a follow-up passes
+    back (``--history``, the server's session, ``ask_kg(history=...)``)."""
+
+    question: str
+    standalone: str
+    plan: dict[str, object]
+    context_store: dict[str, object]
+    lists: NotRequired[History]
 
 
 @dataclass(frozen=True)
@@ -66,4 +77,4 @@ class KGRun:
     turn: Turn | None = None
 
 
-__all__ = ["History", "Item", "KGRun", "Listed", "Planning"]
+__all__ = ["History", "Item", "KGRun", "Listed", "Planning", "TurnRecord"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from ..config import KGConfig, LLMConfig
 from ..errors import InputError
@@ -14,6 +14,7 @@ from .base import Answer, AskContext, Citation, Gathered, Option, Pipeline, Sour
 
 if TYPE_CHECKING:
     from ..kgqa.flow import KGQA, Turn
+    from ..kgqa.records import TurnRecord
     from ..kgqa.store import TypedStore
 
 # The typed KG (networkx or Neo4j) is imported when a question is asked, not when the
@@ -43,23 +44,25 @@ class KGTrace(Trace):
     counts: dict = field(default_factory=dict)
     edges: list = field(default_factory=list)
     facts: list = field(default_factory=list)       # property values a filter compared
-    turn: dict | None = None
-    history: list = field(default_factory=list)
+    turn: TurnRecord | None = None
+    history: list[TurnRecord] = field(default_factory=list)
 
 
 TURN_KEYS = {"question", "standalone", "plan", "context_store"}
 
 
-def read_history(path: str) -> list[dict]:
+def read_history(path: str) -> list[TurnRecord]:
     """The turns of a conversation from a file: a previous ``ask --pipeline kg --json``
-    output (its trace's turn and any history it carried)."""
+    output (its trace's turn, none when its question was not mapped, and any history it
+    carried)."""
     import json
 
     from ..inputs import read_text
 
     try:
-        data = json.loads(read_text(path, "--history"))
-        return data["trace"].get("history", []) + [data["trace"]["turn"]]
+        trace = json.loads(read_text(path, "--history"))["trace"]
+        turn = trace["turn"]
+        return trace.get("history", []) + ([turn] if turn is not None else [])
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
         raise InputError(f"--history {path}: not the JSON of an earlier 'ask --pipeline kg --json'") from None
 
@@ -147,11 +150,7 @@ class KGPipeline(Pipeline):
                         edges=run.edges, facts=run.facts, turn=run.turn.to_dict() if run.turn else None,
                         history=[t.to_dict() for t in turns])
         citations = citations_for(run.context_store, run.edges, qa.nodes, run.facts)
-        if run.plan is None:
-            draft = not_mapped_draft(run.plan_error or "", planning.linked)
-        else:
-            draft = answer_draft(run.standalone, run.plan, run.context_store, qa.nodes,
-                                 [c.title for c in citations])
+        draft = not_mapped_draft(run) if run.plan is None else answer_draft(run, qa, [c.title for c in citations])
         draft.max_tokens = ctx.llm_config.max_tokens
         return Gathered(draft, citations, trace)
 
@@ -194,7 +193,8 @@ def citations_for(context_store: dict, edges: list[dict], nodes: dict[str, dict]
     return out[:MAX_CITATIONS]
 
 
-def ask_kg(question: str, store: str | Path | TypedStore | KGQA, *, history: list[Turn | dict] | None = None,
+def ask_kg(question: str, store: str | Path | TypedStore | KGQA, *,
+           history: Sequence[Turn | TurnRecord] | None = None,
            use_llm: bool = True, llm: LLM | None = None, llm_config: LLMConfig | None = None,
            llm_planner: bool = False) -> Answer:
     """Answer ``question`` from a typed KG (a store path, a store, or a loaded ``KGQA``)."""

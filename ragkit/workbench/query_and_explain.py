@@ -369,7 +369,8 @@ def ask_kgqa(qa, question: str, previous: Answer | None = None) -> Answer:
     from ..pipelines.kg import KGTrace, ask_kg
 
     before = _trace_of(previous, KGTrace) if previous else None
-    history = (before.history + [before.turn]) if before else None
+    # an unmapped question leaves no turn: the follow-up takes the turns before it
+    history = (before.history + ([before.turn] if before.turn else [])) if before else None
     return ask_kg(question, qa, history=history, use_llm=False)
 
 
