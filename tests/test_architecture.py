@@ -392,8 +392,7 @@ KEPT_UNTYPED = {
         "causal/explain.py:source_evidence", "causal/explain.py:sources", "causal/explain.py:template_answer",
         "causal/explain.py:hallucinations", "causal/kg.py:EvidenceKG.edges", "concepts/search.py:ConceptSearcher.rank",
         "concepts/search.py:ConceptSearcher.bridge", "retrieval/search.py:retrieve", "specs/evidence.py:store_index",
-        "specs/evidence.py:retrieve_spec_evidence", "answer/themes.py:community_summary",
-        "llm/injection.py:suspicious_evidence"),
+        "specs/evidence.py:retrieve_spec_evidence"),
 }
 
 

@@ -4,6 +4,7 @@ its check (every theme line must hold words of the summary it cites)."""
 
 from __future__ import annotations
 
+from typing import TypedDict
 
 from ..llm.prompts import (REFUSAL)
 from ..retrieval.community_search import CommunityHit
@@ -60,7 +61,24 @@ def themes_answer(hits: list[CommunityHit], number: dict[str, int], language: st
     return "\n".join(line for line in lines if line)
 
 
-def community_summary(hit: CommunityHit, chunks: int) -> dict:
+class CommunitySummary(TypedDict):
+    """A retrieved community as the trace shows it: its id, label and size, the chunks whose
+    home it is (of ``of_chunks``), its score, top concepts, representative chunks, the
+    question's concepts it holds and its extractive summary."""
+
+    id: int
+    label: str
+    size: int
+    chunks: int
+    of_chunks: int
+    score: float
+    concepts: list[str]
+    representatives: list[str]
+    linked: list[str]
+    summary: list[dict[str, str]]
+
+
+def community_summary(hit: CommunityHit, chunks: int) -> CommunitySummary:
     c = hit.community
     return {"id": c.id, "label": c.label, "size": c.size, "chunks": c.chunks, "of_chunks": chunks,
             "score": round(hit.score, 6), "concepts": [t["concept"] for t in c.top_concepts],
