@@ -390,9 +390,8 @@ KEPT_UNTYPED = {
         "causal/chains.py:supporting_factors", "causal/conditions.py:check_condition",
         "causal/conditions.py:expected_direction", "causal/conditions.py:empirical_support",
         "causal/explain.py:source_evidence", "causal/explain.py:sources", "causal/explain.py:template_answer",
-        "causal/explain.py:hallucinations", "causal/kg.py:EvidenceKG.edges", "concepts/search.py:ConceptSearcher.rank",
-        "concepts/search.py:ConceptSearcher.bridge", "retrieval/search.py:retrieve", "specs/evidence.py:store_index",
-        "specs/evidence.py:retrieve_spec_evidence"),
+        "causal/explain.py:hallucinations", "causal/kg.py:EvidenceKG.edges", "retrieval/search.py:retrieve",
+        "specs/evidence.py:store_index", "specs/evidence.py:retrieve_spec_evidence"),
 }
 
 

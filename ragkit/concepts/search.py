@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Sequence
+from typing import Sequence, TypedDict
 
 import numpy as np
 import scipy.sparse as sp
@@ -44,6 +44,33 @@ from .ppr import LocalPageRank, personalized_pagerank, transition_matrix
 # numba) instead of the power iteration: 30 rounds over 2 million entries take about as long
 # (~0.1 s) as loading numba does, and the push's time does not grow with the graph.
 PUSH_FROM_EDGES = 2_000_000
+
+
+class SeedShown(TypedDict):
+    """A concept the walk started from, as the trace shows it: its label, the question's span that linked it, how
+    (name, word, vector) and its share of the restart."""
+
+    concept: str
+    span: str
+    how: str
+    weight: float
+
+
+class Seeds(TypedDict):
+    """What a walk started from: the question's concepts, the top passages, and the share
+    of the question's links that came from names."""
+
+    seed_concepts: list[SeedShown]
+    seed_passages: list[str]
+    name_share: float
+
+
+class Bridge(TypedDict):
+    """A concept that brought a chunk in, the mass it handed it, and the edges that reached it."""
+
+    concept: str
+    mass: float
+    via: list[str]
 
 @dataclass(frozen=True)
 class WalkParams:
@@ -168,7 +195,7 @@ class ConceptSearcher:
 
     # ------------------------------------------------------------------ ranking
     def rank(self, question: str, base: Sequence[tuple[str, float]],
-             k: int = 100) -> tuple[list[tuple[str, float]], dict, "Walk | None"]:
+             k: int = 100) -> tuple[list[tuple[str, float]], Seeds, "Walk | None"]:
         """Chunks by graph score, best first (at most ``k``, only those with mass), what the
         walk started from ({"seed_concepts": [...], "seed_passages": [...]}), and the walk
         itself (for ``bridge``; None when nothing seeded it)."""
@@ -186,7 +213,7 @@ class ConceptSearcher:
             ranks = np.array([1.0 / r for r in range(1, len(seed_rows) + 1)])
             for row, w in zip(seed_rows, ranks / ranks.sum()):
                 restart[self.m + row] = restart.get(self.m + row, 0.0) + share * w
-        info = {"seed_concepts": [{"concept": self.graph.labels[s.concept], "span": s.span,
+        info: Seeds = {"seed_concepts": [{"concept": self.graph.labels[s.concept], "span": s.span,
                                    "how": s.how, "weight": round(s.weight, 4)} for s in seeds_q],
                 "seed_passages": [self.graph.chunk_ids[r] for r in seed_rows],
                 "name_share": round(self.name_share(seeds_q), 4)}
@@ -219,7 +246,7 @@ class ConceptSearcher:
         by = self.graph.by_concept
         spread(by.indptr, by.indices, by.data, concepts, values, out)
 
-    def bridge(self, walk: "Walk | None", doc_id: str) -> list[dict]:
+    def bridge(self, walk: "Walk | None", doc_id: str) -> list[Bridge]:
         """Why ``walk`` brought ``doc_id`` in: its top concepts by the mass they handed it,
         each with the edges that reached it (a question link, a seed passage mentioning it, a
         question concept it co-occurs with), ending with its MENTIONS edge to the chunk."""
@@ -229,7 +256,7 @@ class ConceptSearcher:
         row = self.graph.chunk_position[doc_id]
         concepts = self.graph.concepts_of_chunk(row)
         given = mass[concepts] / np.maximum(self.degree[concepts], 1e-12)
-        out = []
+        out: list[Bridge] = []
         for idx in np.argsort(-given)[: self.params.bridge_concepts]:
             c = int(concepts[idx])
             if given[idx] <= 0:
