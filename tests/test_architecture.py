@@ -387,11 +387,8 @@ KEPT_UNTYPED = {
         "concepts/graph.py:ConceptGraph.from_extractions", "concepts/graph.py:ConceptGraph.save",
         "concepts/graph.py:ConceptGraph.write_files"),
     "not typed yet: traces' parts the pipelines still pass as dicts": (
-        "causal/chains.py:supporting_factors", "causal/conditions.py:check_condition",
-        "causal/conditions.py:expected_direction", "causal/conditions.py:empirical_support",
-        "causal/explain.py:source_evidence", "causal/explain.py:sources", "causal/explain.py:template_answer",
-        "causal/explain.py:hallucinations", "causal/kg.py:EvidenceKG.edges", "retrieval/search.py:retrieve",
-        "specs/evidence.py:store_index", "specs/evidence.py:retrieve_spec_evidence"),
+        "causal/kg.py:EvidenceKG.edges", "retrieval/search.py:retrieve", "specs/evidence.py:store_index",
+        "specs/evidence.py:retrieve_spec_evidence"),
 }
 
 

@@ -29,6 +29,7 @@ from ..config import ChainConfig
 from ..text import normalize
 from ..text.cues import HEDGES
 from .direction import OUTCOME_WORDS, AskedDirection, asked_direction, net_direction
+from .records import Factor
 from .kg import CONFIDENCE_POINTS, STRENGTH_POINTS, SYNONYMS, EvidenceKG, known_fields
 
 TARGET = "pm25"
@@ -369,7 +370,7 @@ def _opposes(asked: AskedDirection | None, start: str, edges: list[dict]) -> boo
 
 
 def supporting_factors(kg: EvidenceKG, sub: nx.DiGraph, chains: list[Chain], focus: list[str],
-                       config: ChainConfig, asked: AskedDirection | None = None) -> list[dict]:
+                       config: ChainConfig, asked: AskedDirection | None = None) -> list[Factor]:
     """Direct influences on pm25 not already in a selected chain and not against the asked
     direction: focus nodes first, then by edge score (at most ``max_supporting``)."""
     used = {n for c in chains for n in c.nodes}

@@ -28,6 +28,7 @@ import pandas as pd
 
 from ..errors import InputError
 from ..inputs import read_text
+from .records import Condition, EmpiricalSupport
 
 CHECKABLE = ("relative_humidity", "wind_speed", "precipitation", "season", "temperature")
 NOT_CHECKABLE_VI = {
@@ -141,7 +142,7 @@ class ConditionCheck:
         return {k: (round(v, 2) if isinstance(v, float) else v) for k, v in vars(self).items()}
 
 
-def check_condition(condition: dict, weather: pd.DataFrame | None, at=None) -> ConditionCheck:
+def check_condition(condition: Condition, weather: pd.DataFrame | None, at=None) -> ConditionCheck:
     """Evaluate one condition for the time ``at`` (default: the table's last row)."""
     var, op, value = condition["variable"], condition["op"], condition["value"]
     unit = condition.get("unit", "")
@@ -161,15 +162,15 @@ def check_condition(condition: dict, weather: pd.DataFrame | None, at=None) -> C
                           observed.item() if hasattr(observed, "item") else observed, str(row.index[-1]))
 
 
-def expected_direction(condition: dict, variable_effect: int) -> int:
+def expected_direction(condition: Condition, variable_effect: int) -> int:
     """+1 when the condition holding should mean more PM2.5. ``variable_effect`` is the
     sign of the variable's effect on PM2.5 along the chain; a "<" condition (the variable
     is low) flips it; an equality (a season) keeps it."""
     return -variable_effect if condition["op"] in ("<", "<=") else variable_effect
 
 
-def empirical_support(conditions: list[dict], direction: int, weather: pd.DataFrame,
-                      min_hours: int = 30) -> dict:
+def empirical_support(conditions: list[Condition], direction: int, weather: pd.DataFrame,
+                      min_hours: int = 30) -> EmpiricalSupport:
     """Median PM2.5 when all the conditions hold vs when they do not, in the series.
 
     direction: +1 when the chain says PM2.5 should be higher while they hold, -1 lower.
@@ -184,8 +185,8 @@ def empirical_support(conditions: list[dict], direction: int, weather: pd.DataFr
     for c in usable:
         mask &= np.asarray(_holds(data[c["variable"]], c["op"], c["value"]))
     on, off = data["pm25"][mask], data["pm25"][~mask]
-    result = {"conditions": [f"{c['variable']} {c['op']} {c['value']}{c.get('unit', '')}" for c in usable],
-              "hours_holding": int(mask.sum()), "hours_not": int((~mask).sum())}
+    said = [f"{c['variable']} {c['op']} {c['value']}{c.get('unit', '')}" for c in usable]
+    result: EmpiricalSupport = {"conditions": said, "hours_holding": int(mask.sum()), "hours_not": int((~mask).sum())}
     if len(on) < min_hours or len(off) < min_hours:
         return {**result, "verdict": "too_few_hours"}
     med_on, med_off = float(on.median()), float(off.median())

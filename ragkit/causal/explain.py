@@ -15,6 +15,7 @@ from typing import Sequence
 from .chains import Chain, match_names, question_words
 from .direction import AskedDirection
 from .kg import EvidenceKG
+from .records import ChainMeasured, Factor, SourceEvidence
 
 SECTIONS = ("Nguyên nhân chính", "Yếu tố bổ trợ", "Điều kiện/ngoại lệ", "Nguồn trích dẫn")
 OPPOSING_SECTION = "Yếu tố ngược chiều"
@@ -59,11 +60,11 @@ def _condition_text(c: dict) -> str:
     return f"{c['variable']} {c['op']} {c['value']}{(' ' + c['unit']) if c.get('unit') else ''}"
 
 
-def _ref(ev: dict) -> str:
+def _ref(ev: SourceEvidence) -> str:
     return f"doi:{ev['source_doi']}" if ev.get("source_doi") else ev.get("source_url", "")
 
 
-def source_evidence(chains: list[Chain], factors: list[dict], opposing: Sequence[Chain] = ()):
+def source_evidence(chains: list[Chain], factors: list[Factor], opposing: Sequence[Chain] = ()):
     """(reference, evidence item, what it backs, stage) for every evidence item in the
     answer's reading order: chains, factors, opposing chains."""
     for c in chains:
@@ -79,7 +80,7 @@ def source_evidence(chains: list[Chain], factors: list[dict], opposing: Sequence
                 yield _ref(ev), ev, f"{e['source']}->{e['target']}", "opposing"
 
 
-def sources(chains: list[Chain], factors: list[dict], limit: int | None = None,
+def sources(chains: list[Chain], factors: list[Factor], limit: int | None = None,
             opposing: Sequence[Chain] = ()) -> list[str]:
     """Distinct DOIs/URLs in the answer's reading order: chains, factors, opposing chains
     (all of them, or at most ``limit``); source ``[n]`` is the n-th."""
@@ -87,7 +88,7 @@ def sources(chains: list[Chain], factors: list[dict], limit: int | None = None,
     return out if limit is None else out[:limit]
 
 
-def template_answer(kg: EvidenceKG, chains: list[Chain], factors: list[dict],
+def template_answer(kg: EvidenceKG, chains: list[Chain], factors: list[Factor],
                     uncertainties: list[str], opposing: Sequence[Chain] = (),
                     asked: AskedDirection | None = None) -> str:
     """The deterministic answer: every statement comes from a chain, a factor or a check,
@@ -136,8 +137,8 @@ def _chain_blocks(kg: EvidenceKG, chains: list[Chain], name: str, number: dict[s
 
 
 def prompt_messages(question: str, kg: EvidenceKG, chains: list[Chain], uncertainties: list[str],
-                    opposing: Sequence[Chain] = (), factors: Sequence[dict] = (),
-                    empirical: Sequence[dict] = (), numbered: Sequence[str] = ()) -> list[dict]:
+                    opposing: Sequence[Chain] = (), factors: Sequence[Factor] = (),
+                    empirical: Sequence[ChainMeasured] = (), numbered: Sequence[str] = ()) -> list[dict]:
     """The prompt's input blocks: the question, the chains with their mechanisms, the
     supporting factors, the opposing chains (when some go against the asked direction), the
     open conditions, what the measured series say of each chain, and the numbered sources
@@ -165,12 +166,12 @@ def prompt_messages(question: str, kg: EvidenceKG, chains: list[Chain], uncertai
     return [{"role": "system", "content": SYSTEM_VI}, {"role": "user", "content": user}]
 
 
-def _allowed_numbers(chains: list[Chain], factors: list[dict], uncertainties: list[str]) -> set[str]:
+def _allowed_numbers(chains: list[Chain], factors: list[Factor], uncertainties: list[str]) -> set[str]:
     text = " ".join([str(e) for c in chains for e in c.edges] + [str(f) for f in factors] + uncertainties)
     return set(re.findall(r"\d+(?:[.,]\d+)?", text))
 
 
-def hallucinations(answer: str, kg: EvidenceKG, chains: list[Chain], factors: list[dict],
+def hallucinations(answer: str, kg: EvidenceKG, chains: list[Chain], factors: list[Factor],
                    uncertainties: list[str], question: str = "", opposing: Sequence[Chain] = ()) -> list[str]:
     """What the answer says that the selected chains do not: a cause (a KG node that is in
     no selected chain or factor), a number, or a source; and an answer that cites none of

@@ -17,6 +17,7 @@ from .base import Answer, AskContext, Citation, Gathered, Option, Pipeline, Sour
 if TYPE_CHECKING:
     from ..causal.chains import Chain
     from ..causal.kg import EvidenceKG
+    from ..causal.records import ChainMeasured, EmpiricalSupport, Factor
 
 # The evidence KG and its chains (networkx) and the condition checks (pandas) are imported
 # when a question is asked, not when the pipeline is declared: ``ragkit ask`` with another
@@ -38,11 +39,11 @@ class CausalTrace(Trace):
     focus: Any = None
     categories: list = field(default_factory=list)
     selected_chains: list = field(default_factory=list)
-    supporting_factors: list = field(default_factory=list)
+    supporting_factors: list[Factor] = field(default_factory=list)
     opposing_factors: list = field(default_factory=list)
     uncertainties: list = field(default_factory=list)
     condition_checks: list = field(default_factory=list)
-    empirical: list = field(default_factory=list)
+    empirical: list[ChainMeasured] = field(default_factory=list)
     subgraph: dict = field(default_factory=dict)
 
 
@@ -117,7 +118,7 @@ class CausalPipeline(Pipeline):
             opposing = opposing_factors(sub, against, chains, focus, config, asked)
         with profiler.stage("conditions"):
             checks, uncertainties = condition_checks(kg, chains, weather, query.at)
-            empirical = [{"chain": i, "checks": chain_empirical(chain, weather)}
+            empirical: list[ChainMeasured] = [{"chain": i, "checks": chain_empirical(chain, weather)}
                          for i, chain in enumerate(chains, 1)] if weather is not None else []
         trace = CausalTrace(entities=entities, asked_direction=asked.to_dict(), focus=focus,
                             categories=list(categories), selected_chains=[c.to_dict() for c in chains],
@@ -180,7 +181,7 @@ def condition_checks(kg: EvidenceKG, chains: list[Chain], weather, at) -> tuple[
     return checks, uncertainties
 
 
-def source_citations(chains: list[Chain], factors: list[dict], opposing: list[Chain]) -> list[Citation]:
+def source_citations(chains: list[Chain], factors: list[Factor], opposing: list[Chain]) -> list[Citation]:
     """One citation per distinct source (DOI, else URL), numbered as the answer numbers its
     sources (``explain.sources``): chains, then supporting factors, then opposing chains."""
     from ..causal.explain import source_evidence
@@ -211,14 +212,15 @@ def explain(question: str, kg: EvidenceKG | str | Path, *, weather=None, at=None
     return CausalPipeline().ask(question, (kg, weather), CausalConfig(at=at, chains=config), ctx)
 
 
-def chain_empirical(chain, weather) -> list[dict]:
+def chain_empirical(chain, weather) -> list[EmpiricalSupport]:
     """Each distinct checkable condition of the chain, tested on the series in the
     direction the chain implies for it."""
     from ..causal.chains import Chain
     from ..causal.conditions import CHECKABLE, empirical_support, expected_direction
     from ..causal.explain import direction
 
-    out, seen = [], set()
+    out: list[EmpiricalSupport] = []
+    seen: set[str] = set()
     for i, edge in enumerate(chain.edges):
         for cond in edge.get("conditions", []):
             key = _cond(cond)
