@@ -386,9 +386,6 @@ KEPT_UNTYPED = {
         "concepts/neo4j_store.py:Neo4jConceptStore.extractions", "concepts/graph.py:ConceptGraph.build",
         "concepts/graph.py:ConceptGraph.from_extractions", "concepts/graph.py:ConceptGraph.save",
         "concepts/graph.py:ConceptGraph.write_files"),
-    "not typed yet: traces' parts the pipelines still pass as dicts": (
-        "causal/kg.py:EvidenceKG.edges", "retrieval/search.py:retrieve", "specs/evidence.py:store_index",
-        "specs/evidence.py:retrieve_spec_evidence"),
 }
 
 

@@ -47,11 +47,11 @@ class RagkitSearch:
         from dataclasses import replace
 
         from ..pipelines.base import check_question
-        from ..retrieval.search import retrieve
+        from ..retrieval.search import RetrievalNotes, retrieve
 
         index, dense = self._sources()
         config = replace(self.config, k=k) if k is not None else self.config
-        trace: dict = {}
+        trace = RetrievalNotes()
         _, selected = retrieve(index, check_question(query), config, dense=dense, trace=trace)
         return [(hit, citation(hit, rank, trace.get("method", config.method)))
                 for rank, hit in enumerate(selected, 1)]

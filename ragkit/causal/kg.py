@@ -134,10 +134,6 @@ class EvidenceKG:
     aliases: dict[str, str] = field(default_factory=dict)   # normalized alias → node id
     sources: list[str] = field(default_factory=list)
 
-    @property
-    def edges(self) -> list[dict]:
-        return [data for _, _, data in self.graph.edges(data=True)]
-
     def label(self, node: str) -> str:
         return self.graph.nodes[node].get("label", node) if node in self.graph else node
 

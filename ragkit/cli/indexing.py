@@ -145,7 +145,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from ..config import LexicalConfig
     from ..pipelines.base import check_question
     from ..retrieval.community_search import load_communities, rank_communities, route
-    from ..retrieval.search import load_concepts, load_dense, load_index, retrieve
+    from ..retrieval.search import RetrievalNotes, load_concepts, load_dense, load_index, retrieve
 
     if args.queries:
         return search_batch(args)
@@ -176,7 +176,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         reranker = make_reranker(config.rerank, default_llm(LLMConfig.from_env(model_path=args.model)),
                                  config.rerank_depth)
-    steps: dict = {}
+    steps = RetrievalNotes()
     _, hits = retrieve(index, query, config, dense=dense, reranker=reranker, trace=steps, concepts=concepts)
     results = [{"doc_id": h.doc_id, "score": round(h.score, 6), "text": h.text,
                 "title": h.title, "source": h.source} for h in hits]

@@ -200,7 +200,7 @@ def _ranked(index: BM25Index, judged: Mapping[str, dict], all_queries: Mapping[s
             progress: bool | None) -> tuple[dict[str, list[tuple[str, float]]], dict[str, list[Hit]], dict[str, int]]:
     """The run ({query id: [(doc id, score), ...]}, the top ``k``), the top five hits of the
     ``kept`` queries, and how many queries each method ranked (``auto`` chooses per query)."""
-    from ..retrieval.search import retrieve
+    from ..retrieval.search import RetrievalNotes, retrieve
 
     depth = config.k
     run: dict[str, list[tuple[str, float]]] = {}
@@ -213,7 +213,7 @@ def _ranked(index: BM25Index, judged: Mapping[str, dict], all_queries: Mapping[s
                                                    boost=[takes_boost(all_queries[q], config.boost)
                                                           for q in judged], threads=threads)))
     for qid in progress_bar(judged, desc="queries", unit="q", progress=progress):
-        steps: dict = {"method": "bm25", "ranked": batch.get(qid, [])}
+        steps = RetrievalNotes(method="bm25", ranked=batch.get(qid, []))
         if qid in batch:
             hits = batch[qid][:config.k]
         else:

@@ -36,7 +36,7 @@ from ..llm.prompts import (REFUSAL, answer_language, extract_outline, format_chu
 from ..retrieval.bm25 import BM25Index, Hit
 from ..retrieval.community_search import Route
 from ..retrieval.rerank import make_reranker
-from ..retrieval.search import retrieve
+from ..retrieval.search import GraphNotes, RetrievalNotes, retrieve
 from ..text import normalize
 from ..text.words import name_key
 from .base import AskContext, Citation, Gathered, Trace
@@ -70,7 +70,7 @@ class LexicalTrace(Trace):
     answer_language: str = "vi"         # the question's language, which the answer is asked in
     rerank: list | None = None          # the judge's log-odds per candidate (--rerank llm)
     mmr_similarity: str | None = None   # cosine (over chunk vectors) or jaccard (over terms)
-    graph: dict | None = None           # graph methods: the base ranking and the walk's seeds
+    graph: GraphNotes | None = None     # graph methods: the base ranking and the walk's seeds
     bridges: dict | None = None         # graph methods: per cited chunk, the concepts and edges that brought it
     broad: dict | None = None           # communities, auto: whether the question is about the whole corpus, and why
     communities: list | None = None     # communities: the communities retrieved (id, label, size, chunks, score ...)
@@ -115,7 +115,7 @@ class LexicalEvidence:
         # The model's tokenizer measures the question even without generation: a question
         # that cannot fit the context is refused the same way in both modes.
         self.model = ctx.model
-        self.steps: dict = {}
+        self.steps = RetrievalNotes()
         # what the sentences are read for, and what the model is asked
         self.reading = asked or (follow_ups[-1] if follow_ups else added[-1] if added else question)
         self.prompted = asked or question
@@ -156,12 +156,12 @@ class LexicalEvidence:
         candidates, selected = retrieve(index, self.question, config, profiler, dense, reranker, self.steps, concepts,
                                         asked_in)
         for query in self.follow_ups:   # a later step: the follow-up's hits first, then the question's
-            more: dict = {}
+            more = RetrievalNotes()
             _, found = retrieve(index, query, config, profiler, dense, None, more, concepts, asked_in)
             selected = interleave(found, selected, config.k + 1)
         for query in self.added:        # the question's documents all stay; the query's best new one joins
             wider = replace(config, k=config.k + len(selected), rerank="none")     # past the documents held
-            _, found = retrieve(index, query, wider, profiler, dense, None, {}, concepts, asked_in)
+            _, found = retrieve(index, query, wider, profiler, dense, None, RetrievalNotes(), concepts, asked_in)
             new = [h for h in found if all(h.doc_id != s.doc_id for s in selected)][:1]
             selected = [*selected[:1], *new, *selected[1:]]
         return candidates, selected

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, NotRequired, Sequence, TypedDict
 
 from ..config import GRAPH_METHODS, LexicalConfig
 from ..errors import InputError
@@ -19,7 +19,7 @@ from .boosting import takes_boost
 from .mmr import mmr_rerank
 
 if TYPE_CHECKING:
-    from ..concepts.search import WalkParams
+    from ..concepts.search import Bridge, SeedShown, WalkParams
 
 
 @lru_cache(maxsize=4)
@@ -105,9 +105,36 @@ def resolve_method(method: str, index: BM25Index, question: str, has_vectors: bo
     return "hybrid", "auto: the question is in the index's language"
 
 
+class GraphNotes(TypedDict):
+    """Where a concept walk restarted: the ranking that seeded it (``base``), its seed
+    concepts and passages, the share of names among them, and (``hybrid+graph``) the walk's
+    weight in the fusion."""
+
+    base: str
+    seed_concepts: list[SeedShown]
+    seed_passages: list[str]
+    name_share: float
+    weight: NotRequired[float]
+
+
+class RetrievalNotes(TypedDict, total=False):
+    """What ``retrieve`` writes of how it ranked: the method and why, the whole ranking
+    before the rerank and MMR, the rerank's judgements, MMR's similarity, and for the graph
+    methods the walk (``graph``) and the concepts that bridged each selected chunk."""
+
+    method: str
+    method_reason: str
+    ranked: list[Hit]
+    rerank: list[dict[str, object]]
+    mmr_similarity: str
+    graph: GraphNotes
+    bridges: dict[str, list[Bridge]]
+
+
 def retrieve(index: BM25Index, question: str, config: LexicalConfig,
              profiler: Profiler | None = None, dense=None, reranker=None,
-             trace: dict | None = None, concepts=None, language: str | None = None) -> tuple[list[Hit], list[Hit]]:
+             trace: RetrievalNotes | None = None, concepts=None,
+             language: str | None = None) -> tuple[list[Hit], list[Hit]]:
     """The candidates and the ``config.k`` selected from them: what search shows, ask reads
     and eval scores.
 
@@ -134,7 +161,7 @@ def retrieve(index: BM25Index, question: str, config: LexicalConfig,
     question's, from its reading (``--method auto`` reads it; None: read from ``question``).
     """
     profiler = profiler or Profiler()
-    trace = trace if trace is not None else {}
+    trace = trace if trace is not None else RetrievalNotes()
     if config.method == "communities":      # retrieval/community_search.py: summaries, not a ranking of chunks
         raise InputError("--method communities: answers from community summaries and ranks no chunks "
                          "(use it with 'ragkit search' or 'ragkit ask --pipeline lexical')")
@@ -191,7 +218,7 @@ def fuse_with_walk(params: WalkParams, base: Sequence[tuple[str, float]],
 
 
 def _select(index: BM25Index, question: str, ranked: list[Hit], config: LexicalConfig, profiler: Profiler,
-            reranker, trace: dict, dense=None) -> tuple[list[Hit], list[Hit]]:
+            reranker, trace: RetrievalNotes, dense=None) -> tuple[list[Hit], list[Hit]]:
     """The candidates and the ``config.k`` selected from a ranking: the rerank, then MMR
     (cosine over ``dense``'s chunk vectors when given, else Jaccard over terms); when k is
     larger than the candidates, the ranks past them follow in their retrieved order."""
@@ -212,20 +239,22 @@ def _select(index: BM25Index, question: str, ranked: list[Hit], config: LexicalC
 
 
 def _retrieve_by_graph(index: BM25Index, question: str, config: LexicalConfig, profiler: Profiler,
-                       dense, reranker, trace: dict, concepts) -> tuple[list[Hit], list[Hit]]:
+                       dense, reranker, trace: RetrievalNotes, concepts) -> tuple[list[Hit], list[Hit]]:
     """``retrieve`` for ``graph`` and ``hybrid+graph``: the base ranking (hybrid, or BM25 for
     an index without vectors) seeds the walk; MMR and the rerank apply as for the others."""
     if concepts is None:
         raise InputError(f"--method {config.method}: this index has no concept graph "
                          "(build it with 'ragkit index build --concepts')")
     base_method = "hybrid" if dense is not None else "bm25"
-    base_trace: dict = {}
+    base_trace = RetrievalNotes()
     base_config = replace(config, method=base_method, mmr=False, rerank="none")
     retrieve(index, question, base_config, profiler, dense, None, base_trace)
     base = [(h.doc_id, h.score) for h in base_trace["ranked"]]
     depth = len(base) or max(config.depth, config.k)
     with profiler.stage("graph_walk"):
         walked, seeds, walk = concepts.rank(question, base, k=depth)
+    graph: GraphNotes = {"base": base_method, "seed_concepts": seeds["seed_concepts"],
+                         "seed_passages": seeds["seed_passages"], "name_share": seeds["name_share"]}
     if config.method == "graph":
         with profiler.stage("graph_fusion"):
             # Chunks the walk never reached follow in their base order.
@@ -233,10 +262,10 @@ def _retrieve_by_graph(index: BM25Index, question: str, config: LexicalConfig, p
             ranking = walked + [(d, 0.0) for d, _ in base if d not in reached]
     else:
         with profiler.stage("graph_fusion"):
-            ranking, seeds["weight"] = fuse_with_walk(concepts.params, base, walked, seeds["name_share"])
+            ranking, graph["weight"] = fuse_with_walk(concepts.params, base, walked, seeds["name_share"])
     ranked = [index.hit(doc_id, score) for doc_id, score in ranking[:depth]]
     trace.update({"method": config.method, "method_reason": f"asked for; the walk seeded from {base_method}",
-                  "ranked": ranked, "graph": {"base": base_method, **seeds}})
+                  "ranked": ranked, "graph": graph})
     pool, selected = _select(index, question, ranked, config, profiler, reranker, trace)
     with profiler.stage("graph_trace"):
         trace["bridges"] = {h.doc_id: concepts.bridge(walk, h.doc_id) for h in selected[:10]}

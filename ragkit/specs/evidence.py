@@ -317,7 +317,8 @@ def description_evidence(dictionary: TermDictionary, description: str, limit: in
 
 
 @lru_cache(maxsize=4)
-def store_index(uri: str, signature: tuple) -> tuple[BM25Index, dict]:
+def store_index(uri: str, signature: tuple) -> tuple[BM25Index, dict[str, Chunk]]:
+    """The store's chunks as a BM25 index (English), and each chunk by its id."""
     store = open_store(uri)
     try:
         chunks = store.find_chunks()
@@ -334,8 +335,8 @@ def bm25_evidence(store: GraphStore, query: str, limit: int, signature: tuple | 
 
 
 def retrieve_spec_evidence(store: GraphStore, question: str, config: SpecConfig | None = None,
-                           profiler: Profiler | None = None,
-                           signature: tuple | None = None) -> tuple[QuestionAnalysis, dict, list[Evidence]]:
+                           profiler: Profiler | None = None, signature: tuple | None = None
+                           ) -> tuple[QuestionAnalysis, dict[str, list[Term]], list[Evidence]]:
     """Analysis, resolved terms per entity, and the evidence in stage-then-relevance order
     (``signature``: the store's ``store_signature``, read here when not given)."""
     config = config or SpecConfig()
