@@ -41,6 +41,7 @@ def test_langchain_retriever_in_a_chain(manual_index_dir):
     assert docs[0].id == expected[0][0] and "Kiểm tra mức dầu" in docs[0].page_content
 
 
+@pytest.mark.slow
 def test_llama_index_retriever_in_a_query_engine(manual_index_dir, monkeypatch):
     from llama_index.core import Settings
     from llama_index.core.llms import MockLLM

@@ -187,6 +187,7 @@ def test_eval_retrieval_batch_ranks_as_retrieve(tmp_path):
         assert ranked == [(h.doc_id, h.score) for h in hits]
 
 
+@pytest.mark.slow
 def test_search_queries_file_ranks_as_search_query(manual_index_dir, tmp_path):
     """``ragkit search --queries FILE`` (one batch) gives each query what ``--query`` gives."""
     import subprocess

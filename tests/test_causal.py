@@ -177,6 +177,7 @@ def test_extra_fields_are_kept_and_shown(tmp_path):
     assert set(answer.trace["selected_chains"][0]["steps"][1]["evidence"][0]) == {"source_url", "source_doi", "source_quote"}
 
 
+@pytest.mark.slow
 def test_required_field_null_is_refused_in_one_line(tmp_path):
     import subprocess
     import sys

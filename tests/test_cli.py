@@ -86,6 +86,7 @@ def test_eval_retrieval_on_a_beir_collection():
     assert abs(data["ndcg@10"] - figure) <= 0.02
 
 
+@pytest.mark.slow
 def test_bad_inputs(tmp_path, index_dir):
     refused("index", "build", "--corpus", tmp_path / "missing", "--out", tmp_path / "o",
             match="no such file")
@@ -124,6 +125,7 @@ def test_rebuild_replaces_index_atomically(tmp_path):
 
 
 # --------------------------------------------------------------------------- manners
+@pytest.mark.slow
 def test_version_and_complete_help():
     import argparse
 
@@ -151,6 +153,7 @@ def test_version_and_complete_help():
     assert "(default 1.5)" in ragkit("index", "build", "--help").stdout      # %(default)s filled in
 
 
+@pytest.mark.slow
 def test_a_question_from_stdin(manual_index_dir):
     def ask(stdin, *extra):
         return subprocess.run([sys.executable, "-m", "ragkit.cli", "ask", "-", "--index", str(manual_index_dir),
@@ -165,6 +168,7 @@ def test_a_question_from_stdin(manual_index_dir):
     assert empty.returncode == 3 and "question: is empty" in empty.stderr
 
 
+@pytest.mark.slow
 def test_exit_status_and_json_errors(tmp_path):
     from .conftest import _free_port
 
@@ -195,6 +199,7 @@ def _cli(env, *args):
                           env=env, cwd=ROOT, timeout=300)
 
 
+@pytest.mark.slow
 def test_model_list_json_shows_each_catalog_model(tmp_path):
     import platform
 
@@ -245,6 +250,7 @@ def test_model_list_json_shows_each_catalog_model(tmp_path):
     assert listed["chosen"]["name"] == "smollm2-135m" and listed["models"][1]["chosen"]
 
 
+@pytest.mark.slow
 def test_ask_and_eval_answers_use_the_model_chosen(tmp_path, manual_index_dir):
     """The installed 1.5B answers when nothing is named (here a sparse fake, whose vocabulary
     llama.cpp cannot read: the error names the file chosen); --model or RAGKIT_GGUF picks another."""
@@ -267,6 +273,7 @@ def test_ask_and_eval_answers_use_the_model_chosen(tmp_path, manual_index_dir):
                 assert json.loads(picked.stdout)["trace"]["model"] == default_model_path().name
 
 
+@pytest.mark.slow
 def test_ask_and_eval_answers_help_say_how_the_model_is_picked():
     for command in (("ask",), ("eval", "answers")):
         text = " ".join(ragkit(*command, "--help").stdout.split())

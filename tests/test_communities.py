@@ -114,6 +114,7 @@ def test_top_concepts_rank_by_sentences_shared_inside_times_idf(musique):
     assert scores == sorted(scores, reverse=True)
 
 
+@pytest.mark.slow
 def test_summary_sentences_are_verbatim_in_the_chunks_they_cite(musique, musique_docs):
     graph, found = musique
     text = {d.doc_id: " ".join(d.text.split()) for d in musique_docs}
@@ -404,6 +405,7 @@ def test_a_model_writes_the_themes_from_the_summaries_and_is_checked(musique_ind
 
 
 # ------------------------------------------------------------------ the command line
+@pytest.mark.slow
 def test_cli_search_and_ask_answer_from_communities(musique_index):
     index_dir, info = musique_index
     assert info["concepts"]["communities"]["communities"] >= info["concepts"]["communities"]["themes"]
@@ -426,6 +428,7 @@ def test_cli_search_and_ask_answer_from_communities(musique_index):
     assert answer["citations"] and answer["trace"]["check"]["passed"]
 
 
+@pytest.mark.slow
 def test_cli_refuses_communities_where_there_are_none(tmp_path):
     plain = tmp_path / "plain"
     ragkit("index", "build", "--corpus", MANUALS, "--out", plain)

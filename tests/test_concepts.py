@@ -349,6 +349,7 @@ def test_empty_corpus_and_a_corpus_without_concepts_are_refused():
         ConceptGraph.build([Doc("a", "1 2 3"), Doc("b", "and the of")], progress=False, what="corpus y.jsonl")
 
 
+@pytest.mark.slow
 def test_cli_builds_concepts_and_refuses_bad_corpora(tmp_path):
     out = tmp_path / "idx"
     info = json.loads(ragkit("index", "build", "--corpus", MANUALS, "--out", out, "--concepts", "--json").stdout)

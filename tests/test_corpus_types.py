@@ -253,6 +253,7 @@ def test_a_folder_with_nothing_readable_is_one_line_naming_it(tmp_path, folder):
     ("notes.pdf", b"These are notes, not a PDF.\n", "not a PDF (no %PDF- header"),
     ("broken.docx", b"PK\x03\x04 not really a docx", "not a readable .docx"),
 ])
+@pytest.mark.slow
 def test_a_damaged_document_is_one_line_naming_it_alone_or_in_a_folder(tmp_path, folder, name, data, problem):
     bad = folder / name
     bad.write_bytes(data)
@@ -262,6 +263,7 @@ def test_a_damaged_document_is_one_line_naming_it_alone_or_in_a_folder(tmp_path,
     assert not (tmp_path / "ix").exists()
 
 
+@pytest.mark.slow
 def test_a_file_of_another_type_is_refused_and_beir_errors_stay(tmp_path, folder):
     refused("index", "build", "--corpus", folder / "photo.png", "--out", tmp_path / "ix",
             match=f"corpus {folder / 'photo.png'}: not a type ragkit reads")
@@ -271,6 +273,7 @@ def test_a_file_of_another_type_is_refused_and_beir_errors_stay(tmp_path, folder
 
 
 # --------------------------------------------------------------------------- the command line
+@pytest.mark.slow
 def test_index_build_of_a_pdf_end_to_end(tmp_path, folder):
     built = ragkit("index", "build", "--corpus", folder / "report.pdf", "--out", tmp_path / "ix", "--json")
     info = json.loads(built.stdout)
@@ -281,6 +284,7 @@ def test_index_build_of_a_pdf_end_to_end(tmp_path, folder):
         ("report.pdf#4", "2 Methods > 2.1 Data (pp. 2-3)", "report.pdf")
 
 
+@pytest.mark.slow
 def test_index_build_of_a_folder_names_the_skipped_files(tmp_path, folder):
     built = ragkit("index", "build", "--corpus", folder, "--out", tmp_path / "ix", "--json")
     info = json.loads(built.stdout)
@@ -295,6 +299,7 @@ def test_index_build_of_a_folder_names_the_skipped_files(tmp_path, folder):
 
 
 # --------------------------------------------------------------------------- ragkit pick
+@pytest.mark.slow
 def test_pick_ships_as_a_command_and_tools_pick_runs_it(tmp_path):
     answer = json.dumps({"docs": 5, "skipped": [{"path": "photo.png"}, {"path": "a.xlsx"}], "lang": "en"})
     keys = ["docs", "skipped.*.path", "skipped.1.path", "nothing.here"]

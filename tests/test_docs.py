@@ -92,6 +92,7 @@ def test_readme_examples_print_what_the_readme_shows():
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_the_docs_site_builds_strict_with_every_page_and_every_exported_name(tmp_path):
     """``make docs``: MkDocs builds docs/ with ``--strict`` (a broken link, a missing anchor or
     a reference to a name that does not exist fails it); every page is in the navigation, and

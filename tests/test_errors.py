@@ -108,6 +108,7 @@ def test_kg_refuses_an_over_long_question_like_the_other_pipelines(kg_store_file
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_kg_with_a_truncated_gguf_is_the_model_error(kg_store_file, tmp_path):
     from ragkit.llm.gguf import default_model_path
 

@@ -191,6 +191,7 @@ def test_a_questions_file_of_one_plain_value_holds_no_questions(tmp_path, text):
         load_mcq(path)
 
 
+@pytest.mark.slow
 def test_cli_on_the_vietnamese_manual_questions(tmp_path):
     index = tmp_path / "index"
     run = lambda *a: subprocess.run([sys.executable, "-m", "ragkit.cli", *map(str, a)], capture_output=True,

@@ -119,6 +119,7 @@ def spec_answer(store) -> str:
     return json.loads(proc.stdout)["answer"]
 
 
+@pytest.mark.slow
 def test_a_killed_kg_build_to_a_file_leaves_the_previous_store(tmp_path):
     store = tmp_path / "s.json.gz"
     ok("kg", "build", "--specs", SPECS[0], "--store", store)
@@ -135,6 +136,7 @@ def test_a_killed_kg_build_to_a_file_leaves_the_previous_store(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json.gz"]   # the next run cleaned up
 
 
+@pytest.mark.slow
 def test_a_killed_kg_import_leaves_the_previous_store(tmp_path):
     store = tmp_path / "kg.json.gz"
     nodes, edges = BIOMED / "nodes.csv", BIOMED / "edges.csv"
@@ -247,6 +249,7 @@ def test_a_full_disk_leaves_the_index_and_the_graph(tmp_path, other_corpus, moun
 
 
 # --------------------------------------------------------------------------- readers, dead runs
+@pytest.mark.slow
 def test_a_reader_never_misses_the_index_during_100_saves(tmp_path):
     from ragkit.corpus import load_corpus
     from ragkit.retrieval.bm25 import BM25Index
@@ -538,6 +541,7 @@ def race(doomed: list, survivor: list, kill_at: str, check) -> None:
 
 
 @pytest.mark.parametrize("point", ["index.files:1", "swap:1"])
+@pytest.mark.slow
 def test_two_builders_into_one_index_with_one_killed_leave_one_complete_index(tmp_path, other_corpus, point):
     from ragkit.retrieval.bm25 import BM25Index
 
@@ -560,6 +564,7 @@ def test_two_builders_into_one_index_with_one_killed_leave_one_complete_index(tm
     assert not leftovers(tmp_path, "ix"), sorted(p.name for p in tmp_path.iterdir())
 
 
+@pytest.mark.slow
 def test_a_second_writer_waits_for_the_first_then_says_who_holds_it(tmp_path, other_corpus):
     out = tmp_path / "ix"
     holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom ragkit.stores.writers import writer_lock\n"
@@ -580,6 +585,7 @@ def test_a_second_writer_waits_for_the_first_then_says_who_holds_it(tmp_path, ot
     ok("index", "build", "--corpus", other_corpus, "--out", out)       # its holder gone, the lock is free
 
 
+@pytest.mark.slow
 def test_two_importers_into_one_store_with_one_killed_leave_one_complete_store(tmp_path):
     from ragkit.kgqa.store import NxTypedStore
 

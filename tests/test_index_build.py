@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from ragkit import workbench as wb
 from ragkit.testing.generated import generated_corpus
@@ -56,6 +57,7 @@ def artifacts(folder: Path) -> dict[str, object]:
     return found
 
 
+@pytest.mark.slow
 def test_the_command_line_and_the_notebooks_build_the_same_index(tmp_path):
     ragkit("index", "build", "--corpus", str(SPECS), "--out", str(tmp_path / "cli"), "--concepts", "--json")
     wb.build_text_graph(wb.TextGraphParams(corpus=str(SPECS), index_dir=str(tmp_path / "text-graph")))

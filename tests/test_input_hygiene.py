@@ -357,6 +357,7 @@ def test_damaged_postings_are_one_line_errors(tmp_path, capsys):
         BM25Index.load(ix)
 
 
+@pytest.mark.slow
 def test_a_large_csv_is_read_with_a_progress_bar(tmp_path, capfd):
     from ragkit.inputs import PROGRESS_MIN_BYTES, csv_rows
 

@@ -229,6 +229,7 @@ def test_bad_import_files_write_nothing(tmp_path):
     assert not (tmp_path / "kg.json.gz").exists()
 
 
+@pytest.mark.slow
 def test_cli_import_ask_and_follow_up(tmp_path):
     def ragkit(*args):
         return subprocess.run([sys.executable, "-m", "ragkit.cli", *map(str, args)], capture_output=True,

@@ -202,6 +202,7 @@ def test_model_plans_may_use_the_new_steps_and_are_still_validated(nx_kg):
                  nx_kg.schema, set(nx_kg.nodes))
 
 
+@pytest.mark.slow
 def test_cli_json_keeps_the_contract_keys_for_planned_and_unmapped_questions(tmp_path):
     def ragkit(*args):
         return subprocess.run([sys.executable, "-m", "ragkit.cli", *map(str, args)], capture_output=True,

@@ -6,6 +6,8 @@ root with its configuration there; a finding fails the test with the tool's own 
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import ROOT
 
 
@@ -18,6 +20,7 @@ def test_ruff_finds_nothing_in_the_package():
     assert proc.returncode == 0, f"ruff check ragkit:\n{proc.stdout}{proc.stderr}"
 
 
+@pytest.mark.slow
 def test_mypy_finds_nothing_in_the_package():
     proc = tool("mypy", "--config-file", "mypy.ini")      # files = ragkit, cache in .mypy_cache
     assert proc.returncode == 0, f"mypy ragkit:\n{proc.stdout}{proc.stderr}"

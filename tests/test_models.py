@@ -65,6 +65,7 @@ def test_catalog_names_resolve_to_installed_files(tmp_path):
     assert models.CATALOG[name].size == 1_117_320_768 and len(models.CATALOG[name].wheels()) == 22
 
 
+@pytest.mark.slow
 def test_cli_model_commands(tmp_path):
     env = {"RAGKIT_MODELS": str(tmp_path), "PATH": "/usr/bin:/bin"}
     run = lambda *a: subprocess.run([sys.executable, "-m", "ragkit.cli", "model", *a], capture_output=True,

@@ -64,6 +64,7 @@ def test_papermill_runs_both_notebooks(tmp_path):
     assert "Khóa cầu dao" in text or "khóa cầu dao" in text.lower()
 
 
+@pytest.mark.slow
 def test_failed_run_is_marked_failed(tmp_path):
     manifest = run_notebook(ROOT / "notebooks" / "04_query_and_explain.ipynb", {"k": 0},
                             out_root=tmp_path / "runs", progress=False)

@@ -52,6 +52,7 @@ def built_022(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_an_index_folder_with_vectors_and_concepts_is_0644_and_0755(built_022):
     index = built_022 / "index"
     assert (index / "dense").is_dir() and (index / "concepts").is_dir()
@@ -59,16 +60,19 @@ def test_an_index_folder_with_vectors_and_concepts_is_0644_and_0755(built_022):
     assert modes(index)["."] == 0o755 and modes(index)["meta.json"] == 0o644
 
 
+@pytest.mark.slow     # built_022 builds every artifact kind (about 20 s)
 def test_a_spec_store_file_is_0644(built_022):
     assert modes(built_022 / "kg.json.gz") == {".": 0o644}
 
 
+@pytest.mark.slow     # built_022 builds every artifact kind (about 20 s)
 def test_a_graph_folder_is_0644_and_0755(built_022):
     graph = built_022 / "graph"
     assert (graph / "chroma").is_dir()
     expect(graph, 0o022)
 
 
+@pytest.mark.slow
 def test_umask_077_keeps_artifacts_private(tmp_path):
     ragkit("index", "build", "--corpus", MANUALS, "--out", tmp_path / "index", "--concepts", umask=0o077)
     ragkit("kg", "build", "--specs", *SPECS, "--store", tmp_path / "kg.json.gz", umask=0o077)

@@ -231,6 +231,7 @@ def test_a_cluster_lost_mid_build_names_the_stage_and_leaves_the_live_index(clus
 
 
 # ---------------------------------------------------------------------- without a cluster
+@pytest.mark.slow
 def test_an_address_where_no_cluster_answers_is_one_line(tmp_path):
     from ragkit.stores.neo4j_launcher import free_port
 
@@ -291,6 +292,7 @@ def test_index_differences_sees_a_changed_array_and_not_a_timing(tmp_path):
         f"only in {tmp_path / 'b'}: extra.txt", "differs: idf.npy", "differs: meta.json"]
 
 
+@pytest.mark.slow
 def test_shards_and_engines_belong_to_a_batch_on_a_cluster(tmp_path):
     queries = tmp_path / "q.txt"
     queries.write_text("leave days\n", encoding="utf-8")

@@ -16,6 +16,7 @@ import zipfile
 from functools import cache
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ragkit.causal.conditions import load_weather
@@ -221,6 +222,7 @@ def docx_files(draw) -> bytes:
 
 @given(data=docx_files())
 @FUZZ
+@pytest.mark.slow
 def test_docx_documents(tmp_path_factory, data):
     reads_or_refuses(load_document, written(tmp_path_factory, "doc.docx", data))
 

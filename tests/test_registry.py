@@ -55,6 +55,7 @@ def test_a_registered_pipeline_gets_the_command_line(tmp_path):
     assert "--notes" in out["help"] and "notes: the answer in capitals" in out["help"]
 
 
+@pytest.mark.slow
 def test_a_registered_pipeline_gets_the_server_and_the_profiler(tmp_path):
     out = run("""
         import os

@@ -68,6 +68,7 @@ def kg(question, session=None):
 
 
 # --------------------------------------------------------------------------- keys
+@pytest.mark.slow
 def test_serve_refuses_to_listen_beyond_loopback_without_a_key():
     env = {k: v for k, v in os.environ.items() if k != "RAGKIT_API_KEY"}
     # --timeout 0 is refused too, later: a server that lost the check stops before it listens.
@@ -229,6 +230,7 @@ def test_loopback_names_and_the_allowed_host_are_answered(keyless, host):
     assert own_page.status_code == 200          # the server's own pages (/docs) by any allowed name
 
 
+@pytest.mark.slow
 def test_an_allowed_host_that_is_not_a_host_name_is_one_line_naming_it():
     out = subprocess.run([sys.executable, "-m", "ragkit.cli", "serve", "--kg", "data/merged_knowledge_graph.json",
                           "--allowed-host", "https://rag.internal/ask"], capture_output=True, text=True, timeout=60)
