@@ -128,7 +128,7 @@ def test_the_real_model_writes_plans_that_parse(nx_kg, gguf):
                 assert one.relation in relations
                 assert one.entity in linked or int((one.step or "")[1:]) < i
         assert plan.final == f"s{len(plan.steps)}"
-        assert "JSON" not in (info.get("llm_plan_rejected") or "")
+        assert "JSON" not in (info.llm_plan_rejected or "")
 
 
 @pytest.mark.slow
