@@ -135,9 +135,8 @@ def engine(what: str) -> tuple[Flag, Flag]:
                                    "cluster started on this machine for the command)"))
 
 
-def PIPELINE_FLAGS(p: argparse.ArgumentParser) -> None:
-    """The pipeline and each pipeline's flags (left out by ``build_parser(with_pipelines=False)``)."""
-    _add_pipeline_arguments(p)
+# The pipeline and each pipeline's flags (left out by ``build_parser(with_pipelines=False)``).
+PIPELINE_FLAGS: Adds = _add_pipeline_arguments
 
 
 def source_flags(p: argparse.ArgumentParser) -> None:
